@@ -1,0 +1,42 @@
+//! Declarations of neverc-spec: the phase schema (`PhaseSchema.json`) and target files (`targets/*.toml`).
+//!
+//! Loading goes in three steps and reports every problem it finds, each with its file, JSON pointer and
+//! line:column: syntax, structure (the committed JSON Schemas, checked with the `jsonschema` crate), then
+//! the semantic rules in [`phase_checks`](crate) and [`target_checks`](crate).
+
+mod diagnostic;
+mod hex;
+mod json_map;
+mod load;
+mod model;
+mod phase;
+mod phase_checks;
+mod spec_text;
+mod structural;
+mod target;
+mod target_checks;
+mod toml_map;
+
+pub use diagnostic::{Diagnostic, Severity};
+pub use hex::{ColonId, HexU64, IdPair};
+pub use load::{
+    Declarations, LoadError, LoadedTarget, SourceText, load_declarations, load_phase_schema, load_targets,
+    parse_phase_schema, parse_target, target_files,
+};
+pub use model::{
+    AbiModel, ClassModel, NameKind, NameModel, NumberModel, RegisterModel, RegisterView, SubRegisterModel, TargetModel,
+    lower_target,
+};
+pub use phase::{
+    ExtensionFamily, Gate, MutationClass, ObserverPoint, Phase, PhaseKind, PhaseSchemaDocument, PolicyFlag, Stability,
+    StateMachine, StateTransition, observer_point_bits, policy_bits,
+};
+pub use spec_text::{SpecList, SpecSegment, is_stack_token, spec_segments};
+pub use structural::{
+    COMMITTED_PHASE_SCHEMA, COMMITTED_TARGET_SCHEMA, generated_phase_schema, generated_target_schema,
+};
+pub use target::{
+    AbiRules, ConventionDefaults, Endianness, Int128Registers, Register, RegisterClass, RegisterClassKind,
+    RegisterFlag, StackRules, StandardAbi, SubRegister, TargetDeclaration, TargetIdentity,
+};
+pub use target_checks::{DWARF_PLUS_ONE_DIGEST_PREFIX, LLVM_DIGEST_PREFIX};

@@ -1,0 +1,241 @@
+//! Reading declaration files: syntax, structure (JSON Schema), then semantics, all problems at once.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::diagnostic::{Diagnostic, Finding, LineIndex, SourceMap, at_offset, place};
+use crate::json_map::JsonSourceMap;
+use crate::phase::PhaseSchemaDocument;
+use crate::phase_checks::phase_schema_findings;
+use crate::structural::{DocumentKind, structural_findings};
+use crate::target::TargetDeclaration;
+use crate::target_checks::{registry_findings, target_findings};
+use crate::toml_map::parse_toml;
+
+/// The text of a declaration file, kept so that problems can be shown in context.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourceText {
+    pub file: String,
+    pub text: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read `{path}`: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{count} problem(s) in the declarations", count = diagnostics.len())]
+    Invalid {
+        diagnostics: Vec<Diagnostic>,
+        sources: Vec<SourceText>,
+    },
+}
+
+/// A target file that passed validation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoadedTarget {
+    pub path: PathBuf,
+    /// The file name without `.toml`; names the generated module.
+    pub stem: String,
+    pub declaration: TargetDeclaration,
+}
+
+/// Validated declarations: the phase schema and every target.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Declarations {
+    pub phase_schema: PhaseSchemaDocument,
+    pub phase_schema_path: PathBuf,
+    pub targets: Vec<LoadedTarget>,
+}
+
+fn typed<T: DeserializeOwned>(value: Value, file: &str, text: &str, map: &dyn SourceMap) -> Result<T, Vec<Diagnostic>> {
+    serde_json::from_value(value)
+        .map_err(|error| place(file, text, map, vec![Finding::error("schema", "", error.to_string())]))
+}
+
+/// Parses and validates a phase schema text; `file` names it in diagnostics.
+pub fn parse_phase_schema(file: &str, text: &str) -> Result<PhaseSchemaDocument, Vec<Diagnostic>> {
+    let value: Value = serde_json::from_str(text).map_err(|error| {
+        let offset = LineIndex::new(text).offset(error.line(), error.column());
+        vec![at_offset(file, text, "json-syntax", error.to_string(), offset..offset)]
+    })?;
+    let map = JsonSourceMap::build(text);
+    let mut findings: Vec<Finding> = map
+        .duplicate_keys
+        .iter()
+        .map(|pointer| {
+            Finding::error(
+                "duplicate-key",
+                pointer.clone(),
+                "this key repeats an earlier key of the same object",
+            )
+            .at_key()
+        })
+        .collect();
+    findings.extend(structural_findings(DocumentKind::PhaseSchema, &value));
+    if !findings.is_empty() {
+        return Err(place(file, text, &map, findings));
+    }
+    let document: PhaseSchemaDocument = typed(value, file, text, &map)?;
+    let findings = phase_schema_findings(&document);
+    if findings.is_empty() {
+        Ok(document)
+    } else {
+        Err(place(file, text, &map, findings))
+    }
+}
+
+/// Parses and validates one target TOML text; `file` names it in diagnostics.
+pub fn parse_target(file: &str, text: &str) -> Result<TargetDeclaration, Vec<Diagnostic>> {
+    let (value, map) = parse_toml(file, text)?;
+    let findings = structural_findings(DocumentKind::Target, &value);
+    if !findings.is_empty() {
+        return Err(place(file, text, &map, findings));
+    }
+    let declaration: TargetDeclaration = typed(value, file, text, &map)?;
+    let findings = target_findings(&declaration);
+    if findings.is_empty() {
+        Ok(declaration)
+    } else {
+        Err(place(file, text, &map, findings))
+    }
+}
+
+fn read(path: &Path) -> Result<String, LoadError> {
+    fs::read_to_string(path).map_err(|source| LoadError::Io {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// Reads and validates a phase schema file.
+pub fn load_phase_schema(path: &Path) -> Result<PhaseSchemaDocument, LoadError> {
+    let text = read(path)?;
+    let file = path.display().to_string();
+    parse_phase_schema(&file, &text).map_err(|diagnostics| LoadError::Invalid {
+        diagnostics,
+        sources: vec![SourceText { file, text }],
+    })
+}
+
+/// The `*.toml` files of a directory, sorted by name.
+pub fn target_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
+    let entries = fs::read_dir(dir).map_err(|source| LoadError::Io {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    let mut files = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|source| LoadError::Io {
+            path: dir.display().to_string(),
+            source,
+        })?;
+        let path = entry.path();
+        if path.extension().is_some_and(|ext| ext == "toml") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+fn stem_of(path: &Path) -> String {
+    path.file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// Reads and validates target files, each on its own and then together.
+pub fn load_targets(paths: &[PathBuf]) -> Result<Vec<LoadedTarget>, LoadError> {
+    let mut diagnostics = Vec::new();
+    let mut sources = Vec::new();
+    let mut targets = Vec::new();
+    let mut maps = Vec::new();
+    for path in paths {
+        let text = read(path)?;
+        let file = path.display().to_string();
+        match parse_target(&file, &text) {
+            Ok(declaration) => {
+                targets.push(LoadedTarget {
+                    path: path.clone(),
+                    stem: stem_of(path),
+                    declaration,
+                });
+                maps.push(sources.len());
+            }
+            Err(found) => diagnostics.extend(found),
+        }
+        sources.push(SourceText { file, text });
+    }
+    let stems: Vec<&str> = targets.iter().map(|target| target.stem.as_str()).collect();
+    for (index, stem) in stems.iter().enumerate() {
+        let valid_module = stem.starts_with(|c: char| c.is_ascii_lowercase())
+            && stem
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if !valid_module {
+            let source = &sources[maps[index]];
+            diagnostics.push(at_offset(
+                &source.file,
+                &source.text,
+                "target-file-name",
+                format!("target file name `{stem}` must be lowercase letters, digits and `_` (it names a Rust module)"),
+                0..0,
+            ));
+        }
+    }
+    let declarations: Vec<&TargetDeclaration> = targets.iter().map(|target| &target.declaration).collect();
+    for (index, finding) in registry_findings(&declarations) {
+        let source = &sources[maps[index]];
+        let (_, map) = match parse_toml(&source.file, &source.text) {
+            Ok(parsed) => parsed,
+            Err(found) => {
+                diagnostics.extend(found);
+                continue;
+            }
+        };
+        diagnostics.extend(place(&source.file, &source.text, &map, vec![finding]));
+    }
+    if diagnostics.is_empty() {
+        Ok(targets)
+    } else {
+        Err(LoadError::Invalid { diagnostics, sources })
+    }
+}
+
+/// Reads and validates everything: the phase schema and the targets, reporting all problems of all files.
+pub fn load_declarations(schema_path: &Path, target_paths: &[PathBuf]) -> Result<Declarations, LoadError> {
+    let schema = load_phase_schema(schema_path);
+    let targets = load_targets(target_paths);
+    match (schema, targets) {
+        (Ok(phase_schema), Ok(targets)) => Ok(Declarations {
+            phase_schema,
+            phase_schema_path: schema_path.to_path_buf(),
+            targets,
+        }),
+        (Err(LoadError::Io { path, source }), _) | (_, Err(LoadError::Io { path, source })) => {
+            Err(LoadError::Io { path, source })
+        }
+        (schema, targets) => {
+            let mut diagnostics = Vec::new();
+            let mut sources = Vec::new();
+            for error in [schema.err(), targets.err()].into_iter().flatten() {
+                if let LoadError::Invalid {
+                    diagnostics: found,
+                    sources: texts,
+                } = error
+                {
+                    diagnostics.extend(found);
+                    sources.extend(texts);
+                }
+            }
+            Err(LoadError::Invalid { diagnostics, sources })
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! Structural validation against the committed JSON Schemas, with the `jsonschema` crate.
+
+use std::sync::OnceLock;
+
+use jsonschema::Validator;
+use jsonschema::error::ValidationErrorKind;
+use schemars::schema_for;
+use serde_json::Value;
+
+use crate::diagnostic::{Finding, escape_token};
+use crate::phase::PhaseSchemaDocument;
+use crate::target::TargetDeclaration;
+
+/// The committed JSON Schema of `PhaseSchema.json` (kept fresh by a test).
+pub const COMMITTED_PHASE_SCHEMA: &str = include_str!("../json/phase-schema.schema.json");
+/// The committed JSON Schema of target TOML files (kept fresh by a test).
+pub const COMMITTED_TARGET_SCHEMA: &str = include_str!("../json/target.schema.json");
+
+/// The JSON Schema the Rust types describe now, pretty-printed with a trailing newline.
+pub fn generated_phase_schema() -> String {
+    render(serde_json::to_value(schema_for!(PhaseSchemaDocument)))
+}
+
+/// The JSON Schema the Rust types describe now, pretty-printed with a trailing newline.
+pub fn generated_target_schema() -> String {
+    render(serde_json::to_value(schema_for!(TargetDeclaration)))
+}
+
+fn render(value: Result<Value, serde_json::Error>) -> String {
+    let text = value
+        .and_then(|value| serde_json::to_string_pretty(&value))
+        .unwrap_or_default();
+    format!("{text}\n")
+}
+
+#[derive(Clone, Copy)]
+pub(crate) enum DocumentKind {
+    PhaseSchema,
+    Target,
+}
+
+fn validator(kind: DocumentKind) -> Result<&'static Validator, Finding> {
+    static PHASE: OnceLock<Result<Validator, String>> = OnceLock::new();
+    static TARGET: OnceLock<Result<Validator, String>> = OnceLock::new();
+    let (cell, text) = match kind {
+        DocumentKind::PhaseSchema => (&PHASE, COMMITTED_PHASE_SCHEMA),
+        DocumentKind::Target => (&TARGET, COMMITTED_TARGET_SCHEMA),
+    };
+    cell.get_or_init(|| {
+        let schema: Value = serde_json::from_str(text).map_err(|error| error.to_string())?;
+        jsonschema::validator_for(&schema).map_err(|error| error.to_string())
+    })
+    .as_ref()
+    .map_err(|message| {
+        Finding::error(
+            "internal-schema",
+            "",
+            format!("the committed JSON Schema is unusable: {message}"),
+        )
+    })
+}
+
+/// Every structural problem of `instance`, in document order.
+pub(crate) fn structural_findings(kind: DocumentKind, instance: &Value) -> Vec<Finding> {
+    let validator = match validator(kind) {
+        Ok(validator) => validator,
+        Err(finding) => return vec![finding],
+    };
+    let mut findings = Vec::new();
+    for error in validator.iter_errors(instance) {
+        let pointer = error.instance_path().as_str().to_string();
+        match error.kind() {
+            ValidationErrorKind::AdditionalProperties { unexpected } => {
+                for key in unexpected {
+                    findings.push(
+                        Finding::error(
+                            "unknown-key",
+                            format!("{pointer}/{}", escape_token(key)),
+                            format!("unknown key `{key}`"),
+                        )
+                        .at_key(),
+                    );
+                }
+            }
+            ValidationErrorKind::Required { property } => {
+                let name = property.as_str().map_or_else(|| property.to_string(), str::to_string);
+                findings.push(Finding::error(
+                    "missing-key",
+                    pointer,
+                    format!("missing required key `{name}`"),
+                ));
+            }
+            _ => findings.push(Finding::error("schema", pointer, error.to_string())),
+        }
+    }
+    findings
+}

@@ -1,0 +1,237 @@
+//! Types of a target declaration, `targets/<name>.toml`.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::hex::ColonId;
+
+/// One target: identity, registers, the standard ABI and the calling-convention defaults.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "neverc-spec target declaration")]
+pub struct TargetDeclaration {
+    pub identity: TargetIdentity,
+    #[schemars(length(min = 1))]
+    pub register_classes: Vec<RegisterClass>,
+    #[schemars(length(min = 1))]
+    pub registers: Vec<Register>,
+    /// Registers a spec may name but never receives: the name is skipped with a note.
+    #[serde(default)]
+    pub reserved: Vec<String>,
+    /// The default callee-saved set; sub-register names declare partial preservation (AArch64 `d8`).
+    #[serde(default)]
+    pub callee_saved: Vec<String>,
+    pub abi: StandardAbi,
+    pub conventions: ConventionDefaults,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TargetIdentity {
+    /// Canonical target name, used by `--target`.
+    #[schemars(regex(pattern = r"^[a-z][a-z0-9_]*$"))]
+    pub name: String,
+    /// Other names accepted by `--target`.
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    /// The LLVM target triple.
+    #[schemars(regex(pattern = r"^[a-z0-9_]+(-[a-z0-9_.]+){1,3}$"))]
+    pub triple: String,
+    /// Target id written into plans as `target=HIGH:LOW`.
+    pub target_id: ColonId,
+    /// Calling-convention id written into plans as `cc=HIGH:LOW`.
+    pub convention_id: ColonId,
+    /// The `schema=` of plans: names the register numbering plans use.
+    #[schemars(regex(pattern = r"^[^;\s]+$"))]
+    pub schema_digest: String,
+    /// Pointer width in bits.
+    pub pointer_width: u32,
+    pub endianness: Endianness,
+    /// Stack alignment in bytes at a call boundary.
+    pub stack_alignment: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Endianness {
+    Little,
+    Big,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterClass {
+    #[schemars(regex(pattern = r"^[a-z][a-z0-9_]*$"))]
+    pub name: String,
+    pub kind: RegisterClassKind,
+    /// Full width of the registers of this class, in bits.
+    pub width: u32,
+    /// Widths in bits a value or sub-register of this class may have.
+    #[schemars(length(min = 1))]
+    pub widths: Vec<u32>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RegisterClassKind {
+    /// Integers and pointers (`gpr:` in specs).
+    General,
+    /// Scalar floating point only (`fpr:` in specs).
+    Float,
+    /// Floating point and vectors (`xmm:`/`fpr:` in specs).
+    Vector,
+}
+
+impl RegisterClassKind {
+    /// Whether values of floating-point or vector type go into this class.
+    pub fn holds_floating_point(self) -> bool {
+        !matches!(self, RegisterClassKind::General)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Register {
+    /// Canonical name as written in specs and assembly.
+    #[schemars(regex(pattern = r"^[a-z][a-z0-9_]*$"))]
+    pub name: String,
+    pub class: String,
+    /// Width in bits when it differs from the class width.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub width: Option<u32>,
+    /// The register number written into plans (nonzero; 0 means "no register" there).
+    pub plan_number: u32,
+    /// DWARF register number.
+    pub dwarf: u32,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
+    /// Narrower names of the same register (x86 `ecx`, AArch64 `w9`, `s5`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subregisters: Vec<SubRegister>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<RegisterFlag>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubRegister {
+    #[schemars(regex(pattern = r"^[a-z][a-z0-9_]*$"))]
+    pub name: String,
+    /// Width in bits; legal for the class and at most the register's width.
+    pub width: u32,
+    /// Its own plan number, where the numbering has one (x86 `ECX` = 25).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_number: Option<u32>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RegisterFlag {
+    /// The frame pointer: a spec may choose it, with a warning.
+    FramePointer,
+    /// The stack pointer.
+    StackPointer,
+    /// Holds the return address.
+    LinkRegister,
+    /// Reads as zero.
+    Zero,
+    /// Reserved by the platform (thread pointer, global pointer, platform register).
+    Platform,
+}
+
+impl RegisterFlag {
+    pub const ALL: [RegisterFlag; 5] = [
+        RegisterFlag::FramePointer,
+        RegisterFlag::StackPointer,
+        RegisterFlag::LinkRegister,
+        RegisterFlag::Zero,
+        RegisterFlag::Platform,
+    ];
+
+    pub fn bit(self) -> u32 {
+        1 << (self as u32)
+    }
+
+    pub fn schema_name(self) -> &'static str {
+        match self {
+            RegisterFlag::FramePointer => "frame_pointer",
+            RegisterFlag::StackPointer => "stack_pointer",
+            RegisterFlag::LinkRegister => "link_register",
+            RegisterFlag::Zero => "zero",
+            RegisterFlag::Platform => "platform",
+        }
+    }
+}
+
+/// The target's standard calling convention as data; the fallback planner reads only this.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StandardAbi {
+    /// Name of the convention (`sysv`, `aapcs64`, `lp64d`).
+    pub name: String,
+    /// Integer and pointer argument registers, in order.
+    pub integer_arguments: Vec<String>,
+    /// Floating-point and vector argument registers, in order.
+    pub float_arguments: Vec<String>,
+    pub integer_returns: Vec<String>,
+    pub float_returns: Vec<String>,
+    /// Register that carries the address of an indirect (`sret`) return value.
+    pub sret_register: String,
+    /// True when the sret pointer takes the first integer argument register (x86-64), false when it has
+    /// its own register (AArch64 x8).
+    pub sret_takes_argument_register: bool,
+    pub stack: StackRules,
+    pub rules: AbiRules,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StackRules {
+    /// Every stack argument occupies at least this many bytes.
+    pub slot_size: u32,
+    /// A stack argument is aligned to its natural alignment clamped to [slot_size, max_alignment].
+    pub max_alignment: u32,
+}
+
+/// The documented rule flags of the standard ABI (see docs/target-format.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AbiRules {
+    /// How a 128-bit integer uses general registers.
+    pub int128_registers: Int128Registers,
+    /// Whether a value may start in registers and continue on the stack.
+    pub split_between_registers_and_stack: bool,
+    /// Whether a register skipped for alignment may be used by a later argument.
+    pub reuse_skipped_registers: bool,
+    /// Vectors up to this many bytes take one vector register; wider ones are split into pieces of this size.
+    pub vector_register_bytes: u32,
+    /// Arrays of at most this many floating-point elements take consecutive vector registers or go wholly to
+    /// the stack (0: the rule does not apply and elements are assigned one by one).
+    pub homogeneous_aggregate_max_members: u32,
+    /// When a homogeneous aggregate goes to the stack, every later floating-point argument follows it there.
+    pub stack_aggregate_exhausts_float_registers: bool,
+    /// When float registers run out, floating-point values take general registers before the stack (RISC-V).
+    pub float_falls_back_to_integer_registers: bool,
+    /// IR types that are always passed on the stack (x86-64 `x86_fp80`).
+    #[serde(default)]
+    pub stack_only_types: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Int128Registers {
+    /// Any two consecutive free registers.
+    Consecutive,
+    /// An even-numbered register and the next one (AArch64).
+    EvenAlignedPair,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConventionDefaults {
+    /// The spec used when a function asks for the custom convention without one of its own.
+    pub default_spec: String,
+    /// The four `ccshuffle` layouts, in order.
+    #[schemars(length(min = 4, max = 4))]
+    pub shuffle_layouts: Vec<String>,
+}

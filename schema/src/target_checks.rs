@@ -1,0 +1,565 @@
+//! Semantic checks of one target declaration, and of a set of targets together.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::diagnostic::Finding;
+use crate::model::{NameModel, name_table};
+use crate::spec_text::{SpecList, is_stack_token, spec_segments};
+use crate::target::{RegisterClassKind, TargetDeclaration};
+
+/// IR type spellings a `stack_only_types` entry may name.
+const IR_SCALAR_TYPES: &[&str] = &[
+    "i1",
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "i128",
+    "ptr",
+    "half",
+    "bfloat",
+    "float",
+    "double",
+    "fp128",
+    "x86_fp80",
+    "ppc_fp128",
+];
+
+/// Prefix of schema digests whose plan numbers are DWARF numbers plus one.
+pub const DWARF_PLUS_ONE_DIGEST_PREFIX: &str = "dwarf+1-";
+/// Prefix of schema digests that name an LLVM build's register enumeration for a triple.
+pub const LLVM_DIGEST_PREFIX: &str = "llvm-";
+
+pub(crate) fn target_findings(declaration: &TargetDeclaration) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    check_identity(declaration, &mut findings);
+    check_classes(declaration, &mut findings);
+    check_registers(declaration, &mut findings);
+    let names = name_table(declaration);
+    let reserved = check_reserved(declaration, &names, &mut findings);
+    let context = Context {
+        declaration,
+        names: &names,
+        reserved: &reserved,
+    };
+    context.check_callee_saved(&mut findings);
+    context.check_abi(&mut findings);
+    context.check_specs(&mut findings);
+    findings
+}
+
+fn power_of_two(value: u32) -> bool {
+    value != 0 && value.is_power_of_two()
+}
+
+fn check_identity(declaration: &TargetDeclaration, findings: &mut Vec<Finding>) {
+    let identity = &declaration.identity;
+    if !power_of_two(identity.stack_alignment) {
+        findings.push(Finding::error(
+            "identity",
+            "/identity/stack_alignment",
+            format!("stack alignment {} is not a power of two", identity.stack_alignment),
+        ));
+    }
+    if !matches!(identity.pointer_width, 16 | 32 | 64) {
+        findings.push(Finding::error(
+            "identity",
+            "/identity/pointer_width",
+            format!("pointer width {} is not 16, 32 or 64 bits", identity.pointer_width),
+        ));
+    }
+    let mut seen = HashSet::from([identity.name.to_ascii_lowercase()]);
+    for (index, alias) in identity.aliases.iter().enumerate() {
+        if !seen.insert(alias.to_ascii_lowercase()) {
+            findings.push(Finding::error(
+                "duplicate-name",
+                format!("/identity/aliases/{index}"),
+                format!("target name `{alias}` is listed twice"),
+            ));
+        }
+    }
+    if identity.schema_digest.starts_with(LLVM_DIGEST_PREFIX)
+        && identity.schema_digest != format!("{LLVM_DIGEST_PREFIX}{}", identity.triple)
+    {
+        findings.push(Finding::error(
+            "schema-digest",
+            "/identity/schema_digest",
+            format!(
+                "an LLVM numbering digest must be `{LLVM_DIGEST_PREFIX}{}`, the triple's",
+                identity.triple
+            ),
+        ));
+    }
+    if identity.schema_digest.starts_with(DWARF_PLUS_ONE_DIGEST_PREFIX) {
+        for (index, register) in declaration.registers.iter().enumerate() {
+            if u64::from(register.plan_number) != u64::from(register.dwarf) + 1 {
+                findings.push(Finding::error(
+                    "schema-digest",
+                    format!("/registers/{index}/plan_number"),
+                    format!(
+                        "digest `{}` promises plan number = DWARF + 1, but `{}` has plan number {} and DWARF {}",
+                        identity.schema_digest, register.name, register.plan_number, register.dwarf
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+fn check_classes(declaration: &TargetDeclaration, findings: &mut Vec<Finding>) {
+    let mut names = HashMap::new();
+    for (index, class) in declaration.register_classes.iter().enumerate() {
+        let pointer = format!("/register_classes/{index}");
+        if names.insert(class.name.as_str(), index).is_some() {
+            findings.push(Finding::error(
+                "duplicate-class",
+                format!("{pointer}/name"),
+                format!("register class `{}` is declared twice", class.name),
+            ));
+        }
+        if !power_of_two(class.width) || class.width < 8 {
+            findings.push(Finding::error(
+                "width",
+                format!("{pointer}/width"),
+                format!("class width {} is not a power of two of at least 8 bits", class.width),
+            ));
+        }
+        for (position, width) in class.widths.iter().enumerate() {
+            if !power_of_two(*width) || *width < 8 || *width > class.width {
+                findings.push(Finding::error(
+                    "width",
+                    format!("{pointer}/widths/{position}"),
+                    format!(
+                        "width {width} of class `{}` must be a power of two between 8 and {}",
+                        class.name, class.width
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+fn check_registers(declaration: &TargetDeclaration, findings: &mut Vec<Finding>) {
+    let mut spellings: HashMap<String, String> = HashMap::new();
+    let mut numbers: HashMap<u32, String> = HashMap::new();
+    let mut dwarf: HashMap<u32, usize> = HashMap::new();
+    for (index, register) in declaration.registers.iter().enumerate() {
+        let pointer = format!("/registers/{index}");
+        let class = declaration
+            .register_classes
+            .iter()
+            .find(|class| class.name == register.class);
+        if class.is_none() {
+            findings.push(Finding::error(
+                "unknown-class",
+                format!("{pointer}/class"),
+                format!(
+                    "register `{}` names undeclared class `{}`",
+                    register.name, register.class
+                ),
+            ));
+        }
+        let width = register.width.or(class.map(|class| class.width)).unwrap_or(0);
+        if let (Some(class), Some(own)) = (class, register.width)
+            && (own > class.width || !class.widths.contains(&own))
+        {
+            findings.push(Finding::error(
+                "width",
+                format!("{pointer}/width"),
+                format!(
+                    "width {own} of `{}` is not legal for class `{}`",
+                    register.name, class.name
+                ),
+            ));
+        }
+        let mut claim = |spelling: &str, at: String, findings: &mut Vec<Finding>| {
+            let key = spelling.to_ascii_lowercase();
+            if let Some(owner) = spellings.get(&key) {
+                findings.push(Finding::error(
+                    "duplicate-register-name",
+                    at,
+                    format!("register name `{spelling}` is already used by `{owner}`"),
+                ));
+            } else {
+                spellings.insert(key, register.name.clone());
+            }
+        };
+        claim(&register.name, format!("{pointer}/name"), findings);
+        for (position, alias) in register.aliases.iter().enumerate() {
+            claim(alias, format!("{pointer}/aliases/{position}"), findings);
+        }
+        for (position, sub) in register.subregisters.iter().enumerate() {
+            claim(&sub.name, format!("{pointer}/subregisters/{position}/name"), findings);
+            if let Some(class) = class
+                && (!class.widths.contains(&sub.width) || sub.width > width)
+            {
+                findings.push(Finding::error(
+                    "width",
+                    format!("{pointer}/subregisters/{position}/width"),
+                    format!("sub-register `{}` has width {}, which is not legal for class `{}` (widths {:?}) or exceeds `{}` ({width} bits)", sub.name, sub.width, class.name, class.widths, register.name),
+                ));
+            }
+        }
+        let mut number = |value: u32, what: &str, at: String, findings: &mut Vec<Finding>| {
+            if value == 0 {
+                findings.push(Finding::error(
+                    "register-number",
+                    at,
+                    format!("{what} has plan number 0, which plans reserve for `no register`"),
+                ));
+            } else if let Some(owner) = numbers.get(&value) {
+                findings.push(Finding::error(
+                    "duplicate-register-number",
+                    at,
+                    format!("{what} reuses plan number {value} of `{owner}`"),
+                ));
+            } else {
+                numbers.insert(value, what.trim_start_matches("register ").to_string());
+            }
+        };
+        number(
+            register.plan_number,
+            &format!("register `{}`", register.name),
+            format!("{pointer}/plan_number"),
+            findings,
+        );
+        for (position, sub) in register.subregisters.iter().enumerate() {
+            if let Some(value) = sub.plan_number {
+                number(
+                    value,
+                    &format!("sub-register `{}`", sub.name),
+                    format!("{pointer}/subregisters/{position}/plan_number"),
+                    findings,
+                );
+            }
+        }
+        if let Some(first) = dwarf.insert(register.dwarf, index) {
+            findings.push(Finding::error(
+                "duplicate-dwarf-number",
+                format!("{pointer}/dwarf"),
+                format!(
+                    "`{}` reuses DWARF number {} of `{}`",
+                    register.name, register.dwarf, declaration.registers[first].name
+                ),
+            ));
+        }
+        let mut flags = HashSet::new();
+        for (position, flag) in register.flags.iter().enumerate() {
+            if !flags.insert(*flag) {
+                findings.push(Finding::error(
+                    "duplicate-flag",
+                    format!("{pointer}/flags/{position}"),
+                    format!("flag `{}` is listed twice", flag.schema_name()),
+                ));
+            }
+        }
+    }
+}
+
+fn check_reserved(
+    declaration: &TargetDeclaration,
+    names: &HashMap<String, NameModel>,
+    findings: &mut Vec<Finding>,
+) -> HashSet<usize> {
+    let mut reserved = HashSet::new();
+    for (index, name) in declaration.reserved.iter().enumerate() {
+        match names.get(&name.to_ascii_lowercase()) {
+            Some(entry) => {
+                if !reserved.insert(entry.register) {
+                    findings.push(Finding::error(
+                        "duplicate-reserved",
+                        format!("/reserved/{index}"),
+                        format!("reserved register `{name}` is listed twice"),
+                    ));
+                }
+            }
+            None => findings.push(Finding::error(
+                "unknown-register",
+                format!("/reserved/{index}"),
+                format!("reserved register `{name}` is not declared"),
+            )),
+        }
+    }
+    reserved
+}
+
+struct Context<'a> {
+    declaration: &'a TargetDeclaration,
+    names: &'a HashMap<String, NameModel>,
+    reserved: &'a HashSet<usize>,
+}
+
+/// What a list of register names must hold.
+#[derive(Clone, Copy)]
+enum Want {
+    General,
+    FloatingPoint,
+    Either,
+}
+
+impl Context<'_> {
+    fn class_kind(&self, register: usize) -> Option<RegisterClassKind> {
+        let class = &self.declaration.registers.get(register)?.class;
+        self.declaration
+            .register_classes
+            .iter()
+            .find(|candidate| &candidate.name == class)
+            .map(|class| class.kind)
+    }
+
+    /// Resolves a name at `pointer`, reporting unknown, reserved and wrong-class names.
+    fn check_name(
+        &self,
+        name: &str,
+        pointer: String,
+        want: Want,
+        what: &str,
+        findings: &mut Vec<Finding>,
+    ) -> Option<usize> {
+        let Some(entry) = self.names.get(&name.to_ascii_lowercase()) else {
+            findings.push(Finding::error(
+                "unknown-register",
+                pointer,
+                format!("{what} names `{name}`, which is not a declared register, alias or sub-register"),
+            ));
+            return None;
+        };
+        if self.reserved.contains(&entry.register) {
+            findings.push(Finding::error(
+                "reserved-register",
+                pointer.clone(),
+                format!("{what} names reserved register `{name}`"),
+            ));
+        }
+        let kind = self.class_kind(entry.register);
+        let fits = match (want, kind) {
+            (Want::General, Some(kind)) => !kind.holds_floating_point(),
+            (Want::FloatingPoint, Some(kind)) => kind.holds_floating_point(),
+            _ => true,
+        };
+        if !fits {
+            let expected = if matches!(want, Want::General) {
+                "a general-purpose"
+            } else {
+                "a floating-point or vector"
+            };
+            findings.push(Finding::error(
+                "register-class",
+                pointer,
+                format!("{what} needs {expected} register, but `{name}` is not one"),
+            ));
+        }
+        Some(entry.register)
+    }
+
+    fn check_list(&self, list: &[String], pointer: &str, want: Want, what: &str, findings: &mut Vec<Finding>) {
+        let mut seen = HashSet::new();
+        for (index, name) in list.iter().enumerate() {
+            if let Some(register) = self.check_name(name, format!("{pointer}/{index}"), want, what, findings)
+                && !seen.insert(register)
+            {
+                findings.push(Finding::error(
+                    "duplicate-register",
+                    format!("{pointer}/{index}"),
+                    format!("{what} lists `{name}` twice"),
+                ));
+            }
+        }
+    }
+
+    fn check_callee_saved(&self, findings: &mut Vec<Finding>) {
+        self.check_list(
+            &self.declaration.callee_saved,
+            "/callee_saved",
+            Want::Either,
+            "the callee-saved set",
+            findings,
+        );
+    }
+
+    fn check_abi(&self, findings: &mut Vec<Finding>) {
+        let abi = &self.declaration.abi;
+        self.check_list(
+            &abi.integer_arguments,
+            "/abi/integer_arguments",
+            Want::General,
+            "the integer argument pool",
+            findings,
+        );
+        self.check_list(
+            &abi.float_arguments,
+            "/abi/float_arguments",
+            Want::FloatingPoint,
+            "the float argument pool",
+            findings,
+        );
+        self.check_list(
+            &abi.integer_returns,
+            "/abi/integer_returns",
+            Want::General,
+            "the integer return pool",
+            findings,
+        );
+        self.check_list(
+            &abi.float_returns,
+            "/abi/float_returns",
+            Want::FloatingPoint,
+            "the float return pool",
+            findings,
+        );
+        self.check_name(
+            &abi.sret_register,
+            "/abi/sret_register".into(),
+            Want::General,
+            "the sret register",
+            findings,
+        );
+        if !power_of_two(abi.stack.slot_size) {
+            findings.push(Finding::error(
+                "abi-stack",
+                "/abi/stack/slot_size",
+                format!("stack slot size {} is not a power of two", abi.stack.slot_size),
+            ));
+        }
+        if !power_of_two(abi.stack.max_alignment) || abi.stack.max_alignment < abi.stack.slot_size {
+            findings.push(Finding::error(
+                "abi-stack",
+                "/abi/stack/max_alignment",
+                format!(
+                    "maximum stack alignment {} must be a power of two no smaller than the slot size",
+                    abi.stack.max_alignment
+                ),
+            ));
+        }
+        if abi.rules.vector_register_bytes != 0 && !power_of_two(abi.rules.vector_register_bytes) {
+            findings.push(Finding::error(
+                "abi-rule",
+                "/abi/rules/vector_register_bytes",
+                format!("{} is not a power of two", abi.rules.vector_register_bytes),
+            ));
+        }
+        for (index, ty) in abi.rules.stack_only_types.iter().enumerate() {
+            if !IR_SCALAR_TYPES.contains(&ty.as_str()) {
+                findings.push(Finding::error(
+                    "abi-rule",
+                    format!("/abi/rules/stack_only_types/{index}"),
+                    format!("`{ty}` is not an IR scalar type ({})", IR_SCALAR_TYPES.join(", ")),
+                ));
+            }
+        }
+        if abi.sret_takes_argument_register
+            && let (Some(sret), Some(first)) = (
+                self.names.get(&abi.sret_register.to_ascii_lowercase()),
+                abi.integer_arguments.first(),
+            )
+            && self.names.get(&first.to_ascii_lowercase()).map(|entry| entry.register) != Some(sret.register)
+        {
+            findings.push(Finding::error(
+                "abi-sret",
+                "/abi/sret_register",
+                format!("the sret pointer takes an argument register, so it must be the first one, `{first}`"),
+            ));
+        }
+    }
+
+    fn check_specs(&self, findings: &mut Vec<Finding>) {
+        let conventions = &self.declaration.conventions;
+        self.check_spec(
+            &conventions.default_spec,
+            "/conventions/default_spec",
+            "the default spec",
+            findings,
+        );
+        for (index, layout) in conventions.shuffle_layouts.iter().enumerate() {
+            self.check_spec(
+                layout,
+                &format!("/conventions/shuffle_layouts/{index}"),
+                &format!("shuffle layout {index}"),
+                findings,
+            );
+        }
+    }
+
+    fn check_spec(&self, spec: &str, pointer: &str, what: &str, findings: &mut Vec<Finding>) {
+        let mut has_registers = false;
+        for segment in spec_segments(spec) {
+            let Some(list) = SpecList::from_key(segment.key) else {
+                findings.push(Finding::error(
+                    "spec",
+                    pointer,
+                    format!("{what} `{spec}` has unknown key `{}`", segment.key),
+                ));
+                continue;
+            };
+            let want = match list {
+                SpecList::IntegerArguments | SpecList::IntegerReturn => Want::General,
+                SpecList::FloatArguments | SpecList::FloatReturn => Want::FloatingPoint,
+                SpecList::Positional | SpecList::CalleeSaved => Want::Either,
+            };
+            for item in segment.items {
+                if list != SpecList::CalleeSaved {
+                    has_registers = true;
+                }
+                if list == SpecList::Positional && is_stack_token(item) {
+                    continue;
+                }
+                self.check_name(item, pointer.to_string(), want, what, findings);
+            }
+        }
+        if !has_registers {
+            findings.push(Finding::error(
+                "spec",
+                pointer,
+                format!("{what} `{spec}` has no argument or return registers"),
+            ));
+        }
+    }
+}
+
+/// Checks across all targets: names, aliases, triples and ids must not collide.
+pub(crate) fn registry_findings(targets: &[&TargetDeclaration]) -> Vec<(usize, Finding)> {
+    let mut findings = Vec::new();
+    let mut names: HashMap<String, usize> = HashMap::new();
+    let mut ids: HashMap<(u64, u64), usize> = HashMap::new();
+    for (file, target) in targets.iter().enumerate() {
+        let identity = &target.identity;
+        let spellings = std::iter::once(("/identity/name".to_string(), &identity.name)).chain(
+            identity
+                .aliases
+                .iter()
+                .enumerate()
+                .map(|(index, alias)| (format!("/identity/aliases/{index}"), alias)),
+        );
+        for (pointer, spelling) in spellings {
+            if let Some(first) = names.insert(spelling.to_ascii_lowercase(), file)
+                && first != file
+            {
+                findings.push((
+                    file,
+                    Finding::error(
+                        "duplicate-target",
+                        pointer,
+                        format!(
+                            "target name `{spelling}` is already used by target `{}`",
+                            targets[first].identity.name
+                        ),
+                    ),
+                ));
+            }
+        }
+        if let Some(first) = ids.insert((identity.target_id.high, identity.target_id.low), file) {
+            findings.push((
+                file,
+                Finding::error(
+                    "duplicate-target",
+                    "/identity/target_id",
+                    format!(
+                        "target id {} is already used by target `{}`",
+                        identity.target_id, targets[first].identity.name
+                    ),
+                ),
+            ));
+        }
+    }
+    findings
+}
