@@ -1,1 +1,365 @@
+//! Turns validated declarations into Rust source: const tables with `const fn` lookups.
+//!
+//! One handlebars template per output (`templates/`), strict mode, no HTML escaping; every output is
+//! parsed and formatted with prettyplease and starts with a header naming its source. The same inputs
+//! always give the same bytes.
 
+use std::path::Path;
+
+use handlebars::{Context, Handlebars, Helper, HelperResult, Output, RenderContext, RenderErrorReason};
+use neverc_schema::{
+    Declarations, Gate, ObserverPoint, PhaseKind, PhaseSchemaModel, PolicyFlag, RegisterClassKind, RegisterFlag,
+    Stability, TargetModel, lower_phase_schema, lower_target,
+};
+use serde_json::{Value, json};
+
+const PHASES_TEMPLATE: &str = include_str!("../templates/phases.rs.hbs");
+const STATE_MACHINES_TEMPLATE: &str = include_str!("../templates/state_machines.rs.hbs");
+const TARGET_TEMPLATE: &str = include_str!("../templates/target.rs.hbs");
+const TARGETS_TEMPLATE: &str = include_str!("../templates/targets.rs.hbs");
+
+/// Rust keywords, which cannot name a generated module.
+const RUST_KEYWORDS: &[&str] = &[
+    "as", "async", "await", "box", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern", "false",
+    "fn", "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "priv", "pub", "ref",
+    "return", "self", "static", "struct", "super", "trait", "true", "try", "type", "unsafe", "use", "where", "while",
+    "yield", "abstract", "become", "do", "final", "macro", "override", "typeof", "unsized", "virtual",
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum CodegenError {
+    #[error("declarations cannot be lowered: {0}")]
+    Lowering(String),
+    #[error("template `{template}` failed: {message}")]
+    Template { template: &'static str, message: String },
+    #[error("generated `{file}` is not valid Rust: {message}")]
+    InvalidRust { file: String, message: String },
+    #[error("`{name}` cannot name a generated module: {why}")]
+    InvalidIdentifier { name: String, why: &'static str },
+}
+
+/// One generated source file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GeneratedFile {
+    pub name: String,
+    pub contents: String,
+}
+
+/// How sources are named in generated headers: relative to the directory that holds the declarations.
+fn display_source(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
+fn registry() -> Handlebars<'static> {
+    let mut handlebars = Handlebars::new();
+    handlebars.set_strict_mode(true);
+    handlebars.register_escape_fn(handlebars::no_escape);
+    handlebars.register_helper("rust_str", Box::new(rust_str_helper));
+    handlebars.register_helper("hex", Box::new(hex_helper));
+    handlebars.register_helper("upper", Box::new(upper_helper));
+    handlebars
+}
+
+fn param<'a>(helper: &'a Helper<'_>, name: &'static str) -> Result<&'a Value, RenderErrorReason> {
+    helper
+        .param(0)
+        .map(|param| param.value())
+        .ok_or(RenderErrorReason::ParamNotFoundForIndex(name, 0))
+}
+
+fn rust_str_helper(
+    helper: &Helper<'_>,
+    _: &Handlebars<'_>,
+    _: &Context,
+    _: &mut RenderContext<'_, '_>,
+    out: &mut dyn Output,
+) -> HelperResult {
+    let value = param(helper, "rust_str")?;
+    let text = value
+        .as_str()
+        .ok_or_else(|| RenderErrorReason::InvalidParamType("string"))?;
+    out.write(&format!("{text:?}"))?;
+    Ok(())
+}
+
+fn hex_helper(
+    helper: &Helper<'_>,
+    _: &Handlebars<'_>,
+    _: &Context,
+    _: &mut RenderContext<'_, '_>,
+    out: &mut dyn Output,
+) -> HelperResult {
+    let value = param(helper, "hex")?;
+    let number = value
+        .as_u64()
+        .ok_or_else(|| RenderErrorReason::InvalidParamType("u64"))?;
+    out.write(&format!("0x{number:016x}"))?;
+    Ok(())
+}
+
+fn upper_helper(
+    helper: &Helper<'_>,
+    _: &Handlebars<'_>,
+    _: &Context,
+    _: &mut RenderContext<'_, '_>,
+    out: &mut dyn Output,
+) -> HelperResult {
+    let value = param(helper, "upper")?;
+    let text = value
+        .as_str()
+        .ok_or_else(|| RenderErrorReason::InvalidParamType("string"))?;
+    out.write(&text.to_ascii_uppercase())?;
+    Ok(())
+}
+
+fn check_module_name(name: &str) -> Result<(), CodegenError> {
+    let well_formed = name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if !well_formed {
+        return Err(CodegenError::InvalidIdentifier {
+            name: name.to_string(),
+            why: "use lowercase letters, digits and `_`, starting with a letter",
+        });
+    }
+    if RUST_KEYWORDS.contains(&name) {
+        return Err(CodegenError::InvalidIdentifier {
+            name: name.to_string(),
+            why: "it is a Rust keyword",
+        });
+    }
+    Ok(())
+}
+
+fn render(
+    template_name: &'static str,
+    template: &str,
+    data: &Value,
+    file: &str,
+    source: &str,
+) -> Result<GeneratedFile, CodegenError> {
+    let handlebars = registry();
+    let code = handlebars
+        .render_template(template, data)
+        .map_err(|error| CodegenError::Template {
+            template: template_name,
+            message: error.to_string(),
+        })?;
+    let syntax = syn::parse_file(&code).map_err(|error| CodegenError::InvalidRust {
+        file: file.to_string(),
+        message: error.to_string(),
+    })?;
+    let formatted = prettyplease::unparse(&syntax);
+    let header = format!(
+        "// @generated by neverc-codegen from `{source}` with template `{template_name}`.\n// Do not edit: change the declaration and rebuild, or run `neverc-spec gen --out DIR`.\n\n"
+    );
+    Ok(GeneratedFile {
+        name: file.to_string(),
+        contents: format!("{header}{formatted}"),
+    })
+}
+
+fn kind_name(kind: PhaseKind) -> &'static str {
+    match kind {
+        PhaseKind::Transition => "Transition",
+        PhaseKind::Event => "Event",
+    }
+}
+
+fn gate_name(gate: Gate) -> &'static str {
+    match gate {
+        Gate::Transition => "Transition",
+        Gate::SealedVerifier => "SealedVerifier",
+        Gate::SealedCommit => "SealedCommit",
+    }
+}
+
+fn stability_name(stability: Stability) -> &'static str {
+    match stability {
+        Stability::Experimental => "Experimental",
+        Stability::Stable => "Stable",
+    }
+}
+
+fn bits_expression(names: Vec<String>) -> String {
+    if names.is_empty() {
+        "0".to_string()
+    } else {
+        names.join(" | ")
+    }
+}
+
+fn phases_data(model: &PhaseSchemaModel) -> Value {
+    let phases: Vec<Value> = model
+        .phases
+        .iter()
+        .map(|phase| {
+            json!({
+                "name": phase.name,
+                "symbol": phase.symbol,
+                "id": [phase.id.0, phase.id.1],
+                "domain": phase.domain,
+                "kind": kind_name(phase.kind),
+                "verifier": phase.verifier,
+                "input": [phase.input_artifact.0, phase.input_artifact.1],
+                "output": [phase.output_artifact.0, phase.output_artifact.1],
+                "policy": bits_expression(phase.policy_flags.iter().map(|flag| format!("POLICY_{}", flag.schema_name())).collect()),
+                "points": bits_expression(phase.observer_point_flags.iter().map(|point| format!("POINT_{}", point.schema_name())).collect()),
+                "gate": gate_name(phase.gate),
+                "stability": stability_name(phase.stability),
+                "builtin_fallback": phase.builtin_fallback,
+            })
+        })
+        .collect();
+    json!({
+        "policy_flags": PolicyFlag::ALL.iter().map(|flag| json!({"name": flag.schema_name(), "bit": flag.bit()})).collect::<Vec<_>>(),
+        "observer_points": ObserverPoint::ALL.iter().map(|point| json!({"name": point.schema_name(), "bit": point.bit()})).collect::<Vec<_>>(),
+        "schema_version": model.schema_version,
+        "phase_count": model.phases.len(),
+        "family_count": model.extension_families.len(),
+        "extension_families": model.extension_families,
+        "phases": phases,
+    })
+}
+
+fn state_machines_data(model: &PhaseSchemaModel) -> Result<Value, CodegenError> {
+    let mut machines = Vec::new();
+    for machine in &model.state_machines {
+        check_module_name(&machine.name)?;
+        let symbol = |index: usize| {
+            model
+                .phases
+                .get(index)
+                .map(|phase| phase.symbol.clone())
+                .unwrap_or_default()
+        };
+        machines.push(json!({
+            "name": machine.name,
+            "domain": machine.domain,
+            "states": machine.states,
+            "state_count": machine.states.len(),
+            "transition_count": machine.transitions.len(),
+            "transitions": machine.transitions.iter().map(|transition| json!({
+                "symbol": symbol(transition.phase),
+                "from": transition.from,
+                "to": transition.to,
+                "rerun_budget": transition.rerun_budget,
+            })).collect::<Vec<_>>(),
+            "class_count": machine.mutation_classes.len(),
+            "mutation_classes": machine.mutation_classes,
+            "proof_state": machine.proof_state,
+            "finalization_count": machine.finalization.len(),
+            "finalization": machine.finalization.iter().map(|index| symbol(*index)).collect::<Vec<_>>(),
+        }));
+    }
+    Ok(json!({ "machine_count": machines.len(), "state_machines": machines }))
+}
+
+fn class_kind_name(kind: RegisterClassKind) -> &'static str {
+    match kind {
+        RegisterClassKind::General => "General",
+        RegisterClassKind::Float => "Float",
+        RegisterClassKind::Vector => "Vector",
+    }
+}
+
+fn target_data(model: &TargetModel) -> Value {
+    let name_kind = |kind: neverc_schema::NameKind| match kind {
+        neverc_schema::NameKind::Canonical => "Canonical",
+        neverc_schema::NameKind::Alias => "Alias",
+        neverc_schema::NameKind::SubRegister => "SubRegister",
+    };
+    json!({
+        "name": model.name,
+        "aliases": model.aliases,
+        "triple": model.triple,
+        "target_id": [model.target_id.0, model.target_id.1],
+        "convention_id": [model.convention_id.0, model.convention_id.1],
+        "schema_digest": model.schema_digest,
+        "pointer_width": model.pointer_width,
+        "little_endian": model.little_endian,
+        "stack_alignment": model.stack_alignment,
+        "class_count": model.classes.len(),
+        "classes": model.classes.iter().map(|class| json!({
+            "name": class.name, "kind": class_kind_name(class.kind), "width": class.width, "widths": class.widths,
+        })).collect::<Vec<_>>(),
+        "register_count": model.registers.len(),
+        "has_subregisters": model.registers.iter().any(|register| !register.subregisters.is_empty()),
+        "registers": model.registers,
+        "name_count": model.names.len(),
+        "names": model.names.iter().map(|name| json!({
+            "name": name.name, "register": name.register, "width": name.width, "plan_number": name.plan_number, "kind": name_kind(name.kind),
+        })).collect::<Vec<_>>(),
+        "number_count": model.numbers.len(),
+        "numbers": model.numbers,
+        "reserved": model.reserved,
+        "callee_saved": model.callee_saved,
+        "abi": model.abi,
+        "default_spec": model.default_spec,
+        "shuffle_layouts": model.shuffle_layouts,
+    })
+}
+
+/// Generates every output for the declarations. `root` is the directory source paths are shown relative to.
+pub fn generate(declarations: &Declarations, root: &Path) -> Result<Vec<GeneratedFile>, CodegenError> {
+    let schema_source = display_source(root, &declarations.phase_schema_path);
+    let model = lower_phase_schema(&declarations.phase_schema).map_err(CodegenError::Lowering)?;
+    let mut files = vec![
+        render(
+            "phases.rs.hbs",
+            PHASES_TEMPLATE,
+            &phases_data(&model),
+            "phases.rs",
+            &schema_source,
+        )?,
+        render(
+            "state_machines.rs.hbs",
+            STATE_MACHINES_TEMPLATE,
+            &state_machines_data(&model)?,
+            "state_machines.rs",
+            &schema_source,
+        )?,
+    ];
+    let mut targets = Vec::new();
+    for target in &declarations.targets {
+        check_module_name(&target.stem)?;
+        let source = display_source(root, &target.path);
+        let model = lower_target(&target.declaration).map_err(CodegenError::Lowering)?;
+        let file = format!("target_{}.rs", target.stem);
+        files.push(render(
+            "target.rs.hbs",
+            TARGET_TEMPLATE,
+            &target_data(&model),
+            &file,
+            &source,
+        )?);
+        targets.push(json!({ "name": model.name, "module": target.stem, "source": source }));
+    }
+    let registry_data = json!({
+        "register_flags": RegisterFlag::ALL.iter().map(|flag| json!({"name": flag.schema_name(), "bit": flag.bit()})).collect::<Vec<_>>(),
+        "target_count": targets.len(),
+        "targets": targets,
+    });
+    let target_sources: Vec<String> = declarations
+        .targets
+        .iter()
+        .map(|target| display_source(root, &target.path))
+        .collect();
+    let registry_source = if target_sources.is_empty() {
+        "targets/".to_string()
+    } else {
+        target_sources.join("`, `")
+    };
+    files.push(render(
+        "targets.rs.hbs",
+        TARGETS_TEMPLATE,
+        &registry_data,
+        "targets.rs",
+        &registry_source,
+    )?);
+    Ok(files)
+}

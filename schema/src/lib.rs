@@ -11,6 +11,7 @@ mod load;
 mod model;
 mod phase;
 mod phase_checks;
+mod phase_model;
 mod spec_text;
 mod structural;
 mod target;
@@ -30,6 +31,10 @@ pub use model::{
 pub use phase::{
     ExtensionFamily, Gate, MutationClass, ObserverPoint, Phase, PhaseKind, PhaseSchemaDocument, PolicyFlag, Stability,
     StateMachine, StateTransition, observer_point_bits, policy_bits,
+};
+pub use phase_model::{
+    ExtensionFamilyModel, MutationClassModel, PhaseModel, PhaseSchemaModel, StateMachineModel, TransitionModel,
+    lower_phase_schema,
 };
 pub use spec_text::{SpecList, SpecSegment, is_stack_token, spec_segments};
 pub use structural::{

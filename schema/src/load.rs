@@ -59,6 +59,26 @@ fn typed<T: DeserializeOwned>(value: Value, file: &str, text: &str, map: &dyn So
         .map_err(|error| place(file, text, map, vec![Finding::error("schema", "", error.to_string())]))
 }
 
+/// Unknown keys do not stop validation: they are reported, removed, and the rest is checked too.
+/// Any other structural problem stops it, since the document cannot be typed.
+fn only_unknown_keys(findings: &[Finding]) -> bool {
+    findings
+        .iter()
+        .all(|finding| finding.rule == "unknown-key" || finding.rule == "duplicate-key")
+}
+
+fn remove_unknown_keys(value: &mut Value, findings: &[Finding]) {
+    for finding in findings.iter().filter(|finding| finding.rule == "unknown-key") {
+        let Some((parent, key)) = finding.pointer.rsplit_once('/') else {
+            continue;
+        };
+        let key = key.replace("~1", "/").replace("~0", "~");
+        if let Some(Value::Object(object)) = value.pointer_mut(parent) {
+            object.remove(&key);
+        }
+    }
+}
+
 /// Parses and validates a phase schema text; `file` names it in diagnostics.
 pub fn parse_phase_schema(file: &str, text: &str) -> Result<PhaseSchemaDocument, Vec<Diagnostic>> {
     let value: Value = serde_json::from_str(text).map_err(|error| {
@@ -93,13 +113,14 @@ pub fn parse_phase_schema(file: &str, text: &str) -> Result<PhaseSchemaDocument,
 
 /// Parses and validates one target TOML text; `file` names it in diagnostics.
 pub fn parse_target(file: &str, text: &str) -> Result<TargetDeclaration, Vec<Diagnostic>> {
-    let (value, map) = parse_toml(file, text)?;
-    let findings = structural_findings(DocumentKind::Target, &value);
-    if !findings.is_empty() {
+    let (mut value, map) = parse_toml(file, text)?;
+    let mut findings = structural_findings(DocumentKind::Target, &value);
+    if !only_unknown_keys(&findings) {
         return Err(place(file, text, &map, findings));
     }
+    remove_unknown_keys(&mut value, &findings);
     let declaration: TargetDeclaration = typed(value, file, text, &map)?;
-    let findings = target_findings(&declaration);
+    findings.extend(target_findings(&declaration));
     if findings.is_empty() {
         Ok(declaration)
     } else {

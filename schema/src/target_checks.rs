@@ -214,7 +214,7 @@ fn check_registers(declaration: &TargetDeclaration, findings: &mut Vec<Finding>)
                     format!("{what} reuses plan number {value} of `{owner}`"),
                 ));
             } else {
-                numbers.insert(value, what.trim_start_matches("register ").to_string());
+                numbers.insert(value, what.to_string());
             }
         };
         number(

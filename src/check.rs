@@ -1,0 +1,269 @@
+//! `neverc-spec check`: validate the declarations and summarize them.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use neverc_schema::{Declarations, Diagnostic, Gate, RegisterClassKind, load_declarations, lower_target, target_files};
+use serde::Serialize;
+
+use crate::CommandError;
+use crate::cli::{CheckArgs, DeclarationArgs, Format};
+use crate::render::load_failure;
+
+#[derive(Serialize)]
+struct Report {
+    ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    phase_schema: Option<SchemaSummary>,
+    targets: Vec<TargetSummary>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+#[derive(Serialize)]
+struct SchemaSummary {
+    file: String,
+    schema_version: u32,
+    phases: usize,
+    extension_families: usize,
+    domains: BTreeMap<String, usize>,
+    sealed_gates: Vec<SealedGate>,
+    state_machines: Vec<MachineSummary>,
+}
+
+#[derive(Serialize)]
+struct SealedGate {
+    name: String,
+    gate: Gate,
+}
+
+#[derive(Serialize)]
+struct MachineSummary {
+    name: String,
+    domain: String,
+    states: usize,
+    proof_state: String,
+    mutation_classes: usize,
+    transitions: Vec<TransitionSummary>,
+    finalization: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct TransitionSummary {
+    phase: String,
+    from: String,
+    to: String,
+    rerun_budget: u32,
+}
+
+#[derive(Serialize)]
+struct TargetSummary {
+    name: String,
+    file: String,
+    triple: String,
+    schema_digest: String,
+    registers: usize,
+    general_registers: usize,
+    vector_registers: usize,
+    spellings: usize,
+    reserved: Vec<String>,
+}
+
+/// The target files named by the arguments: the directory's `*.toml`, then each `--target-file`.
+pub(crate) fn declared_target_files(args: &DeclarationArgs) -> Result<Vec<PathBuf>, CommandError> {
+    let mut files = target_files(&args.targets).map_err(|error| CommandError::Io(error.to_string()))?;
+    files.extend(args.target_files.iter().cloned());
+    Ok(files)
+}
+
+pub(crate) fn run(args: &CheckArgs) -> Result<(), CommandError> {
+    let json = args.format == Format::Json;
+    let files = declared_target_files(&args.declarations)?;
+    match load_declarations(&args.declarations.phase_schema, &files) {
+        Ok(declarations) => {
+            let report = summarize(&declarations);
+            if json {
+                print_json(&report)?;
+            } else {
+                print_text(&report);
+            }
+            Ok(())
+        }
+        Err(error) => {
+            let (failure, diagnostics) = load_failure(error, json);
+            if json && matches!(failure, CommandError::Invalid) {
+                print_json(&Report {
+                    ok: false,
+                    phase_schema: None,
+                    targets: Vec::new(),
+                    diagnostics,
+                })?;
+            }
+            Err(failure)
+        }
+    }
+}
+
+fn print_json(report: &Report) -> Result<(), CommandError> {
+    let text = serde_json::to_string_pretty(report).map_err(|error| CommandError::Internal(error.to_string()))?;
+    outln!("{text}");
+    Ok(())
+}
+
+fn summarize(declarations: &Declarations) -> Report {
+    let schema = &declarations.phase_schema;
+    let mut domains = BTreeMap::new();
+    for phase in &schema.phases {
+        *domains.entry(phase.domain.clone()).or_insert(0) += 1;
+    }
+    let sealed_gates = schema
+        .phases
+        .iter()
+        .filter(|phase| phase.gate.is_sealed())
+        .map(|phase| SealedGate {
+            name: phase.name.clone(),
+            gate: phase.gate,
+        })
+        .collect();
+    let state_machines = schema
+        .state_machines
+        .iter()
+        .flatten()
+        .map(|(name, machine)| MachineSummary {
+            name: name.clone(),
+            domain: machine.domain.clone(),
+            states: machine.states.len(),
+            proof_state: machine.proof_state.clone(),
+            mutation_classes: machine.mutation_classes.len(),
+            transitions: machine
+                .transitions
+                .iter()
+                .map(|transition| TransitionSummary {
+                    phase: transition.phase.clone(),
+                    from: transition.from.clone(),
+                    to: transition.to.clone(),
+                    rerun_budget: transition.rerun_budget,
+                })
+                .collect(),
+            finalization: machine.finalization.clone(),
+        })
+        .collect();
+    let targets = declarations
+        .targets
+        .iter()
+        .map(|target| {
+            let declaration = &target.declaration;
+            let kind_of = |class: &str| {
+                declaration
+                    .register_classes
+                    .iter()
+                    .find(|candidate| candidate.name == class)
+                    .map(|class| class.kind)
+            };
+            let count = |general: bool| {
+                declaration
+                    .registers
+                    .iter()
+                    .filter(|register| {
+                        kind_of(&register.class).is_some_and(|kind| (kind == RegisterClassKind::General) == general)
+                    })
+                    .count()
+            };
+            TargetSummary {
+                name: declaration.identity.name.clone(),
+                file: target.path.display().to_string(),
+                triple: declaration.identity.triple.clone(),
+                schema_digest: declaration.identity.schema_digest.clone(),
+                registers: declaration.registers.len(),
+                general_registers: count(true),
+                vector_registers: count(false),
+                spellings: lower_target(declaration).map_or(0, |model| model.names.len()),
+                reserved: declaration.reserved.clone(),
+            }
+        })
+        .collect();
+    Report {
+        ok: true,
+        phase_schema: Some(SchemaSummary {
+            file: declarations.phase_schema_path.display().to_string(),
+            schema_version: schema.schema_version,
+            phases: schema.phases.len(),
+            extension_families: schema.extension_families.len(),
+            domains,
+            sealed_gates,
+            state_machines,
+        }),
+        targets,
+        diagnostics: Vec::new(),
+    }
+}
+
+fn print_text(report: &Report) {
+    if let Some(schema) = &report.phase_schema {
+        outln!(
+            "phase schema {} (schema_version {}): valid",
+            schema.file,
+            schema.schema_version
+        );
+        outln!(
+            "  {} phases in {} domains, {} extension families",
+            schema.phases,
+            schema.domains.len(),
+            schema.extension_families
+        );
+        let domains: Vec<String> = schema
+            .domains
+            .iter()
+            .map(|(domain, count)| format!("{domain} {count}"))
+            .collect();
+        outln!("  phases per domain: {}", domains.join(", "));
+        outln!("  sealed gates ({}):", schema.sealed_gates.len());
+        for gate in &schema.sealed_gates {
+            let kind = match gate.gate {
+                Gate::SealedCommit => "sealed_commit",
+                _ => "sealed_verifier",
+            };
+            outln!("    {:<40} {kind}", gate.name);
+        }
+        if schema.state_machines.is_empty() {
+            outln!("  state machines: none declared");
+        }
+        for machine in &schema.state_machines {
+            outln!(
+                "  state machine `{}` ({} domain): {} states, {} transitions, {} mutation classes, proofs from {}",
+                machine.name,
+                machine.domain,
+                machine.states,
+                machine.transitions.len(),
+                machine.mutation_classes,
+                machine.proof_state
+            );
+            for transition in &machine.transitions {
+                outln!(
+                    "    {:<32} {:>22} -> {:<22} rerun budget {}",
+                    transition.phase,
+                    transition.from,
+                    transition.to,
+                    transition.rerun_budget
+                );
+            }
+            if !machine.finalization.is_empty() {
+                outln!("    then: {}", machine.finalization.join(" -> "));
+            }
+        }
+    }
+    outln!("targets ({}): valid", report.targets.len());
+    for target in &report.targets {
+        outln!(
+            "  {:<8} {:<28} {} registers ({} general, {} vector/float), {} spellings, reserved [{}], plans `{}`  ({})",
+            target.name,
+            target.triple,
+            target.registers,
+            target.general_registers,
+            target.vector_registers,
+            target.spellings,
+            target.reserved.join(", "),
+            target.schema_digest,
+            target.file
+        );
+    }
+}

@@ -1,0 +1,104 @@
+//! Command-line interface definition.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const AFTER_HELP: &str = "\
+Exit status:
+  0  success
+  1  the declarations are invalid, or a request cannot be answered (unknown target or register)
+  2  usage error
+  3  a file could not be read or written
+  4  internal error while generating code";
+
+/// Calling conventions and compiler/linker phase policies, declared as data.
+///
+/// The declarations are `PhaseSchema.json` (phases, their policies and the link state machine) and
+/// `targets/*.toml` (registers, reserved registers, the standard ABI, calling-convention defaults).
+/// The runtime trusts only tables generated from validated declarations.
+#[derive(Debug, Parser)]
+#[command(name = "neverc-spec", version, after_help = AFTER_HELP)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Validate the phase schema and target files and print a summary.
+    ///
+    /// Every problem of every file is reported at once, with its file, line:column and JSON pointer.
+    #[command(after_help = AFTER_HELP)]
+    Check(CheckArgs),
+    /// Write the generated Rust tables (the same files the build generates) into a directory, for review.
+    #[command(after_help = AFTER_HELP)]
+    Gen(GenArgs),
+    /// List the targets compiled into this binary (and any loaded with --target-file).
+    #[command(after_help = AFTER_HELP)]
+    Targets(TargetsArgs),
+    /// Resolve register names, aliases, sub-register names or plan numbers on a target.
+    #[command(after_help = AFTER_HELP)]
+    Resolve(ResolveArgs),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Format {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct DeclarationArgs {
+    /// The phase schema to read.
+    #[arg(long, value_name = "PATH", default_value = "PhaseSchema.json")]
+    pub(crate) phase_schema: PathBuf,
+    /// Directory whose `*.toml` files are the targets.
+    #[arg(long, value_name = "DIR", default_value = "targets")]
+    pub(crate) targets: PathBuf,
+    /// An additional target file to validate with the others (repeatable).
+    #[arg(long = "target-file", value_name = "PATH")]
+    pub(crate) target_files: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CheckArgs {
+    #[command(flatten)]
+    pub(crate) declarations: DeclarationArgs,
+    /// Output format; `json` prints one JSON document on stdout, diagnostics included.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GenArgs {
+    #[command(flatten)]
+    pub(crate) declarations: DeclarationArgs,
+    /// Directory to write the generated files into (created if missing; existing files are replaced atomically).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TargetsArgs {
+    /// Also load this target file at run time, through the same validation (repeatable).
+    #[arg(long = "target-file", value_name = "PATH")]
+    pub(crate) target_files: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ResolveArgs {
+    /// Target name or alias (x86_64, x86-64, amd64, aarch64, arm64, ...).
+    #[arg(long, value_name = "NAME", required_unless_present = "target_file")]
+    pub(crate) target: Option<String>,
+    /// Load the target from this TOML file instead of the compiled-in registry.
+    #[arg(long = "target-file", value_name = "PATH", conflicts_with = "target")]
+    pub(crate) target_file: Option<PathBuf>,
+    /// Register names (any case), aliases, sub-register names, or `#N` for plan number N.
+    #[arg(required = true, value_name = "REGISTER")]
+    pub(crate) registers: Vec<String>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
+}

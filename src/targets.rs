@@ -1,0 +1,77 @@
+//! `neverc-spec targets`: the targets compiled into this binary, and any loaded at run time.
+
+use neverc_runtime::BUNDLED_TARGETS;
+use neverc_runtime::loaded::{LoadTablesError, load_target_file};
+use neverc_runtime::tables::TargetRecord;
+use serde::Serialize;
+
+use crate::CommandError;
+use crate::cli::{Format, TargetsArgs};
+use crate::render::load_failure;
+
+#[derive(Serialize)]
+struct TargetRow<'a> {
+    name: &'a str,
+    aliases: &'a [&'a str],
+    triple: &'a str,
+    origin: &'a str,
+    schema_digest: &'a str,
+    target_id: String,
+    convention_id: String,
+    registers: usize,
+    spellings: usize,
+    default_spec: &'a str,
+}
+
+/// Loads a `--target-file`, printing its problems.
+pub(crate) fn load_runtime_target(path: &std::path::Path, json: bool) -> Result<&'static TargetRecord, CommandError> {
+    load_target_file(path).map_err(|error| match error {
+        LoadTablesError::Load(error) => load_failure(error, json).0,
+        LoadTablesError::Lowering(message) => CommandError::Internal(message),
+    })
+}
+
+pub(crate) fn run(args: &TargetsArgs) -> Result<(), CommandError> {
+    let json = args.format == Format::Json;
+    let mut targets: Vec<(&TargetRecord, &str)> =
+        BUNDLED_TARGETS.iter().map(|target| (*target, "compiled-in")).collect();
+    for path in &args.target_files {
+        targets.push((load_runtime_target(path, json)?, "loaded"));
+    }
+    let rows: Vec<TargetRow<'_>> = targets
+        .iter()
+        .map(|(target, origin)| TargetRow {
+            name: target.name,
+            aliases: target.aliases,
+            triple: target.triple,
+            origin,
+            schema_digest: target.schema_digest,
+            target_id: format!("{:#x}:{:#x}", target.target_id.high, target.target_id.low),
+            convention_id: format!("{:#x}:{:#x}", target.convention_id.high, target.convention_id.low),
+            registers: target.registers.len(),
+            spellings: target.names.len(),
+            default_spec: target.default_spec,
+        })
+        .collect();
+    if json {
+        let text = serde_json::to_string_pretty(&rows).map_err(|error| CommandError::Internal(error.to_string()))?;
+        outln!("{text}");
+    } else {
+        for row in &rows {
+            outln!(
+                "{:<8} {:<12} {:<28} {:>3} registers {:>4} spellings  plans `{}` target={} cc={}  aliases [{}]  default `{}`",
+                row.name,
+                row.origin,
+                row.triple,
+                row.registers,
+                row.spellings,
+                row.schema_digest,
+                row.target_id,
+                row.convention_id,
+                row.aliases.join(", "),
+                row.default_spec
+            );
+        }
+    }
+    Ok(())
+}
