@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use handlebars::{Context, Handlebars, Helper, HelperResult, Output, RenderContext, RenderErrorReason};
+use handlebars::{Context, Handlebars, Helper, HelperDef, HelperResult, Output, RenderContext, RenderErrorReason};
 use neverc_schema::{
     Declarations, Gate, ObserverPoint, PhaseKind, PhaseSchemaModel, PolicyFlag, RegisterClassKind, RegisterFlag,
     Stability, TargetModel, lower_phase_schema, lower_target,
@@ -57,62 +57,47 @@ fn registry() -> Handlebars<'static> {
     let mut handlebars = Handlebars::new();
     handlebars.set_strict_mode(true);
     handlebars.register_escape_fn(handlebars::no_escape);
-    handlebars.register_helper("rust_str", Box::new(rust_str_helper));
-    handlebars.register_helper("hex", Box::new(hex_helper));
-    handlebars.register_helper("upper", Box::new(upper_helper));
+    handlebars.register_helper(
+        "rust_str",
+        value_helper("rust_str", "string", |value| {
+            value.as_str().map(|text| format!("{text:?}"))
+        }),
+    );
+    handlebars.register_helper(
+        "hex",
+        value_helper("hex", "u64", |value| {
+            value.as_u64().map(|number| format!("0x{number:016x}"))
+        }),
+    );
+    handlebars.register_helper(
+        "upper",
+        value_helper("upper", "string", |value| value.as_str().map(str::to_ascii_uppercase)),
+    );
     handlebars
 }
 
-fn param<'a>(helper: &'a Helper<'_>, name: &'static str) -> Result<&'a Value, RenderErrorReason> {
-    helper
-        .param(0)
-        .map(|param| param.value())
-        .ok_or(RenderErrorReason::ParamNotFoundForIndex(name, 0))
-}
-
-fn rust_str_helper(
-    helper: &Helper<'_>,
-    _: &Handlebars<'_>,
-    _: &Context,
-    _: &mut RenderContext<'_, '_>,
-    out: &mut dyn Output,
-) -> HelperResult {
-    let value = param(helper, "rust_str")?;
-    let text = value
-        .as_str()
-        .ok_or_else(|| RenderErrorReason::InvalidParamType("string"))?;
-    out.write(&format!("{text:?}"))?;
-    Ok(())
-}
-
-fn hex_helper(
-    helper: &Helper<'_>,
-    _: &Handlebars<'_>,
-    _: &Context,
-    _: &mut RenderContext<'_, '_>,
-    out: &mut dyn Output,
-) -> HelperResult {
-    let value = param(helper, "hex")?;
-    let number = value
-        .as_u64()
-        .ok_or_else(|| RenderErrorReason::InvalidParamType("u64"))?;
-    out.write(&format!("0x{number:016x}"))?;
-    Ok(())
-}
-
-fn upper_helper(
-    helper: &Helper<'_>,
-    _: &Handlebars<'_>,
-    _: &Context,
-    _: &mut RenderContext<'_, '_>,
-    out: &mut dyn Output,
-) -> HelperResult {
-    let value = param(helper, "upper")?;
-    let text = value
-        .as_str()
-        .ok_or_else(|| RenderErrorReason::InvalidParamType("string"))?;
-    out.write(&text.to_ascii_uppercase())?;
-    Ok(())
+/// A helper that turns its one parameter into text, refusing a parameter of another type.
+fn value_helper(
+    name: &'static str,
+    expected: &'static str,
+    map: fn(&Value) -> Option<String>,
+) -> Box<dyn HelperDef + Send + Sync> {
+    Box::new(
+        move |helper: &Helper<'_>,
+              _: &Handlebars<'_>,
+              _: &Context,
+              _: &mut RenderContext<'_, '_>,
+              out: &mut dyn Output|
+              -> HelperResult {
+            let value = helper
+                .param(0)
+                .map(|param| param.value())
+                .ok_or(RenderErrorReason::ParamNotFoundForIndex(name, 0))?;
+            let text = map(value).ok_or(RenderErrorReason::InvalidParamType(expected))?;
+            out.write(&text)?;
+            Ok(())
+        },
+    )
 }
 
 fn check_module_name(name: &str) -> Result<(), CodegenError> {
@@ -289,7 +274,16 @@ fn target_data(model: &TargetModel) -> Value {
         })).collect::<Vec<_>>(),
         "register_count": model.registers.len(),
         "has_subregisters": model.registers.iter().any(|register| !register.subregisters.is_empty()),
-        "registers": model.registers,
+        "registers": model.registers.iter().map(|register| json!({
+            "name": register.name,
+            "class": register.class,
+            "width": register.width,
+            "plan_number": register.plan_number,
+            "dwarf": register.dwarf,
+            "flags": bits_expression(RegisterFlag::ALL.iter().filter(|flag| register.flags & flag.bit() != 0).map(|flag| format!("super::REGISTER_FLAG_{}", flag.schema_name().to_ascii_uppercase())).collect()),
+            "aliases": register.aliases,
+            "subregisters": register.subregisters,
+        })).collect::<Vec<_>>(),
         "name_count": model.names.len(),
         "names": model.names.iter().map(|name| json!({
             "name": name.name, "register": name.register, "width": name.width, "plan_number": name.plan_number, "kind": name_kind(name.kind),

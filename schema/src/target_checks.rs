@@ -211,7 +211,7 @@ fn check_registers(declaration: &TargetDeclaration, findings: &mut Vec<Finding>)
                 findings.push(Finding::error(
                     "duplicate-register-number",
                     at,
-                    format!("{what} reuses plan number {value} of `{owner}`"),
+                    format!("{what} reuses plan number {value} of {owner}"),
                 ));
             } else {
                 numbers.insert(value, what.to_string());

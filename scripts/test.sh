@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs every test of neverc-spec, installing what the tests need first.
+# Usage: scripts/test.sh   (from anywhere; needs Rust and network access for crates)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian packages the tests need. None beyond Rust yet; later suites (llc-14, lld, qemu-user) add theirs here.
+PACKAGES=()
+if ((${#PACKAGES[@]})); then
+    missing=()
+    for package in "${PACKAGES[@]}"; do
+        dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+    done
+    if ((${#missing[@]})); then
+        SUDO=$([ "$(id -u)" -eq 0 ] && echo "" || echo sudo)
+        $SUDO apt-get update -q
+        $SUDO apt-get install -y -q "${missing[@]}"
+    fi
+fi
+
+rustup component add rustfmt clippy >/dev/null 2>&1 || true
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy -D warnings"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo test"
+# Snapshot tests must fail, not rewrite, on a mismatch.
+INSTA_UPDATE=no cargo test --workspace --locked
+echo "== all tests passed"

@@ -1,0 +1,298 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The `neverc-spec` binary on the bundled declarations, NeverC's published schemas and broken copies.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_neverc-spec"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("neverc-spec-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn json(output: &Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|error| panic!("stdout is not JSON ({error}): {}", text(&output.stdout)))
+}
+
+#[test]
+fn check_accepts_the_bundled_declarations() {
+    let output = run(&["check"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("phases per domain: codegen 4, ir 8, link 20"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("neverc.link.commit") && stdout.contains("sealed_commit"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("neverc.link.relax_thunks") && stdout.contains("rerun budget 16"),
+        "{stdout}"
+    );
+
+    let output = run(&["check", "--format", "json"]);
+    assert!(output.status.success());
+    let report = json(&output);
+    assert_eq!(report["ok"], true);
+    assert_eq!(report["phase_schema"]["domains"]["link"], 20);
+    let machine = &report["phase_schema"]["state_machines"][0];
+    assert_eq!(machine["transitions"].as_array().unwrap().len(), 13);
+    assert_eq!(machine["proof_state"], "LAYOUT_COMPLETE");
+    let targets: Vec<&str> = report["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(targets, ["aarch64", "riscv64", "x86_64"]);
+    let x86 = &report["targets"][2];
+    assert_eq!(x86["general_registers"], 16);
+    assert_eq!(x86["vector_registers"], 16);
+}
+
+#[test]
+fn check_accepts_every_published_neverc_schema() {
+    let fixtures = repo().join("tests/fixtures/neverc");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&fixtures).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|ext| ext != "json") {
+            continue;
+        }
+        let output = run(&["check", "--phase-schema", path.to_str().unwrap(), "--format", "json"]);
+        let report = json(&output);
+        assert!(!text(&output.stderr).contains("panicked"));
+        assert!(output.status.success(), "{}: {}", path.display(), report["diagnostics"]);
+        assert!(report["phase_schema"]["state_machines"].as_array().unwrap().is_empty());
+        if path.file_name().unwrap() == "PhaseSchema.json" {
+            assert_eq!(report["phase_schema"]["phases"], 130);
+            assert_eq!(report["phase_schema"]["domains"].as_object().unwrap().len(), 13);
+            assert_eq!(report["phase_schema"]["sealed_gates"].as_array().unwrap().len(), 14);
+        }
+        seen += 1;
+    }
+    assert_eq!(seen, 7);
+}
+
+/// A copy of the declarations with five independent mistakes, one of each kind the issue names.
+fn broken_copy() -> PathBuf {
+    let dir = scratch("broken");
+    std::fs::create_dir_all(dir.join("targets")).unwrap();
+    let schema = std::fs::read_to_string(repo().join("PhaseSchema.json")).unwrap();
+    let mut document: serde_json::Value = serde_json::from_str(&schema).unwrap();
+    let phases = document["phases"].as_array_mut().unwrap();
+    let gc_id = phases.iter().find(|p| p["name"] == "neverc.link.gc").unwrap()["id"].clone();
+    let icf = phases.iter_mut().find(|p| p["name"] == "neverc.link.icf").unwrap();
+    icf["id"] = gc_id;
+    let commit = phases.iter_mut().find(|p| p["name"] == "neverc.link.commit").unwrap();
+    commit["policy"] = serde_json::json!(["OBSERVABLE", "INTERCEPTABLE", "SEALED_HOST_GATE"]);
+    std::fs::write(
+        dir.join("PhaseSchema.json"),
+        serde_json::to_string_pretty(&document).unwrap(),
+    )
+    .unwrap();
+
+    let x86 = std::fs::read_to_string(repo().join("targets/x86_64.toml")).unwrap();
+    let x86 = x86.replacen(
+        "name = \"rcx\"\nclass = \"gpr\"\nplan_number = 54",
+        "name = \"rcx\"\nclass = \"gpr\"\nplan_number = 51",
+        1,
+    );
+    let x86 = x86.replacen("stack_alignment = 16\n", "stack_alignment = 16\nred_zone = 128\n", 1);
+    std::fs::write(dir.join("targets/x86_64.toml"), x86).unwrap();
+    let arm = std::fs::read_to_string(repo().join("targets/aarch64.toml")).unwrap();
+    std::fs::write(
+        dir.join("targets/aarch64.toml"),
+        arm.replacen("name = \"x9\"\n", "name = \"x9\n", 1),
+    )
+    .unwrap();
+    std::fs::copy(repo().join("targets/riscv64.toml"), dir.join("targets/riscv64.toml")).unwrap();
+    dir
+}
+
+#[test]
+fn a_broken_copy_reports_every_problem_at_once_with_locations() {
+    let dir = broken_copy();
+    let schema = dir.join("PhaseSchema.json");
+    let targets = dir.join("targets");
+    let args = [
+        "check",
+        "--phase-schema",
+        schema.to_str().unwrap(),
+        "--targets",
+        targets.to_str().unwrap(),
+    ];
+    let output = run(&args);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = text(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.contains("5 problem(s) found"), "{stderr}");
+
+    let mut with_json = args.to_vec();
+    with_json.extend(["--format", "json"]);
+    let output = run(&with_json);
+    assert_eq!(output.status.code(), Some(1));
+    let report = json(&output);
+    assert_eq!(report["ok"], false);
+    let diagnostics = report["diagnostics"].as_array().unwrap();
+    let find = |rule: &str| {
+        diagnostics
+            .iter()
+            .find(|d| d["rule"] == rule)
+            .unwrap_or_else(|| panic!("no {rule} in {diagnostics:?}"))
+    };
+
+    let duplicate = find("duplicate-id");
+    assert!(duplicate["file"].as_str().unwrap().ends_with("PhaseSchema.json"));
+    assert!(duplicate["message"].as_str().unwrap().contains("neverc.link.gc"));
+    let sealed = find("sealed-gate");
+    assert!(sealed["message"].as_str().unwrap().contains("neverc.link.commit"));
+    let reused = find("duplicate-register-number");
+    assert!(
+        reused["message"]
+            .as_str()
+            .unwrap()
+            .contains("`rcx` reuses plan number 51 of register `rax`")
+    );
+    let unknown = find("unknown-key");
+    assert!(unknown["message"].as_str().unwrap().contains("red_zone"));
+    let syntax = find("toml-syntax");
+    assert!(syntax["file"].as_str().unwrap().ends_with("aarch64.toml"));
+    assert_eq!(diagnostics.len(), 5);
+
+    // Every location is the real line of the offending text.
+    for diagnostic in diagnostics {
+        let file = std::fs::read_to_string(diagnostic["file"].as_str().unwrap()).unwrap();
+        let line = diagnostic["line"].as_u64().unwrap() as usize;
+        let source_line = file.lines().nth(line - 1).unwrap();
+        let expected = match diagnostic["rule"].as_str().unwrap() {
+            "duplicate-id" => "\"id\"",
+            "sealed-gate" => "INTERCEPTABLE",
+            "duplicate-register-number" => "plan_number = 51",
+            "unknown-key" => "red_zone",
+            "toml-syntax" => "name = \"x9",
+            other => panic!("unexpected rule {other}"),
+        };
+        assert!(
+            source_line.contains(expected),
+            "{} line {line}: {source_line}",
+            diagnostic["rule"]
+        );
+        assert!(diagnostic["column"].as_u64().unwrap() >= 1);
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn gen_writes_the_files_the_build_generates_and_nothing_on_failure() {
+    let out = scratch("gen");
+    let output = run(&["gen", "--out", out.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let files = neverc_schema::target_files(&repo().join("targets")).unwrap();
+    let declarations = neverc_schema::load_declarations(&repo().join("PhaseSchema.json"), &files).unwrap();
+    let expected = neverc_codegen::generate(&declarations, &repo()).unwrap();
+    for file in &expected {
+        let written = std::fs::read_to_string(out.join(&file.name)).unwrap();
+        assert!(written == file.contents, "{} differs", file.name);
+    }
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), expected.len());
+
+    let broken = broken_copy();
+    let empty = scratch("gen-broken");
+    let output = run(&[
+        "gen",
+        "--phase-schema",
+        broken.join("PhaseSchema.json").to_str().unwrap(),
+        "--targets",
+        broken.join("targets").to_str().unwrap(),
+        "--out",
+        empty.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
+    for dir in [out, broken, empty] {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
+
+#[test]
+fn resolve_answers_names_aliases_sub_registers_and_numbers() {
+    let output = run(&[
+        "resolve", "--target", "AMD64", "ECX", "r8d", "#119", "rsp", "--format", "json",
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let rows = json(&output);
+    assert_eq!(rows[0]["register"], "rcx");
+    assert_eq!(rows[0]["width"], 32);
+    assert_eq!(rows[0]["plan_number"], 25);
+    assert_eq!(rows[1]["register"], "r8");
+    assert_eq!(rows[1]["plan_number"], 167);
+    assert_eq!(rows[2]["register"], "r8");
+    assert_eq!(rows[2]["width"], 64);
+    assert_eq!(rows[3]["reserved"], true);
+
+    let output = run(&["resolve", "--target", "arm64", "d8", "x31", "fp"]);
+    assert!(output.status.success());
+    let stdout = text(&output.stdout);
+    assert!(stdout.contains("d8       -> v8 (fpr, 64-bit sub-register)"), "{stdout}");
+    assert!(stdout.contains("x31      -> sp"), "{stdout}");
+
+    let output = run(&["resolve", "--target", "x86_64", "eax", "bogus"]);
+    assert_eq!(output.status.code(), Some(1));
+    let output = run(&["resolve", "--target", "vax", "r0"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(text(&output.stderr).contains("unknown target `vax`"));
+    let output = run(&["resolve"]);
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn a_target_file_can_be_loaded_at_run_time() {
+    let dir = scratch("target-file");
+    let toy = repo().join("codegen/tests/fixtures/targets/toy.toml");
+    let output = run(&["targets", "--target-file", toy.to_str().unwrap(), "--format", "json"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let rows = json(&output);
+    let toy_row = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["name"] == "toy")
+        .unwrap();
+    assert_eq!(toy_row["origin"], "loaded");
+    let output = run(&["resolve", "--target-file", toy.to_str().unwrap(), "A1", "w0"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(text(&output.stdout).contains("A1       -> r1"));
+
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "[identity]\nname = 3\n").unwrap();
+    let output = run(&["resolve", "--target-file", bad.to_str().unwrap(), "r0"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("bad.toml:2:8"), "{stderr}");
+    assert!(!stderr.contains("panicked"));
+    let missing = Path::new("/nonexistent/neverc.toml");
+    let output = run(&["resolve", "--target-file", missing.to_str().unwrap(), "r0"]);
+    assert_eq!(output.status.code(), Some(3));
+    std::fs::remove_dir_all(dir).unwrap();
+}
