@@ -36,7 +36,7 @@ pub use phase_model::{
     ExtensionFamilyModel, MutationClassModel, PhaseModel, PhaseSchemaModel, StateMachineModel, TransitionModel,
     lower_phase_schema,
 };
-pub use spec_text::{SpecList, SpecSegment, is_stack_token, spec_segments};
+pub use spec_text::{Spec, SpecList, SpecSegment, SpecToken, is_stack_token};
 pub use structural::{
     COMMITTED_PHASE_SCHEMA, COMMITTED_TARGET_SCHEMA, generated_phase_schema, generated_target_schema,
 };

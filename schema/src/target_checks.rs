@@ -4,7 +4,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::diagnostic::Finding;
 use crate::model::{NameModel, name_table};
-use crate::spec_text::{SpecList, is_stack_token, spec_segments};
+use crate::spec_text::{Spec, SpecList, is_stack_token};
 use crate::target::{RegisterClassKind, TargetDeclaration};
 
 /// IR type spellings a `stack_only_types` entry may name.
@@ -481,13 +481,13 @@ impl Context<'_> {
     }
 
     fn check_spec(&self, spec: &str, pointer: &str, what: &str, findings: &mut Vec<Finding>) {
-        let mut has_registers = false;
-        for segment in spec_segments(spec) {
-            let Some(list) = SpecList::from_key(segment.key) else {
+        let parsed = Spec::parse(spec);
+        for segment in &parsed.segments {
+            let Some(list) = segment.list else {
                 findings.push(Finding::error(
                     "spec",
                     pointer,
-                    format!("{what} `{spec}` has unknown key `{}`", segment.key),
+                    format!("{what} `{spec}` has unknown key `{}`", segment.key.text),
                 ));
                 continue;
             };
@@ -496,16 +496,14 @@ impl Context<'_> {
                 SpecList::FloatArguments | SpecList::FloatReturn => Want::FloatingPoint,
                 SpecList::Positional | SpecList::CalleeSaved => Want::Either,
             };
-            for item in segment.items {
-                if list != SpecList::CalleeSaved {
-                    has_registers = true;
-                }
-                if list == SpecList::Positional && is_stack_token(item) {
+            for item in &segment.items {
+                if list == SpecList::Positional && is_stack_token(item.text) {
                     continue;
                 }
-                self.check_name(item, pointer.to_string(), want, what, findings);
+                self.check_name(item.text, pointer.to_string(), want, what, findings);
             }
         }
+        let has_registers = !parsed.is_empty();
         if !has_registers {
             findings.push(Finding::error(
                 "spec",
