@@ -3,6 +3,7 @@
 //! [`generated`] holds the bundled tables (from `PhaseSchema.json` and `targets/*.toml`, built by
 //! `build.rs`); [`loaded`] builds tables of the same types from files at run time.
 
+pub mod cc;
 pub mod loaded;
 pub mod tables;
 
