@@ -1,0 +1,197 @@
+//! Checks of a plan against the current target (NeverC's four hard errors) and the record checks of every
+//! location list. Nothing is accepted silently: the first violated rule is reported with NeverC's text.
+
+use std::collections::HashSet;
+
+use crate::cc::plan::{LOCATION_INDIRECT, Location, LocationKind, Plan};
+use crate::tables::TargetRecord;
+
+/// Most locations a list may hold.
+pub const MAX_LOCATIONS: usize = 128;
+/// Most callee-saved registers a plan may list.
+pub const MAX_CALLEE_SAVED: usize = 256;
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PlanRejection {
+    #[error("NeverC calling convention plan belongs to a foreign target schema")]
+    ForeignSchema,
+    #[error("NeverC calling convention plan has a foreign target ID")]
+    ForeignTarget,
+    #[error("NeverC calling convention plan has a foreign convention ID")]
+    ForeignConvention,
+    /// A record check failed; the text is NeverC's detail (such as `argument stack locations overlap`).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Byte sizes (`ceil(bits / 8)`) of the values a plan describes, when the signature is known.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ValueSizes {
+    /// One entry for a non-void return, none for void.
+    pub returns: Vec<u32>,
+    pub arguments: Vec<u32>,
+}
+
+/// The plan was written for this target: same schema digest, target id and convention id.
+pub fn check_plan_identity(plan: &Plan, target: &TargetRecord) -> Result<(), PlanRejection> {
+    if plan.schema != target.schema_digest {
+        return Err(PlanRejection::ForeignSchema);
+    }
+    if plan.target.high != target.target_id.high || plan.target.low != target.target_id.low {
+        return Err(PlanRejection::ForeignTarget);
+    }
+    if plan.convention.high != target.convention_id.high || plan.convention.low != target.convention_id.low {
+        return Err(PlanRejection::ForeignConvention);
+    }
+    Ok(())
+}
+
+/// Identity, then every record check.
+pub fn validate_plan(plan: &Plan, target: &TargetRecord, values: Option<&ValueSizes>) -> Result<(), PlanRejection> {
+    check_plan_identity(plan, target)?;
+    check_plan_records(plan, target, values)
+}
+
+fn invalid(text: String) -> PlanRejection {
+    PlanRejection::Invalid(text)
+}
+
+/// The record checks, which depend on the target's registers (and on value sizes where given).
+pub fn check_plan_records(
+    plan: &Plan,
+    target: &TargetRecord,
+    values: Option<&ValueSizes>,
+) -> Result<(), PlanRejection> {
+    let bits = u64::from(target.stack_alignment) * 8;
+    let plan_bits = plan.stack_alignment.saturating_mul(8);
+    if plan_bits > bits || bits % plan_bits != 0 {
+        return Err(invalid("stack alignment is incompatible with the target".into()));
+    }
+    let returns = check_list(
+        "return",
+        &plan.returns,
+        target,
+        values.map(|values| values.returns.as_slice()),
+    )?;
+    let arguments = check_list(
+        "argument",
+        &plan.arguments,
+        target,
+        values.map(|values| values.arguments.as_slice()),
+    )?;
+    if plan.callee_saved.len() > MAX_CALLEE_SAVED {
+        return Err(invalid("callee-saved register array is invalid".into()));
+    }
+    let mut saved = HashSet::new();
+    for number in &plan.callee_saved {
+        let Some(register) = target.register_by_number(*number) else {
+            return Err(invalid("callee-saved register is not in the target schema".into()));
+        };
+        if !saved.insert(register.register) {
+            return Err(invalid("callee-saved register is duplicated".into()));
+        }
+        if returns.contains(&register.register) || arguments.contains(&register.register) {
+            return Err(invalid(
+                "callee-saved register overlaps an argument or return register".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks one list; returns the physical registers it uses.
+fn check_list(
+    label: &str,
+    locations: &[Location],
+    target: &TargetRecord,
+    sizes: Option<&[u32]>,
+) -> Result<HashSet<usize>, PlanRejection> {
+    if locations.len() > MAX_LOCATIONS {
+        return Err(invalid(format!("{label} array is invalid")));
+    }
+    let mut registers = HashSet::new();
+    let mut stack_ranges: Vec<(u64, u64)> = Vec::new();
+    for location in locations {
+        if let Some(sizes) = sizes
+            && location.value_index as usize >= sizes.len()
+        {
+            return Err(invalid(format!("{label} location has an invalid value index")));
+        }
+        match location.kind {
+            LocationKind::Register => {
+                let Some(register) = target.register_by_number(location.register) else {
+                    return Err(invalid(format!(
+                        "{label} register location is not in the target schema"
+                    )));
+                };
+                if !registers.insert(register.register) {
+                    return Err(invalid(format!("{label} locations reuse a physical register")));
+                }
+            }
+            LocationKind::Stack => {
+                if label == "return" {
+                    return Err(invalid("return values cannot use a stack result location".into()));
+                }
+                if location.stack_offset % location.alignment != 0 {
+                    return Err(invalid(format!("{label} stack location is misaligned")));
+                }
+                let range = (
+                    u64::from(location.stack_offset),
+                    u64::from(location.stack_offset) + u64::from(location.size),
+                );
+                if stack_ranges.iter().any(|other| other.0 < range.1 && range.0 < other.1) {
+                    return Err(invalid(format!("{label} stack locations overlap")));
+                }
+                stack_ranges.push(range);
+            }
+        }
+    }
+    let mut indices: Vec<u32> = locations.iter().map(|location| location.value_index).collect();
+    indices.sort_unstable();
+    indices.dedup();
+    for index in indices {
+        let pieces: Vec<&Location> = locations
+            .iter()
+            .filter(|location| location.value_index == index)
+            .collect();
+        let indirect = pieces
+            .iter()
+            .filter(|location| location.flags & LOCATION_INDIRECT != 0)
+            .count();
+        if indirect != 0 && indirect != pieces.len() {
+            return Err(invalid(format!("{label} value mixes indirect and direct pieces")));
+        }
+        if indirect != 0 {
+            continue;
+        }
+        let size = sizes.and_then(|sizes| sizes.get(index as usize).copied());
+        let mut direct: Vec<(u64, u64)> = pieces
+            .iter()
+            .map(|piece| {
+                (
+                    u64::from(piece.piece_offset),
+                    u64::from(piece.piece_offset) + u64::from(piece.size),
+                )
+            })
+            .collect();
+        direct.sort_unstable();
+        if let Some(size) = size
+            && direct.iter().any(|piece| piece.1 > u64::from(size))
+        {
+            return Err(invalid(format!("{label} piece exceeds its value")));
+        }
+        let mut covered = 0;
+        for piece in &direct {
+            if piece.0 != covered {
+                return Err(invalid(format!("{label} value pieces overlap or leave a gap")));
+            }
+            covered = piece.1;
+        }
+        if let Some(size) = size
+            && covered < u64::from(size)
+        {
+            return Err(invalid(format!("{label} does not cover a value")));
+        }
+    }
+    Ok(registers)
+}
