@@ -1,5 +1,9 @@
 //! The calling-convention engine: plan strings, and (to come) the planner and materializer.
 
+pub mod assignment;
+pub mod layout;
 pub mod plan;
 pub mod plan_validation;
+pub mod planner;
 pub mod signature;
+pub mod standard_abi;

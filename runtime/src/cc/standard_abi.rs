@@ -1,0 +1,483 @@
+//! The target's standard calling convention, computed only from the `[abi]` data of its declaration.
+//!
+//! This is the fallback for every value a plan does not cover. It follows LLVM's lowering of IR-level
+//! signatures (`CC_X86_64_C`, `CC_AArch64_AAPCS`): arguments are assigned in order, each taking the first
+//! free register of its pool; what does not fit goes to the stack. The differences between targets are the
+//! rule flags of `[abi.rules]`, never target-specific code.
+
+use std::collections::HashSet;
+
+use crate::cc::assignment::{Decider, Piece, Place, ValueAssignment, ValueRef};
+use crate::cc::layout::{Layout, LayoutError, TypeTable, layout_of, resolve};
+use crate::cc::signature::{IrType, Parameter, Signature};
+use crate::tables::{AbiRecord, TargetRecord};
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StandardAbiError {
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
+    #[error("the standard convention of {target} cannot return `{ty}` in registers it declares")]
+    UnsupportedReturn { target: &'static str, ty: String },
+}
+
+/// Register and stack allocation state while assigning one call's values in order.
+#[derive(Clone, Debug)]
+pub struct AbiState<'t> {
+    pub target: &'t TargetRecord,
+    /// Physical registers already taken (by plan locations or earlier values).
+    pub used: HashSet<usize>,
+    /// Size of the argument area so far.
+    pub stack_size: u64,
+}
+
+fn pointer_bytes(target: &TargetRecord) -> u64 {
+    u64::from(target.pointer_width / 8)
+}
+
+/// What a scalar piece needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Class {
+    Integer,
+    Float,
+}
+
+impl<'t> AbiState<'t> {
+    pub fn new(target: &'t TargetRecord) -> AbiState<'t> {
+        AbiState {
+            target,
+            used: HashSet::new(),
+            stack_size: 0,
+        }
+    }
+
+    fn abi(&self) -> &'t AbiRecord {
+        &self.target.abi
+    }
+
+    fn pool(&self, class: Class) -> &'t [usize] {
+        match class {
+            Class::Integer => self.abi().integer_arguments,
+            Class::Float => self.abi().float_arguments,
+        }
+    }
+
+    /// The first free register of a pool.
+    fn take(&mut self, class: Class) -> Option<usize> {
+        let register = self
+            .pool(class)
+            .iter()
+            .copied()
+            .find(|register| !self.used.contains(register))?;
+        self.used.insert(register);
+        Some(register)
+    }
+
+    /// `count` registers in a row of the pool (the first of them at an even position when `even`), or none.
+    /// Registers passed over to reach an even position are lost when the rules say skipped registers are
+    /// not reused.
+    fn take_block(&mut self, class: Class, count: usize, even: bool) -> Option<Vec<usize>> {
+        let pool = self.pool(class);
+        let first_free = pool.iter().position(|register| !self.used.contains(register))?;
+        let mut start = first_free;
+        loop {
+            if even && start % 2 == 1 {
+                start += 1;
+            }
+            if start + count > pool.len() {
+                return None;
+            }
+            if pool[start..start + count]
+                .iter()
+                .all(|register| !self.used.contains(register))
+            {
+                break;
+            }
+            start += 1;
+        }
+        if !self.abi().reuse_skipped_registers {
+            for register in &pool[first_free..start] {
+                self.used.insert(*register);
+            }
+        }
+        let block = pool[start..start + count].to_vec();
+        self.used.extend(block.iter().copied());
+        Some(block)
+    }
+
+    /// Marks every register of a pool as taken.
+    fn exhaust(&mut self, class: Class) {
+        let pool = self.pool(class);
+        self.used.extend(pool.iter().copied());
+    }
+
+    /// Allocates a stack slot: at least a slot, aligned to the clamped natural alignment.
+    pub fn stack_slot(&mut self, size: u64, alignment: u64) -> Place {
+        let abi = self.abi();
+        let slot = u64::from(abi.stack_slot_size.max(1));
+        let alignment = alignment.clamp(slot, u64::from(abi.stack_max_alignment.max(abi.stack_slot_size).max(1)));
+        let size = size.max(1).div_ceil(slot) * slot;
+        let offset = self.stack_size.div_ceil(alignment) * alignment;
+        self.stack_size = offset + size;
+        Place::Stack { offset, size }
+    }
+
+    /// Assigns argument `index` by the standard convention.
+    pub fn assign_argument(
+        &mut self,
+        index: u32,
+        parameter: &Parameter,
+        types: &TypeTable,
+    ) -> Result<ValueAssignment, StandardAbiError> {
+        let value = ValueRef::Argument(index);
+        let abi = self.abi();
+        if parameter.attributes.sret.is_some() && !abi.sret_takes_argument_register {
+            let register = abi.sret_register;
+            self.used.insert(register);
+            let piece = Piece {
+                place: Place::Register {
+                    register,
+                    width: self.target.pointer_width,
+                },
+                offset: 0,
+                size: pointer_bytes(self.target),
+            };
+            return Ok(ValueAssignment {
+                value,
+                pieces: vec![piece],
+                indirect: true,
+                decider: Decider::Standard,
+            });
+        }
+        if let Some(byval) = &parameter.attributes.byval {
+            let layout = layout_of(byval, pointer_bytes(self.target), types)?;
+            let alignment = u64::from(parameter.attributes.align.unwrap_or(0))
+                .max(layout.alignment.min(u64::from(abi.stack_slot_size)));
+            let place = self.stack_slot(layout.alloc_size, alignment);
+            let size = layout.alloc_size;
+            return Ok(ValueAssignment {
+                value,
+                pieces: vec![Piece { place, offset: 0, size }],
+                indirect: true,
+                decider: Decider::Standard,
+            });
+        }
+        let pieces = self.assign_type(&parameter.ty, types)?;
+        Ok(ValueAssignment {
+            value,
+            pieces,
+            indirect: parameter.attributes.sret.is_some(),
+            decider: Decider::Standard,
+        })
+    }
+
+    fn assign_type(&mut self, ty: &IrType, types: &TypeTable) -> Result<Vec<Piece>, StandardAbiError> {
+        let ty = resolve(ty, types)?;
+        let layout = layout_of(ty, pointer_bytes(self.target), types)?;
+        let abi = self.abi();
+        if abi.stack_only_types.iter().any(|name| *name == ty.to_string()) {
+            let place = self.stack_slot(layout.alloc_size, layout.alignment);
+            return Ok(vec![Piece {
+                place,
+                offset: 0,
+                size: layout.store_size,
+            }]);
+        }
+        match ty {
+            IrType::Integer(bits) if *bits > 64 && *bits <= 128 => Ok(self.assign_register_pair(layout)),
+            IrType::Integer(_) | IrType::Pointer { .. } => Ok(vec![self.assign_scalar(
+                Class::Integer,
+                layout,
+                value_width(ty, self.target),
+            )]),
+            _ if ty.is_floating_point() => Ok(vec![self.assign_float_scalar(layout, value_width(ty, self.target))]),
+            IrType::Vector { .. } => Ok(self.assign_vector(layout)),
+            IrType::Array { length, element } => self.assign_array(*length, element, types),
+            IrType::Struct { fields, packed } => {
+                let mut pieces = Vec::new();
+                let mut offset = 0u64;
+                for field in fields {
+                    let field_layout = layout_of(field, pointer_bytes(self.target), types)?;
+                    let alignment = if *packed { 1 } else { field_layout.alignment };
+                    offset = offset.div_ceil(alignment) * alignment;
+                    for mut piece in self.assign_type(field, types)? {
+                        piece.offset += offset;
+                        pieces.push(piece);
+                    }
+                    offset += field_layout.alloc_size;
+                }
+                Ok(pieces)
+            }
+            IrType::Void | IrType::Named(_) => Err(StandardAbiError::Layout(LayoutError::Unsized)),
+            _ => Ok(vec![self.assign_scalar(
+                Class::Integer,
+                layout,
+                value_width(ty, self.target),
+            )]),
+        }
+    }
+
+    fn assign_scalar(&mut self, class: Class, layout: Layout, width: u32) -> Piece {
+        let size = layout.store_size;
+        match self.take(class) {
+            Some(register) => Piece {
+                place: Place::Register { register, width },
+                offset: 0,
+                size,
+            },
+            None => Piece {
+                place: self.stack_slot(size, layout.alignment),
+                offset: 0,
+                size,
+            },
+        }
+    }
+
+    fn assign_float_scalar(&mut self, layout: Layout, width: u32) -> Piece {
+        let size = layout.store_size;
+        if let Some(register) = self.take(Class::Float) {
+            return Piece {
+                place: Place::Register { register, width },
+                offset: 0,
+                size,
+            };
+        }
+        if self.abi().float_falls_back_to_integer_registers
+            && u64::from(self.target.pointer_width / 8) >= size
+            && let Some(register) = self.take(Class::Integer)
+        {
+            return Piece {
+                place: Place::Register {
+                    register,
+                    width: self.target.pointer_width,
+                },
+                offset: 0,
+                size,
+            };
+        }
+        Piece {
+            place: self.stack_slot(size, layout.alignment),
+            offset: 0,
+            size,
+        }
+    }
+
+    /// A 128-bit integer: a register pair, or (where allowed) a register and a stack slot, or the stack.
+    fn assign_register_pair(&mut self, layout: Layout) -> Vec<Piece> {
+        let half = layout.store_size / 2;
+        let width = (half * 8) as u32;
+        let even = self.abi().int128_even_pair;
+        if let Some(block) = self.take_block(Class::Integer, 2, even) {
+            return block
+                .into_iter()
+                .enumerate()
+                .map(|(index, register)| Piece {
+                    place: Place::Register { register, width },
+                    offset: index as u64 * half,
+                    size: half,
+                })
+                .collect();
+        }
+        if self.abi().split_between_registers_and_stack
+            && let Some(register) = self.take(Class::Integer)
+        {
+            let low = Piece {
+                place: Place::Register { register, width },
+                offset: 0,
+                size: half,
+            };
+            let high = Piece {
+                place: self.stack_slot(half, half),
+                offset: half,
+                size: half,
+            };
+            return vec![low, high];
+        }
+        if !self.abi().reuse_skipped_registers {
+            self.exhaust(Class::Integer);
+        }
+        vec![Piece {
+            place: self.stack_slot(layout.store_size, layout.alignment),
+            offset: 0,
+            size: layout.store_size,
+        }]
+    }
+
+    /// A vector: one vector register when it fits, else pieces of the vector register size, each in a
+    /// register or on the stack. Without vector registers, the general convention applies per pointer-size piece.
+    fn assign_vector(&mut self, layout: Layout) -> Vec<Piece> {
+        let register_bytes = u64::from(self.abi().vector_register_bytes);
+        if register_bytes == 0 {
+            let piece_size = u64::from(self.target.pointer_width / 8);
+            return (0..layout.store_size.div_ceil(piece_size))
+                .map(|index| {
+                    let piece_layout = Layout {
+                        store_size: piece_size,
+                        alloc_size: piece_size,
+                        alignment: piece_size,
+                    };
+                    let mut piece = self.assign_scalar(Class::Integer, piece_layout, self.target.pointer_width);
+                    piece.offset = index * piece_size;
+                    piece
+                })
+                .collect();
+        }
+        if layout.store_size <= register_bytes {
+            let width = (layout.store_size.max(1).next_power_of_two() * 8) as u32;
+            return vec![self.assign_scalar(Class::Float, layout, width)];
+        }
+        (0..layout.store_size.div_ceil(register_bytes))
+            .map(|index| {
+                let piece_layout = Layout {
+                    store_size: register_bytes,
+                    alloc_size: register_bytes,
+                    alignment: register_bytes,
+                };
+                let mut piece = self.assign_scalar(Class::Float, piece_layout, (register_bytes * 8) as u32);
+                piece.offset = index * register_bytes;
+                piece
+            })
+            .collect()
+    }
+
+    /// An array: a homogeneous block in consecutive registers, or wholly on the stack; or, where the rule
+    /// does not apply, element by element.
+    fn assign_array(
+        &mut self,
+        length: u32,
+        element: &IrType,
+        types: &TypeTable,
+    ) -> Result<Vec<Piece>, StandardAbiError> {
+        let element_type = resolve(element, types)?;
+        let element_layout = layout_of(element_type, pointer_bytes(self.target), types)?;
+        let max_members = self.abi().homogeneous_aggregate_max_members;
+        let class = if element_type.is_fp_class() {
+            Class::Float
+        } else {
+            Class::Integer
+        };
+        let block_applies = max_members > 0
+            && length > 0
+            && length <= max_members
+            && !matches!(element_type, IrType::Array { .. } | IrType::Struct { .. });
+        if !block_applies {
+            let mut pieces = Vec::new();
+            for index in 0..u64::from(length) {
+                for mut piece in self.assign_type(element_type, types)? {
+                    piece.offset += index * element_layout.alloc_size;
+                    pieces.push(piece);
+                }
+            }
+            return Ok(pieces);
+        }
+        let width = value_width(element_type, self.target);
+        if let Some(block) = self.take_block(class, length as usize, false) {
+            return Ok(block
+                .into_iter()
+                .enumerate()
+                .map(|(index, register)| Piece {
+                    place: Place::Register { register, width },
+                    offset: index as u64 * element_layout.alloc_size,
+                    size: element_layout.store_size,
+                })
+                .collect());
+        }
+        if class == Class::Float && self.abi().stack_aggregate_exhausts_float_registers
+            || class == Class::Integer && !self.abi().reuse_skipped_registers
+        {
+            self.exhaust(class);
+        }
+        let size = element_layout.alloc_size * u64::from(length);
+        let place = self.stack_slot(size, element_layout.alignment);
+        Ok(vec![Piece { place, offset: 0, size }])
+    }
+}
+
+/// The width in bits a register holding a value of this scalar type is viewed at (i1/i8/i16 promoted to 32).
+pub fn value_width(ty: &IrType, target: &TargetRecord) -> u32 {
+    match ty {
+        IrType::Integer(bits) if *bits <= 32 => 32,
+        IrType::Integer(bits) => (*bits).next_power_of_two().min(64),
+        IrType::Pointer { .. } => target.pointer_width,
+        IrType::Half | IrType::BFloat => 16,
+        IrType::Float => 32,
+        IrType::Double => 64,
+        IrType::Fp128 | IrType::PpcFp128 => 128,
+        IrType::X86Fp80 => 80,
+        IrType::Vector { .. } => 128,
+        _ => target.pointer_width,
+    }
+}
+
+/// Where every argument and the return value of `signature` go under the target's standard convention.
+pub fn standard_assignments(
+    target: &TargetRecord,
+    signature: &Signature,
+    types: &TypeTable,
+) -> Result<Vec<ValueAssignment>, StandardAbiError> {
+    let mut state = AbiState::new(target);
+    let mut assignments = Vec::new();
+    if let Some(assignment) = standard_return(target, &signature.return_type, types)? {
+        assignments.push(assignment);
+    }
+    for (index, parameter) in signature.parameters.iter().enumerate() {
+        assignments.push(state.assign_argument(index as u32, parameter, types)?);
+    }
+    Ok(assignments)
+}
+
+/// The standard return location of a type; values that do not fit the return registers are returned
+/// through a hidden pointer, which the caller passes like an sret argument.
+pub fn standard_return(
+    target: &TargetRecord,
+    ty: &IrType,
+    types: &TypeTable,
+) -> Result<Option<ValueAssignment>, StandardAbiError> {
+    let ty = resolve(ty, types)?;
+    if *ty == IrType::Void {
+        return Ok(None);
+    }
+    if target.abi.stack_only_types.iter().any(|name| *name == ty.to_string()) {
+        return Err(StandardAbiError::UnsupportedReturn {
+            target: target.name,
+            ty: ty.to_string(),
+        });
+    }
+    let abi = &target.abi;
+    let mut returns = AbiState::new(target);
+    // Return registers play the part of argument registers for the assignment rules.
+    let return_abi = AbiRecord {
+        integer_arguments: abi.integer_returns,
+        float_arguments: abi.float_returns,
+        ..*abi
+    };
+    let return_target = TargetRecord {
+        abi: return_abi,
+        ..*target
+    };
+    returns.target = &return_target;
+    let pieces = returns.assign_type(ty, types)?;
+    let value = ValueRef::Return;
+    if pieces.iter().any(|piece| matches!(piece.place, Place::Stack { .. })) {
+        let register = abi.sret_register;
+        let piece = Piece {
+            place: Place::Register {
+                register,
+                width: target.pointer_width,
+            },
+            offset: 0,
+            size: u64::from(target.pointer_width / 8),
+        };
+        return Ok(Some(ValueAssignment {
+            value,
+            pieces: vec![piece],
+            indirect: true,
+            decider: Decider::Standard,
+        }));
+    }
+    Ok(Some(ValueAssignment {
+        value,
+        pieces,
+        indirect: false,
+        decider: Decider::Standard,
+    }))
+}
