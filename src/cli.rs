@@ -40,6 +40,65 @@ pub(crate) enum Command {
     /// Resolve register names, aliases, sub-register names or plan numbers on a target.
     #[command(after_help = AFTER_HELP)]
     Resolve(ResolveArgs),
+    /// Calling conventions: turn a spec into a plan, or validate a plan.
+    #[command(subcommand)]
+    Cc(CcCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum CcCommand {
+    /// Plan a function signature under a spec and print the plan string and where every value goes.
+    ///
+    /// Values the plan does not cover follow the target's standard convention; the table says which.
+    #[command(after_help = AFTER_HELP)]
+    Plan(CcPlanArgs),
+    /// Validate a plan string against a target: NeverC's four hard errors, then every record check.
+    #[command(after_help = AFTER_HELP)]
+    Validate(CcValidateArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct TargetChoice {
+    /// Target name or alias.
+    #[arg(long, value_name = "NAME", required_unless_present = "target_file")]
+    pub(crate) target: Option<String>,
+    /// Load the target from this TOML file instead of the compiled-in registry.
+    #[arg(long = "target-file", value_name = "PATH", conflicts_with = "target")]
+    pub(crate) target_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CcPlanArgs {
+    #[command(flatten)]
+    pub(crate) target: TargetChoice,
+    /// The spec, such as `gpr:rcx,rdx,r8;ret:rax` (default: the target's default spec).
+    #[arg(long, value_name = "SPEC")]
+    pub(crate) spec: Option<String>,
+    /// The IR signature, such as `i32 (i32, i64, ptr byval(%struct.Q) align 8)`.
+    #[arg(long, value_name = "SIG")]
+    pub(crate) sig: String,
+    /// A named type used by the signature, such as `%struct.Q = type { i64, i64, i64 }` (repeatable).
+    #[arg(long = "type", value_name = "DEFINITION")]
+    pub(crate) types: Vec<String>,
+    /// Function name used in diagnostics.
+    #[arg(long, value_name = "NAME", default_value = "f")]
+    pub(crate) function: String,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CcValidateArgs {
+    #[command(flatten)]
+    pub(crate) target: TargetChoice,
+    /// The IR signature the plan is for; enables the checks that need value sizes.
+    #[arg(long, value_name = "SIG")]
+    pub(crate) sig: Option<String>,
+    /// The plan string.
+    #[arg(value_name = "PLAN")]
+    pub(crate) plan: String,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -19,6 +19,7 @@ macro_rules! errln {
     }};
 }
 
+mod cc;
 mod check;
 mod cli;
 mod gen_files;
@@ -63,6 +64,7 @@ fn main() -> ExitCode {
         Command::Gen(args) => gen_files::run(args),
         Command::Targets(args) => targets::run(args),
         Command::Resolve(args) => resolve::run(args),
+        Command::Cc(command) => cc::run(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

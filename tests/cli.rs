@@ -296,3 +296,84 @@ fn a_target_file_can_be_loaded_at_run_time() {
     assert_eq!(output.status.code(), Some(3));
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn cc_plan_prints_the_plan_and_where_every_value_goes() {
+    let output = run(&[
+        "cc",
+        "plan",
+        "--target",
+        "x86_64",
+        "--spec",
+        "gpr:rcx,rdx,r8;ret:rax",
+        "--sig",
+        "i32 (i32, i32, i32)",
+        "--format",
+        "json",
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let report = json(&output);
+    assert_eq!(
+        report["plan"],
+        "neverc-cc-plan-v1;schema=llvm-x86_64-unknown-linux-gnu;target=0:0;cc=0:0;stack=16;returns=r,0,0,4,4,51,0,0;arguments=r,0,0,4,4,54,0,0|r,1,0,4,4,56,0,0|r,2,0,4,4,119,0,0;callee-saved="
+    );
+    assert_eq!(report["values"][3]["pieces"][0]["place"], "r8d");
+
+    let output = run(&[
+        "cc",
+        "plan",
+        "--target",
+        "x86_64",
+        "--spec",
+        "gpr:rsp,rcx;ret:rax",
+        "--sig",
+        "i32 (i32)",
+    ]);
+    assert!(output.status.success());
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("`rsp` is reserved on x86_64; it is skipped"),
+        "{stderr}"
+    );
+    assert!(
+        text(&output.stdout).contains("argument 0   plan      ecx"),
+        "{}",
+        text(&output.stdout)
+    );
+
+    let output = run(&["cc", "plan", "--target", "aarch64", "--sig", "i32 (i32, flaot)"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("i32 (i32, flaot)") && stderr.contains('┬'), "{stderr}");
+
+    let output = run(&[
+        "cc",
+        "plan",
+        "--target",
+        "aarch64",
+        "--spec",
+        "gpr:x9;ret:x0",
+        "--sig",
+        "i32 (i32, ...)",
+        "--function",
+        "sum",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(text(&output.stderr).contains("does not support variadic functions: 'sum'"));
+}
+
+#[test]
+fn cc_validate_gives_neverc_texts() {
+    let foreign = "neverc-cc-plan-v1;schema=foreign;target=0:0;cc=0:0;stack=16;returns=r,0,0,4,4,51,0,0;arguments=r,0,0,4,4,54,0,0;callee-saved=";
+    let output = run(&["cc", "validate", "--target", "x86_64", foreign]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(text(&output.stderr).contains("NeverC calling convention plan belongs to a foreign target schema"));
+    let ours = foreign.replace("schema=foreign", "schema=llvm-x86_64-unknown-linux-gnu");
+    let output = run(&["cc", "validate", "--target", "x86_64", "--sig", "i32 (i32)", &ours]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let wrong = ours.replace("r,0,0,4,4,54,0,0", "r,0,0,4,4,99,0,0");
+    let output = run(&["cc", "validate", "--target", "x86_64", &wrong]);
+    assert!(text(&output.stderr).contains("argument register location is not in the target schema"));
+    let output = run(&["cc", "validate", "--target", "x86_64", "not-a-plan", "--format", "json"]);
+    assert!(json(&output)["error"].as_str().unwrap().starts_with("malformed NeverC calling convention plan"));
+}

@@ -11,7 +11,6 @@ use pest_derive::Parser;
 #[grammar = "cc/signature.pest"]
 pub(crate) struct SignatureGrammar;
 
-
 /// An IR type as far as calling conventions care.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum IrType {
@@ -158,6 +157,18 @@ impl Signature {
             variadic,
         })
     }
+}
+
+/// Parses `%struct.Q = type { i64, i64, i64 }` into the type's name and definition (`None` for `opaque`).
+pub fn parse_type_definition(text: &str) -> Result<(String, Option<IrType>), SignatureError> {
+    let mut pairs = SignatureGrammar::parse(Rule::type_definition, text).map_err(|error| pest_error(text, &error))?;
+    let mut inner = pairs.next().map(|pair| pair.into_inner()).into_iter().flatten();
+    let name = inner.next().map(|name| name.as_str().to_string()).unwrap_or_default();
+    let ty = match inner.next() {
+        Some(pair) if pair.as_rule() == Rule::ir_type => Some(ir_type(pair)?),
+        _ => None,
+    };
+    Ok((name, ty))
 }
 
 pub(crate) fn pest_error(text: &str, error: &pest::error::Error<Rule>) -> SignatureError {
@@ -410,6 +421,15 @@ mod tests {
         assert_eq!(sig.return_type, IrType::Integer(1));
         assert_eq!(sig.parameters[3].ty.to_string(), "{i64, i64}");
         assert_eq!(sig.parameters[4].ty.to_string(), "<{i8, i32}>");
+    }
+
+    #[test]
+    fn rule_type_definition_names_a_struct() {
+        let (name, ty) = parse_type_definition("%struct.Q = type { i64, [2 x i32], %struct.R* }").unwrap();
+        assert_eq!(name, "%struct.Q");
+        assert_eq!(ty.unwrap().to_string(), "{i64, [2 x i32], ptr}");
+        assert_eq!(parse_type_definition("%struct.O = type opaque").unwrap().1, None);
+        assert!(parse_type_definition("%struct.Q = { i64 }").is_err());
     }
 
     #[test]

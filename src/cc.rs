@@ -1,0 +1,288 @@
+//! `neverc-spec cc plan` and `neverc-spec cc validate`.
+
+use std::ops::Range;
+
+use miette::{LabeledSpan, MietteDiagnostic, NamedSource, Report, Severity};
+use neverc_runtime::cc::assignment::{Decider, ValueRef};
+use neverc_runtime::cc::layout::TypeTable;
+use neverc_runtime::cc::plan::{LocationKind, Plan};
+use neverc_runtime::cc::plan_validation::{ValueSizes, validate_plan};
+use neverc_runtime::cc::planner::{NoteSeverity, plan_from_spec};
+use neverc_runtime::cc::signature::{Signature, parse_type_definition};
+use neverc_runtime::tables::TargetRecord;
+use neverc_runtime::target_by_name;
+use serde::Serialize;
+
+use crate::CommandError;
+use crate::cli::{CcCommand, CcPlanArgs, CcValidateArgs, Format, TargetChoice};
+use crate::targets::load_runtime_target;
+
+pub(crate) fn run(command: &CcCommand) -> Result<(), CommandError> {
+    match command {
+        CcCommand::Plan(args) => plan(args),
+        CcCommand::Validate(args) => validate(args),
+    }
+}
+
+fn choose_target(choice: &TargetChoice, json: bool) -> Result<&'static TargetRecord, CommandError> {
+    match (&choice.target, &choice.target_file) {
+        (_, Some(path)) => load_runtime_target(path, json),
+        (Some(name), None) => target_by_name(name)
+            .ok_or_else(|| CommandError::Request(format!("unknown target `{name}`; `neverc-spec targets` lists them"))),
+        (None, None) => Err(CommandError::Request("give --target or --target-file".into())),
+    }
+}
+
+/// Prints `message` with a caret under `span` of `text` (named `what`), as miette renders it.
+fn caret(what: &str, text: &str, span: Range<usize>, message: &str) {
+    caret_with(what, text, span, message, Severity::Error);
+}
+
+fn caret_with(what: &str, text: &str, span: Range<usize>, message: &str, severity: Severity) {
+    let end = span.end.max(span.start).min(text.len());
+    let start = span.start.min(end);
+    let diagnostic = MietteDiagnostic::new(message.to_string())
+        .with_severity(severity)
+        .with_label(LabeledSpan::at(start..end.max(start), "here"));
+    let report = Report::new(diagnostic).with_source_code(NamedSource::new(what, text.to_string()));
+    errln!("{report:?}");
+}
+
+fn types(definitions: &[String]) -> Result<TypeTable, CommandError> {
+    let mut table = TypeTable::new();
+    for definition in definitions {
+        match parse_type_definition(definition) {
+            Ok((name, Some(ty))) => {
+                table.insert(name, ty);
+            }
+            Ok((name, None)) => {
+                return Err(CommandError::Request(format!(
+                    "`{name}` is opaque; its size is unknown"
+                )));
+            }
+            Err(error) => {
+                caret("--type", definition, error.span.clone(), &error.message);
+                return Err(CommandError::Request("invalid --type".into()));
+            }
+        }
+    }
+    Ok(table)
+}
+
+fn signature(text: &str) -> Result<Signature, CommandError> {
+    Signature::parse(text).map_err(|error| {
+        caret("--sig", text, error.span.clone(), &error.message);
+        CommandError::Request("invalid --sig".into())
+    })
+}
+
+#[derive(Serialize)]
+struct PlanRow {
+    value: String,
+    decided_by: &'static str,
+    pieces: Vec<PieceRow>,
+    indirect: bool,
+}
+
+#[derive(Serialize)]
+struct PieceRow {
+    place: String,
+    offset: u64,
+    size: u64,
+    width_bits: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct NoteRow {
+    severity: &'static str,
+    message: String,
+}
+
+#[derive(Serialize)]
+struct PlanOutput {
+    target: &'static str,
+    plan: String,
+    values: Vec<PlanRow>,
+    notes: Vec<NoteRow>,
+}
+
+fn plan(args: &CcPlanArgs) -> Result<(), CommandError> {
+    let json = args.format == Format::Json;
+    let target = choose_target(&args.target, json)?;
+    let spec = args.spec.as_deref().unwrap_or(target.default_spec);
+    let signature = signature(&args.sig)?;
+    let types = types(&args.types)?;
+    let planned = plan_from_spec(target, spec, &signature, &types, &args.function)
+        .map_err(|error| CommandError::Request(error.to_string()))?;
+    let values: Vec<PlanRow> = planned
+        .assignments
+        .iter()
+        .map(|assignment| PlanRow {
+            value: match assignment.value {
+                ValueRef::Return => "return".to_string(),
+                ValueRef::Argument(index) => format!("argument {index}"),
+            },
+            decided_by: match assignment.decider {
+                Decider::Plan => "plan",
+                Decider::Standard => "standard",
+            },
+            indirect: assignment.indirect,
+            pieces: assignment
+                .pieces
+                .iter()
+                .map(|piece| PieceRow {
+                    place: piece.place.describe(target),
+                    offset: piece.offset,
+                    size: piece.size,
+                    width_bits: match piece.place {
+                        neverc_runtime::cc::assignment::Place::Register { width, .. } => Some(width),
+                        neverc_runtime::cc::assignment::Place::Stack { .. } => None,
+                    },
+                })
+                .collect(),
+        })
+        .collect();
+    let notes: Vec<NoteRow> = planned
+        .notes
+        .iter()
+        .map(|note| NoteRow {
+            severity: match note.severity {
+                NoteSeverity::Note => "note",
+                NoteSeverity::Warning => "warning",
+            },
+            message: note.message.clone(),
+        })
+        .collect();
+    let output = PlanOutput {
+        target: target.name,
+        plan: planned.plan.serialize(),
+        values,
+        notes,
+    };
+    if json {
+        let text = serde_json::to_string_pretty(&output).map_err(|error| CommandError::Internal(error.to_string()))?;
+        outln!("{text}");
+        return Ok(());
+    }
+    outln!("{}", output.plan);
+    outln!(
+        "{:<12} {:<9} {:<12} {:>6} {:>5} {:>6}",
+        "value",
+        "by",
+        "place",
+        "offset",
+        "size",
+        "width"
+    );
+    for row in &output.values {
+        for piece in &row.pieces {
+            let place = if row.indirect {
+                format!("{} (address)", piece.place)
+            } else {
+                piece.place.clone()
+            };
+            let width = piece
+                .width_bits
+                .map_or_else(|| "-".to_string(), |width| width.to_string());
+            outln!(
+                "{:<12} {:<9} {:<12} {:>6} {:>5} {:>6}",
+                row.value,
+                row.decided_by,
+                place,
+                piece.offset,
+                piece.size,
+                width
+            );
+        }
+    }
+    for note in &planned.notes {
+        match &note.span {
+            Some(span) => {
+                let severity = if note.severity == NoteSeverity::Warning {
+                    Severity::Warning
+                } else {
+                    Severity::Advice
+                };
+                caret_with("--spec", spec, span.clone(), &note.message, severity);
+            }
+            None => errln!(
+                "{}: {}",
+                if note.severity == NoteSeverity::Warning {
+                    "warning"
+                } else {
+                    "note"
+                },
+                note.message
+            ),
+        }
+    }
+    Ok(())
+}
+
+fn validate(args: &CcValidateArgs) -> Result<(), CommandError> {
+    let json = args.format == Format::Json;
+    let target = choose_target(&args.target, json)?;
+    let parsed = match Plan::parse(&args.plan) {
+        Ok(plan) => plan,
+        Err(error) => {
+            if json {
+                outln!("{}", serde_json::json!({ "valid": false, "error": error.to_string() }));
+            } else {
+                caret("plan", &args.plan, error.span.clone(), &error.to_string());
+            }
+            return Err(CommandError::Request("the plan is malformed".into()));
+        }
+    };
+    let sizes = match &args.sig {
+        Some(text) => {
+            let signature = signature(text)?;
+            let pointer = u64::from(target.pointer_width / 8);
+            let size_of = |ty: &neverc_runtime::cc::signature::IrType| -> Result<u32, CommandError> {
+                let layout = neverc_runtime::cc::layout::layout_of(ty, pointer, &TypeTable::new())
+                    .map_err(|error| CommandError::Request(error.to_string()))?;
+                Ok(u32::try_from(layout.store_size).unwrap_or(u32::MAX))
+            };
+            let returns = if signature.return_type == neverc_runtime::cc::signature::IrType::Void {
+                Vec::new()
+            } else {
+                vec![size_of(&signature.return_type)?]
+            };
+            let arguments = signature
+                .parameters
+                .iter()
+                .map(|parameter| size_of(&parameter.ty))
+                .collect::<Result<_, _>>()?;
+            Some(ValueSizes { returns, arguments })
+        }
+        None => None,
+    };
+    let result = validate_plan(&parsed, target, sizes.as_ref());
+    if json {
+        let value = match &result {
+            Ok(()) => serde_json::json!({ "valid": true, "plan": parsed.serialize() }),
+            Err(error) => serde_json::json!({ "valid": false, "error": error.to_string() }),
+        };
+        outln!("{value}");
+    }
+    match result {
+        Ok(()) => {
+            if !json {
+                let registers = parsed
+                    .arguments
+                    .iter()
+                    .chain(&parsed.returns)
+                    .filter(|l| l.kind == LocationKind::Register)
+                    .count();
+                outln!(
+                    "valid for {}: {} return and {} argument location(s), {} in registers",
+                    target.name,
+                    parsed.returns.len(),
+                    parsed.arguments.len(),
+                    registers
+                );
+            }
+            Ok(())
+        }
+        Err(error) => Err(CommandError::Request(error.to_string())),
+    }
+}
