@@ -375,5 +375,10 @@ fn cc_validate_gives_neverc_texts() {
     let output = run(&["cc", "validate", "--target", "x86_64", &wrong]);
     assert!(text(&output.stderr).contains("argument register location is not in the target schema"));
     let output = run(&["cc", "validate", "--target", "x86_64", "not-a-plan", "--format", "json"]);
-    assert!(json(&output)["error"].as_str().unwrap().starts_with("malformed NeverC calling convention plan"));
+    assert!(
+        json(&output)["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("malformed NeverC calling convention plan")
+    );
 }
