@@ -4,8 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages the tests need. None beyond Rust yet; later suites (llc-14, lld, qemu-user) add theirs here.
-PACKAGES=()
+# Debian packages the tests need: clang-14 (C to LLVM IR), llvm-14 (llc-14 oracle, llvm-as-14).
+PACKAGES=(clang-14 llvm-14)
 if ((${#PACKAGES[@]})); then
     missing=()
     for package in "${PACKAGES[@]}"; do

@@ -14,13 +14,14 @@ use neverc_runtime::target_by_name;
 use serde::Serialize;
 
 use crate::CommandError;
-use crate::cli::{CcCommand, CcPlanArgs, CcValidateArgs, Format, TargetChoice};
+use crate::cli::{CcCommand, CcMaterializeArgs, CcPlanArgs, CcValidateArgs, Format, TargetChoice};
 use crate::targets::load_runtime_target;
 
 pub(crate) fn run(command: &CcCommand) -> Result<(), CommandError> {
     match command {
         CcCommand::Plan(args) => plan(args),
         CcCommand::Validate(args) => validate(args),
+        CcCommand::Materialize(args) => materialize(args),
     }
 }
 
@@ -285,4 +286,77 @@ fn validate(args: &CcValidateArgs) -> Result<(), CommandError> {
         }
         Err(error) => Err(CommandError::Request(error.to_string())),
     }
+}
+
+/// The target a module's `target triple` names: the one whose triple has the same architecture.
+fn target_for_triple(triple: &str) -> Option<&'static TargetRecord> {
+    let architecture = triple.split('-').next().unwrap_or("");
+    neverc_runtime::BUNDLED_TARGETS
+        .iter()
+        .copied()
+        .find(|target| target.triple.split('-').next() == Some(architecture) || target.answers_to(architecture))
+}
+
+fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
+    use neverc_runtime::cc::materialize::{MaterializeOptions, materialize};
+    let json = args.format == Format::Json;
+    let text = std::fs::read_to_string(&args.input)
+        .map_err(|error| CommandError::Io(format!("cannot read `{}`: {error}", args.input.display())))?;
+    let target = match &args.target {
+        Some(name) => target_by_name(name).ok_or_else(|| CommandError::Request(format!("unknown target `{name}`")))?,
+        None => {
+            let triple = text
+                .lines()
+                .find_map(|line| {
+                    line.strip_prefix("target triple = \"")
+                        .and_then(|rest| rest.strip_suffix('"'))
+                })
+                .ok_or_else(|| CommandError::Request("the module has no `target triple`; give --target".into()))?;
+            target_for_triple(triple).ok_or_else(|| {
+                CommandError::Request(format!("no bundled target for triple `{triple}`; give --target"))
+            })?
+        }
+    };
+    let options = MaterializeOptions {
+        cc_all: args.cc_all,
+        prefix: args.ccprefix.clone(),
+        spec: args.ccspec.clone(),
+        shuffle: args.ccshuffle,
+    };
+    let result = materialize(&text, target, &options)
+        .map_err(|error| CommandError::Request(format!("{}: {error}", args.input.display())))?;
+    for warning in &result.warnings {
+        errln!(
+            "{}:{}: warning: {}: {}",
+            args.input.display(),
+            warning.line,
+            warning.function,
+            warning.message
+        );
+    }
+    for (function, note) in &result.notes {
+        if note.severity == NoteSeverity::Warning {
+            errln!("{}: warning: {function}: {}", args.input.display(), note.message);
+        }
+    }
+    crate::files::write_atomically(&args.output, result.text.as_bytes()).map_err(CommandError::Io)?;
+    if json {
+        let value = serde_json::json!({
+            "target": target.name,
+            "plans": result.plans,
+            "validated": result.validated,
+            "warnings": result.warnings.iter().map(|w| serde_json::json!({"function": w.function, "line": w.line, "message": w.message})).collect::<Vec<_>>(),
+        });
+        outln!("{value}");
+    } else {
+        outln!(
+            "{}: {} plan(s) materialized, {} existing plan(s) validated, {} warning(s); wrote {}",
+            args.input.display(),
+            result.plans.len(),
+            result.validated.len(),
+            result.warnings.len(),
+            args.output.display()
+        );
+    }
+    Ok(())
 }

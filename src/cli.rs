@@ -55,6 +55,40 @@ pub(crate) enum CcCommand {
     /// Validate a plan string against a target: NeverC's four hard errors, then every record check.
     #[command(after_help = AFTER_HELP)]
     Validate(CcValidateArgs),
+    /// Materialize specs into plans over an LLVM IR module (`.ll`), as NeverC's post_opt pass does.
+    ///
+    /// Functions with a `"neverc-callconv"` attribute or an `annotate("neverc-callconv=<spec>")` get a plan;
+    /// with --cc-all, so do all defined functions whose name starts with --ccprefix. Existing plans are only
+    /// validated. Everything else in the module is left byte-identical.
+    #[command(after_help = AFTER_HELP)]
+    Materialize(CcMaterializeArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CcMaterializeArgs {
+    /// The module to read (LLVM IR text, typed or opaque pointers).
+    #[arg(value_name = "IN.ll")]
+    pub(crate) input: PathBuf,
+    /// Where to write the result (written completely or not at all).
+    #[arg(short, long, value_name = "OUT.ll")]
+    pub(crate) output: PathBuf,
+    /// Target name or alias (default: from the module's `target triple`).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) target: Option<String>,
+    /// Apply a spec to every defined function (source specs still win).
+    #[arg(long = "cc-all")]
+    pub(crate) cc_all: bool,
+    /// With --cc-all, only functions whose name starts with this prefix.
+    #[arg(long, value_name = "PREFIX", default_value = "")]
+    pub(crate) ccprefix: String,
+    /// With --cc-all, the spec to apply (default: the target's default spec).
+    #[arg(long, value_name = "SPEC")]
+    pub(crate) ccspec: Option<String>,
+    /// With --cc-all, cycle through the target's four layouts instead.
+    #[arg(long)]
+    pub(crate) ccshuffle: bool,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
 }
 
 #[derive(Debug, Args)]

@@ -22,6 +22,7 @@ macro_rules! errln {
 mod cc;
 mod check;
 mod cli;
+mod files;
 mod gen_files;
 mod render;
 mod resolve;

@@ -2,6 +2,8 @@
 
 pub mod assignment;
 pub mod layout;
+pub mod ll_reader;
+pub mod materialize;
 pub mod plan;
 pub mod plan_validation;
 pub mod planner;
