@@ -343,7 +343,7 @@ fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
     if json {
         let value = serde_json::json!({
             "target": target.name,
-            "plans": result.plans,
+            "plans": result.plans.iter().map(|(name, plan)| (name.clone(), plan.to_string())).collect::<std::collections::BTreeMap<_, _>>(),
             "validated": result.validated,
             "warnings": result.warnings.iter().map(|w| serde_json::json!({"function": w.function, "line": w.line, "message": w.message})).collect::<Vec<_>>(),
         });

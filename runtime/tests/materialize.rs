@@ -107,7 +107,7 @@ fn front_end_annotations_become_plans_end_to_end() {
     assert!(module.contains("@llvm.global.annotations"));
     let result = materialize(&module, x86, &MaterializeOptions::default()).unwrap();
     // CustomAttrEndToEnd: add3's plan puts 10 in ecx and 30 in r8d; its call site inherits the plan.
-    let add3 = &result.plans["@add3"];
+    let add3 = result.plan_of("@add3").unwrap();
     assert_eq!(
         add3,
         "neverc-cc-plan-v1;schema=llvm-x86_64-unknown-linux-gnu;target=0:0;cc=0:0;stack=16;returns=r,0,0,4,4,51,0,0;arguments=r,0,0,4,4,54,0,0|r,1,0,4,4,56,0,0|r,2,0,4,4,119,0,0;callee-saved="
@@ -133,7 +133,7 @@ fn a_declspec_style_windows_target_triple_still_gets_its_attribute() {
         &MaterializeOptions::default(),
     )
     .unwrap();
-    assert!(result.plans.contains_key("@msfunc"));
+    assert!(result.plan_of("@msfunc").is_some());
     assert!(
         result
             .text
@@ -157,7 +157,7 @@ fn cc_all_with_a_spec_materializes_versioned_plans_and_removes_specs() {
             .contains("\"neverc-cc-plan-v1\"=\"neverc-cc-plan-v1;schema=")
     );
     assert!(!result.text.contains("\"neverc-callconv\"="));
-    assert!(result.plans.values().all(|plan| plan.ends_with("callee-saved=123")));
+    assert!(result.plans.iter().all(|(_, plan)| plan.ends_with("callee-saved=123")));
     // IndirectAddressTakenWarns: `target` escapes through `get`.
     assert!(
         result
@@ -184,13 +184,13 @@ fn shuffle_cycles_layouts_so_neighbours_differ_and_llvm_as_accepts_it() {
             };
             let result = materialize(&module, target, &options).unwrap();
             assert!(result.plans.len() >= 10, "{triple} {extra:?}: {}", result.plans.len());
-            for plan in result.plans.values() {
+            for (_, plan) in &result.plans {
                 validate_plan(&Plan::parse(plan).unwrap(), target, None).unwrap();
             }
             // Functions in module order take layouts 0, 1, 2, 3, 0, ...: neighbours with the same
             // signature never share a register assignment.
-            let add3 = Plan::parse(&result.plans["@add3"]).unwrap();
-            let add3l = Plan::parse(&result.plans["@add3l"]).unwrap();
+            let add3 = Plan::parse(result.plan_of("@add3").unwrap()).unwrap();
+            let add3l = Plan::parse(result.plan_of("@add3l").unwrap()).unwrap();
             assert_ne!(add3.arguments[0].register, add3l.arguments[0].register);
             assemble(&result.text);
         }
@@ -218,7 +218,10 @@ fn prefix_selects_functions_and_others_keep_the_standard_convention() {
         ..Default::default()
     };
     let result = materialize(&module, target_by_name("x86_64").unwrap(), &options).unwrap();
-    assert_eq!(result.plans.keys().collect::<Vec<_>>(), ["@add3", "@add3l"]);
+    assert_eq!(
+        result.plans.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>(),
+        ["@add3", "@add3l"]
+    );
 }
 
 fn with_attributes(module: &str, function: &str, attributes: &str) -> String {

@@ -8,6 +8,10 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::LazyLock;
+
+use memchr::memmem;
+use rustc_hash::FxHashMap;
 
 use crate::cc::layout::TypeTable;
 use crate::cc::signature::{Signature, SignatureError, parse_type_definition};
@@ -83,7 +87,8 @@ pub struct FunctionHeader {
     pub line: usize,
     /// The whole header line.
     pub span: Range<usize>,
-    pub signature: Signature,
+    /// Index into [`Module::signatures`]; functions with the same signature text share one entry.
+    pub signature: usize,
     /// Where a calling convention goes (after linkage and visibility).
     pub convention_at: usize,
     /// An explicit calling convention, as written (`fastcc`, `cc 1000`).
@@ -132,6 +137,8 @@ pub struct Reference {
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Module {
+    /// Distinct function signatures, parsed once each.
+    pub signatures: Vec<Signature>,
     pub triple: Option<String>,
     pub types: TypeTable,
     pub functions: Vec<FunctionHeader>,
@@ -206,8 +213,10 @@ pub fn encode_ir_string(text: &str) -> String {
 
 /// Finds `"key"="value"` in `text[range]`; returns the whole entry's range and the decoded value.
 fn string_attribute(text: &str, range: Range<usize>, key: &str) -> Option<(Range<usize>, String)> {
-    let needle = format!("\"{key}\"=\"");
     let slice = text.get(range.clone())?;
+    // Most headers and call sites carry no string attribute at all.
+    memchr::memchr(b'"', slice.as_bytes())?;
+    let needle = format!("\"{key}\"=\"");
     let start = slice.find(&needle)?;
     let value_start = start + needle.len();
     let value_end = slice[value_start..].find('"')? + value_start;
@@ -262,6 +271,7 @@ pub fn read_module(text: &str) -> Result<Module, ReadError> {
     let mut offset = 0;
     let mut annotation_lines = Vec::new();
     let mut current_function: Option<String> = None;
+    let mut signature_index: FxHashMap<(&str, &str), usize> = FxHashMap::default();
     for (index, raw_line) in text.split_inclusive('\n').enumerate() {
         let line_number = index + 1;
         let start = offset;
@@ -286,7 +296,13 @@ pub fn read_module(text: &str) -> Result<Module, ReadError> {
                 module.types.insert(name, ty);
             }
         } else if line.starts_with("define ") || line.starts_with("declare ") {
-            let header = read_header(text, span.clone(), line_number)?;
+            let header = read_header(
+                text,
+                span.clone(),
+                line_number,
+                &mut module.signatures,
+                &mut signature_index,
+            )?;
             if header.is_definition {
                 current_function = Some(header.name.clone());
             }
@@ -319,7 +335,13 @@ pub fn read_module(text: &str) -> Result<Module, ReadError> {
     Ok(module)
 }
 
-fn read_header(text: &str, span: Range<usize>, line: usize) -> Result<FunctionHeader, ReadError> {
+fn read_header<'t>(
+    text: &'t str,
+    span: Range<usize>,
+    line: usize,
+    signatures: &mut Vec<Signature>,
+    signature_index: &mut FxHashMap<(&'t str, &'t str), usize>,
+) -> Result<FunctionHeader, ReadError> {
     let header = &text[span.clone()];
     let error = |message: &str, at: usize| ReadError {
         line,
@@ -369,12 +391,21 @@ fn read_header(text: &str, span: Range<usize>, line: usize) -> Result<FunctionHe
     let parameters_end = matching_paren(text, name_end)
         .filter(|end| *end <= span.end)
         .ok_or_else(|| error("unbalanced parameter list", name_end))?;
-    let signature_text = format!("{return_text} {}", &text[name_end..parameters_end]);
-    let signature = Signature::parse(&signature_text).map_err(|e| ReadError {
-        line,
-        message: format!("signature of {name}: {}", e.message),
-        span: span.clone(),
-    })?;
+    let parameters_text = &text[name_end..parameters_end];
+    let signature = match signature_index.get(&(return_text, parameters_text)) {
+        Some(index) => *index,
+        None => {
+            let signature_text = format!("{return_text} {parameters_text}");
+            let parsed = Signature::parse(&signature_text).map_err(|e| ReadError {
+                line,
+                message: format!("signature of {name}: {}", e.message),
+                span: span.clone(),
+            })?;
+            signatures.push(parsed);
+            signature_index.insert((return_text, parameters_text), signatures.len() - 1);
+            signatures.len() - 1
+        }
+    };
     let tail = parameters_end..span.end;
     let attribute_group = text[tail.clone()].find('#').and_then(|found| {
         let number_start = tail.start + found + 1;
@@ -426,10 +457,12 @@ fn read_attribute_group(text: &str, span: Range<usize>, line: usize) -> Result<A
 /// Records a direct `call`/`invoke`; returns the offset of its callee name so that it is not counted as
 /// an address-taking reference.
 fn read_call(text: &str, span: Range<usize>, line: usize, calls: &mut Vec<CallSite>) -> Option<usize> {
-    let body = &text[span.clone()];
-    let keyword = [" call ", " invoke ", "\tcall ", "\tinvoke "]
+    static CALL: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(" call "));
+    static INVOKE: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(" invoke "));
+    let body = text[span.clone()].as_bytes();
+    let keyword = [(&*CALL, 6), (&*INVOKE, 8)]
         .iter()
-        .filter_map(|k| body.find(k).map(|at| (at, k.len())))
+        .filter_map(|(finder, length)| finder.find(body).map(|at| (at, *length)))
         .min()?;
     let mut at = span.start + keyword.0 + keyword.1;
     loop {

@@ -173,7 +173,19 @@ fn check_location(location: &Location) -> Result<(), &'static str> {
 
 impl Plan {
     /// Parses a plan string; every key must appear exactly once.
+    ///
+    /// Valid plans take a hand-written fast path; anything it refuses goes through the pest grammar, which
+    /// is the definition of the format and says what is wrong and where. Tests and a fuzz target check that
+    /// both accept exactly the same strings with the same result.
     pub fn parse(text: &str) -> Result<Plan, MalformedPlan> {
+        match fast::parse(text) {
+            Some(plan) => Ok(plan),
+            None => Plan::parse_with_grammar(text),
+        }
+    }
+
+    /// Parses with the pest grammar only (the reference implementation of [`Plan::parse`]).
+    pub fn parse_with_grammar(text: &str) -> Result<Plan, MalformedPlan> {
         let mut pairs = PlanGrammar::parse(Rule::plan, text).map_err(|error| {
             let at = match error.location {
                 pest::error::InputLocation::Pos(position) => position,
@@ -374,6 +386,124 @@ impl fmt::Display for Plan {
     }
 }
 
+/// The fast path of [`Plan::parse`]: a byte scanner for exactly the language of `plan.pest`.
+pub mod fast {
+    use super::{Location, LocationKind, PLAN_TAG, Plan, PlanId, check_location};
+
+    fn trim_blanks(text: &str) -> &str {
+        text.trim_matches([' ', '\t'])
+    }
+
+    fn number(text: &str) -> Option<u64> {
+        let digits = trim_blanks(text);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        digits.parse().ok()
+    }
+
+    fn number_u32(text: &str) -> Option<u32> {
+        number(text).and_then(|value| u32::try_from(value).ok())
+    }
+
+    fn id_pair(text: &str) -> Option<PlanId> {
+        let (high, low) = text.split_once(':')?;
+        Some(PlanId {
+            high: number(high)?,
+            low: number(low)?,
+        })
+    }
+
+    fn location(text: &str) -> Option<Location> {
+        let mut fields = text.split(',');
+        let kind = match trim_blanks(fields.next()?) {
+            "r" => LocationKind::Register,
+            "s" => LocationKind::Stack,
+            _ => return None,
+        };
+        let mut next = || fields.next().and_then(number_u32);
+        let location = Location {
+            kind,
+            value_index: next()?,
+            piece_offset: next()?,
+            size: next()?,
+            alignment: next()?,
+            register: next()?,
+            stack_offset: next()?,
+            flags: 0,
+        };
+        let flags = number(fields.next()?)?;
+        if fields.next().is_some() {
+            return None;
+        }
+        let location = Location { flags, ..location };
+        check_location(&location).ok()?;
+        Some(location)
+    }
+
+    fn locations(text: &str) -> Option<Vec<Location>> {
+        if text.is_empty() {
+            return Some(Vec::new());
+        }
+        text.split('|').map(location).collect()
+    }
+
+    /// `Some` exactly when the grammar accepts `text`, with the same plan.
+    pub fn parse(text: &str) -> Option<Plan> {
+        let rest = text.strip_prefix(PLAN_TAG)?;
+        let mut schema = None;
+        let mut target = None;
+        let mut convention = None;
+        let mut stack = None;
+        let mut returns = None;
+        let mut arguments = None;
+        let mut callee_saved = None;
+        if !rest.is_empty() {
+            for segment in rest.strip_prefix(';')?.split(';') {
+                let (key, value) = segment.split_once('=')?;
+                let fresh = match key {
+                    "schema" if !value.is_empty() => schema.replace(value.to_string()).is_none(),
+                    "target" => target.replace(id_pair(value)?).is_none(),
+                    "cc" => convention.replace(id_pair(value)?).is_none(),
+                    "stack" => {
+                        let alignment = number(value)?;
+                        if alignment == 0 || !alignment.is_power_of_two() || alignment > u64::from(u32::MAX) {
+                            return None;
+                        }
+                        stack.replace(alignment).is_none()
+                    }
+                    "returns" => returns.replace(locations(value)?).is_none(),
+                    "arguments" => arguments.replace(locations(value)?).is_none(),
+                    "callee-saved" => {
+                        let registers = if value.is_empty() {
+                            Vec::new()
+                        } else {
+                            value
+                                .split(',')
+                                .map(|item| number_u32(item).filter(|register| *register != 0))
+                                .collect::<Option<Vec<_>>>()?
+                        };
+                        callee_saved.replace(registers).is_none()
+                    }
+                    _ => return None,
+                };
+                if !fresh {
+                    return None;
+                }
+            }
+        }
+        Some(Plan {
+            schema: schema?,
+            target: target?,
+            convention: convention?,
+            stack_alignment: stack?,
+            returns: returns?,
+            arguments: arguments?,
+            callee_saved: callee_saved?,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -396,6 +526,43 @@ mod tests {
             plan.serialize(),
             "neverc-cc-plan-v1;schema=0123;target=256:512;cc=768:1024;stack=16;returns=r,0,0,4,4,10,0,0;arguments=r,0,0,4,4,11,0,0|s,1,0,8,8,0,0,0;callee-saved=12"
         );
+    }
+
+    #[test]
+    fn fast_path_and_grammar_accept_the_same_strings() {
+        let seeds = [
+            DERIVED_EXAMPLE,
+            "neverc-cc-plan-v1;callee-saved= 12 ,13;arguments=r,0,0,4,4,11,0,0|s, 1,0,8,8,0,0,0;returns=;stack=16;cc=768:1024;target= 256 :512;schema=a=b",
+        ];
+        let alphabet: &[u8] = b"0123456789,;|:=rs \tabc-";
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut agreed_valid = 0;
+        for round in 0..20_000 {
+            let mut bytes = seeds[round % seeds.len()].as_bytes().to_vec();
+            for _ in 0..(next() % 3 + 1) {
+                let at = (next() as usize) % (bytes.len() + 1);
+                match next() % 3 {
+                    0 if at < bytes.len() => {
+                        bytes.remove(at);
+                    }
+                    1 => bytes.insert(at, alphabet[(next() as usize) % alphabet.len()]),
+                    _ if at < bytes.len() => bytes[at] = alphabet[(next() as usize) % alphabet.len()],
+                    _ => {}
+                }
+            }
+            let text = String::from_utf8_lossy(&bytes);
+            let fast = fast::parse(&text);
+            let grammar = Plan::parse_with_grammar(&text).ok();
+            assert_eq!(fast, grammar, "disagreement on {text:?}");
+            agreed_valid += usize::from(fast.is_some());
+        }
+        assert!(agreed_valid > 1_000, "only {agreed_valid} mutants were valid");
     }
 
     #[test]

@@ -1,8 +1,6 @@
 //! Checks of a plan against the current target (NeverC's four hard errors) and the record checks of every
 //! location list. Nothing is accepted silently: the first violated rule is reported with NeverC's text.
 
-use std::collections::HashSet;
-
 use crate::cc::plan::{LOCATION_INDIRECT, Location, LocationKind, Plan};
 use crate::tables::TargetRecord;
 
@@ -82,14 +80,15 @@ pub fn check_plan_records(
     if plan.callee_saved.len() > MAX_CALLEE_SAVED {
         return Err(invalid("callee-saved register array is invalid".into()));
     }
-    let mut saved = HashSet::new();
+    let mut saved: Vec<usize> = Vec::with_capacity(plan.callee_saved.len());
     for number in &plan.callee_saved {
         let Some(register) = target.register_by_number(*number) else {
             return Err(invalid("callee-saved register is not in the target schema".into()));
         };
-        if !saved.insert(register.register) {
+        if saved.contains(&register.register) {
             return Err(invalid("callee-saved register is duplicated".into()));
         }
+        saved.push(register.register);
         if returns.contains(&register.register) || arguments.contains(&register.register) {
             return Err(invalid(
                 "callee-saved register overlaps an argument or return register".into(),
@@ -99,17 +98,17 @@ pub fn check_plan_records(
     Ok(())
 }
 
-/// Checks one list; returns the physical registers it uses.
+/// Checks one list; returns the physical registers it uses (lists are short: at most 128 locations).
 fn check_list(
     label: &str,
     locations: &[Location],
     target: &TargetRecord,
     sizes: Option<&[u32]>,
-) -> Result<HashSet<usize>, PlanRejection> {
+) -> Result<Vec<usize>, PlanRejection> {
     if locations.len() > MAX_LOCATIONS {
         return Err(invalid(format!("{label} array is invalid")));
     }
-    let mut registers = HashSet::new();
+    let mut registers: Vec<usize> = Vec::with_capacity(locations.len());
     let mut stack_ranges: Vec<(u64, u64)> = Vec::new();
     for location in locations {
         if let Some(sizes) = sizes
@@ -124,9 +123,10 @@ fn check_list(
                         "{label} register location is not in the target schema"
                     )));
                 };
-                if !registers.insert(register.register) {
+                if registers.contains(&register.register) {
                     return Err(invalid(format!("{label} locations reuse a physical register")));
                 }
+                registers.push(register.register);
             }
             LocationKind::Stack => {
                 if label == "return" {
@@ -146,49 +146,48 @@ fn check_list(
             }
         }
     }
-    let mut indices: Vec<u32> = locations.iter().map(|location| location.value_index).collect();
-    indices.sort_unstable();
-    indices.dedup();
-    for index in indices {
-        let pieces: Vec<&Location> = locations
-            .iter()
-            .filter(|location| location.value_index == index)
-            .collect();
-        let indirect = pieces
-            .iter()
+    // Per value (first occurrence of its index): all pieces indirect or all direct, and the direct ones
+    // tile [0, size) exactly. Lists are short, so this walks them instead of allocating.
+    for (position, first) in locations.iter().enumerate() {
+        let index = first.value_index;
+        if locations[..position].iter().any(|earlier| earlier.value_index == index) {
+            continue;
+        }
+        let pieces = || {
+            locations[position..]
+                .iter()
+                .filter(move |location| location.value_index == index)
+        };
+        let count = pieces().count();
+        let indirect = pieces()
             .filter(|location| location.flags & LOCATION_INDIRECT != 0)
             .count();
-        if indirect != 0 && indirect != pieces.len() {
+        if indirect != 0 && indirect != count {
             return Err(invalid(format!("{label} value mixes indirect and direct pieces")));
         }
         if indirect != 0 {
             continue;
         }
-        let size = sizes.and_then(|sizes| sizes.get(index as usize).copied());
-        let mut direct: Vec<(u64, u64)> = pieces
-            .iter()
-            .map(|piece| {
-                (
-                    u64::from(piece.piece_offset),
-                    u64::from(piece.piece_offset) + u64::from(piece.size),
-                )
-            })
-            .collect();
-        direct.sort_unstable();
+        let size = sizes
+            .and_then(|sizes| sizes.get(index as usize).copied())
+            .map(u64::from);
         if let Some(size) = size
-            && direct.iter().any(|piece| piece.1 > u64::from(size))
+            && pieces().any(|piece| u64::from(piece.piece_offset) + u64::from(piece.size) > size)
         {
             return Err(invalid(format!("{label} piece exceeds its value")));
         }
-        let mut covered = 0;
-        for piece in &direct {
-            if piece.0 != covered {
+        let mut covered = 0u64;
+        for _ in 0..count {
+            let Some(next) = pieces().find(|piece| u64::from(piece.piece_offset) == covered) else {
                 return Err(invalid(format!("{label} value pieces overlap or leave a gap")));
-            }
-            covered = piece.1;
+            };
+            covered += u64::from(next.size);
+        }
+        if pieces().filter(|piece| u64::from(piece.piece_offset) < covered).count() != count {
+            return Err(invalid(format!("{label} value pieces overlap or leave a gap")));
         }
         if let Some(size) = size
-            && covered < u64::from(size)
+            && covered < size
         {
             return Err(invalid(format!("{label} does not cover a value")));
         }

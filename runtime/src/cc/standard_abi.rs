@@ -322,8 +322,26 @@ impl<'t> AbiState<'t> {
                 .collect();
         }
         if layout.store_size <= register_bytes {
-            let width = (layout.store_size.max(1).next_power_of_two() * 8) as u32;
-            return vec![self.assign_scalar(Class::Float, layout, width)];
+            // A short vector is widened to the narrowest view of a vector register that holds it, in the
+            // register and in its stack slot alike: a declared sub-register (AArch64 `d0` for `<2 x float>`,
+            // an 8-byte slot) or else the whole register (x86-64 has no 64-bit view of `xmm0`, so
+            // `<2 x float>` is widened to 16 bytes and takes a 16-byte, 16-aligned stack slot).
+            let view = self.vector_view_bytes(layout.store_size);
+            let width = (view * 8) as u32;
+            if let Some(register) = self.take(Class::Float) {
+                let place = Place::Register { register, width };
+                return vec![Piece {
+                    place,
+                    offset: 0,
+                    size: layout.store_size,
+                }];
+            }
+            let place = self.stack_slot(view, view);
+            return vec![Piece {
+                place,
+                offset: 0,
+                size: layout.store_size,
+            }];
         }
         (0..layout.store_size.div_ceil(register_bytes))
             .map(|index| {
@@ -337,6 +355,26 @@ impl<'t> AbiState<'t> {
                 piece
             })
             .collect()
+    }
+
+    /// Bytes of the narrowest view of the first vector argument register (the register itself or one of
+    /// its declared sub-registers) that holds `bytes`, at most `vector_register_bytes`.
+    fn vector_view_bytes(&self, bytes: u64) -> u64 {
+        let register_bytes = u64::from(self.abi().vector_register_bytes);
+        let Some(record) = self
+            .abi()
+            .float_arguments
+            .first()
+            .and_then(|register| self.target.register(*register))
+        else {
+            return register_bytes;
+        };
+        std::iter::once(record.width)
+            .chain(record.subregisters.iter().map(|sub| sub.width))
+            .map(|bits| u64::from(bits) / 8)
+            .filter(|view| (bytes.max(1)..=register_bytes).contains(view))
+            .min()
+            .unwrap_or(register_bytes)
     }
 
     /// An array: a homogeneous block in consecutive registers, or wholly on the stack; or, where the rule
