@@ -125,6 +125,8 @@ pub struct CallSite {
     /// Just after the closing parenthesis of the arguments.
     pub after_arguments: usize,
     pub plan: Option<(Range<usize>, String)>,
+    /// `#N` attribute group reference after the arguments.
+    pub attribute_group: Option<(u32, Range<usize>)>,
 }
 
 /// A use of a function other than as a callee or in its own header.
@@ -407,11 +409,7 @@ fn read_header<'t>(
         }
     };
     let tail = parameters_end..span.end;
-    let attribute_group = text[tail.clone()].find('#').and_then(|found| {
-        let number_start = tail.start + found + 1;
-        let (number, number_end) = word_at(text, number_start);
-        number.parse().ok().map(|id| (id, number_start - 1..number_end))
-    });
+    let attribute_group = group_reference(text, tail.clone());
     let attributes_at = if is_definition && header.ends_with(" {") {
         span.end - 2
     } else {
@@ -454,6 +452,26 @@ fn read_attribute_group(text: &str, span: Range<usize>, line: usize) -> Result<A
     })
 }
 
+/// The first ` #N` attribute group reference in `text[range]` (not inside a string).
+fn group_reference(text: &str, range: Range<usize>) -> Option<(u32, Range<usize>)> {
+    let slice = text.get(range.clone())?;
+    let mut in_string = false;
+    for (offset, byte) in slice.bytes().enumerate() {
+        match byte {
+            b'"' => in_string = !in_string,
+            b'#' if !in_string && offset > 0 && slice.as_bytes()[offset - 1] == b' ' => {
+                let number_start = range.start + offset + 1;
+                let (number, number_end) = word_at(text, number_start);
+                if let Ok(id) = number.parse() {
+                    return Some((id, number_start - 1..number_end));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Records a direct `call`/`invoke`; returns the offset of its callee name so that it is not counted as
 /// an address-taking reference.
 fn read_call(text: &str, span: Range<usize>, line: usize, calls: &mut Vec<CallSite>) -> Option<usize> {
@@ -492,6 +510,7 @@ fn read_call(text: &str, span: Range<usize>, line: usize, calls: &mut Vec<CallSi
             Some((name, end)) if text.as_bytes().get(end) == Some(&b'(') => {
                 let after_arguments = matching_paren(text, end).filter(|close| *close <= span.end)?;
                 let plan = string_attribute(text, after_arguments..span.end, PLAN_ATTRIBUTE);
+                let attribute_group = group_reference(text, after_arguments..span.end);
                 calls.push(CallSite {
                     callee: name,
                     line,
@@ -499,6 +518,7 @@ fn read_call(text: &str, span: Range<usize>, line: usize, calls: &mut Vec<CallSi
                     convention,
                     after_arguments,
                     plan,
+                    attribute_group,
                 });
                 return Some(position);
             }

@@ -107,54 +107,65 @@ impl Replacement {
 /// A plan and its attribute text, shared by every function and call site that uses it.
 #[derive(Clone)]
 struct SharedPlan {
+    /// Distinct plans are numbered in the order they are first made.
+    id: usize,
     plan: Rc<str>,
+    /// ` "neverc-cc-plan-v1"="…"`, for inline use.
     attribute: Rc<str>,
 }
 
 impl SharedPlan {
-    fn new(plan: String) -> SharedPlan {
+    fn new(id: usize, plan: String) -> SharedPlan {
         let attribute = format!(" \"{PLAN_TAG}\"=\"{}\"", encode_ir_string(&plan));
         SharedPlan {
+            id,
             plan: plan.into(),
             attribute: attribute.into(),
         }
     }
 }
 
-/// Moving spec-carrying functions off their attribute groups.
-struct GroupRewriter<'a> {
+/// Attribute groups that carry plans: for every (original group, plan) pair one new group, holding the
+/// original attributes (without a spec) and the plan, so that each function or call site only changes its
+/// `#N` reference and the plan text is written once per group rather than once per use.
+struct PlanGroups<'a> {
     text: &'a str,
-    module: &'a Module,
     exclusive: HashSet<u32>,
-    replaced: HashMap<u32, u32>,
+    cleaned: HashSet<u32>,
+    assigned: FxHashMap<(Option<u32>, usize), u32>,
     next_id: u32,
     appended: String,
 }
 
-impl GroupRewriter<'_> {
-    /// The group a function moves to once its spec is gone; edits or copies the group on first use.
-    fn replacement(&mut self, id: u32, edits: &mut Vec<Edit>) -> u32 {
-        if let Some(replaced) = self.replaced.get(&id) {
-            return *replaced;
+impl PlanGroups<'_> {
+    /// The group holding `base`'s attributes and `plan`.
+    fn group_for(&mut self, base: Option<&AttributeGroup>, plan: &SharedPlan) -> u32 {
+        let key = (base.map(|group| group.id), plan.id);
+        if let Some(id) = self.assigned.get(&key) {
+            return *id;
         }
-        let Some(group) = self.module.attribute_groups.iter().find(|group| group.id == id) else {
-            return id;
-        };
-        // A group used only by functions that all carry its spec is edited in place; a group shared with
-        // anything else is copied without the spec under a new number.
-        let assigned = if self.exclusive.contains(&id) {
-            if let Some((range, _)) = &group.spec {
-                edits.push((range.start.saturating_sub(1), range.end, Replacement::Static("")));
-            }
-            id
-        } else {
-            let assigned = self.next_id;
-            self.next_id += 1;
-            self.appended.push_str(&group_without_spec(self.text, group, assigned));
-            assigned
-        };
-        self.replaced.insert(id, assigned);
-        assigned
+        let id = self.next_id;
+        self.next_id += 1;
+        let body = base
+            .map(|group| group_body_without_spec(self.text, group))
+            .unwrap_or_default();
+        let separator = if body.is_empty() { "" } else { " " };
+        self.appended.push_str(&format!(
+            "attributes #{id} = {{ {body}{separator}{} }}\n",
+            plan.attribute.trim_start()
+        ));
+        self.assigned.insert(key, id);
+        id
+    }
+
+    /// Removes a spec from a group in place when only spec carriers use the group (they all move away).
+    fn clean(&mut self, group: &AttributeGroup, edits: &mut Vec<Edit>) {
+        if self.exclusive.contains(&group.id)
+            && self.cleaned.insert(group.id)
+            && let Some((range, _)) = &group.spec
+        {
+            edits.push((range.start.saturating_sub(1), range.end, Replacement::Static("")));
+        }
     }
 }
 
@@ -172,11 +183,11 @@ pub fn materialize(
 ) -> Result<Materialized, MaterializeError> {
     let module = read_module(text)?;
     let groups: HashMap<u32, &AttributeGroup> = module.attribute_groups.iter().map(|group| (group.id, group)).collect();
-    let mut rewriter = GroupRewriter {
+    let mut plan_groups = PlanGroups {
         text,
-        module: &module,
         exclusive: exclusive_spec_groups(text, &module),
-        replaced: HashMap::new(),
+        cleaned: HashSet::new(),
+        assigned: FxHashMap::default(),
         next_id: module
             .attribute_groups
             .iter()
@@ -185,9 +196,12 @@ pub fn materialize(
             .unwrap_or(0),
         appended: String::new(),
     };
+    let mut distinct_plans = 0usize;
     let session_spec: Rc<str> = Rc::from(options.spec.clone().unwrap_or_else(|| target.default_spec.to_string()));
     let layouts: Vec<Rc<str>> = target.shuffle_layouts.iter().map(|layout| Rc::from(*layout)).collect();
-    let mut memo: FxHashMap<(Rc<str>, usize), SharedPlan> = FxHashMap::default();
+    // Keyed by the spec's allocation (session specs and layouts are shared) and the signature index; the
+    // value keeps the spec alive so that its address is not reused.
+    let mut memo: FxHashMap<(usize, usize), (Rc<str>, SharedPlan)> = FxHashMap::default();
     let mut edits: Vec<Edit> = Vec::with_capacity(module.functions.len() * 2 + module.calls.len() * 2);
     let mut plans = Vec::new();
     let mut validated = Vec::new();
@@ -196,7 +210,7 @@ pub fn materialize(
     let mut materialized: FxHashMap<&str, SharedPlan> =
         FxHashMap::with_capacity_and_hasher(module.functions.len(), Default::default());
 
-    for function in &module.functions {
+    for (function_index, function) in module.functions.iter().enumerate() {
         let group = function
             .attribute_group
             .as_ref()
@@ -245,16 +259,17 @@ pub fn materialize(
                     Plan::parse(&plan).map_err(|_| failure("malformed NeverC calling convention plan".into()))?;
                 check_plan_identity(&parsed, target).map_err(|rejection| failure(rejection.to_string()))?;
                 validated.push(function.name.clone());
-                SharedPlan::new(plan)
+                distinct_plans += 1;
+                SharedPlan::new(distinct_plans - 1, plan)
             }
             Source::Spec(spec) => {
-                let key = (spec, function.signature);
+                let key = (Rc::as_ptr(&spec).cast::<u8>() as usize, function.signature);
                 let shared = match memo.get(&key) {
-                    Some(shared) => shared.clone(),
+                    Some((_, shared)) => shared.clone(),
                     None => {
                         let signature = &module.signatures[function.signature];
                         let planned =
-                            plan_from_spec(target, &key.0, signature, &module.types, bare_name).map_err(|error| {
+                            plan_from_spec(target, &spec, signature, &module.types, bare_name).map_err(|error| {
                                 MaterializeError::Planning {
                                     function: function.name.clone(),
                                     line: function.line,
@@ -262,13 +277,14 @@ pub fn materialize(
                                 }
                             })?;
                         notes.extend(planned.notes.into_iter().map(|note| (function.name.clone(), note)));
-                        let shared = SharedPlan::new(planned.plan.serialize());
-                        memo.insert(key, shared.clone());
+                        distinct_plans += 1;
+                        let shared = SharedPlan::new(distinct_plans - 1, planned.plan.serialize());
+                        memo.insert(key, (Rc::clone(&spec), shared.clone()));
                         shared
                     }
                 };
-                edit_function(function, group, &shared, &mut edits, &mut rewriter);
-                plans.push((function.name.clone(), Rc::clone(&shared.plan)));
+                edit_function(function, group, &shared, &mut edits, &mut plan_groups);
+                plans.push((function_index, Rc::clone(&shared.plan)));
                 shared
             }
         };
@@ -277,7 +293,12 @@ pub fn materialize(
 
     for call in &module.calls {
         if let Some(shared) = materialized.get(call.callee.as_str()) {
-            edit_call(call, shared, &mut edits);
+            let base = call
+                .attribute_group
+                .as_ref()
+                .and_then(|(id, _)| groups.get(id))
+                .copied();
+            edit_call(call, base, shared, &mut edits, &mut plan_groups);
         }
     }
     let mut warnings = Vec::new();
@@ -291,7 +312,7 @@ pub fn materialize(
             });
         }
     }
-    if !rewriter.appended.is_empty() {
+    if !plan_groups.appended.is_empty() {
         let at = module.attribute_groups.last().map_or(text.len(), |group| {
             let end = group.span.end;
             if text.as_bytes().get(end) == Some(&b'\n') {
@@ -308,11 +329,17 @@ pub fn materialize(
         edits.push((
             at,
             at,
-            Replacement::Shared(Rc::from(format!("{prefix}{}", rewriter.appended))),
+            Replacement::Shared(Rc::from(format!("{prefix}{}", plan_groups.appended))),
         ));
     }
+    let text = apply(text, edits);
+    let mut names: Vec<String> = module.functions.into_iter().map(|function| function.name).collect();
+    let plans = plans
+        .into_iter()
+        .map(|(index, plan)| (std::mem::take(&mut names[index]), plan))
+        .collect();
     Ok(Materialized {
-        text: apply(text, edits),
+        text,
         plans,
         validated,
         warnings,
@@ -325,7 +352,7 @@ fn edit_function(
     group: Option<&AttributeGroup>,
     shared: &SharedPlan,
     edits: &mut Vec<Edit>,
-    rewriter: &mut GroupRewriter<'_>,
+    plan_groups: &mut PlanGroups<'_>,
 ) {
     match &function.convention {
         Some((range, _)) => edits.push((range.start, range.end, Replacement::Static(CONVENTION))),
@@ -338,26 +365,27 @@ fn edit_function(
     if let Some((range, _)) = &function.inline_spec {
         edits.push((range.start.saturating_sub(1), range.end, Replacement::Static("")));
     }
-    if let (Some(group), Some((_, range))) = (group, &function.attribute_group)
-        && group.spec.is_some()
-    {
-        let replacement = rewriter.replacement(group.id, edits);
-        if replacement != group.id {
-            edits.push((
-                range.start,
-                range.end,
-                Replacement::Shared(Rc::from(format!("#{replacement}"))),
-            ));
+    match (group, &function.attribute_group) {
+        (Some(group), Some((_, range))) => {
+            plan_groups.clean(group, edits);
+            let id = plan_groups.group_for(Some(group), shared);
+            edits.push((range.start, range.end, Replacement::Shared(Rc::from(format!("#{id}")))));
         }
+        _ => edits.push((
+            function.attributes_at,
+            function.attributes_at,
+            Replacement::Shared(Rc::clone(&shared.attribute)),
+        )),
     }
-    edits.push((
-        function.attributes_at,
-        function.attributes_at,
-        Replacement::Shared(Rc::clone(&shared.attribute)),
-    ));
 }
 
-fn edit_call(call: &CallSite, shared: &SharedPlan, edits: &mut Vec<Edit>) {
+fn edit_call(
+    call: &CallSite,
+    base: Option<&AttributeGroup>,
+    shared: &SharedPlan,
+    edits: &mut Vec<Edit>,
+    plan_groups: &mut PlanGroups<'_>,
+) {
     match &call.convention {
         Some((range, _)) => edits.push((range.start, range.end, Replacement::Static(CONVENTION))),
         None => edits.push((
@@ -366,12 +394,22 @@ fn edit_call(call: &CallSite, shared: &SharedPlan, edits: &mut Vec<Edit>) {
             Replacement::Static(CONVENTION_AND_SPACE),
         )),
     }
-    if call.plan.is_none() {
-        edits.push((
-            call.after_arguments,
-            call.after_arguments,
-            Replacement::Shared(Rc::clone(&shared.attribute)),
-        ));
+    if call.plan.is_some() {
+        return;
+    }
+    match (&call.attribute_group, base) {
+        (Some((_, range)), Some(base)) => {
+            let id = plan_groups.group_for(Some(base), shared);
+            edits.push((range.start, range.end, Replacement::Shared(Rc::from(format!("#{id}")))));
+        }
+        _ => {
+            let id = plan_groups.group_for(None, shared);
+            edits.push((
+                call.after_arguments,
+                call.after_arguments,
+                Replacement::Shared(Rc::from(format!(" #{id}"))),
+            ));
+        }
     }
 }
 
@@ -400,14 +438,13 @@ fn exclusive_spec_groups(text: &str, module: &Module) -> HashSet<u32> {
     result
 }
 
-/// A copy of an attribute group under a new number, without its spec attribute.
-fn group_without_spec(text: &str, group: &AttributeGroup, id: u32) -> String {
+/// The attributes of a group without its spec, as one line.
+fn group_body_without_spec(text: &str, group: &AttributeGroup) -> String {
     let mut body = text[group.body.clone()].to_string();
     if let Some((range, _)) = &group.spec {
         body.replace_range(range.start - group.body.start..range.end - group.body.start, "");
-        body = format!(" {} ", body.split_whitespace().collect::<Vec<_>>().join(" "));
     }
-    format!("attributes #{id} = {{{body}}}\n")
+    body.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Applies non-overlapping edits in one pass.
