@@ -382,3 +382,89 @@ fn cc_validate_gives_neverc_texts() {
             .starts_with("malformed NeverC calling convention plan")
     );
 }
+
+#[test]
+fn cc_materialize_writes_a_module_llvm_as_accepts_or_nothing() {
+    let dir = scratch("materialize");
+    let source = repo().join("runtime/tests/fixtures/cc/sample.c");
+    let module = dir.join("sample.ll");
+    let status = Command::new("clang-14")
+        .args(["-S", "-emit-llvm", "-O2", "--target=x86_64-unknown-linux-gnu"])
+        .arg(&source)
+        .arg("-o")
+        .arg(&module)
+        .status()
+        .expect("clang-14 is installed by scripts/test.sh");
+    assert!(status.success());
+    let out = dir.join("out.ll");
+    let output = run(&[
+        "cc",
+        "materialize",
+        module.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--cc-all",
+        "--ccshuffle",
+        "--format",
+        "json",
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let report = json(&output);
+    assert_eq!(report["target"], "x86_64");
+    assert!(report["plans"].as_object().unwrap().len() >= 10);
+    assert!(text(&output.stderr).contains("address is taken"));
+    let assembled = Command::new("llvm-as-14")
+        .arg(&out)
+        .arg("-o")
+        .arg(dir.join("out.bc"))
+        .output()
+        .expect("llvm-as-14 is installed by scripts/test.sh");
+    assert!(assembled.status.success(), "{}", text(&assembled.stderr));
+
+    // A failing run leaves the previous output untouched and no temporary file behind.
+    let before = std::fs::read(&out).unwrap();
+    let variadic = dir.join("variadic.ll");
+    let status = Command::new("clang-14")
+        .args([
+            "-S",
+            "-emit-llvm",
+            "-O2",
+            "--target=x86_64-unknown-linux-gnu",
+            "-x",
+            "c",
+            "-",
+        ])
+        .arg("-o")
+        .arg(&variadic)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(b"int sum(int n, ...) { return n; }\n")?;
+            child.wait()
+        })
+        .unwrap();
+    assert!(status.success());
+    let output = run(&[
+        "cc",
+        "materialize",
+        variadic.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--cc-all",
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(text(&output.stderr).contains("does not support variadic functions: 'sum'"));
+    assert_eq!(std::fs::read(&out).unwrap(), before);
+    let leftovers: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty());
+    std::fs::remove_dir_all(dir).unwrap();
+}
