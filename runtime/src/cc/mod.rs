@@ -7,5 +7,6 @@ pub mod materialize;
 pub mod plan;
 pub mod plan_validation;
 pub mod planner;
+pub mod plugin;
 pub mod signature;
 pub mod standard_abi;

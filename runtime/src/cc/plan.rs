@@ -529,6 +529,65 @@ mod tests {
     }
 
     #[test]
+    fn property_parse_of_serialize_is_the_identity() {
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = |bound: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % bound.max(1)
+        };
+        for _ in 0..5_000 {
+            let mut location = |next: &mut dyn FnMut(u64) -> u64| {
+                let register = next(2) == 0;
+                let flags = [0, LOCATION_INDIRECT, LOCATION_INDIRECT | LOCATION_BYVAL][next(3) as usize];
+                Location {
+                    kind: if register {
+                        LocationKind::Register
+                    } else {
+                        LocationKind::Stack
+                    },
+                    value_index: next(u64::from(u32::MAX) + 1) as u32,
+                    piece_offset: next(64) as u32,
+                    size: next(u64::from(u32::MAX)) as u32 + 1,
+                    alignment: 1 << next(32),
+                    register: if register {
+                        next(u64::from(u32::MAX)) as u32 + 1
+                    } else {
+                        0
+                    },
+                    stack_offset: if register {
+                        0
+                    } else {
+                        next(u64::from(u32::MAX) + 1) as u32
+                    },
+                    flags,
+                }
+            };
+            let returns = (0..next(3)).map(|_| location(&mut next)).collect();
+            let arguments = (0..next(9)).map(|_| location(&mut next)).collect();
+            let plan = Plan {
+                schema: ["llvm-x86_64-unknown-linux-gnu", "a=b:c|d,e", "x"][next(3) as usize].to_string(),
+                target: PlanId {
+                    high: next(u64::MAX),
+                    low: next(u64::MAX),
+                },
+                convention: PlanId {
+                    high: next(u64::MAX),
+                    low: next(4),
+                },
+                stack_alignment: 1 << next(32),
+                returns,
+                arguments,
+                callee_saved: (0..next(5)).map(|_| next(u64::from(u32::MAX)) as u32 + 1).collect(),
+            };
+            let text = plan.serialize();
+            assert_eq!(Plan::parse(&text).as_ref(), Ok(&plan), "{text}");
+            assert_eq!(Plan::parse_with_grammar(&text).as_ref(), Ok(&plan), "{text}");
+        }
+    }
+
+    #[test]
     fn fast_path_and_grammar_accept_the_same_strings() {
         let seeds = [
             DERIVED_EXAMPLE,

@@ -1,0 +1,120 @@
+//! Plugin calling conventions: NeverC's `PlanCallingConvention` callback as a Rust trait. A plugin plans a
+//! function directly; the host checks what it returns with every record rule and reports NeverC's texts.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::cc::layout::{TypeTable, layout_of};
+use crate::cc::plan::Plan;
+use crate::cc::plan_validation::{PlanRejection, ValueSizes, validate_plan};
+use crate::cc::planner::{PlannedFunction, PlanningError, assign};
+use crate::cc::signature::{IrType, Signature};
+use crate::tables::{Id128, TargetRecord};
+
+/// NeverC's status code for a plugin that failed (used when a plugin panics).
+pub const STATUS_PLUGIN_FAILURE: i32 = 20;
+
+/// What the host asks a plugin convention to plan.
+#[derive(Clone, Copy, Debug)]
+pub struct ConventionQuery<'a> {
+    pub target: &'a TargetRecord,
+    pub function: &'a str,
+    pub signature: &'a Signature,
+    /// Arguments before any `...`.
+    pub required_arguments: usize,
+}
+
+/// A calling convention provided by a plugin.
+pub trait PlanCallingConvention {
+    /// The convention's canonical name, used in diagnostics.
+    fn name(&self) -> &str;
+    /// The target the convention belongs to.
+    fn target_id(&self) -> Id128;
+    /// Whether the plugin provides the plan callback at all.
+    fn has_plan_callback(&self) -> bool {
+        true
+    }
+    /// Plans a function; an `Err` is the plugin's status code.
+    fn plan(&self, query: &ConventionQuery<'_>) -> Result<Plan, i32>;
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PluginPlanError {
+    #[error("target calling convention '{0}' has no plan callback")]
+    NoCallback(String),
+    #[error("target calling convention '{0}' belongs to another target")]
+    ForeignTarget(String),
+    #[error("target calling convention '{name}' plan callback failed with status {status}")]
+    CallbackFailed { name: String, status: i32 },
+    #[error("target calling convention '{name}' produced an invalid plan: {detail}")]
+    InvalidPlan { name: String, detail: String },
+    #[error(transparent)]
+    Assignment(#[from] PlanningError),
+}
+
+fn value_size(target: &TargetRecord, ty: &IrType, types: &TypeTable) -> Option<u32> {
+    let layout = layout_of(ty, u64::from(target.pointer_width / 8), types).ok()?;
+    u32::try_from(layout.store_size).ok()
+}
+
+/// Asks `convention` for a plan, checks it against the target and the signature, and assigns the values it
+/// does not cover by the standard convention.
+pub fn plan_with_plugin(
+    convention: &dyn PlanCallingConvention,
+    target: &TargetRecord,
+    signature: &Signature,
+    types: &TypeTable,
+    function: &str,
+) -> Result<PlannedFunction, PluginPlanError> {
+    let name = convention.name().to_string();
+    if !convention.has_plan_callback() {
+        return Err(PluginPlanError::NoCallback(name));
+    }
+    if convention.target_id() != target.target_id {
+        return Err(PluginPlanError::ForeignTarget(name));
+    }
+    let invalid = |detail: String| PluginPlanError::InvalidPlan {
+        name: name.clone(),
+        detail,
+    };
+    if signature.variadic {
+        return Err(invalid("variadic functions are not supported".into()));
+    }
+    let query = ConventionQuery {
+        target,
+        function,
+        signature,
+        required_arguments: signature.parameters.len(),
+    };
+    let plan = match catch_unwind(AssertUnwindSafe(|| convention.plan(&query))) {
+        Ok(Ok(plan)) => plan,
+        Ok(Err(status)) => return Err(PluginPlanError::CallbackFailed { name, status }),
+        Err(_) => {
+            return Err(PluginPlanError::CallbackFailed {
+                name,
+                status: STATUS_PLUGIN_FAILURE,
+            });
+        }
+    };
+    let sizes = ValueSizes {
+        returns: if signature.return_type == IrType::Void {
+            Vec::new()
+        } else {
+            value_size(target, &signature.return_type, types).into_iter().collect()
+        },
+        arguments: signature
+            .parameters
+            .iter()
+            .map(|parameter| value_size(target, &parameter.ty, types).unwrap_or(u32::MAX))
+            .collect(),
+    };
+    validate_plan(&plan, target, Some(&sizes)).map_err(|rejection| match rejection {
+        PlanRejection::Invalid(detail) => invalid(detail),
+        other => invalid(other.to_string()),
+    })?;
+    let assignments = assign(target, &plan, signature, types)?;
+    Ok(PlannedFunction {
+        plan,
+        assignments,
+        notes: Vec::new(),
+    })
+}
