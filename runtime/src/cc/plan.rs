@@ -538,7 +538,7 @@ mod tests {
             state % bound.max(1)
         };
         for _ in 0..5_000 {
-            let mut location = |next: &mut dyn FnMut(u64) -> u64| {
+            let location = |next: &mut dyn FnMut(u64) -> u64| {
                 let register = next(2) == 0;
                 let flags = [0, LOCATION_INDIRECT, LOCATION_INDIRECT | LOCATION_BYVAL][next(3) as usize];
                 Location {
