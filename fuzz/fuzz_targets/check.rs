@@ -6,14 +6,8 @@ use neverc_schema::Diagnostic;
 pub fn check_diagnostics(text: &str, diagnostics: &[Diagnostic]) {
     for diagnostic in diagnostics {
         if let Some(span) = &diagnostic.span {
-            assert!(
-                diagnostic.line >= 1,
-                "diagnostic has a span but line 0: {diagnostic:?}"
-            );
-            assert!(
-                span.start <= span.end,
-                "diagnostic span is reversed: {diagnostic:?}"
-            );
+            assert!(diagnostic.line >= 1, "diagnostic has a span but line 0: {diagnostic:?}");
+            assert!(span.start <= span.end, "diagnostic span is reversed: {diagnostic:?}");
             assert!(
                 span.end <= text.len(),
                 "diagnostic span ends past the input ({} bytes): {diagnostic:?}",
