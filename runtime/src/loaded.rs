@@ -156,6 +156,7 @@ pub fn load_target_file(path: &Path) -> Result<&'static TargetRecord, LoadTables
             split_between_registers_and_stack: model.abi.split_between_registers_and_stack,
             reuse_skipped_registers: model.abi.reuse_skipped_registers,
             vector_register_bytes: model.abi.vector_register_bytes,
+            short_vectors_widen_to_register: model.abi.short_vectors_widen_to_register,
             homogeneous_aggregate_max_members: model.abi.homogeneous_aggregate_max_members,
             stack_aggregate_exhausts_float_registers: model.abi.stack_aggregate_exhausts_float_registers,
             float_falls_back_to_integer_registers: model.abi.float_falls_back_to_integer_registers,

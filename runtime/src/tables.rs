@@ -290,6 +290,7 @@ pub struct AbiRecord {
     pub split_between_registers_and_stack: bool,
     pub reuse_skipped_registers: bool,
     pub vector_register_bytes: u32,
+    pub short_vectors_widen_to_register: bool,
     pub homogeneous_aggregate_max_members: u32,
     pub stack_aggregate_exhausts_float_registers: bool,
     pub float_falls_back_to_integer_registers: bool,

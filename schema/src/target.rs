@@ -205,6 +205,10 @@ pub struct AbiRules {
     pub reuse_skipped_registers: bool,
     /// Vectors up to this many bytes take one vector register; wider ones are split into pieces of this size.
     pub vector_register_bytes: u32,
+    /// Whether a vector narrower than a vector register is widened to the whole register, so that on the
+    /// stack it takes a `vector_register_bytes` slot (x86-64 `<2 x float>`), rather than a slot of its own
+    /// size rounded up to a power of two (AArch64 `<2 x float>` in `d0` or 8 stack bytes).
+    pub short_vectors_widen_to_register: bool,
     /// Arrays of at most this many floating-point elements take consecutive vector registers or go wholly to
     /// the stack (0: the rule does not apply and elements are assigned one by one).
     pub homogeneous_aggregate_max_members: u32,

@@ -322,10 +322,8 @@ impl<'t> AbiState<'t> {
                 .collect();
         }
         if layout.store_size <= register_bytes {
-            // A short vector is widened to the narrowest view of a vector register that holds it, in the
-            // register and in its stack slot alike: a declared sub-register (AArch64 `d0` for `<2 x float>`,
-            // an 8-byte slot) or else the whole register (x86-64 has no 64-bit view of `xmm0`, so
-            // `<2 x float>` is widened to 16 bytes and takes a 16-byte, 16-aligned stack slot).
+            // A short vector takes the view `short_vectors_widen_to_register` gives it, in the register and in
+            // its stack slot alike (x86-64 widens `<2 x float>` to a 16-byte slot; AArch64 keeps 8 bytes).
             let view = self.vector_view_bytes(layout.store_size);
             let width = (view * 8) as u32;
             if let Some(register) = self.take(Class::Float) {
@@ -357,24 +355,15 @@ impl<'t> AbiState<'t> {
             .collect()
     }
 
-    /// Bytes of the narrowest view of the first vector argument register (the register itself or one of
-    /// its declared sub-registers) that holds `bytes`, at most `vector_register_bytes`.
+    /// Bytes a vector of `bytes` occupies in a register view and a stack slot: the whole vector register
+    /// where short vectors are widened, else its size rounded up to a power of two.
     fn vector_view_bytes(&self, bytes: u64) -> u64 {
         let register_bytes = u64::from(self.abi().vector_register_bytes);
-        let Some(record) = self
-            .abi()
-            .float_arguments
-            .first()
-            .and_then(|register| self.target.register(*register))
-        else {
-            return register_bytes;
-        };
-        std::iter::once(record.width)
-            .chain(record.subregisters.iter().map(|sub| sub.width))
-            .map(|bits| u64::from(bits) / 8)
-            .filter(|view| (bytes.max(1)..=register_bytes).contains(view))
-            .min()
-            .unwrap_or(register_bytes)
+        if self.abi().short_vectors_widen_to_register {
+            register_bytes
+        } else {
+            bytes.max(1).next_power_of_two().min(register_bytes)
+        }
     }
 
     /// An array: a homogeneous block in consecutive registers, or wholly on the stack; or, where the rule
