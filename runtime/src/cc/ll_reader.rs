@@ -269,10 +269,20 @@ fn word_at(text: &str, at: usize) -> (&str, usize) {
 
 /// Reads a module.
 pub fn read_module(text: &str) -> Result<Module, ReadError> {
+    read_module_with(text, true)
+}
+
+/// Reads everything but function bodies: headers, types, attribute groups, strings and annotations.
+/// Materialization reads bodies in a second, streaming pass.
+pub fn read_declarations(text: &str) -> Result<Module, ReadError> {
+    read_module_with(text, false)
+}
+
+fn read_module_with(text: &str, bodies: bool) -> Result<Module, ReadError> {
     let mut module = Module::default();
     let mut offset = 0;
     let mut annotation_lines = Vec::new();
-    let mut current_function: Option<String> = None;
+    let mut in_function = false;
     let mut signature_index: FxHashMap<(&str, &str), usize> = FxHashMap::default();
     for (index, raw_line) in text.split_inclusive('\n').enumerate() {
         let line_number = index + 1;
@@ -306,7 +316,7 @@ pub fn read_module(text: &str) -> Result<Module, ReadError> {
                 &mut signature_index,
             )?;
             if header.is_definition {
-                current_function = Some(header.name.clone());
+                in_function = true;
             }
             module.functions.push(header);
         } else if line.starts_with("attributes #") {
@@ -323,10 +333,12 @@ pub fn read_module(text: &str) -> Result<Module, ReadError> {
             {
                 module.strings.insert(name, decode_ir_string(&text[body..body + close]));
             }
-            collect_references(text, span.clone(), line_number, &mut module.references, None);
+            if bodies {
+                collect_references(text, span.clone(), line_number, &mut module.references, None);
+            }
         } else if line == "}" {
-            current_function = None;
-        } else if current_function.is_some() {
+            in_function = false;
+        } else if bodies && in_function {
             let skip = read_call(text, span.clone(), line_number, &mut module.calls);
             collect_references(text, span.clone(), line_number, &mut module.references, skip);
         }
@@ -474,7 +486,7 @@ fn group_reference(text: &str, range: Range<usize>) -> Option<(u32, Range<usize>
 
 /// Records a direct `call`/`invoke`; returns the offset of its callee name so that it is not counted as
 /// an address-taking reference.
-fn read_call(text: &str, span: Range<usize>, line: usize, calls: &mut Vec<CallSite>) -> Option<usize> {
+pub(crate) fn read_call(text: &str, span: Range<usize>, line: usize, calls: &mut Vec<CallSite>) -> Option<usize> {
     static CALL: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(" call "));
     static INVOKE: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(" invoke "));
     let body = text[span.clone()].as_bytes();
@@ -529,7 +541,7 @@ fn read_call(text: &str, span: Range<usize>, line: usize, calls: &mut Vec<CallSi
     None
 }
 
-fn collect_references(
+pub(crate) fn collect_references(
     text: &str,
     span: Range<usize>,
     line: usize,

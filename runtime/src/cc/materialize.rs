@@ -12,7 +12,8 @@ use rustc_hash::FxHashMap;
 use std::rc::Rc;
 
 use crate::cc::ll_reader::{
-    AttributeGroup, CallSite, FunctionHeader, Module, ReadError, encode_ir_string, read_module,
+    AttributeGroup, CallSite, FunctionHeader, Module, ReadError, collect_references, encode_ir_string, read_call,
+    read_declarations,
 };
 use crate::cc::plan::{PLAN_TAG, Plan};
 use crate::cc::plan_validation::check_plan_identity;
@@ -181,7 +182,7 @@ pub fn materialize(
     target: &TargetRecord,
     options: &MaterializeOptions,
 ) -> Result<Materialized, MaterializeError> {
-    let module = read_module(text)?;
+    let module = read_declarations(text)?;
     let groups: HashMap<u32, &AttributeGroup> = module.attribute_groups.iter().map(|group| (group.id, group)).collect();
     let mut plan_groups = PlanGroups {
         text,
@@ -291,25 +292,60 @@ pub fn materialize(
         materialized.insert(function.name.as_str(), shared);
     }
 
-    for call in &module.calls {
-        if let Some(shared) = materialized.get(call.callee.as_str()) {
+    // Second pass over the bodies, in text order: call sites of materialized functions, and any other
+    // reference to one of them (its address escapes).
+    let mut call_edits: Vec<Edit> = Vec::new();
+    let mut warnings = Vec::new();
+    let mut warned = HashSet::new();
+    let mut calls = Vec::with_capacity(1);
+    let mut references = Vec::new();
+    let mut in_function = false;
+    let mut offset = 0;
+    for (index, raw_line) in text.split_inclusive('\n').enumerate() {
+        let start = offset;
+        offset += raw_line.len();
+        let line = raw_line.trim_end_matches(['\n', '\r']);
+        let span = start..start + line.len();
+        if line.starts_with("define ") {
+            in_function = line.ends_with('{');
+            continue;
+        }
+        if line == "}" {
+            in_function = false;
+            continue;
+        }
+        let global_line = line.starts_with('@') && !line.starts_with("@llvm.global.annotations ");
+        if !(in_function || global_line) || memchr::memchr(b'@', line.as_bytes()).is_none() {
+            continue;
+        }
+        calls.clear();
+        references.clear();
+        let skip = if in_function {
+            read_call(text, span.clone(), index + 1, &mut calls)
+        } else {
+            None
+        };
+        if let Some(call) = calls.first()
+            && let Some(shared) = materialized.get(call.callee.as_str())
+        {
             let base = call
                 .attribute_group
                 .as_ref()
                 .and_then(|(id, _)| groups.get(id))
                 .copied();
-            edit_call(call, base, shared, &mut edits, &mut plan_groups);
+            edit_call(call, base, shared, &mut call_edits, &mut plan_groups);
         }
-    }
-    let mut warnings = Vec::new();
-    let mut warned = HashSet::new();
-    for reference in &module.references {
-        if materialized.contains_key(reference.name.as_str()) && warned.insert(reference.name.as_str()) {
-            warnings.push(Warning {
-                function: reference.name.clone(),
-                line: reference.line,
-                message: ADDRESS_TAKEN_WARNING.to_string(),
-            });
+        collect_references(text, span, index + 1, &mut references, skip);
+        for reference in references.drain(..) {
+            if let Some((name, _)) = materialized.get_key_value(reference.name.as_str())
+                && warned.insert(*name)
+            {
+                warnings.push(Warning {
+                    function: reference.name,
+                    line: reference.line,
+                    message: ADDRESS_TAKEN_WARNING.to_string(),
+                });
+            }
         }
     }
     if !plan_groups.appended.is_empty() {
@@ -332,7 +368,8 @@ pub fn materialize(
             Replacement::Shared(Rc::from(format!("{prefix}{}", plan_groups.appended))),
         ));
     }
-    let text = apply(text, edits);
+    edits.sort_by_key(|(start, end, _)| (*start, *end));
+    let text = apply(text, merge(edits, call_edits));
     let mut names: Vec<String> = module.functions.into_iter().map(|function| function.name).collect();
     let plans = plans
         .into_iter()
@@ -447,10 +484,22 @@ fn group_body_without_spec(text: &str, group: &AttributeGroup) -> String {
     body.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Applies non-overlapping edits in one pass.
-fn apply(text: &str, mut edits: Vec<Edit>) -> String {
-    // Function edits and call-site edits are each in text order: a stable merge sort sees two runs.
-    edits.sort_by_key(|(start, end, _)| (*start, *end));
+/// Merges two lists of edits that are each in text order.
+fn merge(first: Vec<Edit>, second: Vec<Edit>) -> Vec<Edit> {
+    let mut merged = Vec::with_capacity(first.len() + second.len());
+    let mut second = second.into_iter().peekable();
+    for edit in first {
+        while let Some(next) = second.next_if(|next| (next.0, next.1) < (edit.0, edit.1)) {
+            merged.push(next);
+        }
+        merged.push(edit);
+    }
+    merged.extend(second);
+    merged
+}
+
+/// Applies non-overlapping edits, sorted by position, in one pass.
+fn apply(text: &str, edits: Vec<Edit>) -> String {
     let mut out = String::with_capacity(
         text.len()
             + edits
