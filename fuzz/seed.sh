@@ -17,8 +17,28 @@ for file in "$root"/targets/*.toml; do
     cp "$file" "$target/$(basename "$file")"
 done
 
+# Calling-convention parsers: plans, specs and signatures from the tests, and modules clang-14 writes.
+mkdir -p "$fuzz_dir/corpus/cc_plan" "$fuzz_dir/corpus/cc_spec" "$fuzz_dir/corpus/cc_signature" "$fuzz_dir/corpus/ll_module"
+printf '%s' 'neverc-cc-plan-v1;schema=llvm-x86_64-unknown-linux-gnu;target=0:0;cc=0:0;stack=16;returns=r,0,0,4,4,51,0,0;arguments=r,0,0,4,4,54,0,0|r,1,0,4,4,56,0,0|r,2,0,4,4,119,0,0;callee-saved=' > "$fuzz_dir/corpus/cc_plan/derived"
+printf '%s' 'neverc-cc-plan-v1;callee-saved=12;arguments=r,0,0,4,4,11,0,0|s,1,0,8,8,0,0,3;returns=;stack=16;cc=768:1024;target=256:512;schema=x' > "$fuzz_dir/corpus/cc_plan/unordered"
+index=0
+for spec in 'gpr:rcx,rdx,r8;ret:rax' 'args:rcx,stack,r8;ret:rax' 'gpr:rcx;xmm:xmm5,xmm4;ret:rax;ret_xmm:xmm0;csr:r12' 'gpr:x9,x10;fpr:v5;ret:x0;csr:x28' 'ARG_GPR:a0;fpr:fa1;RET:a0'; do
+    index=$((index + 1))
+    printf '%s' "$spec" > "$fuzz_dir/corpus/cc_spec/spec$index"
+done
+index=0
+for signature in 'i32 (i32, i64, ptr byval(%struct.Q) align 8)' 'void (%struct.P* noalias sret(%struct.P) align 8 %0, i64 noundef %1)' 'noundef zeroext i1 (half, fp128, x86_fp80, { i64, i64 }, <{ i8, i32 }>, <4 x float>, [4 x double], ...)'; do
+    index=$((index + 1))
+    printf '%s' "$signature" > "$fuzz_dir/corpus/cc_signature/signature$index"
+done
+if command -v clang-14 >/dev/null; then
+    for source in "$root"/runtime/tests/fixtures/cc/*.c; do
+        clang-14 -S -emit-llvm -O2 --target=x86_64-unknown-linux-gnu "$source" -o "$fuzz_dir/corpus/ll_module/$(basename "$source" .c).ll"
+    done
+fi
+
 # Saved regressions join the corpora, so a run starts from every input that once failed.
-for name in phase_schema target_toml; do
+for name in phase_schema target_toml cc_plan cc_spec cc_signature ll_module; do
     if [ -d "$fuzz_dir/regressions/$name" ]; then
         find "$fuzz_dir/regressions/$name" -maxdepth 1 -type f ! -name '.*' ! -name '*.md' \
             -exec cp {} "$fuzz_dir/corpus/$name/" \;
