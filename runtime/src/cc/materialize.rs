@@ -133,17 +133,18 @@ struct PlanGroups<'a> {
     text: &'a str,
     exclusive: HashSet<u32>,
     cleaned: HashSet<u32>,
-    assigned: FxHashMap<(Option<u32>, usize), u32>,
+    /// (original group, plan) → the new group's `#N` and ` #N` references.
+    assigned: FxHashMap<(Option<u32>, usize), (Rc<str>, Rc<str>)>,
     next_id: u32,
     appended: String,
 }
 
 impl PlanGroups<'_> {
-    /// The group holding `base`'s attributes and `plan`.
-    fn group_for(&mut self, base: Option<&AttributeGroup>, plan: &SharedPlan) -> u32 {
+    /// The group holding `base`'s attributes and `plan`, as the references `#N` and ` #N`.
+    fn group_for(&mut self, base: Option<&AttributeGroup>, plan: &SharedPlan) -> (Rc<str>, Rc<str>) {
         let key = (base.map(|group| group.id), plan.id);
-        if let Some(id) = self.assigned.get(&key) {
-            return *id;
+        if let Some(references) = self.assigned.get(&key) {
+            return references.clone();
         }
         let id = self.next_id;
         self.next_id += 1;
@@ -155,8 +156,9 @@ impl PlanGroups<'_> {
             "attributes #{id} = {{ {body}{separator}{} }}\n",
             plan.attribute.trim_start()
         ));
-        self.assigned.insert(key, id);
-        id
+        let references: (Rc<str>, Rc<str>) = (Rc::from(format!("#{id}")), Rc::from(format!(" #{id}")));
+        self.assigned.insert(key, references.clone());
+        references
     }
 
     /// Removes a spec from a group in place when only spec carriers use the group (they all move away).
@@ -406,7 +408,7 @@ fn edit_function(
         (Some(group), Some((_, range))) => {
             plan_groups.clean(group, edits);
             let id = plan_groups.group_for(Some(group), shared);
-            edits.push((range.start, range.end, Replacement::Shared(Rc::from(format!("#{id}")))));
+            edits.push((range.start, range.end, Replacement::Shared(id.0)));
         }
         _ => edits.push((
             function.attributes_at,
@@ -437,15 +439,11 @@ fn edit_call(
     match (&call.attribute_group, base) {
         (Some((_, range)), Some(base)) => {
             let id = plan_groups.group_for(Some(base), shared);
-            edits.push((range.start, range.end, Replacement::Shared(Rc::from(format!("#{id}")))));
+            edits.push((range.start, range.end, Replacement::Shared(id.0)));
         }
         _ => {
             let id = plan_groups.group_for(None, shared);
-            edits.push((
-                call.after_arguments,
-                call.after_arguments,
-                Replacement::Shared(Rc::from(format!(" #{id}"))),
-            ));
+            edits.push((call.after_arguments, call.after_arguments, Replacement::Shared(id.1)));
         }
     }
 }
