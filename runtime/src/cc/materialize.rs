@@ -126,6 +126,9 @@ impl SharedPlan {
     }
 }
 
+/// A new group's references: `#N` (replacing a reference) and ` #N` (appended to a call site).
+type GroupReferences = (Rc<str>, Rc<str>);
+
 /// Attribute groups that carry plans: for every (original group, plan) pair one new group, holding the
 /// original attributes (without a spec) and the plan, so that each function or call site only changes its
 /// `#N` reference and the plan text is written once per group rather than once per use.
@@ -134,14 +137,14 @@ struct PlanGroups<'a> {
     exclusive: HashSet<u32>,
     cleaned: HashSet<u32>,
     /// (original group, plan) → the new group's `#N` and ` #N` references.
-    assigned: FxHashMap<(Option<u32>, usize), (Rc<str>, Rc<str>)>,
+    assigned: FxHashMap<(Option<u32>, usize), GroupReferences>,
     next_id: u32,
     appended: String,
 }
 
 impl PlanGroups<'_> {
     /// The group holding `base`'s attributes and `plan`, as the references `#N` and ` #N`.
-    fn group_for(&mut self, base: Option<&AttributeGroup>, plan: &SharedPlan) -> (Rc<str>, Rc<str>) {
+    fn group_for(&mut self, base: Option<&AttributeGroup>, plan: &SharedPlan) -> GroupReferences {
         let key = (base.map(|group| group.id), plan.id);
         if let Some(references) = self.assigned.get(&key) {
             return references.clone();
@@ -156,7 +159,7 @@ impl PlanGroups<'_> {
             "attributes #{id} = {{ {body}{separator}{} }}\n",
             plan.attribute.trim_start()
         ));
-        let references: (Rc<str>, Rc<str>) = (Rc::from(format!("#{id}")), Rc::from(format!(" #{id}")));
+        let references: GroupReferences = (Rc::from(format!("#{id}")), Rc::from(format!(" #{id}")));
         self.assigned.insert(key, references.clone());
         references
     }
