@@ -9,6 +9,7 @@
 use std::collections::{HashMap, HashSet};
 
 use rustc_hash::FxHashMap;
+use std::ops::Range;
 use std::rc::Rc;
 
 use crate::cc::ll_reader::{
@@ -389,6 +390,14 @@ pub fn materialize(
     })
 }
 
+/// Replaces an explicit calling convention with `cc 1000`, or inserts it where one would go.
+fn edit_convention(convention: &Option<(Range<usize>, String)>, at: usize, edits: &mut Vec<Edit>) {
+    match convention {
+        Some((range, _)) => edits.push((range.start, range.end, Replacement::Static(CONVENTION))),
+        None => edits.push((at, at, Replacement::Static(CONVENTION_AND_SPACE))),
+    }
+}
+
 fn edit_function(
     function: &FunctionHeader,
     group: Option<&AttributeGroup>,
@@ -396,14 +405,7 @@ fn edit_function(
     edits: &mut Vec<Edit>,
     plan_groups: &mut PlanGroups<'_>,
 ) {
-    match &function.convention {
-        Some((range, _)) => edits.push((range.start, range.end, Replacement::Static(CONVENTION))),
-        None => edits.push((
-            function.convention_at,
-            function.convention_at,
-            Replacement::Static(CONVENTION_AND_SPACE),
-        )),
-    }
+    edit_convention(&function.convention, function.convention_at, edits);
     if let Some((range, _)) = &function.inline_spec {
         edits.push((range.start.saturating_sub(1), range.end, Replacement::Static("")));
     }
@@ -428,14 +430,7 @@ fn edit_call(
     edits: &mut Vec<Edit>,
     plan_groups: &mut PlanGroups<'_>,
 ) {
-    match &call.convention {
-        Some((range, _)) => edits.push((range.start, range.end, Replacement::Static(CONVENTION))),
-        None => edits.push((
-            call.convention_at,
-            call.convention_at,
-            Replacement::Static(CONVENTION_AND_SPACE),
-        )),
-    }
+    edit_convention(&call.convention, call.convention_at, edits);
     if call.plan.is_some() {
         return;
     }
