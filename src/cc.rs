@@ -323,8 +323,31 @@ fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
         spec: args.ccspec.clone(),
         shuffle: args.ccshuffle,
     };
-    let result = materialize(&text, target, &options)
-        .map_err(|error| CommandError::Request(format!("{}: {error}", args.input.display())))?;
+    let result = match materialize(&text, target, &options) {
+        Ok(result) => result,
+        Err(error) => {
+            if !json {
+                let line = match &error {
+                    neverc_runtime::cc::materialize::MaterializeError::Read(read) => read.line,
+                    neverc_runtime::cc::materialize::MaterializeError::Planning { line, .. }
+                    | neverc_runtime::cc::materialize::MaterializeError::Plan { line, .. } => *line,
+                };
+                let start: usize = text
+                    .split_inclusive('\n')
+                    .take(line.saturating_sub(1))
+                    .map(str::len)
+                    .sum();
+                let length = text[start..].find('\n').unwrap_or(text.len() - start);
+                caret(
+                    &args.input.display().to_string(),
+                    &text,
+                    start..start + length,
+                    &error.to_string(),
+                );
+            }
+            return Err(CommandError::Request(format!("{}: {error}", args.input.display())));
+        }
+    };
     for warning in &result.warnings {
         errln!(
             "{}:{}: warning: {}: {}",
