@@ -127,5 +127,29 @@ fn plan_parsing(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, plan_parsing, materialize_million);
+/// The first pass alone, and a bare line scan of the same text as a floor.
+fn read_only(c: &mut Criterion) {
+    let text = module(1_000_000);
+    let mut group = c.benchmark_group("read");
+    group.sample_size(10);
+    group.bench_function("read_declarations 1M", |b| {
+        b.iter(|| {
+            neverc_runtime::cc::ll_reader::read_declarations(black_box(&text))
+                .unwrap()
+                .functions
+                .len()
+        })
+    });
+    group.bench_function("line scan 1M (floor)", |b| {
+        b.iter(|| {
+            black_box(&text)
+                .split_inclusive('\n')
+                .filter(|l| l.as_bytes().first() == Some(&b'@'))
+                .count()
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, plan_parsing, materialize_million, read_only);
 criterion_main!(benches);
