@@ -14,23 +14,14 @@ use neverc_runtime::target_by_name;
 use serde::Serialize;
 
 use crate::CommandError;
-use crate::cli::{CcCommand, CcMaterializeArgs, CcPlanArgs, CcValidateArgs, Format, TargetChoice};
-use crate::targets::load_runtime_target;
+use crate::cli::{CcCommand, CcMaterializeArgs, CcPlanArgs, CcValidateArgs, Format};
+use crate::targets::choose_target;
 
 pub(crate) fn run(command: &CcCommand) -> Result<(), CommandError> {
     match command {
         CcCommand::Plan(args) => plan(args),
         CcCommand::Validate(args) => validate(args),
         CcCommand::Materialize(args) => materialize(args),
-    }
-}
-
-fn choose_target(choice: &TargetChoice, json: bool) -> Result<&'static TargetRecord, CommandError> {
-    match (&choice.target, &choice.target_file) {
-        (_, Some(path)) => load_runtime_target(path, json),
-        (Some(name), None) => target_by_name(name)
-            .ok_or_else(|| CommandError::Request(format!("unknown target `{name}`; `neverc-spec targets` lists them"))),
-        (None, None) => Err(CommandError::Request("give --target or --target-file".into())),
     }
 }
 

@@ -93,7 +93,7 @@ pub(crate) struct CcMaterializeArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct TargetChoice {
-    /// Target name or alias.
+    /// Target name or alias (x86_64, x86-64, amd64, aarch64, arm64, ...).
     #[arg(long, value_name = "NAME", required_unless_present = "target_file")]
     pub(crate) target: Option<String>,
     /// Load the target from this TOML file instead of the compiled-in registry.
@@ -183,12 +183,8 @@ pub(crate) struct TargetsArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct ResolveArgs {
-    /// Target name or alias (x86_64, x86-64, amd64, aarch64, arm64, ...).
-    #[arg(long, value_name = "NAME", required_unless_present = "target_file")]
-    pub(crate) target: Option<String>,
-    /// Load the target from this TOML file instead of the compiled-in registry.
-    #[arg(long = "target-file", value_name = "PATH", conflicts_with = "target")]
-    pub(crate) target_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) target: TargetChoice,
     /// Register names (any case), aliases, sub-register names, or `#N` for plan number N.
     #[arg(required = true, value_name = "REGISTER")]
     pub(crate) registers: Vec<String>,

@@ -1,12 +1,11 @@
 //! `neverc-spec resolve`: what a register name or plan number means on a target.
 
 use neverc_runtime::tables::{NameKind, ResolvedRegister, TargetRecord};
-use neverc_runtime::target_by_name;
 use serde::Serialize;
 
 use crate::CommandError;
 use crate::cli::{Format, ResolveArgs};
-use crate::targets::load_runtime_target;
+use crate::targets::choose_target;
 
 #[derive(Serialize)]
 struct Resolution<'a> {
@@ -36,13 +35,7 @@ fn lookup(target: &TargetRecord, query: &str) -> Option<ResolvedRegister> {
 
 pub(crate) fn run(args: &ResolveArgs) -> Result<(), CommandError> {
     let json = args.format == Format::Json;
-    let target = match (&args.target, &args.target_file) {
-        (_, Some(path)) => load_runtime_target(path, json)?,
-        (Some(name), None) => target_by_name(name).ok_or_else(|| {
-            CommandError::Request(format!("unknown target `{name}`; `neverc-spec targets` lists them"))
-        })?,
-        (None, None) => return Err(CommandError::Request("give --target or --target-file".into())),
-    };
+    let target = choose_target(&args.target, json)?;
     let mut all_found = true;
     let mut rows = Vec::new();
     for query in &args.registers {

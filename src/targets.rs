@@ -6,7 +6,7 @@ use neverc_runtime::tables::TargetRecord;
 use serde::Serialize;
 
 use crate::CommandError;
-use crate::cli::{Format, TargetsArgs};
+use crate::cli::{Format, TargetChoice, TargetsArgs};
 use crate::render::load_failure;
 
 #[derive(Serialize)]
@@ -24,11 +24,21 @@ struct TargetRow<'a> {
 }
 
 /// Loads a `--target-file`, printing its problems.
-pub(crate) fn load_runtime_target(path: &std::path::Path, json: bool) -> Result<&'static TargetRecord, CommandError> {
+fn load_runtime_target(path: &std::path::Path, json: bool) -> Result<&'static TargetRecord, CommandError> {
     load_target_file(path).map_err(|error| match error {
         LoadTablesError::Load(error) => load_failure(error, json).0,
         LoadTablesError::Lowering(message) => CommandError::Internal(message),
     })
+}
+
+/// The target a command names: a `--target-file`, or a compiled-in target by name or alias.
+pub(crate) fn choose_target(choice: &TargetChoice, json: bool) -> Result<&'static TargetRecord, CommandError> {
+    match (&choice.target, &choice.target_file) {
+        (_, Some(path)) => load_runtime_target(path, json),
+        (Some(name), None) => neverc_runtime::target_by_name(name)
+            .ok_or_else(|| CommandError::Request(format!("unknown target `{name}`; `neverc-spec targets` lists them"))),
+        (None, None) => Err(CommandError::Request("give --target or --target-file".into())),
+    }
 }
 
 pub(crate) fn run(args: &TargetsArgs) -> Result<(), CommandError> {

@@ -51,14 +51,8 @@ impl PlanCallingConvention for TestConvention {
         };
         Ok(Plan {
             schema: target.schema_digest.to_string(),
-            target: PlanId {
-                high: target.target_id.high,
-                low: target.target_id.low,
-            },
-            convention: PlanId {
-                high: target.convention_id.high,
-                low: target.convention_id.low,
-            },
+            target: PlanId::from(target.target_id),
+            convention: PlanId::from(target.convention_id),
             stack_alignment: 16,
             returns: vec![location(LocationKind::Register, 0, 4, register(target, "x10"), 0)],
             arguments: vec![

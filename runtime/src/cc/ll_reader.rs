@@ -91,8 +91,8 @@ pub struct FunctionHeader {
     pub signature: usize,
     /// Where a calling convention goes (after linkage and visibility).
     pub convention_at: usize,
-    /// An explicit calling convention, as written (`fastcc`, `cc 1000`).
-    pub convention: Option<(Range<usize>, String)>,
+    /// An explicit calling convention (`fastcc`, `cc 1000`).
+    pub convention: Option<Range<usize>>,
     /// `#N` attribute group reference.
     pub attribute_group: Option<(u32, Range<usize>)>,
     /// Where inline function attributes can be added (before ` {` or at the end of a declaration).
@@ -121,7 +121,8 @@ pub struct CallSite {
     pub callee: String,
     pub line: usize,
     pub convention_at: usize,
-    pub convention: Option<(Range<usize>, String)>,
+    /// An explicit calling convention (`fastcc`, `cc 1000`).
+    pub convention: Option<Range<usize>>,
     /// Just after the closing parenthesis of the arguments.
     pub after_arguments: usize,
     pub plan: Option<(Range<usize>, String)>,
@@ -145,8 +146,6 @@ pub struct Module {
     pub types: TypeTable,
     pub functions: Vec<FunctionHeader>,
     pub attribute_groups: Vec<AttributeGroup>,
-    pub calls: Vec<CallSite>,
-    pub references: Vec<Reference>,
     /// Function name → spec, from `llvm.global.annotations`.
     pub annotations: HashMap<String, String>,
     /// Private string constants, decoded: `@.str` → text.
@@ -267,18 +266,51 @@ fn word_at(text: &str, at: usize) -> (&str, usize) {
     (&text[at..end], end)
 }
 
-/// Reads a module.
-pub fn read_module(text: &str) -> Result<Module, ReadError> {
-    read_module_with(text, true)
+/// Skips any of `words` (each followed by blanks) from `at`.
+fn skip_words(text: &str, mut at: usize, words: &[&str]) -> usize {
+    loop {
+        let (word, end) = word_at(text, at);
+        if words.contains(&word) {
+            at = skip_blanks(text, end);
+        } else {
+            return at;
+        }
+    }
+}
+
+/// An explicit calling convention at `at` (`cc 1000`, `fastcc`, ...): its range, and where the text after it
+/// starts.
+fn calling_convention_at(text: &str, at: usize) -> Option<(Range<usize>, usize)> {
+    let (word, end) = word_at(text, at);
+    if word == "cc" {
+        let number_start = skip_blanks(text, end);
+        let (number, number_end) = word_at(text, number_start);
+        (!number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| (at..number_end, skip_blanks(text, number_end)))
+    } else {
+        CALLING_CONVENTION_WORDS
+            .contains(&word)
+            .then(|| (at..end, skip_blanks(text, end)))
+    }
+}
+
+/// The first `@name` in `text[from..to]` directly followed by `(`: where it starts, the name, and where it ends.
+fn first_called_name(text: &str, from: usize, to: usize) -> Option<(usize, String, usize)> {
+    let mut search = from;
+    while let Some(found) = text[search..to].find('@') {
+        let position = search + found;
+        match global_name(text, position) {
+            Some((name, end)) if text.as_bytes().get(end) == Some(&b'(') => return Some((position, name, end)),
+            Some((_, end)) => search = end,
+            None => search = position + 1,
+        }
+    }
+    None
 }
 
 /// Reads everything but function bodies: headers, types, attribute groups, strings and annotations.
 /// Materialization reads bodies in a second, streaming pass.
 pub fn read_declarations(text: &str) -> Result<Module, ReadError> {
-    read_module_with(text, false)
-}
-
-fn read_module_with(text: &str, bodies: bool) -> Result<Module, ReadError> {
     let mut module = Module::default();
     // One pass of a vectorized search sizes the header table, so that it is never moved while it grows.
     let headers = memmem::find_iter(text.as_bytes(), b"\ndefine ").count()
@@ -287,7 +319,6 @@ fn read_module_with(text: &str, bodies: bool) -> Result<Module, ReadError> {
     module.functions.reserve(headers);
     let mut offset = 0;
     let mut annotation_lines = Vec::new();
-    let mut in_function = false;
     let mut signature_index: FxHashMap<(&str, &str), usize> = FxHashMap::default();
     for (index, raw_line) in text.split_inclusive('\n').enumerate() {
         let line_number = index + 1;
@@ -320,9 +351,6 @@ fn read_module_with(text: &str, bodies: bool) -> Result<Module, ReadError> {
                 &mut module.signatures,
                 &mut signature_index,
             )?;
-            if header.is_definition {
-                in_function = true;
-            }
             module.functions.push(header);
         } else if line.starts_with("attributes #") {
             module
@@ -330,22 +358,13 @@ fn read_module_with(text: &str, bodies: bool) -> Result<Module, ReadError> {
                 .push(read_attribute_group(text, span.clone(), line_number)?);
         } else if line.starts_with("@llvm.global.annotations ") {
             annotation_lines.push(span.clone());
-        } else if line.starts_with('@') {
-            if let Some((name, end)) = global_name(text, start)
-                && let Some(body) = line.find("c\"").map(|at| start + at + 2)
-                && line[end - start..].contains(" constant ")
-                && let Some(close) = text[body..span.end].find('"')
-            {
-                module.strings.insert(name, decode_ir_string(&text[body..body + close]));
-            }
-            if bodies {
-                collect_references(text, span.clone(), line_number, &mut module.references, None);
-            }
-        } else if line == "}" {
-            in_function = false;
-        } else if bodies && in_function {
-            let skip = read_call(text, span.clone(), line_number, &mut module.calls);
-            collect_references(text, span.clone(), line_number, &mut module.references, skip);
+        } else if line.starts_with('@')
+            && let Some((name, end)) = global_name(text, start)
+            && let Some(body) = line.find("c\"").map(|at| start + at + 2)
+            && line[end - start..].contains(" constant ")
+            && let Some(close) = text[body..span.end].find('"')
+        {
+            module.strings.insert(name, decode_ir_string(&text[body..body + close]));
         }
     }
     for span in annotation_lines {
@@ -370,42 +389,14 @@ fn read_header<'t>(
     let is_definition = header.starts_with("define ");
     let keyword_end = span.start + if is_definition { 7 } else { 8 };
     // Linkage and visibility words come first; the calling convention (if any) follows them.
-    let mut at = keyword_end;
-    loop {
-        let (word, end) = word_at(text, at);
-        if LINKAGE_WORDS.contains(&word) {
-            at = skip_blanks(text, end);
-        } else {
-            break;
-        }
-    }
-    let convention_at = at;
-    let mut convention = None;
-    let (word, end) = word_at(text, at);
-    if word == "cc" {
-        let number_start = skip_blanks(text, end);
-        let (number, number_end) = word_at(text, number_start);
-        if !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()) {
-            convention = Some((at..number_end, format!("cc {number}")));
-            at = skip_blanks(text, number_end);
-        }
-    } else if CALLING_CONVENTION_WORDS.contains(&word) {
-        convention = Some((at..end, word.to_string()));
-        at = skip_blanks(text, end);
-    }
-    // The function name is the first `@name` directly followed by `(` outside the return type.
-    let mut search = at;
-    let (name, name_end) = loop {
-        let Some(found) = text[search..span.end].find('@') else {
-            return Err(error("function header without a name", span.start));
-        };
-        let position = search + found;
-        match global_name(text, position) {
-            Some((name, end)) if text.as_bytes().get(end) == Some(&b'(') => break (name, end),
-            Some((_, end)) => search = end,
-            None => search = position + 1,
-        }
+    let convention_at = skip_words(text, keyword_end, LINKAGE_WORDS);
+    let (convention, at) = match calling_convention_at(text, convention_at) {
+        Some((range, after)) => (Some(range), after),
+        None => (None, convention_at),
     };
+    // The function name is the first `@name` directly followed by `(` outside the return type.
+    let (_, name, name_end) =
+        first_called_name(text, at, span.end).ok_or_else(|| error("function header without a name", span.start))?;
     let return_text = text[at..name_end - name.len()].trim();
     let parameters_end = matching_paren(text, name_end)
         .filter(|end| *end <= span.end)
@@ -499,51 +490,22 @@ pub(crate) fn read_call(text: &str, span: Range<usize>, line: usize, calls: &mut
         .iter()
         .filter_map(|(finder, length)| finder.find(body).map(|at| (at, *length)))
         .min()?;
-    let mut at = span.start + keyword.0 + keyword.1;
-    loop {
-        let (word, end) = word_at(text, at);
-        if FAST_MATH_FLAGS.contains(&word) {
-            at = skip_blanks(text, end);
-        } else {
-            break;
-        }
-    }
-    let convention_at = at;
-    let (word, end) = word_at(text, at);
-    let mut convention = None;
-    if word == "cc" {
-        let number_start = skip_blanks(text, end);
-        let (number, number_end) = word_at(text, number_start);
-        if !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()) {
-            convention = Some((at..number_end, format!("cc {number}")));
-        }
-    } else if CALLING_CONVENTION_WORDS.contains(&word) {
-        convention = Some((at..end, word.to_string()));
-    }
-    let mut search = at;
-    while let Some(found) = text[search..span.end].find('@') {
-        let position = search + found;
-        match global_name(text, position) {
-            Some((name, end)) if text.as_bytes().get(end) == Some(&b'(') => {
-                let after_arguments = matching_paren(text, end).filter(|close| *close <= span.end)?;
-                let plan = string_attribute(text, after_arguments..span.end, PLAN_ATTRIBUTE);
-                let attribute_group = group_reference(text, after_arguments..span.end);
-                calls.push(CallSite {
-                    callee: name,
-                    line,
-                    convention_at,
-                    convention,
-                    after_arguments,
-                    plan,
-                    attribute_group,
-                });
-                return Some(position);
-            }
-            Some((_, end)) => search = end,
-            None => search = position + 1,
-        }
-    }
-    None
+    let convention_at = skip_words(text, span.start + keyword.0 + keyword.1, FAST_MATH_FLAGS);
+    let convention = calling_convention_at(text, convention_at).map(|(range, _)| range);
+    let (position, name, end) = first_called_name(text, convention_at, span.end)?;
+    let after_arguments = matching_paren(text, end).filter(|close| *close <= span.end)?;
+    let plan = string_attribute(text, after_arguments..span.end, PLAN_ATTRIBUTE);
+    let attribute_group = group_reference(text, after_arguments..span.end);
+    calls.push(CallSite {
+        callee: name,
+        line,
+        convention_at,
+        convention,
+        after_arguments,
+        plan,
+        attribute_group,
+    });
+    Some(position)
 }
 
 pub(crate) fn collect_references(
@@ -593,5 +555,4 @@ fn read_annotations(text: &str, span: Range<usize>, module: &mut Module) {
             }
         }
     }
-    module.references.retain(|reference| !span.contains(&reference.offset));
 }

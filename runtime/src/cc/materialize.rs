@@ -21,12 +21,19 @@ use crate::cc::plan_validation::check_plan_identity;
 use crate::cc::planner::{PlanNote, PlanningError, plan_from_spec};
 use crate::tables::TargetRecord;
 
+/// The one spelling of LLVM's number for NeverC's custom calling convention, for the constant and the text.
+macro_rules! never_c_custom_convention {
+    () => {
+        1000
+    };
+}
+
 /// LLVM's number for NeverC's custom calling convention.
-pub const NEVER_C_CUSTOM_CONVENTION: u32 = 1000;
+pub const NEVER_C_CUSTOM_CONVENTION: u32 = never_c_custom_convention!();
 /// NeverC's warning for a function whose address escapes.
 pub const ADDRESS_TAKEN_WARNING: &str = "custom calling convention applied to a function whose address is taken; indirect calls will not use it and may violate the ABI";
-const CONVENTION: &str = "cc 1000";
-const CONVENTION_AND_SPACE: &str = "cc 1000 ";
+const CONVENTION: &str = concat!("cc ", never_c_custom_convention!());
+const CONVENTION_AND_SPACE: &str = concat!("cc ", never_c_custom_convention!(), " ");
 
 /// The plugin options of NeverC's reference plugin.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -209,7 +216,7 @@ pub fn materialize(
     // Keyed by the spec's allocation (session specs and layouts are shared) and the signature index; the
     // value keeps the spec alive so that its address is not reused.
     let mut memo: FxHashMap<(usize, usize), (Rc<str>, SharedPlan)> = FxHashMap::default();
-    let mut edits: Vec<Edit> = Vec::with_capacity(module.functions.len() * 2 + module.calls.len() * 2);
+    let mut edits: Vec<Edit> = Vec::with_capacity(module.functions.len() * 3);
     let mut plans = Vec::new();
     let mut validated = Vec::new();
     let mut notes = Vec::new();
@@ -391,9 +398,9 @@ pub fn materialize(
 }
 
 /// Replaces an explicit calling convention with `cc 1000`, or inserts it where one would go.
-fn edit_convention(convention: &Option<(Range<usize>, String)>, at: usize, edits: &mut Vec<Edit>) {
+fn edit_convention(convention: &Option<Range<usize>>, at: usize, edits: &mut Vec<Edit>) {
     match convention {
-        Some((range, _)) => edits.push((range.start, range.end, Replacement::Static(CONVENTION))),
+        Some(range) => edits.push((range.start, range.end, Replacement::Static(CONVENTION))),
         None => edits.push((at, at, Replacement::Static(CONVENTION_AND_SPACE))),
     }
 }

@@ -52,6 +52,15 @@ pub struct PlanId {
     pub low: u64,
 }
 
+impl From<crate::tables::Id128> for PlanId {
+    fn from(id: crate::tables::Id128) -> PlanId {
+        PlanId {
+            high: id.high,
+            low: id.low,
+        }
+    }
+}
+
 /// A parsed, record-checked plan.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
@@ -149,6 +158,11 @@ fn location(pair: Pair<'_, Rule>) -> Result<Location, MalformedPlan> {
     Ok(location)
 }
 
+/// `stack=` must be a nonzero power of two that fits in 32 bits.
+fn valid_stack_alignment(value: u64) -> bool {
+    value.is_power_of_two() && value <= u64::from(u32::MAX)
+}
+
 /// The record checks every location must pass, whatever the target.
 fn check_location(location: &Location) -> Result<(), &'static str> {
     if location.size == 0 {
@@ -243,7 +257,7 @@ impl Plan {
                         .next()
                         .ok_or_else(|| malformed("stack needs a number", span.clone()))?;
                     let value = number(inner)?;
-                    if value == 0 || !value.is_power_of_two() || value > u64::from(u32::MAX) {
+                    if !valid_stack_alignment(value) {
                         return Err(malformed(
                             "stack alignment must be a nonzero power of two that fits in 32 bits",
                             span,
@@ -467,7 +481,7 @@ pub mod fast {
                     "cc" => convention.replace(id_pair(value)?).is_none(),
                     "stack" => {
                         let alignment = number(value)?;
-                        if alignment == 0 || !alignment.is_power_of_two() || alignment > u64::from(u32::MAX) {
+                        if !super::valid_stack_alignment(alignment) {
                             return None;
                         }
                         stack.replace(alignment).is_none()

@@ -1,7 +1,7 @@
 //! Checks of a plan against the current target (NeverC's four hard errors) and the record checks of every
 //! location list. Nothing is accepted silently: the first violated rule is reported with NeverC's text.
 
-use crate::cc::plan::{LOCATION_INDIRECT, Location, LocationKind, Plan};
+use crate::cc::plan::{LOCATION_INDIRECT, Location, LocationKind, Plan, PlanId};
 use crate::tables::TargetRecord;
 
 /// Most locations a list may hold.
@@ -35,10 +35,10 @@ pub fn check_plan_identity(plan: &Plan, target: &TargetRecord) -> Result<(), Pla
     if plan.schema != target.schema_digest {
         return Err(PlanRejection::ForeignSchema);
     }
-    if plan.target.high != target.target_id.high || plan.target.low != target.target_id.low {
+    if plan.target != PlanId::from(target.target_id) {
         return Err(PlanRejection::ForeignTarget);
     }
-    if plan.convention.high != target.convention_id.high || plan.convention.low != target.convention_id.low {
+    if plan.convention != PlanId::from(target.convention_id) {
         return Err(PlanRejection::ForeignConvention);
     }
     Ok(())

@@ -283,14 +283,8 @@ pub fn plan_from_spec(
 
     let plan = Plan {
         schema: target.schema_digest.to_string(),
-        target: PlanId {
-            high: target.target_id.high,
-            low: target.target_id.low,
-        },
-        convention: PlanId {
-            high: target.convention_id.high,
-            low: target.convention_id.low,
-        },
+        target: PlanId::from(target.target_id),
+        convention: PlanId::from(target.convention_id),
         stack_alignment: u64::from(target.stack_alignment),
         returns,
         arguments,
