@@ -289,7 +289,8 @@ fn target_for_triple(triple: &str) -> Option<&'static TargetRecord> {
 }
 
 fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
-    use neverc_runtime::cc::materialize::{MaterializeOptions, materialize};
+    use crate::files::AtomicWriteError;
+    use neverc_runtime::cc::materialize::{MaterializeError, MaterializeOptions, WriteOutput, materialize_to};
     let json = args.format == Format::Json;
     let text = std::fs::read_to_string(&args.input)
         .map_err(|error| CommandError::Io(format!("cannot read `{}`: {error}", args.input.display())))?;
@@ -314,14 +315,24 @@ fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
         spec: args.ccspec.clone(),
         shuffle: args.ccshuffle,
     };
-    let result = match materialize(&text, target, &options) {
+    let produced = crate::files::write_atomically_with(&args.output, |file| {
+        materialize_to(&text, target, &options, &mut WriteOutput(file))
+    });
+    let result = match produced {
         Ok(result) => result,
-        Err(error) => {
+        Err(AtomicWriteError::Io(message)) => return Err(CommandError::Io(message)),
+        Err(AtomicWriteError::Produce(MaterializeError::Write(error))) => {
+            return Err(CommandError::Io(format!(
+                "cannot write `{}`: {error}",
+                args.output.display()
+            )));
+        }
+        Err(AtomicWriteError::Produce(error)) => {
             if !json {
                 let line = match &error {
-                    neverc_runtime::cc::materialize::MaterializeError::Read(read) => read.line,
-                    neverc_runtime::cc::materialize::MaterializeError::Planning { line, .. }
-                    | neverc_runtime::cc::materialize::MaterializeError::Plan { line, .. } => *line,
+                    MaterializeError::Read(read) => read.line,
+                    MaterializeError::Planning { line, .. } | MaterializeError::Plan { line, .. } => *line,
+                    MaterializeError::Write(_) => 0,
                 };
                 let start: usize = text
                     .split_inclusive('\n')
@@ -353,11 +364,10 @@ fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
             errln!("{}: warning: {function}: {}", args.input.display(), note.message);
         }
     }
-    crate::files::write_atomically(&args.output, result.text.as_bytes()).map_err(CommandError::Io)?;
     if json {
         let value = serde_json::json!({
             "target": target.name,
-            "plans": result.plans.iter().map(|(name, plan)| (name.clone(), plan.to_string())).collect::<std::collections::BTreeMap<_, _>>(),
+            "plans": result.plans().map(|(name, plan)| (name, plan.to_string())).collect::<std::collections::BTreeMap<_, _>>(),
             "validated": result.validated,
             "warnings": result.warnings.iter().map(|w| serde_json::json!({"function": w.function, "line": w.line, "message": w.message})).collect::<Vec<_>>(),
         });
@@ -366,7 +376,7 @@ fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
         outln!(
             "{}: {} plan(s) materialized, {} existing plan(s) validated, {} warning(s); wrote {}",
             args.input.display(),
-            result.plans.len(),
+            result.plan_count(),
             result.validated.len(),
             result.warnings.len(),
             args.output.display()

@@ -1,12 +1,22 @@
 //! Writing output files completely or not at all.
 
 use std::fs;
-use std::io::Write as _;
+use std::io::BufWriter;
 use std::path::Path;
 
-/// Writes `bytes` to a temporary file beside `path` and renames it into place, so that a failure leaves
-/// the previous file untouched and no partial file behind.
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
+/// Why an atomic write failed: the producer of the contents, or the file system.
+pub(crate) enum AtomicWriteError<E> {
+    Produce(E),
+    Io(String),
+}
+
+/// Streams a file's contents (written by `produce`) to a temporary file beside `path` and renames it into
+/// place, so that a failure (of `produce` or of the file system) leaves the previous file untouched and no
+/// partial file behind.
+pub(crate) fn write_atomically_with<T, E>(
+    path: &Path,
+    produce: impl FnOnce(&mut BufWriter<fs::File>) -> Result<T, E>,
+) -> Result<T, AtomicWriteError<E>> {
     let directory = path
         .parent()
         .filter(|parent| !parent.as_os_str().is_empty())
@@ -16,11 +26,22 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> 
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_else(|| "output".into());
     let temporary = directory.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = fs::File::create(&temporary)
-        .and_then(|mut file| file.write_all(bytes).and_then(|()| file.sync_all()))
-        .and_then(|()| fs::rename(&temporary, path));
-    result.map_err(|error| {
+    let io_error = |error: std::io::Error| {
         let _ = fs::remove_file(&temporary);
-        format!("cannot write `{}`: {error}", path.display())
-    })
+        AtomicWriteError::Io(format!("cannot write `{}`: {error}", path.display()))
+    };
+    let file = fs::File::create(&temporary).map_err(io_error)?;
+    let mut writer = BufWriter::with_capacity(1 << 20, file);
+    let produced = match produce(&mut writer) {
+        Ok(produced) => produced,
+        Err(error) => {
+            drop(writer);
+            let _ = fs::remove_file(&temporary);
+            return Err(AtomicWriteError::Produce(error));
+        }
+    };
+    let file = writer.into_inner().map_err(|error| io_error(error.into_error()))?;
+    file.sync_all().map_err(io_error)?;
+    fs::rename(&temporary, path).map_err(io_error)?;
+    Ok(produced)
 }

@@ -9,8 +9,8 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let Some(x86) = neverc_runtime::target_by_name("x86_64") else { return };
     if let Ok(result) = materialize(text, x86, &MaterializeOptions::default())
-        && result.plans.is_empty()
-        && result.validated.is_empty()
+        && (result.report.plan_count() == 0)
+        && result.report.validated.is_empty()
     {
         assert_eq!(result.text, text);
     }

@@ -107,16 +107,20 @@ fn front_end_annotations_become_plans_end_to_end() {
     assert!(module.contains("@llvm.global.annotations"));
     let result = materialize(&module, x86, &MaterializeOptions::default()).unwrap();
     // CustomAttrEndToEnd: add3's plan puts 10 in ecx and 30 in r8d; its call site inherits the plan.
-    let add3 = result.plan_of("@add3").unwrap();
+    let add3 = result.report.plan_of("@add3").unwrap();
     assert_eq!(
         add3,
         "neverc-cc-plan-v1;schema=llvm-x86_64-unknown-linux-gnu;target=0:0;cc=0:0;stack=16;returns=r,0,0,4,4,51,0,0;arguments=r,0,0,4,4,54,0,0|r,1,0,4,4,56,0,0|r,2,0,4,4,119,0,0;callee-saved="
     );
     let call = "tail call cc 1000 i32 @add3(i32 noundef 10, i32 noundef 20, i32 noundef 30)";
     assert!(group_of(&result.text, call).contains(&format!("\"neverc-cc-plan-v1\"=\"{add3}\"")));
-    assert_eq!(result.plans.len(), 2, "only annotated functions are materialized");
+    assert_eq!(
+        result.report.plan_count(),
+        2,
+        "only annotated functions are materialized"
+    );
     assert!(!result.text.contains("call cc 1000 i32 @plain("));
-    assert!(result.warnings.is_empty());
+    assert!(result.report.warnings.is_empty());
     only_expected_lines_changed(&module, &result.text, &["add3", "f"]);
     assemble(&result.text);
 }
@@ -132,7 +136,7 @@ fn a_declspec_style_windows_target_triple_still_gets_its_attribute() {
         &MaterializeOptions::default(),
     )
     .unwrap();
-    assert!(result.plan_of("@msfunc").is_some());
+    assert!(result.report.plan_of("@msfunc").is_some());
     assert!(
         result
             .text
@@ -156,10 +160,16 @@ fn cc_all_with_a_spec_materializes_versioned_plans_and_removes_specs() {
             .contains("\"neverc-cc-plan-v1\"=\"neverc-cc-plan-v1;schema=")
     );
     assert!(!result.text.contains("\"neverc-callconv\"="));
-    assert!(result.plans.iter().all(|(_, plan)| plan.ends_with("callee-saved=123")));
+    assert!(
+        result
+            .report
+            .plans()
+            .all(|(_, plan)| plan.ends_with("callee-saved=123"))
+    );
     // IndirectAddressTakenWarns: `target` escapes through `get`.
     assert!(
         result
+            .report
             .warnings
             .iter()
             .any(|w| w.function == "@target" && w.message == ADDRESS_TAKEN_WARNING)
@@ -182,14 +192,18 @@ fn shuffle_cycles_layouts_so_neighbours_differ_and_llvm_as_accepts_it() {
                 ..Default::default()
             };
             let result = materialize(&module, target, &options).unwrap();
-            assert!(result.plans.len() >= 10, "{triple} {extra:?}: {}", result.plans.len());
-            for (_, plan) in &result.plans {
+            assert!(
+                result.report.plan_count() >= 10,
+                "{triple} {extra:?}: {}",
+                result.report.plan_count()
+            );
+            for (_, plan) in result.report.plans() {
                 validate_plan(&Plan::parse(plan).unwrap(), target, None).unwrap();
             }
             // Functions in module order take layouts 0, 1, 2, 3, 0, ...: neighbours with the same
             // signature never share a register assignment.
-            let add3 = Plan::parse(result.plan_of("@add3").unwrap()).unwrap();
-            let add3l = Plan::parse(result.plan_of("@add3l").unwrap()).unwrap();
+            let add3 = Plan::parse(result.report.plan_of("@add3").unwrap()).unwrap();
+            let add3l = Plan::parse(result.report.plan_of("@add3l").unwrap()).unwrap();
             assert_ne!(add3.arguments[0].register, add3l.arguments[0].register);
             assemble(&result.text);
         }
@@ -206,7 +220,7 @@ fn prefix_selects_functions_and_others_keep_the_standard_convention() {
         ..Default::default()
     };
     let result = materialize(&module, target_by_name("x86_64").unwrap(), &options).unwrap();
-    assert!(result.plans.is_empty());
+    assert!((result.report.plan_count() == 0));
     assert_eq!(
         result.text, module,
         "nothing selected: the module is unchanged byte for byte"
@@ -218,7 +232,7 @@ fn prefix_selects_functions_and_others_keep_the_standard_convention() {
     };
     let result = materialize(&module, target_by_name("x86_64").unwrap(), &options).unwrap();
     assert_eq!(
-        result.plans.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>(),
+        result.report.plans().map(|(name, _)| name).collect::<Vec<_>>(),
         ["@add3", "@add3l"]
     );
 }
@@ -280,7 +294,7 @@ fn existing_plans_are_only_validated_with_neverc_texts() {
     let ours = foreign.replace("schema=foreign", "schema=llvm-x86_64-unknown-linux-gnu");
     let good = with_attributes(&module, "malformed", &format!("\"neverc-cc-plan-v1\"=\"{ours}\""));
     let result = materialize(&good, x86, &MaterializeOptions::default()).unwrap();
-    assert_eq!(result.validated, ["@malformed"]);
+    assert_eq!(result.report.validated, ["@malformed"]);
 }
 
 #[test]
@@ -320,7 +334,7 @@ fn a_spec_in_a_shared_attribute_group_moves_to_a_new_group() {
         1,
     );
     let result = materialize(&with_spec, x86, &MaterializeOptions::default()).unwrap();
-    assert_eq!(result.plans.len(), 2);
+    assert_eq!(result.report.plan_count(), 2);
     assert!(!result.text.contains("\"neverc-callconv\""));
     assert!(
         result.text.contains("attributes #0 = { mustprogress"),

@@ -8,9 +8,7 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::LazyLock;
 
-use memchr::memmem;
 use rustc_hash::FxHashMap;
 
 use crate::cc::layout::TypeTable;
@@ -24,51 +22,64 @@ pub const PLAN_ATTRIBUTE: &str = "neverc-cc-plan-v1";
 pub const SPEC_ANNOTATION_PREFIX: &str = "neverc-callconv=";
 
 /// Linkage, preemption, visibility and DLL storage keywords that precede the calling convention.
-const LINKAGE_WORDS: &[&str] = &[
-    "private",
-    "internal",
-    "available_externally",
-    "linkonce",
-    "weak",
-    "common",
-    "appending",
-    "extern_weak",
-    "linkonce_odr",
-    "weak_odr",
-    "external",
-    "dso_local",
-    "dso_preemptable",
-    "default",
-    "hidden",
-    "protected",
-    "dllimport",
-    "dllexport",
-];
-const CALLING_CONVENTION_WORDS: &[&str] = &[
-    "ccc",
-    "fastcc",
-    "coldcc",
-    "tailcc",
-    "swiftcc",
-    "swifttailcc",
-    "cfguard_checkcc",
-    "webkit_jscc",
-    "anyregcc",
-    "preserve_mostcc",
-    "preserve_allcc",
-    "cxx_fast_tlscc",
-    "ghccc",
-    "x86_stdcallcc",
-    "x86_fastcallcc",
-    "x86_thiscallcc",
-    "x86_vectorcallcc",
-    "x86_regcallcc",
-    "x86_64_sysvcc",
-    "win64cc",
-    "aarch64_vector_pcs",
-    "aarch64_sve_vector_pcs",
-];
-const FAST_MATH_FLAGS: &[&str] = &["nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc", "fast"];
+fn is_linkage_word(word: &str) -> bool {
+    matches!(
+        word,
+        "private"
+            | "internal"
+            | "available_externally"
+            | "linkonce"
+            | "weak"
+            | "common"
+            | "appending"
+            | "extern_weak"
+            | "linkonce_odr"
+            | "weak_odr"
+            | "external"
+            | "dso_local"
+            | "dso_preemptable"
+            | "default"
+            | "hidden"
+            | "protected"
+            | "dllimport"
+            | "dllexport"
+    )
+}
+/// Calling-convention keywords (`cc N` is read separately).
+fn is_calling_convention_word(word: &str) -> bool {
+    matches!(
+        word,
+        "ccc"
+            | "fastcc"
+            | "coldcc"
+            | "tailcc"
+            | "swiftcc"
+            | "swifttailcc"
+            | "cfguard_checkcc"
+            | "webkit_jscc"
+            | "anyregcc"
+            | "preserve_mostcc"
+            | "preserve_allcc"
+            | "cxx_fast_tlscc"
+            | "ghccc"
+            | "x86_stdcallcc"
+            | "x86_fastcallcc"
+            | "x86_thiscallcc"
+            | "x86_vectorcallcc"
+            | "x86_regcallcc"
+            | "x86_64_sysvcc"
+            | "win64cc"
+            | "aarch64_vector_pcs"
+            | "aarch64_sve_vector_pcs"
+    )
+}
+/// Fast-math flags, which may precede a call's calling convention.
+fn is_fast_math_flag(word: &str) -> bool {
+    matches!(
+        word,
+        "nnan" | "ninf" | "nsz" | "arcp" | "contract" | "afn" | "reassoc" | "fast"
+    )
+}
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("line {line}: {message}")]
@@ -78,28 +89,51 @@ pub struct ReadError {
     pub span: Range<usize>,
 }
 
-/// A `define` or `declare`.
+/// No attribute group, no inline attributes: the `u32::MAX` marker of the compact records below.
+pub const NONE: u32 = u32::MAX;
+
+/// A `define` or `declare`, in a compact record (offsets are `u32`: modules are limited to 4 GiB).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FunctionHeader {
+pub struct FunctionHeader<'t> {
     /// `@name` as written.
-    pub name: String,
-    pub is_definition: bool,
-    pub line: usize,
-    /// The whole header line.
-    pub span: Range<usize>,
+    pub name: &'t str,
+    /// The name's hash for the materializer's name table, computed while the name is in the cache.
+    pub name_hash: u64,
+    pub line: u32,
     /// Index into [`Module::signatures`]; functions with the same signature text share one entry.
-    pub signature: usize,
+    pub signature: u32,
     /// Where a calling convention goes (after linkage and visibility).
-    pub convention_at: usize,
-    /// An explicit calling convention (`fastcc`, `cc 1000`).
-    pub convention: Option<Range<usize>>,
-    /// `#N` attribute group reference.
-    pub attribute_group: Option<(u32, Range<usize>)>,
+    pub convention_at: u32,
+    /// The end of an explicit calling convention (`fastcc`, `cc 1000`); `convention_at` when there is none.
+    pub convention_end: u32,
     /// Where inline function attributes can be added (before ` {` or at the end of a declaration).
-    pub attributes_at: usize,
-    /// Inline `"neverc-callconv"="…"` / `"neverc-cc-plan-v1"="…"` attributes written on the header.
-    pub inline_spec: Option<(Range<usize>, String)>,
-    pub inline_plan: Option<(Range<usize>, String)>,
+    pub attributes_at: u32,
+    /// The `#N` attribute group reference: `N` (or [`NONE`]) and the range of `#N`.
+    pub group: u32,
+    pub group_start: u32,
+    pub group_end: u32,
+    /// Index into [`Module::inline_attributes`], or [`NONE`].
+    pub inline_attributes: u32,
+    pub is_definition: bool,
+}
+
+impl FunctionHeader<'_> {
+    /// An explicit calling convention (`fastcc`, `cc 1000`).
+    pub fn convention(&self) -> Option<Range<usize>> {
+        (self.convention_end > self.convention_at).then_some(self.convention_at as usize..self.convention_end as usize)
+    }
+
+    /// The `#N` attribute group reference.
+    pub fn attribute_group(&self) -> Option<(u32, Range<usize>)> {
+        (self.group != NONE).then_some((self.group, self.group_start as usize..self.group_end as usize))
+    }
+}
+
+/// Inline `"neverc-callconv"="…"` / `"neverc-cc-plan-v1"="…"` attributes written on a function header.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InlineAttributes {
+    pub spec: Option<(Range<usize>, String)>,
+    pub plan: Option<(Range<usize>, String)>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -115,37 +149,64 @@ pub struct AttributeGroup {
     pub plan: Option<(Range<usize>, String)>,
 }
 
-/// A `call` or `invoke` whose callee is a function by name.
+/// A `call` or `invoke` whose callee is a function by name, in a compact record.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CallSite {
-    pub callee: String,
-    pub line: usize,
-    pub convention_at: usize,
-    /// An explicit calling convention (`fastcc`, `cc 1000`).
-    pub convention: Option<Range<usize>>,
+pub struct CallSite<'t> {
+    pub callee: &'t str,
+    /// Where the callee's `@` is (a callee is not an address-taking reference).
+    pub callee_at: u32,
+    pub convention_at: u32,
+    /// The end of an explicit calling convention (`fastcc`, `cc 1000`); `convention_at` when there is none.
+    pub convention_end: u32,
     /// Just after the closing parenthesis of the arguments.
-    pub after_arguments: usize,
-    pub plan: Option<(Range<usize>, String)>,
-    /// `#N` attribute group reference after the arguments.
-    pub attribute_group: Option<(u32, Range<usize>)>,
+    pub after_arguments: u32,
+    /// The `#N` attribute group reference after the arguments: `N` (or [`NONE`]) and the range of `#N`.
+    pub group: u32,
+    pub group_start: u32,
+    pub group_end: u32,
+    /// The call site carries its own plan attribute.
+    pub has_plan: bool,
+}
+
+impl CallSite<'_> {
+    /// An explicit calling convention (`fastcc`, `cc 1000`).
+    pub fn convention(&self) -> Option<Range<usize>> {
+        (self.convention_end > self.convention_at).then_some(self.convention_at as usize..self.convention_end as usize)
+    }
+}
+
+/// A line that may use functions: a line of a function body, or a global's initializer, holding `@`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReferenceLine {
+    pub start: u32,
+    pub end: u32,
+    pub line: u32,
+    /// Where the line's first `@` is.
+    pub first_at: u32,
+    /// How many `@` the line holds (at most 255 are counted).
+    pub at_count: u8,
+    /// A body line (which may be a call); otherwise a global's line.
+    pub in_function: bool,
 }
 
 /// A use of a function other than as a callee or in its own header.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Reference {
-    pub name: String,
-    pub line: usize,
+pub struct Reference<'t> {
+    pub name: &'t str,
     pub offset: usize,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Module {
+pub struct Module<'t> {
     /// Distinct function signatures, parsed once each.
     pub signatures: Vec<Signature>,
     pub triple: Option<String>,
     pub types: TypeTable,
-    pub functions: Vec<FunctionHeader>,
+    pub functions: Vec<FunctionHeader<'t>>,
+    pub inline_attributes: Vec<InlineAttributes>,
     pub attribute_groups: Vec<AttributeGroup>,
+    /// Lines after the headers that name a global, in text order; materialization reads only these again.
+    pub reference_lines: Vec<ReferenceLine>,
     /// Function name → spec, from `llvm.global.annotations`.
     pub annotations: HashMap<String, String>,
     /// Private string constants, decoded: `@.str` → text.
@@ -157,20 +218,85 @@ fn is_name_char(byte: u8) -> bool {
 }
 
 /// The `@name` starting at `at` (which holds `@`), and where it ends.
-fn global_name(text: &str, at: usize) -> Option<(String, usize)> {
+fn global_name(text: &str, at: usize) -> Option<(&str, usize)> {
     let bytes = text.as_bytes();
     if bytes.get(at) != Some(&b'@') {
         return None;
     }
     if bytes.get(at + 1) == Some(&b'"') {
-        let close = text[at + 2..].find('"')? + at + 2;
-        return Some((text[at..=close].to_string(), close + 1));
+        let close = memchr::memchr(b'"', &bytes[at + 2..])? + at + 2;
+        return Some((&text[at..=close], close + 1));
     }
     let mut end = at + 1;
     while end < bytes.len() && is_name_char(bytes[end]) {
         end += 1;
     }
-    (end > at + 1).then(|| (text[at..end].to_string(), end))
+    (end > at + 1).then(|| (&text[at..end], end))
+}
+
+/// A line of the text: 1-based number, start, end without the line break (`\n` or `\r\n`), and where
+/// its first `@` is and how many it holds.
+struct Line {
+    number: usize,
+    start: usize,
+    end: usize,
+    first_at: usize,
+    at_count: usize,
+}
+
+/// A line's record for the second pass (offsets fit in `u32`: `read_module` refuses larger texts).
+fn reference_line(line: &Line, in_function: bool) -> ReferenceLine {
+    ReferenceLine {
+        start: line.start as u32,
+        end: line.end as u32,
+        line: line.number as u32,
+        first_at: line.first_at as u32,
+        at_count: line.at_count.min(255) as u8,
+        in_function,
+    }
+}
+
+/// The lines of `text`, found by one vectorized scan for line breaks and `@` together.
+fn lines(text: &str) -> impl Iterator<Item = Line> + '_ {
+    let bytes = text.as_bytes();
+    let mut marks = memchr::memchr2_iter(b'\n', b'@', bytes);
+    let mut start = 0;
+    let mut number = 0;
+    let mut first_at = 0;
+    let mut at_count = 0;
+    std::iter::from_fn(move || {
+        loop {
+            let at = match marks.next() {
+                Some(at) if bytes[at] == b'@' => {
+                    if at_count == 0 {
+                        first_at = at;
+                    }
+                    at_count += 1;
+                    continue;
+                }
+                Some(at) => at,
+                // The last line may lack a line break.
+                None if start < bytes.len() => bytes.len(),
+                None => return None,
+            };
+            let line_start = start;
+            start = at + 1;
+            number += 1;
+            let mut end = at;
+            while end > line_start && bytes[end - 1] == b'\r' {
+                end -= 1;
+            }
+            let line = Line {
+                number,
+                start: line_start,
+                end,
+                first_at,
+                at_count,
+            };
+            at_count = 0;
+            return Some(line);
+        }
+    })
 }
 
 /// Decodes LLVM's `\XX` escapes in a quoted string body.
@@ -215,8 +341,6 @@ pub fn encode_ir_string(text: &str) -> String {
 /// Finds `"key"="value"` in `text[range]`; returns the whole entry's range and the decoded value.
 fn string_attribute(text: &str, range: Range<usize>, key: &str) -> Option<(Range<usize>, String)> {
     let slice = text.get(range.clone())?;
-    // Most headers and call sites carry no string attribute at all.
-    memchr::memchr(b'"', slice.as_bytes())?;
     let needle = format!("\"{key}\"=\"");
     let start = slice.find(&needle)?;
     let value_start = start + needle.len();
@@ -229,10 +353,11 @@ fn string_attribute(text: &str, range: Range<usize>, key: &str) -> Option<(Range
 
 /// Index just past the parenthesis that closes the one at `open`.
 fn matching_paren(text: &str, open: usize) -> Option<usize> {
+    let bytes = &text.as_bytes()[open..];
     let mut depth = 0usize;
     let mut in_string = false;
-    for (offset, byte) in text.as_bytes()[open..].iter().enumerate() {
-        match byte {
+    for offset in memchr::memchr3_iter(b'"', b'(', b')', bytes) {
+        match bytes[offset] {
             b'"' => in_string = !in_string,
             b'(' if !in_string => depth += 1,
             b')' if !in_string => {
@@ -266,11 +391,11 @@ fn word_at(text: &str, at: usize) -> (&str, usize) {
     (&text[at..end], end)
 }
 
-/// Skips any of `words` (each followed by blanks) from `at`.
-fn skip_words(text: &str, mut at: usize, words: &[&str]) -> usize {
+/// Skips words for which `is_word` holds (each followed by blanks) from `at`.
+fn skip_words(text: &str, mut at: usize, is_word: fn(&str) -> bool) -> usize {
     loop {
         let (word, end) = word_at(text, at);
-        if words.contains(&word) {
+        if is_word(word) {
             at = skip_blanks(text, end);
         } else {
             return at;
@@ -288,50 +413,71 @@ fn calling_convention_at(text: &str, at: usize) -> Option<(Range<usize>, usize)>
         (!number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()))
             .then(|| (at..number_end, skip_blanks(text, number_end)))
     } else {
-        CALLING_CONVENTION_WORDS
-            .contains(&word)
-            .then(|| (at..end, skip_blanks(text, end)))
+        is_calling_convention_word(word).then(|| (at..end, skip_blanks(text, end)))
     }
 }
 
 /// The first `@name` in `text[from..to]` directly followed by `(`: where it starts, the name, and where it ends.
-fn first_called_name(text: &str, from: usize, to: usize) -> Option<(usize, String, usize)> {
+fn first_called_name(text: &str, from: usize, to: usize) -> Option<(usize, &str, usize)> {
     let mut search = from;
-    while let Some(found) = text[search..to].find('@') {
+    while let Some(found) = memchr::memchr(b'@', &text.as_bytes()[search..to]) {
         let position = search + found;
         match global_name(text, position) {
             Some((name, end)) if text.as_bytes().get(end) == Some(&b'(') => return Some((position, name, end)),
             Some((_, end)) => search = end,
             None => search = position + 1,
         }
+        if search >= to {
+            return None;
+        }
     }
     None
 }
 
-/// Reads everything but function bodies: headers, types, attribute groups, strings and annotations.
-/// Materialization reads bodies in a second, streaming pass.
-pub fn read_declarations(text: &str) -> Result<Module, ReadError> {
+/// Reads a module once: headers, types, attribute groups, strings and annotations, and which later lines
+/// name a global (materialization reads only those lines again).
+pub fn read_module(text: &str) -> Result<Module<'_>, ReadError> {
+    if u32::try_from(text.len()).is_err() {
+        return Err(ReadError {
+            line: 0,
+            message: "modules larger than 4 GiB are not supported".into(),
+            span: 0..0,
+        });
+    }
     let mut module = Module::default();
-    // One pass of a vectorized search sizes the header table, so that it is never moved while it grows.
-    let headers = memmem::find_iter(text.as_bytes(), b"\ndefine ").count()
-        + memmem::find_iter(text.as_bytes(), b"\ndeclare ").count()
-        + 1;
-    module.functions.reserve(headers);
-    let mut offset = 0;
+    // A generous guess (a header or a call takes more than 128 bytes of a typical module, with its body)
+    // saves moving the tables while they grow; pages that stay unused cost nothing.
+    module.functions.reserve(text.len() / 128);
+    module.reference_lines.reserve(text.len() / 128);
     let mut annotation_lines = Vec::new();
-    let mut signature_index: FxHashMap<(&str, &str), usize> = FxHashMap::default();
-    for (index, raw_line) in text.split_inclusive('\n').enumerate() {
-        let line_number = index + 1;
-        let start = offset;
-        offset += raw_line.len();
-        let line = raw_line.trim_end_matches(['\n', '\r']);
-        let span = start..start + line.len();
+    let mut signature_index: FxHashMap<(&str, &str), u32> = FxHashMap::default();
+    let mut in_function = false;
+    for scanned in lines(text) {
+        let (line_number, start, end) = (scanned.number, scanned.start, scanned.end);
+        let line = &text[start..end];
+        let span = start..end;
+        // Nothing but uses of globals is read inside a body; a top-level entity there (the body lacks its
+        // closing brace) ends it.
+        if in_function && !starts_top_level_entity(line) {
+            if line == "}" {
+                in_function = false;
+            } else if scanned.at_count > 0 {
+                module.reference_lines.push(reference_line(&scanned, true));
+            }
+            continue;
+        }
         let error = |message: String, span: Range<usize>| ReadError {
             line: line_number,
             message,
             span,
         };
-        if let Some(rest) = line.strip_prefix("target triple = \"") {
+        if line.starts_with("define ") || line.starts_with("declare ") {
+            let header = read_header(text, span, line_number, &mut module, &mut signature_index)?;
+            in_function = header.is_definition && line.ends_with('{');
+            module.functions.push(header);
+        } else if line == "}" {
+            in_function = false;
+        } else if let Some(rest) = line.strip_prefix("target triple = \"") {
             module.triple = rest.strip_suffix('"').map(str::to_string);
         } else if line.starts_with('%') && line.contains(" = type ") {
             let (name, ty) = parse_type_definition(line).map_err(|e: SignatureError| {
@@ -343,28 +489,23 @@ pub fn read_declarations(text: &str) -> Result<Module, ReadError> {
             if let Some(ty) = ty {
                 module.types.insert(name, ty);
             }
-        } else if line.starts_with("define ") || line.starts_with("declare ") {
-            let header = read_header(
-                text,
-                span.clone(),
-                line_number,
-                &mut module.signatures,
-                &mut signature_index,
-            )?;
-            module.functions.push(header);
         } else if line.starts_with("attributes #") {
             module
                 .attribute_groups
-                .push(read_attribute_group(text, span.clone(), line_number)?);
+                .push(read_attribute_group(text, span, line_number)?);
         } else if line.starts_with("@llvm.global.annotations ") {
-            annotation_lines.push(span.clone());
-        } else if line.starts_with('@')
-            && let Some((name, end)) = global_name(text, start)
-            && let Some(body) = line.find("c\"").map(|at| start + at + 2)
-            && line[end - start..].contains(" constant ")
-            && let Some(close) = text[body..span.end].find('"')
-        {
-            module.strings.insert(name, decode_ir_string(&text[body..body + close]));
+            annotation_lines.push(span);
+        } else if line.starts_with('@') {
+            module.reference_lines.push(reference_line(&scanned, false));
+            if let Some((name, name_end)) = global_name(text, start)
+                && let Some(body) = line.find("c\"").map(|at| start + at + 2)
+                && line[name_end - start..].contains(" constant ")
+                && let Some(close) = text[body..end].find('"')
+            {
+                module
+                    .strings
+                    .insert(name.to_string(), decode_ir_string(&text[body..body + close]));
+            }
         }
     }
     for span in annotation_lines {
@@ -373,13 +514,25 @@ pub fn read_declarations(text: &str) -> Result<Module, ReadError> {
     Ok(module)
 }
 
+/// Whether `line` can only be a top-level entity, never part of a function body.
+fn starts_top_level_entity(line: &str) -> bool {
+    match line.as_bytes().first() {
+        Some(b'd') => line.starts_with("define ") || line.starts_with("declare "),
+        Some(b'a') => line.starts_with("attributes #"),
+        Some(b'@') => true,
+        Some(b'%') => line.contains(" = type "),
+        Some(b't') => line.starts_with("target "),
+        _ => false,
+    }
+}
+
 fn read_header<'t>(
     text: &'t str,
     span: Range<usize>,
     line: usize,
-    signatures: &mut Vec<Signature>,
-    signature_index: &mut FxHashMap<(&'t str, &'t str), usize>,
-) -> Result<FunctionHeader, ReadError> {
+    module: &mut Module<'t>,
+    signature_index: &mut FxHashMap<(&'t str, &'t str), u32>,
+) -> Result<FunctionHeader<'t>, ReadError> {
     let header = &text[span.clone()];
     let error = |message: &str, at: usize| ReadError {
         line,
@@ -389,15 +542,15 @@ fn read_header<'t>(
     let is_definition = header.starts_with("define ");
     let keyword_end = span.start + if is_definition { 7 } else { 8 };
     // Linkage and visibility words come first; the calling convention (if any) follows them.
-    let convention_at = skip_words(text, keyword_end, LINKAGE_WORDS);
-    let (convention, at) = match calling_convention_at(text, convention_at) {
-        Some((range, after)) => (Some(range), after),
-        None => (None, convention_at),
+    let convention_at = skip_words(text, keyword_end, is_linkage_word);
+    let (convention_end, at) = match calling_convention_at(text, convention_at) {
+        Some((range, after)) => (range.end, after),
+        None => (convention_at, convention_at),
     };
     // The function name is the first `@name` directly followed by `(` outside the return type.
     let (_, name, name_end) =
         first_called_name(text, at, span.end).ok_or_else(|| error("function header without a name", span.start))?;
-    let return_text = text[at..name_end - name.len()].trim();
+    let return_text = text[at..name_end - name.len()].trim_ascii();
     let parameters_end = matching_paren(text, name_end)
         .filter(|end| *end <= span.end)
         .ok_or_else(|| error("unbalanced parameter list", name_end))?;
@@ -411,30 +564,47 @@ fn read_header<'t>(
                 message: format!("signature of {name}: {}", e.message),
                 span: span.clone(),
             })?;
-            signatures.push(parsed);
-            signature_index.insert((return_text, parameters_text), signatures.len() - 1);
-            signatures.len() - 1
+            let index = module.signatures.len() as u32;
+            module.signatures.push(parsed);
+            signature_index.insert((return_text, parameters_text), index);
+            index
         }
     };
     let tail = parameters_end..span.end;
-    let attribute_group = group_reference(text, tail.clone());
+    let (group, group_start, group_end) = match group_reference(text, tail.clone()) {
+        Some((id, range)) => (id, range.start as u32, range.end as u32),
+        None => (NONE, 0, 0),
+    };
     let attributes_at = if is_definition && header.ends_with(" {") {
         span.end - 2
     } else {
         span.end
     };
+    // Most headers carry no string attribute at all.
+    let quoted = memchr::memchr(b'"', &text.as_bytes()[tail.clone()]).is_some();
+    let spec = quoted
+        .then(|| string_attribute(text, tail.clone(), SPEC_ATTRIBUTE))
+        .flatten();
+    let plan = quoted.then(|| string_attribute(text, tail, PLAN_ATTRIBUTE)).flatten();
+    let inline_attributes = if spec.is_some() || plan.is_some() {
+        module.inline_attributes.push(InlineAttributes { spec, plan });
+        module.inline_attributes.len() as u32 - 1
+    } else {
+        NONE
+    };
     Ok(FunctionHeader {
-        inline_spec: string_attribute(text, tail.clone(), SPEC_ATTRIBUTE),
-        inline_plan: string_attribute(text, tail, PLAN_ATTRIBUTE),
         name,
-        is_definition,
-        line,
-        span,
+        name_hash: crate::cc::name_table::hash_of(name),
+        line: line as u32,
         signature,
-        convention_at,
-        convention,
-        attribute_group,
-        attributes_at,
+        convention_at: convention_at as u32,
+        convention_end: convention_end as u32,
+        attributes_at: attributes_at as u32,
+        group,
+        group_start,
+        group_end,
+        inline_attributes,
+        is_definition,
     })
 }
 
@@ -462,12 +632,12 @@ fn read_attribute_group(text: &str, span: Range<usize>, line: usize) -> Result<A
 
 /// The first ` #N` attribute group reference in `text[range]` (not inside a string).
 fn group_reference(text: &str, range: Range<usize>) -> Option<(u32, Range<usize>)> {
-    let slice = text.get(range.clone())?;
+    let slice = text.get(range.clone())?.as_bytes();
     let mut in_string = false;
-    for (offset, byte) in slice.bytes().enumerate() {
-        match byte {
+    for offset in memchr::memchr2_iter(b'"', b'#', slice) {
+        match slice[offset] {
             b'"' => in_string = !in_string,
-            b'#' if !in_string && offset > 0 && slice.as_bytes()[offset - 1] == b' ' => {
+            b'#' if !in_string && offset > 0 && slice[offset - 1] == b' ' => {
                 let number_start = range.start + offset + 1;
                 let (number, number_end) = word_at(text, number_start);
                 if let Ok(id) = number.parse() {
@@ -480,53 +650,73 @@ fn group_reference(text: &str, range: Range<usize>) -> Option<(u32, Range<usize>
     None
 }
 
-/// Records a direct `call`/`invoke`; returns the offset of its callee name so that it is not counted as
-/// an address-taking reference.
-pub(crate) fn read_call(text: &str, span: Range<usize>, line: usize, calls: &mut Vec<CallSite>) -> Option<usize> {
-    static CALL: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(" call "));
-    static INVOKE: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(" invoke "));
-    let body = text[span.clone()].as_bytes();
-    let keyword = [(&*CALL, 6), (&*INVOKE, 8)]
-        .iter()
-        .filter_map(|(finder, length)| finder.find(body).map(|at| (at, *length)))
-        .min()?;
-    let convention_at = skip_words(text, span.start + keyword.0 + keyword.1, FAST_MATH_FLAGS);
-    let convention = calling_convention_at(text, convention_at).map(|(range, _)| range);
-    let (position, name, end) = first_called_name(text, convention_at, span.end)?;
-    let after_arguments = matching_paren(text, end).filter(|close| *close <= span.end)?;
-    let plan = string_attribute(text, after_arguments..span.end, PLAN_ATTRIBUTE);
-    let attribute_group = group_reference(text, after_arguments..span.end);
-    calls.push(CallSite {
-        callee: name,
-        line,
-        convention_at,
-        convention,
-        after_arguments,
-        plan,
-        attribute_group,
-    });
-    Some(position)
+/// Where ` call ` or ` invoke ` (whichever comes first) starts in `prefix`, and the keyword's length with
+/// its blanks.
+fn keyword_position(prefix: &[u8]) -> Option<(usize, usize)> {
+    let mut at = 0;
+    while let Some(blank) = memchr::memchr(b' ', &prefix[at..]) {
+        let rest = &prefix[at + blank..];
+        if rest.starts_with(b" call ") {
+            return Some((at + blank, 6));
+        }
+        if rest.starts_with(b" invoke ") {
+            return Some((at + blank, 8));
+        }
+        at += blank + 1;
+    }
+    None
 }
 
-pub(crate) fn collect_references(
-    text: &str,
+/// Reads a direct `call`/`invoke` on the line `span`, whose first `@` is at `first_at`.
+pub(crate) fn read_call(text: &str, span: Range<usize>, first_at: usize) -> Option<CallSite<'_>> {
+    // The keyword comes before the callee, the line's first `@` (only `%result =` and call markers such
+    // as `tail` precede it).
+    let keyword = keyword_position(text.as_bytes().get(span.start..first_at)?)?;
+    let convention_at = skip_words(text, span.start + keyword.0 + keyword.1, is_fast_math_flag);
+    let convention_end = calling_convention_at(text, convention_at).map_or(convention_at, |(range, _)| range.end);
+    let (position, name, end) = first_called_name(text, convention_at, span.end)?;
+    let after_arguments = matching_paren(text, end).filter(|close| *close <= span.end)?;
+    let has_plan = memchr::memchr(b'"', &text.as_bytes()[after_arguments..span.end]).is_some()
+        && string_attribute(text, after_arguments..span.end, PLAN_ATTRIBUTE).is_some();
+    let (group, group_start, group_end) = match group_reference(text, after_arguments..span.end) {
+        Some((id, range)) => (id, range.start as u32, range.end as u32),
+        None => (NONE, 0, 0),
+    };
+    // `read_module` refuses texts whose offsets do not fit in `u32`.
+    Some(CallSite {
+        callee: name,
+        callee_at: position as u32,
+        convention_at: convention_at as u32,
+        convention_end: convention_end as u32,
+        after_arguments: after_arguments as u32,
+        group,
+        group_start,
+        group_end,
+        has_plan,
+    })
+}
+
+/// Calls `found` for every `@name` on the line `span` except `skip` (a callee's name, by its range).
+pub(crate) fn for_each_reference<'t>(
+    text: &'t str,
     span: Range<usize>,
-    line: usize,
-    references: &mut Vec<Reference>,
-    skip: Option<usize>,
+    skip: Option<Range<usize>>,
+    mut found: impl FnMut(Reference<'t>),
 ) {
     let mut search = span.start;
-    while let Some(found) = text[search..span.end].find('@') {
-        let position = search + found;
+    while search < span.end
+        && let Some(at) = memchr::memchr(b'@', &text.as_bytes()[search..span.end])
+    {
+        let position = search + at;
+        if let Some(skip) = &skip
+            && skip.start == position
+        {
+            search = skip.end;
+            continue;
+        }
         match global_name(text, position) {
             Some((name, end)) => {
-                if Some(position) != skip {
-                    references.push(Reference {
-                        name,
-                        line,
-                        offset: position,
-                    });
-                }
+                found(Reference { name, offset: position });
                 search = end;
             }
             None => search = position + 1,
@@ -536,21 +726,21 @@ pub(crate) fn collect_references(
 
 /// `llvm.global.annotations` entries pair a function with a string constant; those starting with
 /// `neverc-callconv=` attach a spec.
-fn read_annotations(text: &str, span: Range<usize>, module: &mut Module) {
+fn read_annotations(text: &str, span: Range<usize>, module: &mut Module<'_>) {
     let line = &text[span.clone()];
     for entry in line.split("} {").skip(1).chain(line.split(" { ").skip(1)) {
-        let names: Vec<String> = entry
+        let names: Vec<&str> = entry
             .match_indices('@')
             .filter_map(|(at, _)| global_name(entry, at).map(|(name, _)| name))
             .collect();
         let Some(function) = names.first() else { continue };
         for name in names.iter().skip(1) {
-            if let Some(annotation) = module.strings.get(name)
+            if let Some(annotation) = module.strings.get(*name)
                 && let Some(spec) = annotation.trim_end_matches('\0').strip_prefix(SPEC_ANNOTATION_PREFIX)
             {
                 module
                     .annotations
-                    .entry(function.clone())
+                    .entry((*function).to_string())
                     .or_insert_with(|| spec.to_string());
             }
         }

@@ -6,16 +6,15 @@
 //! call sites get `cc 1000`, call sites inherit the callee's plan, and functions whose address escapes are
 //! reported. The output differs from the input only by these edits.
 
-use std::collections::{HashMap, HashSet};
-
-use rustc_hash::FxHashMap;
+use std::collections::HashSet;
 use std::ops::Range;
-use std::rc::Rc;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::cc::ll_reader::{
-    AttributeGroup, CallSite, FunctionHeader, Module, ReadError, collect_references, encode_ir_string, read_call,
-    read_declarations,
+    AttributeGroup, CallSite, Module, NONE, ReadError, encode_ir_string, for_each_reference, read_call, read_module,
 };
+use crate::cc::name_table::NameTable;
 use crate::cc::plan::{PLAN_TAG, Plan};
 use crate::cc::plan_validation::check_plan_identity;
 use crate::cc::planner::{PlanNote, PlanningError, plan_from_spec};
@@ -54,22 +53,61 @@ pub struct Warning {
     pub message: String,
 }
 
+/// What materialization did. Names borrow from the module text.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Materialized {
-    pub text: String,
-    /// Functions given a plan, in module order, with the plan (shared between functions planned alike).
-    pub plans: Vec<(String, Rc<str>)>,
+pub struct MaterializeReport<'t> {
+    /// Every materialized function (given a plan, or whose plan was validated), in module order.
+    functions: Vec<&'t str>,
+    /// The plan of each of `functions`, by id.
+    function_plans: Vec<u32>,
+    /// Distinct plans by id, and whether the plan was already in the module.
+    plan_texts: Vec<(Box<str>, bool)>,
+    planned: usize,
     /// Functions whose existing plan was validated.
-    pub validated: Vec<String>,
+    pub validated: Vec<&'t str>,
     pub warnings: Vec<Warning>,
     /// Planner notes, once per distinct (spec, signature), with the first function that had them.
     pub notes: Vec<(String, PlanNote)>,
+}
+
+impl<'t> MaterializeReport<'t> {
+    /// Functions given a plan, in module order, with the plan.
+    pub fn plans(&self) -> impl Iterator<Item = (&'t str, &str)> + '_ {
+        self.functions
+            .iter()
+            .zip(&self.function_plans)
+            .filter_map(|(function, plan)| {
+                let (text, existing) = &self.plan_texts[*plan as usize];
+                (!existing).then_some((*function, &**text))
+            })
+    }
+
+    /// How many functions were given a plan.
+    pub fn plan_count(&self) -> usize {
+        self.planned
+    }
+
+    /// The plan given to function `name` (`@name`), if any.
+    pub fn plan_of(&self, name: &str) -> Option<&str> {
+        self.plans()
+            .find(|(function, _)| *function == name)
+            .map(|(_, plan)| plan)
+    }
+}
+
+/// The materialized module text and the report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Materialized<'t> {
+    pub text: String,
+    pub report: MaterializeReport<'t>,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum MaterializeError {
     #[error(transparent)]
     Read(#[from] ReadError),
+    #[error("cannot write the materialized module: {0}")]
+    Write(#[from] std::io::Error),
     #[error("line {line}: {function}: {error}")]
     Planning {
         function: String,
@@ -84,58 +122,94 @@ pub enum MaterializeError {
     },
 }
 
-impl Materialized {
-    /// The plan given to function `name` (`@name`), if any.
-    pub fn plan_of(&self, name: &str) -> Option<&str> {
-        self.plans
-            .iter()
-            .find(|(function, _)| function == name)
-            .map(|(_, plan)| &**plan)
+/// Where the materialized module text goes, piece by piece.
+pub trait TextOutput {
+    fn put(&mut self, text: &str) -> std::io::Result<()>;
+}
+
+impl TextOutput for String {
+    fn put(&mut self, text: &str) -> std::io::Result<()> {
+        self.push_str(text);
+        Ok(())
     }
 }
 
-/// An edit of the original text: replace `start..end` with a (usually shared) string.
-type Edit = (usize, usize, Replacement);
+/// Any byte sink (a buffered file, a reused buffer) as a [`TextOutput`].
+pub struct WriteOutput<W>(pub W);
 
-/// Replacement text: a constant, or a string shared by many edits (a plan attribute).
-#[derive(Clone)]
-enum Replacement {
-    Static(&'static str),
-    Shared(Rc<str>),
+impl<W: std::io::Write> TextOutput for WriteOutput<W> {
+    fn put(&mut self, text: &str) -> std::io::Result<()> {
+        self.0.write_all(text.as_bytes())
+    }
 }
 
-impl Replacement {
-    fn as_str(&self) -> &str {
-        match self {
-            Replacement::Static(text) => text,
-            Replacement::Shared(text) => text,
+/// An edit of the original text: replace `start..end` with entry `text` of the [`Replacements`] pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Edit {
+    start: u32,
+    end: u32,
+    text: u32,
+}
+
+impl Edit {
+    fn new(start: usize, end: usize, text: u32) -> Edit {
+        // `read_module` refuses texts whose offsets do not fit in `u32`.
+        Edit {
+            start: start as u32,
+            end: end as u32,
+            text,
         }
     }
+
+    fn key(&self) -> (u32, u32) {
+        (self.start, self.end)
+    }
 }
 
-/// A plan and its attribute text, shared by every function and call site that uses it.
-#[derive(Clone)]
+/// Every replacement text, stored once: the convention, nothing, group references and plan attributes.
+struct Replacements {
+    texts: Vec<Box<str>>,
+}
+
+const REPLACE_CONVENTION: u32 = 0;
+const INSERT_CONVENTION: u32 = 1;
+const REMOVE: u32 = 2;
+/// Reference lines handled together in the second pass.
+const REFERENCE_CHUNK: usize = 256;
+
+impl Replacements {
+    fn new() -> Replacements {
+        Replacements {
+            texts: vec![CONVENTION.into(), CONVENTION_AND_SPACE.into(), "".into()],
+        }
+    }
+
+    fn add(&mut self, text: String) -> u32 {
+        self.texts.push(text.into_boxed_str());
+        self.texts.len() as u32 - 1
+    }
+
+    fn get(&self, index: u32) -> &str {
+        &self.texts[index as usize]
+    }
+}
+
+/// A plan, shared by every function and call site that uses it.
 struct SharedPlan {
-    /// Distinct plans are numbered in the order they are first made.
-    id: usize,
-    plan: Rc<str>,
-    /// ` "neverc-cc-plan-v1"="…"`, for inline use.
-    attribute: Rc<str>,
+    plan: Box<str>,
+    /// ` "neverc-cc-plan-v1"="…"`, for inline use, in the replacement pool.
+    attribute: u32,
+    /// The plan was already in the module (it is validated, not made).
+    existing: bool,
 }
 
-impl SharedPlan {
-    fn new(id: usize, plan: String) -> SharedPlan {
-        let attribute = format!(" \"{PLAN_TAG}\"=\"{}\"", encode_ir_string(&plan));
-        SharedPlan {
-            id,
-            plan: plan.into(),
-            attribute: attribute.into(),
-        }
-    }
+/// A function header to rewrite: its index in the module, and the replacement for its `#N` reference (or
+/// the inline plan attribute to add, when it has none).
+struct HeaderEdit {
+    function: u32,
+    group_reference: Option<u32>,
+    plan: u32,
 }
-
-/// A new group's references: `#N` (replacing a reference) and ` #N` (appended to a call site).
-type GroupReferences = (Rc<str>, Rc<str>);
 
 /// Attribute groups that carry plans: for every (original group, plan) pair one new group, holding the
 /// original attributes (without a spec) and the plan, so that each function or call site only changes its
@@ -144,64 +218,102 @@ struct PlanGroups<'a> {
     text: &'a str,
     exclusive: HashSet<u32>,
     cleaned: HashSet<u32>,
-    /// (original group, plan) → the new group's `#N` and ` #N` references.
-    assigned: FxHashMap<(Option<u32>, usize), GroupReferences>,
+    /// (original group or [`NONE`], plan) → the new group's `#N` and ` #N` replacements.
+    assigned: FxHashMap<(u32, u32), (u32, u32)>,
+    /// The last lookup, which neighbouring functions usually repeat.
+    last: Option<((u32, u32), (u32, u32))>,
     next_id: u32,
     appended: String,
+    /// Spec removals inside the original groups.
+    edits: Vec<Edit>,
 }
 
 impl PlanGroups<'_> {
-    /// The group holding `base`'s attributes and `plan`, as the references `#N` and ` #N`.
-    fn group_for(&mut self, base: Option<&AttributeGroup>, plan: &SharedPlan) -> GroupReferences {
-        let key = (base.map(|group| group.id), plan.id);
-        if let Some(references) = self.assigned.get(&key) {
-            return references.clone();
+    /// The group holding `base`'s attributes and `plan`, as the replacements `#N` and ` #N`.
+    fn group_for(
+        &mut self,
+        base: Option<&AttributeGroup>,
+        plan_id: u32,
+        plans: &[SharedPlan],
+        replacements: &mut Replacements,
+    ) -> (u32, u32) {
+        let key = (base.map_or(NONE, |group| group.id), plan_id);
+        if let Some((last_key, references)) = self.last
+            && last_key == key
+        {
+            return references;
         }
-        let id = self.next_id;
-        self.next_id += 1;
-        let body = base
-            .map(|group| group_body_without_spec(self.text, group))
-            .unwrap_or_default();
-        let separator = if body.is_empty() { "" } else { " " };
-        self.appended.push_str(&format!(
-            "attributes #{id} = {{ {body}{separator}{} }}\n",
-            plan.attribute.trim_start()
-        ));
-        let references: GroupReferences = (Rc::from(format!("#{id}")), Rc::from(format!(" #{id}")));
-        self.assigned.insert(key, references.clone());
+        let references = match self.assigned.get(&key) {
+            Some(references) => *references,
+            None => {
+                let id = self.next_id;
+                self.next_id += 1;
+                let body = base
+                    .map(|group| group_body_without_spec(self.text, group))
+                    .unwrap_or_default();
+                let separator = if body.is_empty() { "" } else { " " };
+                let attribute = replacements.get(plans[plan_id as usize].attribute).trim_start();
+                self.appended
+                    .push_str(&format!("attributes #{id} = {{ {body}{separator}{attribute} }}\n"));
+                let references = (replacements.add(format!("#{id}")), replacements.add(format!(" #{id}")));
+                self.assigned.insert(key, references);
+                references
+            }
+        };
+        self.last = Some((key, references));
         references
     }
 
     /// Removes a spec from a group in place when only spec carriers use the group (they all move away).
-    fn clean(&mut self, group: &AttributeGroup, edits: &mut Vec<Edit>) {
+    fn clean(&mut self, group: &AttributeGroup) {
         if self.exclusive.contains(&group.id)
             && self.cleaned.insert(group.id)
             && let Some((range, _)) = &group.spec
         {
-            edits.push((range.start.saturating_sub(1), range.end, Replacement::Static("")));
+            self.edits
+                .push(Edit::new(range.start.saturating_sub(1), range.end, REMOVE));
         }
     }
 }
 
 /// Where a selected function's convention comes from.
-enum Source {
-    Existing(String),
-    Spec(Rc<str>),
+enum Source<'m> {
+    Existing(&'m str),
+    /// A spec written in the source (planned for this function alone).
+    Written(&'m str),
+    /// The session spec or shuffle layout `index`, memoized per signature.
+    Session(usize),
 }
 
-/// Materializes every selected function of `text` for `target`.
-pub fn materialize(
-    text: &str,
+/// Materializes every selected function of `text` for `target`, into a new string.
+pub fn materialize<'t>(
+    text: &'t str,
     target: &TargetRecord,
     options: &MaterializeOptions,
-) -> Result<Materialized, MaterializeError> {
-    let module = read_declarations(text)?;
-    let groups: HashMap<u32, &AttributeGroup> = module.attribute_groups.iter().map(|group| (group.id, group)).collect();
+) -> Result<Materialized<'t>, MaterializeError> {
+    let mut out = String::new();
+    let report = materialize_to(text, target, options, &mut out)?;
+    Ok(Materialized { text: out, report })
+}
+
+/// Materializes every selected function of `text` for `target`, writing the module to `out`. Nothing is
+/// written when materialization fails; a failing `out` stops the writing with [`MaterializeError::Write`].
+pub fn materialize_to<'t>(
+    text: &'t str,
+    target: &TargetRecord,
+    options: &MaterializeOptions,
+    out: &mut impl TextOutput,
+) -> Result<MaterializeReport<'t>, MaterializeError> {
+    let module = read_module(text)?;
+    let groups: FxHashMap<u32, &AttributeGroup> =
+        module.attribute_groups.iter().map(|group| (group.id, group)).collect();
+    let mut replacements = Replacements::new();
     let mut plan_groups = PlanGroups {
         text,
         exclusive: exclusive_spec_groups(text, &module),
         cleaned: HashSet::new(),
         assigned: FxHashMap::default(),
+        last: None,
         next_id: module
             .attribute_groups
             .iter()
@@ -209,158 +321,188 @@ pub fn materialize(
             .max()
             .unwrap_or(0),
         appended: String::new(),
+        edits: Vec::new(),
     };
-    let mut distinct_plans = 0usize;
-    let session_spec: Rc<str> = Rc::from(options.spec.clone().unwrap_or_else(|| target.default_spec.to_string()));
-    let layouts: Vec<Rc<str>> = target.shuffle_layouts.iter().map(|layout| Rc::from(*layout)).collect();
-    // Keyed by the spec's allocation (session specs and layouts are shared) and the signature index; the
-    // value keeps the spec alive so that its address is not reused.
-    let mut memo: FxHashMap<(usize, usize), (Rc<str>, SharedPlan)> = FxHashMap::default();
-    let mut edits: Vec<Edit> = Vec::with_capacity(module.functions.len() * 3);
-    let mut plans = Vec::new();
+    let session_specs: Vec<&str> = if options.shuffle && !target.shuffle_layouts.is_empty() {
+        target.shuffle_layouts.to_vec()
+    } else {
+        vec![options.spec.as_deref().unwrap_or(target.default_spec)]
+    };
+    // Session plans by (session spec, signature).
+    let signature_count = module.signatures.len();
+    let mut memo: Vec<u32> = vec![NONE; session_specs.len() * signature_count];
+    let mut shared_plans: Vec<SharedPlan> = Vec::new();
+    let mut header_edits: Vec<HeaderEdit> = Vec::new();
+    let mut functions: Vec<&'t str> = Vec::new();
+    let mut function_plans: Vec<u32> = Vec::new();
+    let mut function_hashes: Vec<u64> = Vec::new();
     let mut validated = Vec::new();
     let mut notes = Vec::new();
     let mut shuffle_counter = 0usize;
-    let mut materialized: FxHashMap<&str, SharedPlan> =
-        FxHashMap::with_capacity_and_hasher(module.functions.len(), Default::default());
 
     for (function_index, function) in module.functions.iter().enumerate() {
-        let group = function
-            .attribute_group
-            .as_ref()
-            .and_then(|(id, _)| groups.get(id))
-            .copied();
-        let existing = function
-            .inline_plan
-            .as_ref()
+        let group = (function.group != NONE)
+            .then(|| groups.get(&function.group).copied())
+            .flatten();
+        let inline = module.inline_attributes.get(function.inline_attributes as usize);
+        let existing = inline
+            .and_then(|inline| inline.plan.as_ref())
             .or_else(|| group.and_then(|group| group.plan.as_ref()))
-            .map(|(_, plan)| plan.clone());
-        let source_spec = function
-            .inline_spec
-            .as_ref()
+            .map(|(_, plan)| plan.as_str());
+        let source_spec = inline
+            .and_then(|inline| inline.spec.as_ref())
             .or_else(|| group.and_then(|group| group.spec.as_ref()))
-            .map(|(_, spec)| spec.clone())
+            .map(|(_, spec)| spec.as_str())
             .or_else(|| {
                 if module.annotations.is_empty() {
                     None
                 } else {
-                    module.annotations.get(&function.name).cloned()
+                    module.annotations.get(function.name).map(String::as_str)
                 }
             });
-        let bare_name = function.name.trim_start_matches('@').trim_matches('"');
+        // The prefix test reads the name, which is no longer in the cache; an empty prefix needs no test.
+        let selected_by_prefix =
+            || options.prefix.is_empty() || bare_function_name(function.name).starts_with(&options.prefix);
         let source = if let Some(plan) = existing {
             Source::Existing(plan)
         } else if let Some(spec) = source_spec {
-            Source::Spec(Rc::from(spec))
-        } else if options.cc_all && function.is_definition && bare_name.starts_with(&options.prefix) {
-            if options.shuffle && !layouts.is_empty() {
-                shuffle_counter += 1;
-                Source::Spec(Rc::clone(&layouts[(shuffle_counter - 1) % layouts.len()]))
-            } else {
-                Source::Spec(Rc::clone(&session_spec))
-            }
+            Source::Written(spec)
+        } else if options.cc_all && function.is_definition && selected_by_prefix() {
+            shuffle_counter += 1;
+            Source::Session((shuffle_counter - 1) % session_specs.len())
         } else {
             continue;
         };
-        let shared = match source {
+        let mut plan_for = |spec: &str| -> Result<u32, MaterializeError> {
+            let signature = &module.signatures[function.signature as usize];
+            let bare_name = bare_function_name(function.name);
+            let planned = plan_from_spec(target, spec, signature, &module.types, bare_name).map_err(|error| {
+                MaterializeError::Planning {
+                    function: function.name.to_string(),
+                    line: function.line as usize,
+                    error,
+                }
+            })?;
+            notes.extend(planned.notes.into_iter().map(|note| (function.name.to_string(), note)));
+            Ok(share(
+                planned.plan.serialize(),
+                false,
+                &mut shared_plans,
+                &mut replacements,
+            ))
+        };
+        let plan_id = match source {
             Source::Existing(plan) => {
                 let failure = |message: String| MaterializeError::Plan {
-                    function: function.name.clone(),
-                    line: function.line,
+                    function: function.name.to_string(),
+                    line: function.line as usize,
                     message,
                 };
                 let parsed =
-                    Plan::parse(&plan).map_err(|_| failure("malformed NeverC calling convention plan".into()))?;
+                    Plan::parse(plan).map_err(|_| failure("malformed NeverC calling convention plan".into()))?;
                 check_plan_identity(&parsed, target).map_err(|rejection| failure(rejection.to_string()))?;
-                validated.push(function.name.clone());
-                distinct_plans += 1;
-                SharedPlan::new(distinct_plans - 1, plan)
+                validated.push(function.name);
+                functions.push(function.name);
+                function_hashes.push(function.name_hash);
+                function_plans.push(share(plan.to_string(), true, &mut shared_plans, &mut replacements));
+                continue;
             }
-            Source::Spec(spec) => {
-                let key = (Rc::as_ptr(&spec).cast::<u8>() as usize, function.signature);
-                let shared = match memo.get(&key) {
-                    Some((_, shared)) => shared.clone(),
-                    None => {
-                        let signature = &module.signatures[function.signature];
-                        let planned =
-                            plan_from_spec(target, &spec, signature, &module.types, bare_name).map_err(|error| {
-                                MaterializeError::Planning {
-                                    function: function.name.clone(),
-                                    line: function.line,
-                                    error,
-                                }
-                            })?;
-                        notes.extend(planned.notes.into_iter().map(|note| (function.name.clone(), note)));
-                        distinct_plans += 1;
-                        let shared = SharedPlan::new(distinct_plans - 1, planned.plan.serialize());
-                        memo.insert(key, (Rc::clone(&spec), shared.clone()));
-                        shared
-                    }
-                };
-                edit_function(function, group, &shared, &mut edits, &mut plan_groups);
-                plans.push((function_index, Rc::clone(&shared.plan)));
-                shared
+            Source::Written(spec) => plan_for(spec)?,
+            Source::Session(index) => {
+                let slot = index * signature_count + function.signature as usize;
+                if memo[slot] == NONE {
+                    memo[slot] = plan_for(session_specs[index])?;
+                }
+                memo[slot]
             }
         };
-        materialized.insert(function.name.as_str(), shared);
+        // The new group is made now, so that groups are numbered in the order functions and then call
+        // sites first need them; the header itself is rewritten while the module is written.
+        let group_reference = match (group, function.attribute_group()) {
+            (Some(group), Some(_)) => {
+                plan_groups.clean(group);
+                Some(
+                    plan_groups
+                        .group_for(Some(group), plan_id, &shared_plans, &mut replacements)
+                        .0,
+                )
+            }
+            _ => None,
+        };
+        header_edits.push(HeaderEdit {
+            function: function_index as u32,
+            group_reference,
+            plan: plan_id,
+        });
+        functions.push(function.name);
+        function_hashes.push(function.name_hash);
+        function_plans.push(plan_id);
     }
 
-    // Second pass over the bodies, in text order: call sites of materialized functions, and any other
-    // reference to one of them (its address escapes).
+    // Materialized functions by name (see `name_table` for why not a hash map).
+    let materialized = NameTable::new(&functions, &function_hashes);
+
+    // Second pass over the lines that name globals, in text order and in chunks (whose callees are looked
+    // up together): call sites of materialized functions, and any other reference to one of them (its
+    // address escapes).
     let mut call_edits: Vec<Edit> = Vec::new();
     let mut warnings = Vec::new();
-    let mut warned = HashSet::new();
-    let mut calls = Vec::with_capacity(1);
-    let mut references = Vec::new();
-    let mut in_function = false;
-    let mut offset = 0;
-    for (index, raw_line) in text.split_inclusive('\n').enumerate() {
-        let start = offset;
-        offset += raw_line.len();
-        let line = raw_line.trim_end_matches(['\n', '\r']);
-        let span = start..start + line.len();
-        if line.starts_with("define ") {
-            in_function = line.ends_with('{');
-            continue;
-        }
-        if line == "}" {
-            in_function = false;
-            continue;
-        }
-        let global_line = line.starts_with('@') && !line.starts_with("@llvm.global.annotations ");
-        if !(in_function || global_line) || memchr::memchr(b'@', line.as_bytes()).is_none() {
-            continue;
-        }
-        calls.clear();
-        references.clear();
-        let skip = if in_function {
-            read_call(text, span.clone(), index + 1, &mut calls)
-        } else {
-            None
-        };
-        if let Some(call) = calls.first()
-            && let Some(shared) = materialized.get(call.callee.as_str())
-        {
-            let base = call
-                .attribute_group
-                .as_ref()
-                .and_then(|(id, _)| groups.get(id))
-                .copied();
-            edit_call(call, base, shared, &mut call_edits, &mut plan_groups);
-        }
-        collect_references(text, span, index + 1, &mut references, skip);
-        for reference in references.drain(..) {
-            if let Some((name, _)) = materialized.get_key_value(reference.name.as_str())
-                && warned.insert(*name)
-            {
-                warnings.push(Warning {
-                    function: reference.name,
-                    line: reference.line,
-                    message: ADDRESS_TAKEN_WARNING.to_string(),
+    if !functions.is_empty() {
+        call_edits.reserve(module.reference_lines.len() * 2);
+        let mut warned: FxHashSet<&str> = FxHashSet::default();
+        let mut calls: Vec<(usize, CallSite<'t>)> = Vec::new();
+        let mut callees: Vec<&str> = Vec::new();
+        let mut found: Vec<u32> = Vec::new();
+        for chunk in module.reference_lines.chunks(REFERENCE_CHUNK) {
+            calls.clear();
+            callees.clear();
+            for (index, line) in chunk.iter().enumerate() {
+                if line.in_function
+                    && let Some(call) = read_call(text, line.start as usize..line.end as usize, line.first_at as usize)
+                {
+                    callees.push(call.callee);
+                    calls.push((index, call));
+                }
+            }
+            materialized.find_all(&callees, &mut found);
+            let mut next_call = calls.iter().zip(&found).peekable();
+            for (index, line) in chunk.iter().enumerate() {
+                let mut skip = None;
+                if let Some(((_, call), found)) = next_call.next_if(|((call_line, _), _)| *call_line == index) {
+                    skip = Some(call.callee_at as usize..call.callee_at as usize + call.callee.len());
+                    if let Some(plan_id) = function_plans.get(*found as usize) {
+                        let base = (call.group != NONE).then(|| groups.get(&call.group).copied()).flatten();
+                        edit_call(
+                            call,
+                            base,
+                            *plan_id,
+                            &shared_plans,
+                            &mut replacements,
+                            &mut call_edits,
+                            &mut plan_groups,
+                        );
+                    }
+                }
+                // A call whose callee is the line's only name refers to nothing else.
+                if skip.is_some() && line.at_count == 1 {
+                    continue;
+                }
+                for_each_reference(text, line.start as usize..line.end as usize, skip, |reference| {
+                    if let Some(found) = materialized.get(reference.name)
+                        && warned.insert(functions[found])
+                    {
+                        warnings.push(Warning {
+                            function: reference.name.to_string(),
+                            line: line.line as usize,
+                            message: ADDRESS_TAKEN_WARNING.to_string(),
+                        });
+                    }
                 });
             }
         }
     }
+
+    let mut group_edits = std::mem::take(&mut plan_groups.edits);
     if !plan_groups.appended.is_empty() {
         let at = module.attribute_groups.last().map_or(text.len(), |group| {
             let end = group.span.end;
@@ -375,87 +517,118 @@ pub fn materialize(
         } else {
             ""
         };
-        edits.push((
-            at,
-            at,
-            Replacement::Shared(Rc::from(format!("{prefix}{}", plan_groups.appended))),
-        ));
+        let appended = replacements.add(format!("{prefix}{}", plan_groups.appended));
+        group_edits.push(Edit::new(at, at, appended));
     }
-    edits.sort_by_key(|(start, end, _)| (*start, *end));
-    let text = apply(text, merge(edits, call_edits));
-    let mut names: Vec<String> = module.functions.into_iter().map(|function| function.name).collect();
-    let plans = plans
-        .into_iter()
-        .map(|(index, plan)| (std::mem::take(&mut names[index]), plan))
-        .collect();
-    Ok(Materialized {
+    group_edits.sort_by_key(Edit::key);
+    let functions_planned = header_edits.len();
+    let header_edits = header_edits.iter().flat_map(|edit| {
+        let (edits, count) = edits_of_header(&module, edit, &shared_plans);
+        edits.into_iter().take(count)
+    });
+    apply(
         text,
-        plans,
+        header_edits,
+        call_edits.into_iter(),
+        group_edits.into_iter(),
+        &replacements,
+        out,
+    )?;
+    Ok(MaterializeReport {
+        functions,
+        function_plans,
+        planned: functions_planned,
+        plan_texts: shared_plans
+            .into_iter()
+            .map(|shared| (shared.plan, shared.existing))
+            .collect(),
         validated,
         warnings,
         notes,
     })
 }
 
+/// A function's name without `@` and without the quotes of a quoted name (byte operations: this runs
+/// once per function).
+fn bare_function_name(name: &str) -> &str {
+    let name = name.strip_prefix('@').unwrap_or(name);
+    name.strip_prefix('"')
+        .and_then(|name| name.strip_suffix('"'))
+        .unwrap_or(name)
+}
+
+/// Adds a plan and its attribute text to the pool; returns the plan's id.
+fn share(plan: String, existing: bool, shared_plans: &mut Vec<SharedPlan>, replacements: &mut Replacements) -> u32 {
+    let attribute = replacements.add(format!(" \"{PLAN_TAG}\"=\"{}\"", encode_ir_string(&plan)));
+    shared_plans.push(SharedPlan {
+        plan: plan.into_boxed_str(),
+        attribute,
+        existing,
+    });
+    shared_plans.len() as u32 - 1
+}
+
 /// Replaces an explicit calling convention with `cc 1000`, or inserts it where one would go.
-fn edit_convention(convention: &Option<Range<usize>>, at: usize, edits: &mut Vec<Edit>) {
+fn convention_edit(convention: Option<Range<usize>>, at: usize) -> Edit {
     match convention {
-        Some(range) => edits.push((range.start, range.end, Replacement::Static(CONVENTION))),
-        None => edits.push((at, at, Replacement::Static(CONVENTION_AND_SPACE))),
+        Some(range) => Edit::new(range.start, range.end, REPLACE_CONVENTION),
+        None => Edit::new(at, at, INSERT_CONVENTION),
     }
 }
 
-fn edit_function(
-    function: &FunctionHeader,
-    group: Option<&AttributeGroup>,
-    shared: &SharedPlan,
-    edits: &mut Vec<Edit>,
-    plan_groups: &mut PlanGroups<'_>,
-) {
-    edit_convention(&function.convention, function.convention_at, edits);
-    if let Some((range, _)) = &function.inline_spec {
-        edits.push((range.start.saturating_sub(1), range.end, Replacement::Static("")));
+/// The (at most three) edits of a function header, in text order.
+fn edits_of_header(module: &Module<'_>, edit: &HeaderEdit, plans: &[SharedPlan]) -> ([Edit; 3], usize) {
+    let function = &module.functions[edit.function as usize];
+    let mut edits = [Edit::new(0, 0, REMOVE); 3];
+    edits[0] = convention_edit(function.convention(), function.convention_at as usize);
+    let mut count = 1;
+    if let Some(inline) = module.inline_attributes.get(function.inline_attributes as usize)
+        && let Some((range, _)) = &inline.spec
+    {
+        edits[count] = Edit::new(range.start.saturating_sub(1), range.end, REMOVE);
+        count += 1;
     }
-    match (group, &function.attribute_group) {
-        (Some(group), Some((_, range))) => {
-            plan_groups.clean(group, edits);
-            let id = plan_groups.group_for(Some(group), shared);
-            edits.push((range.start, range.end, Replacement::Shared(id.0)));
+    edits[count] = match (edit.group_reference, function.attribute_group()) {
+        (Some(reference), Some((_, range))) => Edit::new(range.start, range.end, reference),
+        _ => {
+            let at = function.attributes_at as usize;
+            Edit::new(at, at, plans[edit.plan as usize].attribute)
         }
-        _ => edits.push((
-            function.attributes_at,
-            function.attributes_at,
-            Replacement::Shared(Rc::clone(&shared.attribute)),
-        )),
-    }
+    };
+    count += 1;
+    edits[..count].sort_by_key(Edit::key);
+    (edits, count)
 }
 
 fn edit_call(
-    call: &CallSite,
+    call: &CallSite<'_>,
     base: Option<&AttributeGroup>,
-    shared: &SharedPlan,
+    plan_id: u32,
+    plans: &[SharedPlan],
+    replacements: &mut Replacements,
     edits: &mut Vec<Edit>,
     plan_groups: &mut PlanGroups<'_>,
 ) {
-    edit_convention(&call.convention, call.convention_at, edits);
-    if call.plan.is_some() {
+    edits.push(convention_edit(call.convention(), call.convention_at as usize));
+    if call.has_plan {
         return;
     }
-    match (&call.attribute_group, base) {
-        (Some((_, range)), Some(base)) => {
-            let id = plan_groups.group_for(Some(base), shared);
-            edits.push((range.start, range.end, Replacement::Shared(id.0)));
+    match base {
+        Some(base) if call.group != NONE => {
+            let (reference, _) = plan_groups.group_for(Some(base), plan_id, plans, replacements);
+            edits.push(Edit::new(call.group_start as usize, call.group_end as usize, reference));
         }
         _ => {
-            let id = plan_groups.group_for(None, shared);
-            edits.push((call.after_arguments, call.after_arguments, Replacement::Shared(id.1)));
+            let (_, reference) = plan_groups.group_for(None, plan_id, plans, replacements);
+            let at = call.after_arguments as usize;
+            edits.push(Edit::new(at, at, reference));
         }
     }
 }
 
 /// Attribute groups holding a spec whose every reference is a function header (those functions all take
 /// the group's spec, so the spec can be removed from the group itself).
-fn exclusive_spec_groups(text: &str, module: &Module) -> HashSet<u32> {
+fn exclusive_spec_groups(text: &str, module: &Module<'_>) -> HashSet<u32> {
     let mut result = HashSet::new();
     for group in module.attribute_groups.iter().filter(|group| group.spec.is_some()) {
         let token = format!("#{}", group.id);
@@ -469,7 +642,7 @@ fn exclusive_spec_groups(text: &str, module: &Module) -> HashSet<u32> {
         let headers = module
             .functions
             .iter()
-            .filter(|function| function.attribute_group.as_ref().is_some_and(|(id, _)| *id == group.id))
+            .filter(|function| function.group == group.id)
             .count();
         if occurrences == headers {
             result.insert(group.id);
@@ -487,38 +660,33 @@ fn group_body_without_spec(text: &str, group: &AttributeGroup) -> String {
     body.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Merges two lists of edits that are each in text order.
-fn merge(first: Vec<Edit>, second: Vec<Edit>) -> Vec<Edit> {
-    let mut merged = Vec::with_capacity(first.len() + second.len());
-    let mut second = second.into_iter().peekable();
-    for edit in first {
-        while let Some(next) = second.next_if(|next| (next.0, next.1) < (edit.0, edit.1)) {
-            merged.push(next);
-        }
-        merged.push(edit);
-    }
-    merged.extend(second);
-    merged
-}
-
-/// Applies non-overlapping edits, sorted by position, in one pass.
-fn apply(text: &str, edits: Vec<Edit>) -> String {
-    let mut out = String::with_capacity(
-        text.len()
-            + edits
-                .iter()
-                .map(|(_, _, replacement)| replacement.as_str().len())
-                .sum::<usize>(),
-    );
+/// Writes `text` with three streams of non-overlapping edits applied, each stream sorted by position, in
+/// one pass (an edit that starts inside an earlier one is dropped).
+fn apply(
+    text: &str,
+    first: impl Iterator<Item = Edit>,
+    second: impl Iterator<Item = Edit>,
+    third: impl Iterator<Item = Edit>,
+    replacements: &Replacements,
+    out: &mut impl TextOutput,
+) -> std::io::Result<()> {
     let mut cursor = 0;
-    for (start, end, replacement) in edits {
-        if start < cursor {
-            continue;
+    let (mut first, mut second, mut third) = (first.peekable(), second.peekable(), third.peekable());
+    loop {
+        // The stream whose next edit comes first (earlier streams win ties, as a stable sort would).
+        let keys = [first.peek(), second.peek(), third.peek()].map(|edit| edit.map(Edit::key));
+        let next = match keys {
+            [Some(a), b, c] if b.is_none_or(|b| a <= b) && c.is_none_or(|c| a <= c) => first.next(),
+            [_, Some(b), c] if c.is_none_or(|c| b <= c) => second.next(),
+            _ => third.next(),
+        };
+        let Some(edit) = next else { break };
+        let (start, end) = (edit.start as usize, edit.end as usize);
+        if start >= cursor {
+            out.put(&text[cursor..start])?;
+            out.put(replacements.get(edit.text))?;
+            cursor = end;
         }
-        out.push_str(&text[cursor..start]);
-        out.push_str(replacement.as_str());
-        cursor = end;
     }
-    out.push_str(&text[cursor..]);
-    out
+    out.put(&text[cursor..])
 }

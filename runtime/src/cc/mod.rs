@@ -4,6 +4,7 @@ pub mod assignment;
 pub mod layout;
 pub mod ll_reader;
 pub mod materialize;
+mod name_table;
 pub mod plan;
 pub mod plan_validation;
 pub mod planner;

@@ -1,0 +1,580 @@
+//! The normalized link graph: every entity kind of NeverC's link API (B.1) in dense arenas.
+//!
+//! Each kind lives in one `Vec`, addressed by a typed dense id (`AtomId(7)` is the eighth atom); nothing is
+//! kept in a map per entity. Every entity carries an [`Origin`], so any byte of the output can be traced back
+//! to the input, the archive member and the phase (and plugin) that created or last changed it. ELF, COFF
+//! and Mach-O objects all read into this one shape; the format-specific facts that survive are the raw
+//! relocation type and the section's object index.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+macro_rules! entity_ids {
+    ($($(#[$meta:meta])* $name:ident),* $(,)?) => {
+        $(
+            $(#[$meta])*
+            #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+            pub struct $name(pub u32);
+
+            impl $name {
+                pub const fn index(self) -> usize {
+                    self.0 as usize
+                }
+            }
+        )*
+    };
+}
+
+entity_ids!(
+    /// A file given to the link, or an archive member once it is extracted.
+    InputId,
+    ArchiveId,
+    MemberId,
+    SharedLibraryId,
+    BitcodeModuleId,
+    /// An input section.
+    SectionId,
+    /// A piece of content placed as a unit; one per input section.
+    AtomId,
+    SymbolId,
+    EdgeId,
+    ComdatId,
+    ImportId,
+    ExportId,
+    UnwindId,
+    SyntheticId,
+    ConstraintId,
+);
+
+/// The fifteen entity kinds, in NeverC's order (the order of the pagers and info calls of the link API).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EntityKind {
+    Input,
+    Archive,
+    ArchiveMember,
+    SharedLibrary,
+    BitcodeModule,
+    Section,
+    Atom,
+    Symbol,
+    Edge,
+    Comdat,
+    Import,
+    Export,
+    Unwind,
+    Synthetic,
+    Constraint,
+}
+
+impl EntityKind {
+    pub const ALL: [EntityKind; 15] = [
+        EntityKind::Input,
+        EntityKind::Archive,
+        EntityKind::ArchiveMember,
+        EntityKind::SharedLibrary,
+        EntityKind::BitcodeModule,
+        EntityKind::Section,
+        EntityKind::Atom,
+        EntityKind::Symbol,
+        EntityKind::Edge,
+        EntityKind::Comdat,
+        EntityKind::Import,
+        EntityKind::Export,
+        EntityKind::Unwind,
+        EntityKind::Synthetic,
+        EntityKind::Constraint,
+    ];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            EntityKind::Input => "input",
+            EntityKind::Archive => "archive",
+            EntityKind::ArchiveMember => "archive member",
+            EntityKind::SharedLibrary => "shared library",
+            EntityKind::BitcodeModule => "bitcode module",
+            EntityKind::Section => "section",
+            EntityKind::Atom => "atom",
+            EntityKind::Symbol => "symbol",
+            EntityKind::Edge => "edge",
+            EntityKind::Comdat => "COMDAT",
+            EntityKind::Import => "import",
+            EntityKind::Export => "export",
+            EntityKind::Unwind => "unwind record",
+            EntityKind::Synthetic => "synthetic",
+            EntityKind::Constraint => "layout constraint",
+        }
+    }
+}
+
+/// Who made an entity and who changed it last. Phases are indices into the phase table; providers and
+/// plugins are registration numbers (0 = the builtin).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Origin {
+    pub input: Option<InputId>,
+    pub member: Option<MemberId>,
+    /// The entity's index in its object file (section or symbol index, relocation number).
+    pub object_entity: u32,
+    pub created_by_phase: Option<u16>,
+    pub created_by_provider: u32,
+    pub last_mutation_phase: Option<u16>,
+    pub last_mutation_plugin: u32,
+}
+
+/// NeverC's input kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputKind {
+    Unknown = 0,
+    Object = 1,
+    Archive = 2,
+    SharedLibrary = 3,
+    Bitcode = 4,
+    Script = 5,
+    Blob = 6,
+}
+
+/// The container format of an object input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ObjectFormat {
+    Elf,
+    Coff,
+    MachO,
+}
+
+/// The machine of an object input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Machine {
+    X86_64,
+    Aarch64,
+    Other(u32),
+}
+
+#[derive(Clone, Debug)]
+pub struct Input {
+    /// The path as given (or `archive(member)` for an extracted member).
+    pub logical_name: String,
+    pub kind: InputKind,
+    pub ordinal: u32,
+    pub data: Arc<[u8]>,
+    /// For an object: its bytes within `data`.
+    pub object_range: Range<usize>,
+    pub format: Option<ObjectFormat>,
+    pub machine: Option<Machine>,
+    pub archive: Option<ArchiveId>,
+    pub member: Option<MemberId>,
+    pub origin: Origin,
+}
+
+#[derive(Clone, Debug)]
+pub struct Archive {
+    pub input: InputId,
+    pub thin: bool,
+    pub members: Range<u32>,
+    pub origin: Origin,
+}
+
+/// Why an archive member was pulled into the link.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MaterializationReason {
+    /// It defines a symbol that was undefined (the symbol's name).
+    Defines(String),
+    WholeArchive,
+}
+
+#[derive(Clone, Debug)]
+pub struct ArchiveMember {
+    pub archive: ArchiveId,
+    pub name: String,
+    pub ordinal: u32,
+    /// The member's bytes: a range of the archive's data, or (thin archives) the external file's data.
+    pub data: Arc<[u8]>,
+    pub range: Range<usize>,
+    /// Names the archive's symbol index says the member defines.
+    pub defines: Vec<String>,
+    pub materialized: Option<(InputId, MaterializationReason)>,
+    pub origin: Origin,
+}
+
+#[derive(Clone, Debug)]
+pub struct SharedLibrary {
+    pub input: InputId,
+    pub install_name: String,
+    pub origin: Origin,
+}
+
+#[derive(Clone, Debug)]
+pub struct BitcodeModule {
+    pub input: InputId,
+    pub origin: Origin,
+}
+
+/// The kind of an input section, normalized over the formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SectionKind {
+    Text,
+    Data,
+    ReadOnlyData,
+    ReadOnlyString,
+    UninitializedData,
+    Tls,
+    UninitializedTls,
+    Note,
+    /// Unwind tables (`.eh_frame`, `__compact_unwind`, `.pdata`/`.xdata`).
+    Unwind,
+    Debug,
+    Metadata,
+    Other,
+}
+
+pub mod section_flags {
+    //! Object section flags (PluginObject.h).
+    pub const ALLOCATED: u64 = 1 << 0;
+    pub const EXECUTABLE: u64 = 1 << 1;
+    pub const WRITABLE: u64 = 1 << 2;
+    pub const MERGEABLE: u64 = 1 << 3;
+    pub const STRINGS: u64 = 1 << 4;
+    pub const TLS: u64 = 1 << 5;
+    pub const DEBUG: u64 = 1 << 6;
+    pub const UNWIND: u64 = 1 << 7;
+    pub const DISCARDABLE: u64 = 1 << 8;
+    pub const RETAIN: u64 = 1 << 9;
+}
+
+pub mod atom_flags {
+    //! Atom flags (PluginLink.h).
+    pub const LIVE: u64 = 1 << 0;
+    pub const ROOT: u64 = 1 << 1;
+    pub const SYNTHETIC: u64 = 1 << 2;
+    pub const FOLDED: u64 = 1 << 3;
+    pub const ADDRESS_SIGNIFICANT: u64 = 1 << 4;
+    pub const TLS: u64 = 1 << 5;
+    pub const UNWIND: u64 = 1 << 6;
+}
+
+#[derive(Clone, Debug)]
+pub struct Section {
+    pub input: InputId,
+    pub name: String,
+    pub kind: SectionKind,
+    pub flags: u64,
+    pub alignment: u64,
+    pub address: u64,
+    pub file_offset: u64,
+    pub size: u64,
+    pub comdat: Option<ComdatId>,
+    /// For ELF `SHF_MERGE` sections: the entry size.
+    pub entry_size: u64,
+    pub atom: AtomId,
+    pub origin: Origin,
+}
+
+/// Where an atom's bytes are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Content {
+    /// A range of an input's data.
+    Input { input: InputId, range: Range<usize> },
+    /// Bytes made by a phase or a plugin.
+    Owned(Arc<[u8]>),
+    /// Only zeros (`.bss`), of the atom's `zero_fill` size.
+    ZeroFill,
+}
+
+#[derive(Clone, Debug)]
+pub struct Atom {
+    pub section: Option<SectionId>,
+    pub name: String,
+    pub flags: u64,
+    pub alignment: u64,
+    pub address: u64,
+    pub file_offset: u64,
+    pub content: Content,
+    pub zero_fill: u64,
+    pub comdat: Option<ComdatId>,
+    pub fold_leader: Option<AtomId>,
+    pub origin: Origin,
+}
+
+impl Atom {
+    pub fn is_live(&self) -> bool {
+        self.flags & atom_flags::LIVE != 0
+    }
+
+    /// The atom's size in memory.
+    pub fn size(&self) -> u64 {
+        match &self.content {
+            Content::Input { range, .. } => range.len() as u64,
+            Content::Owned(bytes) => bytes.len() as u64,
+            Content::ZeroFill => self.zero_fill,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Binding {
+    Local = 1,
+    Global = 2,
+    Weak = 3,
+    Common = 4,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Visibility {
+    Default = 1,
+    Hidden = 2,
+    Protected = 3,
+    Internal = 4,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Definition {
+    Undefined = 1,
+    Defined = 2,
+    Absolute = 3,
+    Common = 4,
+    Shared = 5,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SymbolType {
+    None,
+    Function,
+    Object,
+    Section,
+    File,
+    Tls,
+    Other,
+}
+
+#[derive(Clone, Debug)]
+pub struct Symbol {
+    pub name: String,
+    pub version: Option<String>,
+    pub binding: Binding,
+    pub visibility: Visibility,
+    pub definition: Definition,
+    pub symbol_type: SymbolType,
+    /// The defining atom (a defined, non-absolute symbol).
+    pub atom: Option<AtomId>,
+    /// Offset within the atom, or the absolute value; for a common symbol, its alignment.
+    pub value: u64,
+    pub size: u64,
+    /// The definition that wins for this name (set by symbol resolution).
+    pub prevailing: bool,
+    pub exported: bool,
+    pub imported: bool,
+    pub root: bool,
+    /// For an undefined or losing symbol: the prevailing symbol of the same name, once resolved.
+    pub resolution: Option<SymbolId>,
+    pub origin: Origin,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EdgeKind {
+    Relocation = 1,
+    Association = 2,
+    KeepAlive = 3,
+    Unwind = 4,
+    FormatExtension = 5,
+}
+
+/// A relocation type as the object file spells it, with its format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RelocationType {
+    pub format: ObjectFormat,
+    pub raw: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct Edge {
+    pub kind: EdgeKind,
+    pub source: AtomId,
+    pub offset: u64,
+    pub relocation: RelocationType,
+    /// Width in bits of the patched field.
+    pub width: u8,
+    pub addend: i64,
+    pub pc_relative: bool,
+    pub signed: bool,
+    pub target_symbol: Option<SymbolId>,
+    pub target_atom: Option<AtomId>,
+    pub origin: Origin,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ComdatSelection {
+    Any = 1,
+    ExactMatch = 2,
+    SameSize = 3,
+    Largest = 4,
+    Newest = 5,
+    NoDuplicates = 6,
+}
+
+#[derive(Clone, Debug)]
+pub struct Comdat {
+    pub name: String,
+    pub selection: ComdatSelection,
+    pub input: InputId,
+    pub sections: Vec<SectionId>,
+    /// The group of the same name that was kept (set by COMDAT selection).
+    pub selected: Option<ComdatId>,
+    pub origin: Origin,
+}
+
+#[derive(Clone, Debug)]
+pub struct Import {
+    pub name: String,
+    pub library: Option<SharedLibraryId>,
+    pub symbol: SymbolId,
+    pub origin: Origin,
+}
+
+#[derive(Clone, Debug)]
+pub struct Export {
+    pub name: String,
+    pub symbol: SymbolId,
+    pub origin: Origin,
+}
+
+#[derive(Clone, Debug)]
+pub struct Unwind {
+    /// The atom (function) the record describes, when known.
+    pub atom: Option<AtomId>,
+    /// The unwind-table atom holding the record, and the record's range within it.
+    pub table: AtomId,
+    pub range: Range<u64>,
+    pub personality: Option<SymbolId>,
+    pub origin: Origin,
+}
+
+/// What a synthetic entity is for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SyntheticRole {
+    /// A global offset table slot holding the address of a symbol.
+    GotEntry(SymbolId),
+    /// A symbol the linker defines (`__start_x`, `__init_array_start`, ...).
+    LinkerDefined(String),
+    /// Made by a plugin.
+    Plugin(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct Synthetic {
+    pub role: SyntheticRole,
+    pub section: Option<SectionId>,
+    pub atom: Option<AtomId>,
+    pub origin: Origin,
+}
+
+#[derive(Clone, Debug)]
+pub struct Constraint {
+    /// What kind of constraint (`order`: place `subject` at position `value` among its output section).
+    pub kind: String,
+    pub subject: u64,
+    pub value: u64,
+    pub required: bool,
+    pub origin: Origin,
+}
+
+/// The graph of one link. Entities are never removed while a link runs (losing COMDAT groups and dead
+/// atoms are marked), so ids stay dense and stable.
+#[derive(Clone, Debug, Default)]
+pub struct LinkGraph {
+    pub inputs: Vec<Input>,
+    pub archives: Vec<Archive>,
+    pub archive_members: Vec<ArchiveMember>,
+    pub shared_libraries: Vec<SharedLibrary>,
+    pub bitcode_modules: Vec<BitcodeModule>,
+    pub sections: Vec<Section>,
+    pub atoms: Vec<Atom>,
+    pub symbols: Vec<Symbol>,
+    pub edges: Vec<Edge>,
+    pub comdats: Vec<Comdat>,
+    pub imports: Vec<Import>,
+    pub exports: Vec<Export>,
+    pub unwinds: Vec<Unwind>,
+    pub synthetics: Vec<Synthetic>,
+    pub constraints: Vec<Constraint>,
+    /// Edges grouped by source atom: `edges_of[atom]` is a range of `edge_order`.
+    pub edge_order: Vec<EdgeId>,
+    pub edges_by_atom: Vec<Range<u32>>,
+}
+
+impl LinkGraph {
+    /// How many entities of `kind` the graph holds.
+    pub fn count(&self, kind: EntityKind) -> usize {
+        match kind {
+            EntityKind::Input => self.inputs.len(),
+            EntityKind::Archive => self.archives.len(),
+            EntityKind::ArchiveMember => self.archive_members.len(),
+            EntityKind::SharedLibrary => self.shared_libraries.len(),
+            EntityKind::BitcodeModule => self.bitcode_modules.len(),
+            EntityKind::Section => self.sections.len(),
+            EntityKind::Atom => self.atoms.len(),
+            EntityKind::Symbol => self.symbols.len(),
+            EntityKind::Edge => self.edges.len(),
+            EntityKind::Comdat => self.comdats.len(),
+            EntityKind::Import => self.imports.len(),
+            EntityKind::Export => self.exports.len(),
+            EntityKind::Unwind => self.unwinds.len(),
+            EntityKind::Synthetic => self.synthetics.len(),
+            EntityKind::Constraint => self.constraints.len(),
+        }
+    }
+
+    /// The bytes of an atom (zeros are not materialized: a zero-fill atom has none).
+    pub fn atom_bytes<'a>(&'a self, atom: &'a Atom) -> &'a [u8] {
+        match &atom.content {
+            Content::Input { input, range } => self
+                .inputs
+                .get(input.index())
+                .and_then(|input| input.data.get(range.clone()))
+                .unwrap_or(&[]),
+            Content::Owned(bytes) => bytes,
+            Content::ZeroFill => &[],
+        }
+    }
+
+    /// Rebuilds the per-atom edge index after edges were added.
+    pub fn index_edges(&mut self) {
+        let mut order: Vec<EdgeId> = (0..self.edges.len() as u32).map(EdgeId).collect();
+        order.sort_by_key(|edge| (self.edges[edge.index()].source, self.edges[edge.index()].offset));
+        let mut ranges = vec![0..0; self.atoms.len()];
+        let mut start = 0;
+        while start < order.len() {
+            let atom = self.edges[order[start].index()].source;
+            let mut end = start;
+            while end < order.len() && self.edges[order[end].index()].source == atom {
+                end += 1;
+            }
+            if let Some(range) = ranges.get_mut(atom.index()) {
+                *range = start as u32..end as u32;
+            }
+            start = end;
+        }
+        self.edge_order = order;
+        self.edges_by_atom = ranges;
+    }
+
+    /// The edges whose source is `atom`, by offset.
+    pub fn edges_of(&self, atom: AtomId) -> impl Iterator<Item = (EdgeId, &Edge)> {
+        let range = self.edges_by_atom.get(atom.index()).cloned().unwrap_or(0..0);
+        self.edge_order[range.start as usize..range.end as usize]
+            .iter()
+            .map(|id| (*id, &self.edges[id.index()]))
+    }
+
+    /// The symbol a reference resolves to: the prevailing definition of its name, or itself.
+    pub fn resolved(&self, symbol: SymbolId) -> SymbolId {
+        self.symbols
+            .get(symbol.index())
+            .and_then(|entry| entry.resolution)
+            .unwrap_or(symbol)
+    }
+
+    /// The name of the input an entity came from, for messages.
+    pub fn input_name(&self, input: Option<InputId>) -> &str {
+        input
+            .and_then(|input| self.inputs.get(input.index()))
+            .map_or("<linker>", |input| input.logical_name.as_str())
+    }
+}

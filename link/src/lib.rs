@@ -1,0 +1,8 @@
+//! The link runtime: a normalized link graph read from real object files, the link state machine of
+//! `PhaseSchema.json` executed from the generated tables, builtin phases that produce a static ELF
+//! executable, and plugins that observe, intercept, replace or skip phases exactly as the declared policy
+//! allows.
+
+pub mod graph;
+pub mod read;
+pub mod status;

@@ -1,0 +1,90 @@
+//! `ar` archives, GNU and thin: each member is listed with the global symbols it defines (read from the
+//! member's own symbol table, so that thin archives and archives without an index work alike).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use object::{Object, ObjectSymbol};
+
+use crate::graph::{Archive, ArchiveId, ArchiveMember, InputId, LinkGraph, MemberId, Origin};
+use crate::read::ReadError;
+
+pub(crate) fn read_archive(graph: &mut LinkGraph, input: InputId, phase: u16) -> Result<ArchiveId, ReadError> {
+    let entry = &graph.inputs[input.index()];
+    let name = entry.logical_name.clone();
+    let data = entry.data.clone();
+    let archive = object::read::archive::ArchiveFile::parse(&*data)
+        .map_err(|error| ReadError::new(&name, format!("malformed archive: {error}")))?;
+    let directory = Path::new(&name).parent().map(Path::to_path_buf).unwrap_or_default();
+    let archive_id = ArchiveId(graph.archives.len() as u32);
+    let first = graph.archive_members.len() as u32;
+    for (ordinal, member) in archive.members().enumerate() {
+        let member = member.map_err(|error| ReadError::new(&name, format!("malformed archive member: {error}")))?;
+        let member_name = String::from_utf8_lossy(member.name()).into_owned();
+        let (member_data, range): (Arc<[u8]>, std::ops::Range<usize>) = if member.is_thin() {
+            let path = directory.join(&member_name);
+            let bytes: Arc<[u8]> = std::fs::read(&path)
+                .map_err(|error| {
+                    ReadError::new(
+                        &name,
+                        format!("thin archive member `{}`: cannot read: {error}", path.display()),
+                    )
+                })?
+                .into();
+            let length = bytes.len();
+            (bytes, 0..length)
+        } else {
+            let (offset, size) = member.file_range();
+            let start = offset as usize;
+            let end = start + size as usize;
+            if end > data.len() {
+                return Err(ReadError::new(
+                    &name,
+                    format!("member `{member_name}` extends past the end"),
+                ));
+            }
+            (data.clone(), start..end)
+        };
+        let defines = member_definitions(&member_data[range.clone()]);
+        let member_id = MemberId(graph.archive_members.len() as u32);
+        graph.archive_members.push(ArchiveMember {
+            archive: archive_id,
+            name: member_name,
+            ordinal: ordinal as u32,
+            data: member_data,
+            range,
+            defines,
+            materialized: None,
+            origin: Origin {
+                input: Some(input),
+                member: Some(member_id),
+                object_entity: ordinal as u32,
+                created_by_phase: Some(phase),
+                ..Origin::default()
+            },
+        });
+    }
+    graph.archives.push(Archive {
+        input,
+        thin: archive.is_thin(),
+        members: first..graph.archive_members.len() as u32,
+        origin: Origin {
+            input: Some(input),
+            created_by_phase: Some(phase),
+            ..Origin::default()
+        },
+    });
+    graph.inputs[input.index()].archive = Some(archive_id);
+    Ok(archive_id)
+}
+
+/// The global (and weak) symbols a member defines; a member that is not an object defines none.
+fn member_definitions(bytes: &[u8]) -> Vec<String> {
+    let Ok(file) = object::File::parse(bytes) else {
+        return Vec::new();
+    };
+    file.symbols()
+        .filter(|symbol| symbol.is_global() && (symbol.is_definition() || symbol.is_common()))
+        .filter_map(|symbol| symbol.name().ok().map(str::to_string))
+        .collect()
+}

@@ -1,0 +1,435 @@
+//! Reads one relocatable object (ELF, COFF or Mach-O, through the `object` crate's format-independent view)
+//! into the link graph: sections become sections with one atom each, symbols become symbols, relocations
+//! become edges, section groups become COMDATs and `.eh_frame` records become unwind records.
+
+use object::{
+    Object, ObjectComdat, ObjectSection, ObjectSymbol, RelocationFlags, RelocationKind, RelocationTarget, SectionFlags,
+    SymbolFlags, SymbolSection,
+};
+
+use crate::graph::{
+    Atom, AtomId, Binding, Comdat, ComdatId, ComdatSelection, Content, Definition, Edge, EdgeKind, InputId, LinkGraph,
+    Machine, ObjectFormat, Origin, RelocationType, Section, SectionId, SectionKind, Symbol, SymbolId, SymbolType,
+    Unwind, Visibility, atom_flags, section_flags,
+};
+use crate::read::ReadError;
+
+/// Reads the object held by input `input` into `graph`; `phase` is the reading phase's index (recorded in
+/// origins).
+pub(crate) fn read_object(graph: &mut LinkGraph, input: InputId, phase: u16) -> Result<(), ReadError> {
+    let entry = &graph.inputs[input.index()];
+    let data = entry.data.clone();
+    let range = entry.object_range.clone();
+    let name = entry.logical_name.clone();
+    let member = entry.member;
+    let bytes = data
+        .get(range.clone())
+        .ok_or_else(|| ReadError::new(&name, "object range outside the file"))?;
+    let file = object::File::parse(bytes).map_err(|error| ReadError::new(&name, format!("not an object: {error}")))?;
+    let format = match file.format() {
+        object::BinaryFormat::Elf => ObjectFormat::Elf,
+        object::BinaryFormat::Coff => ObjectFormat::Coff,
+        object::BinaryFormat::MachO => ObjectFormat::MachO,
+        other => return Err(ReadError::new(&name, format!("unsupported object format {other:?}"))),
+    };
+    let machine = match file.architecture() {
+        object::Architecture::X86_64 => Machine::X86_64,
+        object::Architecture::Aarch64 => Machine::Aarch64,
+        other => Machine::Other(other as u32),
+    };
+    if file.kind() != object::ObjectKind::Relocatable {
+        return Err(ReadError::new(&name, "not a relocatable object"));
+    }
+    let origin = |object_entity: usize| Origin {
+        input: Some(input),
+        member,
+        object_entity: object_entity as u32,
+        created_by_phase: Some(phase),
+        ..Origin::default()
+    };
+    {
+        let entry = &mut graph.inputs[input.index()];
+        entry.format = Some(format);
+        entry.machine = Some(machine);
+    }
+
+    // Sections, one atom each, indexed by the object's section index.
+    let section_count = file
+        .sections()
+        .map(|section| section.index().0)
+        .max()
+        .map_or(0, |max| max + 1);
+    let mut section_ids: Vec<Option<SectionId>> = vec![None; section_count];
+    for section in file.sections() {
+        let (kind, flags) = classify_section(&section);
+        if kind == SectionKind::Metadata && flags & section_flags::ALLOCATED == 0 {
+            // Symbol tables, string tables, relocation and group sections are structure, not content.
+            continue;
+        }
+        let section_name = section.name().unwrap_or("").to_string();
+        let size = section.size();
+        let content = if matches!(kind, SectionKind::UninitializedData | SectionKind::UninitializedTls) {
+            Content::ZeroFill
+        } else {
+            match section.file_range() {
+                Some((offset, length)) => {
+                    let start = range.start + offset as usize;
+                    let end = start + length as usize;
+                    if end > range.end {
+                        return Err(ReadError::new(
+                            &name,
+                            format!("section `{section_name}` extends past the end of the object"),
+                        ));
+                    }
+                    Content::Input {
+                        input,
+                        range: start..end,
+                    }
+                }
+                None => Content::ZeroFill,
+            }
+        };
+        let section_id = SectionId(graph.sections.len() as u32);
+        let atom_id = AtomId(graph.atoms.len() as u32);
+        let mut atom_bits = 0;
+        if flags & section_flags::TLS != 0 {
+            atom_bits |= atom_flags::TLS;
+        }
+        if kind == SectionKind::Unwind {
+            atom_bits |= atom_flags::UNWIND;
+        }
+        graph.atoms.push(Atom {
+            section: Some(section_id),
+            name: section_name.clone(),
+            flags: atom_bits,
+            alignment: section.align().max(1),
+            address: 0,
+            file_offset: 0,
+            zero_fill: if content == Content::ZeroFill { size } else { 0 },
+            content,
+            comdat: None,
+            fold_leader: None,
+            origin: origin(section.index().0),
+        });
+        graph.sections.push(Section {
+            input,
+            name: section_name,
+            kind,
+            flags,
+            alignment: section.align().max(1),
+            address: 0,
+            file_offset: 0,
+            size,
+            comdat: None,
+            entry_size: elf_entry_size(&file, section.index()),
+            atom: atom_id,
+            origin: origin(section.index().0),
+        });
+        section_ids[section.index().0] = Some(section_id);
+    }
+
+    // Symbols, indexed by the object's symbol index.
+    let symbol_count = file
+        .symbols()
+        .map(|symbol| symbol.index().0)
+        .max()
+        .map_or(0, |max| max + 1);
+    let mut symbol_ids: Vec<Option<SymbolId>> = vec![None; symbol_count];
+    for symbol in file.symbols() {
+        let symbol_name = symbol.name().unwrap_or("").to_string();
+        let (definition, atom) = match symbol.section() {
+            SymbolSection::Undefined => (Definition::Undefined, None),
+            SymbolSection::Absolute => (Definition::Absolute, None),
+            SymbolSection::Common => (Definition::Common, None),
+            SymbolSection::Section(index) => match section_ids.get(index.0).copied().flatten() {
+                Some(section) => (Definition::Defined, Some(graph.sections[section.index()].atom)),
+                // A symbol in a section we do not place (a group or a symbol table) is not linkable.
+                None => (Definition::Absolute, None),
+            },
+            SymbolSection::None | SymbolSection::Unknown => (Definition::Absolute, None),
+            _ => (Definition::Absolute, None),
+        };
+        let (binding, visibility) = binding_and_visibility(&symbol, definition);
+        let symbol_type = match symbol.kind() {
+            object::SymbolKind::Text => SymbolType::Function,
+            object::SymbolKind::Data => SymbolType::Object,
+            object::SymbolKind::Section => SymbolType::Section,
+            object::SymbolKind::File => SymbolType::File,
+            object::SymbolKind::Tls => SymbolType::Tls,
+            object::SymbolKind::Unknown => SymbolType::None,
+            _ => SymbolType::Other,
+        };
+        let id = SymbolId(graph.symbols.len() as u32);
+        graph.symbols.push(Symbol {
+            name: symbol_name,
+            version: None,
+            binding,
+            visibility,
+            definition,
+            symbol_type,
+            atom,
+            value: symbol.address(),
+            size: symbol.size(),
+            prevailing: false,
+            exported: false,
+            imported: false,
+            root: false,
+            resolution: None,
+            origin: origin(symbol.index().0),
+        });
+        if let Some(slot) = symbol_ids.get_mut(symbol.index().0) {
+            *slot = Some(id);
+        }
+    }
+
+    // Relocations become edges from the atom of the section they patch.
+    for section in file.sections() {
+        let Some(section_id) = section_ids.get(section.index().0).copied().flatten() else {
+            continue;
+        };
+        let source = graph.sections[section_id.index()].atom;
+        for (offset, relocation) in section.relocations() {
+            let (target_symbol, target_atom) = match relocation.target() {
+                RelocationTarget::Symbol(index) => (symbol_ids.get(index.0).copied().flatten(), None),
+                RelocationTarget::Section(index) => (
+                    None,
+                    section_ids
+                        .get(index.0)
+                        .copied()
+                        .flatten()
+                        .map(|section| graph.sections[section.index()].atom),
+                ),
+                _ => (None, None),
+            };
+            let raw = match relocation.flags() {
+                RelocationFlags::Elf { r_type } => r_type,
+                RelocationFlags::Coff { typ } => u32::from(typ),
+                RelocationFlags::MachO { r_type, .. } => u32::from(r_type),
+                _ => 0,
+            };
+            graph.edges.push(Edge {
+                kind: EdgeKind::Relocation,
+                source,
+                offset,
+                relocation: RelocationType { format, raw },
+                width: relocation.size(),
+                addend: relocation.addend(),
+                pc_relative: matches!(
+                    relocation.kind(),
+                    RelocationKind::Relative | RelocationKind::PltRelative | RelocationKind::GotRelative
+                ),
+                signed: matches!(relocation.encoding(), object::RelocationEncoding::X86Signed),
+                target_symbol,
+                target_atom,
+                origin: origin(offset as usize),
+            });
+        }
+    }
+
+    // Section groups.
+    for comdat in file.comdats() {
+        let comdat_id = ComdatId(graph.comdats.len() as u32);
+        let comdat_name = comdat.name().unwrap_or("").to_string();
+        let mut members = Vec::new();
+        for index in comdat.sections() {
+            if let Some(section) = section_ids.get(index.0).copied().flatten() {
+                graph.sections[section.index()].comdat = Some(comdat_id);
+                let atom = graph.sections[section.index()].atom;
+                graph.atoms[atom.index()].comdat = Some(comdat_id);
+                members.push(section);
+            }
+        }
+        graph.comdats.push(Comdat {
+            name: comdat_name,
+            selection: match comdat.kind() {
+                object::ComdatKind::ExactMatch => ComdatSelection::ExactMatch,
+                object::ComdatKind::SameSize => ComdatSelection::SameSize,
+                object::ComdatKind::Largest => ComdatSelection::Largest,
+                object::ComdatKind::Newest => ComdatSelection::Newest,
+                object::ComdatKind::NoDuplicates => ComdatSelection::NoDuplicates,
+                _ => ComdatSelection::Any,
+            },
+            input,
+            sections: members,
+            selected: None,
+            origin: origin(0),
+        });
+    }
+    read_eh_frame_records(graph, input, &section_ids, phase, member);
+    Ok(())
+}
+
+/// The normalized kind and flags of a section.
+fn classify_section(section: &object::Section<'_, '_>) -> (SectionKind, u64) {
+    let mut flags = 0;
+    let kind = match section.kind() {
+        object::SectionKind::Text => SectionKind::Text,
+        object::SectionKind::Data => SectionKind::Data,
+        object::SectionKind::ReadOnlyData | object::SectionKind::ReadOnlyDataWithRel => SectionKind::ReadOnlyData,
+        object::SectionKind::ReadOnlyString => SectionKind::ReadOnlyString,
+        object::SectionKind::UninitializedData | object::SectionKind::Common => SectionKind::UninitializedData,
+        object::SectionKind::Tls => SectionKind::Tls,
+        object::SectionKind::UninitializedTls => SectionKind::UninitializedTls,
+        object::SectionKind::Note => SectionKind::Note,
+        object::SectionKind::Debug | object::SectionKind::DebugString => SectionKind::Debug,
+        object::SectionKind::Metadata | object::SectionKind::Linker => SectionKind::Metadata,
+        object::SectionKind::Elf(_) if section.name().is_ok_and(|name| name == ".eh_frame") => SectionKind::Unwind,
+        _ => SectionKind::Other,
+    };
+    let name = section.name().unwrap_or("");
+    let kind = if name == ".eh_frame" || name == "__compact_unwind" || name == ".pdata" || name == ".xdata" {
+        SectionKind::Unwind
+    } else {
+        kind
+    };
+    match section.flags() {
+        SectionFlags::Elf { sh_flags } => {
+            use object::elf::{SHF_ALLOC, SHF_EXECINSTR, SHF_GNU_RETAIN, SHF_MERGE, SHF_STRINGS, SHF_TLS, SHF_WRITE};
+            let bits = [
+                (SHF_ALLOC, section_flags::ALLOCATED),
+                (SHF_EXECINSTR, section_flags::EXECUTABLE),
+                (SHF_WRITE, section_flags::WRITABLE),
+                (SHF_MERGE, section_flags::MERGEABLE),
+                (SHF_STRINGS, section_flags::STRINGS),
+                (SHF_TLS, section_flags::TLS),
+                (SHF_GNU_RETAIN, section_flags::RETAIN),
+            ];
+            for (elf, ours) in bits {
+                if sh_flags & u64::from(elf) != 0 {
+                    flags |= ours;
+                }
+            }
+        }
+        _ => {
+            // COFF and Mach-O: derive from the kind.
+            if !matches!(kind, SectionKind::Debug | SectionKind::Metadata | SectionKind::Other) {
+                flags |= section_flags::ALLOCATED;
+            }
+            match kind {
+                SectionKind::Text => flags |= section_flags::EXECUTABLE,
+                SectionKind::Data
+                | SectionKind::UninitializedData
+                | SectionKind::Tls
+                | SectionKind::UninitializedTls => flags |= section_flags::WRITABLE,
+                _ => {}
+            }
+        }
+    }
+    match kind {
+        SectionKind::Debug => flags |= section_flags::DEBUG,
+        SectionKind::Unwind => flags |= section_flags::UNWIND,
+        _ => {}
+    }
+    (kind, flags)
+}
+
+/// `sh_entsize` of an ELF section (0 for other formats).
+fn elf_entry_size(file: &object::File<'_>, index: object::SectionIndex) -> u64 {
+    use object::read::elf::SectionHeader as _;
+    match file {
+        object::File::Elf64(elf) => elf
+            .elf_section_table()
+            .section(index)
+            .map_or(0, |header| header.sh_entsize(elf.endian())),
+        object::File::Elf32(elf) => elf
+            .elf_section_table()
+            .section(index)
+            .map_or(0, |header| u64::from(header.sh_entsize(elf.endian()))),
+        _ => 0,
+    }
+}
+
+fn binding_and_visibility(symbol: &object::Symbol<'_, '_>, definition: Definition) -> (Binding, Visibility) {
+    let mut visibility = Visibility::Default;
+    let binding = match symbol.flags() {
+        SymbolFlags::Elf { st_info, st_other } => {
+            visibility = match st_other & 0x3 {
+                object::elf::STV_HIDDEN => Visibility::Hidden,
+                object::elf::STV_PROTECTED => Visibility::Protected,
+                object::elf::STV_INTERNAL => Visibility::Internal,
+                _ => Visibility::Default,
+            };
+            match st_info >> 4 {
+                object::elf::STB_LOCAL => Binding::Local,
+                object::elf::STB_WEAK => Binding::Weak,
+                // STB_GLOBAL and STB_GNU_UNIQUE (one definition per name, as for globals).
+                _ if definition == Definition::Common => Binding::Common,
+                _ => Binding::Global,
+            }
+        }
+        _ if definition == Definition::Common => Binding::Common,
+        _ if symbol.is_weak() => Binding::Weak,
+        _ if symbol.is_local() => Binding::Local,
+        _ => Binding::Global,
+    };
+    (binding, visibility)
+}
+
+/// Splits `.eh_frame` atoms into records: each FDE becomes an unwind record pointing at the function its
+/// initial-location relocation names.
+fn read_eh_frame_records(
+    graph: &mut LinkGraph,
+    input: InputId,
+    section_ids: &[Option<SectionId>],
+    phase: u16,
+    member: Option<crate::graph::MemberId>,
+) {
+    let tables: Vec<AtomId> = section_ids
+        .iter()
+        .flatten()
+        .filter(|section| graph.sections[section.index()].name == ".eh_frame")
+        .map(|section| graph.sections[section.index()].atom)
+        .collect();
+    if tables.is_empty() {
+        return;
+    }
+    graph.index_edges();
+    for table in tables {
+        let bytes = graph.atom_bytes(&graph.atoms[table.index()]).to_vec();
+        let mut offset = 0usize;
+        while offset + 8 <= bytes.len() {
+            let length = u32::from_le_bytes([bytes[offset], bytes[offset + 1], bytes[offset + 2], bytes[offset + 3]]);
+            if length == 0 || length == u32::MAX {
+                break;
+            }
+            let end = offset + 4 + length as usize;
+            if end > bytes.len() {
+                break;
+            }
+            let id = u32::from_le_bytes([
+                bytes[offset + 4],
+                bytes[offset + 5],
+                bytes[offset + 6],
+                bytes[offset + 7],
+            ]);
+            if id != 0 {
+                // An FDE: its initial location is patched by the relocation at offset + 8.
+                let pc_begin = (offset + 8) as u64;
+                let atom = graph
+                    .edges_of(table)
+                    .find(|(_, edge)| edge.offset == pc_begin)
+                    .and_then(|(_, edge)| {
+                        edge.target_atom.or_else(|| {
+                            edge.target_symbol
+                                .and_then(|symbol| graph.symbols.get(symbol.index()))
+                                .and_then(|symbol| symbol.atom)
+                        })
+                    });
+                graph.unwinds.push(Unwind {
+                    atom,
+                    table,
+                    range: offset as u64..end as u64,
+                    personality: None,
+                    origin: Origin {
+                        input: Some(input),
+                        member,
+                        object_entity: offset as u32,
+                        created_by_phase: Some(phase),
+                        ..Origin::default()
+                    },
+                });
+            }
+            offset = end;
+        }
+    }
+}
