@@ -43,6 +43,48 @@ pub(crate) enum Command {
     /// Calling conventions: turn a spec into a plan, or validate a plan.
     #[command(subcommand)]
     Cc(CcCommand),
+    /// Link relocatable objects and archives into a static executable, running the declared link phases.
+    ///
+    /// GNU-style single-dash spellings are accepted too: `-static`, `-Map FILE`, `-Map=FILE`.
+    #[command(after_help = AFTER_HELP)]
+    Link(LinkArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LinkArgs {
+    /// The executable to write (written completely or not at all).
+    #[arg(short = 'o', default_value = "a.out")]
+    pub(crate) output: PathBuf,
+    /// The entry symbol.
+    #[arg(short = 'e', long = "entry", default_value = "_start")]
+    pub(crate) entry: String,
+    /// Link statically (the only mode there is; accepted for compatibility).
+    #[arg(long = "static")]
+    pub(crate) static_link: bool,
+    /// Drop sections nothing live refers to.
+    #[arg(long)]
+    pub(crate) gc_sections: bool,
+    /// Fold identical code whose address is not significant.
+    #[arg(long, value_enum, default_value_t = IcfChoice::None)]
+    pub(crate) icf: IcfChoice,
+    /// Write a link map.
+    #[arg(long = "Map", value_name = "FILE")]
+    pub(crate) map: Option<PathBuf>,
+    /// Place the functions and data named in FILE (one symbol per line) first, in that order.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) symbol_ordering_file: Option<PathBuf>,
+    /// Print, per phase: policy, who acted, state before and after, duration.
+    #[arg(long)]
+    pub(crate) trace_phases: bool,
+    /// Objects and archives, in link order.
+    #[arg(required = true)]
+    pub(crate) inputs: Vec<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum IcfChoice {
+    All,
+    None,
 }
 
 #[derive(Debug, Subcommand)]

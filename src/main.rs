@@ -24,6 +24,7 @@ mod check;
 mod cli;
 mod files;
 mod gen_files;
+mod link;
 mod render;
 mod resolve;
 mod targets;
@@ -59,13 +60,14 @@ impl CommandError {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(link::gnu_style_arguments(std::env::args_os()));
     let result = match &cli.command {
         Command::Check(args) => check::run(args),
         Command::Gen(args) => gen_files::run(args),
         Command::Targets(args) => targets::run(args),
         Command::Resolve(args) => resolve::run(args),
         Command::Cc(command) => cc::run(command),
+        Command::Link(args) => link::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

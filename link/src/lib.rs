@@ -3,6 +3,11 @@
 //! executable, and plugins that observe, intercept, replace or skip phases exactly as the declared policy
 //! allows.
 
+pub mod context;
+pub mod execute;
 pub mod graph;
+pub mod image;
+mod phases;
 pub mod read;
 pub mod status;
+mod x86_64;

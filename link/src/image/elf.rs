@@ -1,0 +1,941 @@
+//! Writing a static ELF64 little-endian executable (`ET_EXEC`) from an [`ImageLayout`] the caller computed.
+//!
+//! The caller lays out: it chooses every segment's and section's address and file offset, and the writer
+//! writes exactly what it is told, zero-filling the gaps. The file is, in order:
+//!
+//! 1. the ELF header at offset 0 and the program headers right after it (one `PT_LOAD` per segment in
+//!    layout order, then a `PT_GNU_STACK` with read and write permission so the stack is not executable);
+//!    [`elf_headers_size`] says how many bytes they take, and no section contents may start before that;
+//! 2. the section contents at their file offsets, and zero bytes up to the end of every segment's file
+//!    range;
+//! 3. after the last of those, the metadata the writer synthesises: `.symtab` (8-aligned) and `.strtab` when
+//!    the layout has symbols, `.shstrtab`, and the 8-aligned section header table, which ends the file.
+//!
+//! The section header table is: the null section, the layout sections in layout order (layout section `i`
+//! is ELF section `i + 1`), then `.symtab`, `.strtab` (when there are symbols) and `.shstrtab`.
+//!
+//! The writer rejects a layout it cannot write as a well-formed ELF file, with an [`ElfError`] naming the
+//! item: an alignment that is neither zero nor a power of two; a segment whose `file_offset % alignment`
+//! differs from `virtual_address % alignment` (the loader maps pages, so the two must be congruent); a
+//! segment whose file size exceeds its memory size; segments not in ascending address order (ELF requires
+//! `PT_LOAD` entries sorted by `p_vaddr`); ranges that overflow `u64`; section contents whose length is not
+//! the section size, or any contents for a `NoBits` section; section contents that overlap each other or
+//! the headers; references to segments or sections that do not exist; names containing NUL or reusing the
+//! names of the synthesised tables; and more segments or sections than ELF can count without extended
+//! numbering. Policy — writable-executable segments, where the entry point lies, overlapping segments,
+//! sections outside segments — is the business of the `image_verify` gate ([`crate::image::verify_image`]),
+//! which also has to judge images that a replacing plugin wrote.
+//!
+//! Everything is staged through a [`BoundedImageWriter`], so an image larger than the caller's bound
+//! aborts. The output depends only on the layout: no timestamps, no hash-map order.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::BitOr;
+
+use super::writer::{BoundedImageWriter, WriterError};
+
+/// `e_machine` for x86-64.
+pub const EM_X86_64: u16 = 62;
+/// `e_machine` for AArch64.
+pub const EM_AARCH64: u16 = 183;
+
+/// The size of the ELF64 file header.
+pub(crate) const FILE_HEADER_SIZE: u64 = 64;
+/// The size of one ELF64 program header.
+pub(crate) const PROGRAM_HEADER_SIZE: u64 = 56;
+/// The size of one ELF64 section header.
+pub(crate) const SECTION_HEADER_SIZE: u64 = 64;
+/// The size of one ELF64 symbol.
+const SYMBOL_SIZE: u64 = 24;
+
+pub(crate) const PT_LOAD: u32 = 1;
+pub(crate) const PT_GNU_STACK: u32 = 0x6474_e551;
+pub(crate) const PF_X: u32 = 1;
+pub(crate) const PF_W: u32 = 2;
+pub(crate) const PF_R: u32 = 4;
+pub(crate) const SHT_NOBITS: u32 = 8;
+pub(crate) const SHF_WRITE: u64 = 1;
+pub(crate) const SHF_ALLOC: u64 = 2;
+pub(crate) const SHF_EXECINSTR: u64 = 4;
+const SHT_PROGBITS: u32 = 1;
+const SHT_SYMTAB: u32 = 2;
+const SHT_STRTAB: u32 = 3;
+const SHT_NOTE: u32 = 7;
+const SHT_INIT_ARRAY: u32 = 14;
+const SHT_FINI_ARRAY: u32 = 15;
+const SHT_PREINIT_ARRAY: u32 = 16;
+const SHN_ABS: u16 = 0xfff1;
+const SHN_LORESERVE: usize = 0xff00;
+const PN_XNUM: usize = 0xffff;
+const ET_EXEC: u16 = 2;
+
+/// The names of the sections the writer synthesises; layout sections may not use them.
+pub(crate) const SYNTHESIZED_SECTIONS: [&str; 3] = [".symtab", ".strtab", ".shstrtab"];
+
+/// Segment permissions, with NeverC's segment flag bits: read is b0, write b1, execute b2.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SegmentFlags(u8);
+
+impl SegmentFlags {
+    pub const READ: SegmentFlags = SegmentFlags(1);
+    pub const WRITE: SegmentFlags = SegmentFlags(2);
+    pub const EXECUTE: SegmentFlags = SegmentFlags(4);
+
+    /// No permission at all.
+    pub const fn empty() -> SegmentFlags {
+        SegmentFlags(0)
+    }
+
+    /// The flags for NeverC bits `bits`; bits above b2 are dropped.
+    pub const fn from_bits_truncate(bits: u8) -> SegmentFlags {
+        SegmentFlags(bits & 7)
+    }
+
+    /// NeverC's bits.
+    pub const fn bits(self) -> u8 {
+        self.0
+    }
+
+    /// Whether every flag in `other` is set.
+    pub const fn contains(self, other: SegmentFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// The ELF `p_flags` value (`PF_R` = 4, `PF_W` = 2, `PF_X` = 1).
+    pub const fn to_elf(self) -> u32 {
+        let mut flags = 0;
+        if self.contains(SegmentFlags::READ) {
+            flags |= PF_R;
+        }
+        if self.contains(SegmentFlags::WRITE) {
+            flags |= PF_W;
+        }
+        if self.contains(SegmentFlags::EXECUTE) {
+            flags |= PF_X;
+        }
+        flags
+    }
+
+    /// The flags of an ELF `p_flags` value; other bits are dropped.
+    pub const fn from_elf(p_flags: u32) -> SegmentFlags {
+        let mut bits = 0;
+        if p_flags & PF_R != 0 {
+            bits |= SegmentFlags::READ.0;
+        }
+        if p_flags & PF_W != 0 {
+            bits |= SegmentFlags::WRITE.0;
+        }
+        if p_flags & PF_X != 0 {
+            bits |= SegmentFlags::EXECUTE.0;
+        }
+        SegmentFlags(bits)
+    }
+}
+
+impl BitOr for SegmentFlags {
+    type Output = SegmentFlags;
+
+    fn bitor(self, other: SegmentFlags) -> SegmentFlags {
+        SegmentFlags(self.0 | other.0)
+    }
+}
+
+impl fmt::Display for SegmentFlags {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "{}", permission_string(self.to_elf()))
+    }
+}
+
+/// Section attributes. The bits are this crate's own; [`SectionFlags::to_elf`] maps them to `sh_flags`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SectionFlags(u8);
+
+impl SectionFlags {
+    /// The section occupies memory at run time (`SHF_ALLOC`).
+    pub const ALLOC: SectionFlags = SectionFlags(1);
+    /// The section is writable at run time (`SHF_WRITE`).
+    pub const WRITE: SectionFlags = SectionFlags(2);
+    /// The section holds instructions (`SHF_EXECINSTR`).
+    pub const EXECUTE: SectionFlags = SectionFlags(4);
+
+    /// No attribute at all.
+    pub const fn empty() -> SectionFlags {
+        SectionFlags(0)
+    }
+
+    /// Whether every flag in `other` is set.
+    pub const fn contains(self, other: SectionFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// The ELF `sh_flags` value.
+    pub const fn to_elf(self) -> u64 {
+        let mut flags = 0;
+        if self.contains(SectionFlags::ALLOC) {
+            flags |= SHF_ALLOC;
+        }
+        if self.contains(SectionFlags::WRITE) {
+            flags |= SHF_WRITE;
+        }
+        if self.contains(SectionFlags::EXECUTE) {
+            flags |= SHF_EXECINSTR;
+        }
+        flags
+    }
+}
+
+impl BitOr for SectionFlags {
+    type Output = SectionFlags;
+
+    fn bitor(self, other: SectionFlags) -> SectionFlags {
+        SectionFlags(self.0 | other.0)
+    }
+}
+
+/// What a section holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SectionKind {
+    /// Bytes from the file (`SHT_PROGBITS`).
+    ProgBits,
+    /// Zero bytes that take no file space (`SHT_NOBITS`, e.g. `.bss`).
+    NoBits,
+    /// Notes (`SHT_NOTE`).
+    Note,
+    /// Constructor pointers (`SHT_INIT_ARRAY`).
+    InitArray,
+    /// Destructor pointers (`SHT_FINI_ARRAY`).
+    FiniArray,
+    /// Pre-initialisation pointers (`SHT_PREINIT_ARRAY`).
+    PreinitArray,
+}
+
+impl SectionKind {
+    /// The ELF `sh_type`.
+    pub const fn sh_type(self) -> u32 {
+        match self {
+            SectionKind::ProgBits => SHT_PROGBITS,
+            SectionKind::NoBits => SHT_NOBITS,
+            SectionKind::Note => SHT_NOTE,
+            SectionKind::InitArray => SHT_INIT_ARRAY,
+            SectionKind::FiniArray => SHT_FINI_ARRAY,
+            SectionKind::PreinitArray => SHT_PREINIT_ARRAY,
+        }
+    }
+
+    /// The ELF `sh_entsize`: pointer arrays have 8-byte entries, everything else has none.
+    const fn entry_size(self) -> u64 {
+        match self {
+            SectionKind::InitArray | SectionKind::FiniArray | SectionKind::PreinitArray => 8,
+            _ => 0,
+        }
+    }
+}
+
+/// One loadable segment (`PT_LOAD`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SegmentLayout {
+    /// A name for diagnostics; ELF has no segment names.
+    pub name: String,
+    pub flags: SegmentFlags,
+    pub virtual_address: u64,
+    pub file_offset: u64,
+    pub file_size: u64,
+    pub memory_size: u64,
+    /// `p_align`: zero or a power of two; usually the page size.
+    pub alignment: u64,
+}
+
+/// One output section.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SectionLayout {
+    pub name: String,
+    /// The segment (an index into [`ImageLayout::segments`]) the section is loaded by, if any.
+    pub segment: Option<usize>,
+    pub kind: SectionKind,
+    pub flags: SectionFlags,
+    pub address: u64,
+    /// Where the contents go; for `NoBits` only recorded in `sh_offset`.
+    pub file_offset: u64,
+    pub size: u64,
+    /// `sh_addralign`: zero or a power of two.
+    pub alignment: u64,
+    /// Exactly `size` bytes, or nothing for `NoBits`.
+    pub contents: Vec<u8>,
+}
+
+/// What a symbol names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SymbolKind {
+    /// Code (`STT_FUNC`).
+    Function,
+    /// Data (`STT_OBJECT`).
+    Object,
+    /// Anything else (`STT_NOTYPE`).
+    NoType,
+}
+
+/// A symbol's visibility to other objects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SymbolBinding {
+    Local,
+    Global,
+    Weak,
+}
+
+/// One entry of the optional `.symtab`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SymbolLayout {
+    pub name: String,
+    pub value: u64,
+    pub size: u64,
+    pub kind: SymbolKind,
+    pub binding: SymbolBinding,
+    /// The defining section (an index into [`ImageLayout::sections`]); `None` for an absolute symbol.
+    pub section: Option<usize>,
+}
+
+/// Everything the writer needs to produce an executable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImageLayout {
+    pub entry: u64,
+    /// `e_machine`, e.g. [`EM_X86_64`] or [`EM_AARCH64`].
+    pub machine: u16,
+    /// In ascending address order.
+    pub segments: Vec<SegmentLayout>,
+    pub sections: Vec<SectionLayout>,
+    /// Written to `.symtab` (locals first, otherwise in this order); no `.symtab` when empty.
+    pub symbols: Vec<SymbolLayout>,
+}
+
+/// Why a layout cannot be written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ElfError {
+    #[error(transparent)]
+    Writer(#[from] WriterError),
+    #[error("binary image: the writer already holds {length} bytes; an executable is written into an empty writer")]
+    WriterNotEmpty { length: u64 },
+    #[error("binary image: {count} segments need extended program header numbering, which is not supported")]
+    TooManySegments { count: usize },
+    #[error("binary image: {count} sections need extended section numbering, which is not supported")]
+    TooManySections { count: usize },
+    #[error("binary image: {item}: alignment {alignment:#x} is neither zero nor a power of two")]
+    AlignmentNotPowerOfTwo { item: String, alignment: u64 },
+    #[error(
+        "binary image: segment {segment}: file offset {file_offset:#x} and address {address:#x} are not congruent modulo the alignment {alignment:#x}"
+    )]
+    IncongruentSegment {
+        segment: String,
+        file_offset: u64,
+        address: u64,
+        alignment: u64,
+    },
+    #[error("binary image: segment {segment}: file size {file_size:#x} exceeds memory size {memory_size:#x}")]
+    FileSizeExceedsMemorySize {
+        segment: String,
+        file_size: u64,
+        memory_size: u64,
+    },
+    #[error(
+        "binary image: segment {segment} at {address:#x} comes after a segment at {previous:#x}; segments must ascend"
+    )]
+    SegmentsUnsorted {
+        segment: String,
+        address: u64,
+        previous: u64,
+    },
+    #[error("binary image: {item}: range overflows u64")]
+    RangeOverflow { item: String },
+    #[error("binary image: section {section}: {contents} content bytes for a section of size {size}")]
+    ContentsSizeMismatch { section: String, size: u64, contents: u64 },
+    #[error("binary image: section {section}: a NoBits section cannot have contents")]
+    NoBitsWithContents { section: String },
+    #[error(
+        "binary image: section {section}: contents at {file_offset:#x} overlap the headers ending at {headers_end:#x}"
+    )]
+    SectionOverlapsHeaders {
+        section: String,
+        file_offset: u64,
+        headers_end: u64,
+    },
+    #[error("binary image: sections {first} and {second} overlap in the file")]
+    SectionsOverlapInFile { first: String, second: String },
+    #[error("binary image: section {section}: segment {segment} does not exist")]
+    UnknownSegment { section: String, segment: usize },
+    #[error("binary image: symbol {symbol}: section {section} does not exist")]
+    UnknownSection { symbol: String, section: usize },
+    #[error("binary image: {item}: name contains a NUL byte")]
+    NameContainsNul { item: String },
+    #[error("binary image: section {section}: the name is reserved for a table the writer synthesises")]
+    ReservedSectionName { section: String },
+}
+
+/// The bytes the ELF header and program headers take for `segment_count` segments (plus `PT_GNU_STACK`);
+/// section contents must start at or after this offset.
+pub fn elf_headers_size(segment_count: usize) -> u64 {
+    let program_headers = (segment_count as u64).saturating_add(1);
+    FILE_HEADER_SIZE.saturating_add(program_headers.saturating_mul(PROGRAM_HEADER_SIZE))
+}
+
+/// The exact size of the file [`write_elf`] produces for `layout`, after validating the layout. Pass it as
+/// the bound when no tighter budget applies.
+pub fn elf_file_size(layout: &ImageLayout) -> Result<u64, ElfError> {
+    plan(layout).map(|plan| plan.file_size)
+}
+
+/// Writes `layout` as an executable no larger than `bound` bytes.
+pub fn write_elf(layout: &ImageLayout, bound: u64) -> Result<Vec<u8>, ElfError> {
+    let mut writer = BoundedImageWriter::with_bound(bound)?;
+    write_elf_into(layout, &mut writer)?;
+    Ok(writer.finish()?)
+}
+
+/// Writes `layout` as an executable into `writer`, which must be empty and have a large enough bound.
+/// On error the writer may hold a partial image; when the error came from the writer, staging is aborted.
+pub fn write_elf_into(layout: &ImageLayout, writer: &mut BoundedImageWriter) -> Result<(), ElfError> {
+    let plan = plan(layout)?;
+    if !writer.is_empty() || writer.tell() != 0 {
+        return Err(ElfError::WriterNotEmpty { length: writer.len() });
+    }
+    writer.write(&file_header(layout, &plan))?;
+    for segment in &layout.segments {
+        writer.write(&program_header(segment))?;
+    }
+    writer.write(&gnu_stack_header())?;
+    for section in &layout.sections {
+        if section.kind != SectionKind::NoBits {
+            writer.write_at(section.file_offset, &section.contents)?;
+        }
+    }
+    if writer.len() < plan.content_end {
+        writer.resize(plan.content_end)?;
+    }
+    if let Some(symbols) = &plan.symbols {
+        writer.write_at(symbols.symtab_offset, &symbols.symtab)?;
+        writer.write_at(symbols.strtab_offset, &symbols.strtab.bytes)?;
+    }
+    writer.write_at(plan.shstrtab_offset, &plan.shstrtab.bytes)?;
+    writer.write_at(plan.section_headers_offset, &section_headers(layout, &plan))?;
+    Ok(())
+}
+
+/// The encoded symbol table and where it goes.
+struct SymbolPlan {
+    symtab: Vec<u8>,
+    symtab_offset: u64,
+    /// The index of the first non-local symbol (`sh_info` of `.symtab`).
+    first_global: u32,
+    strtab: StringTable,
+    strtab_offset: u64,
+}
+
+/// Where everything goes, computed (and the layout validated) before anything is written.
+struct Plan {
+    /// The end of the last section contents or segment file range (at least the end of the headers).
+    content_end: u64,
+    symbols: Option<SymbolPlan>,
+    shstrtab: StringTable,
+    /// `sh_name` of each layout section, in layout order.
+    section_names: Vec<u32>,
+    shstrtab_offset: u64,
+    section_headers_offset: u64,
+    /// `e_shnum`, counting the null section.
+    section_count: u16,
+    file_size: u64,
+}
+
+impl Plan {
+    /// The ELF index of `.shstrtab`, the last section.
+    fn shstrtab_index(&self) -> u16 {
+        self.section_count.saturating_sub(1)
+    }
+}
+
+/// Validates `layout` and decides where the synthesised tables go.
+fn plan(layout: &ImageLayout) -> Result<Plan, ElfError> {
+    let headers_end = elf_headers_size(layout.segments.len());
+    let segments_end = validate_segments(&layout.segments)?;
+    let sections_end = validate_sections(layout, headers_end)?;
+    validate_symbols(layout)?;
+    let content_end = headers_end.max(segments_end).max(sections_end);
+
+    let symbol_count = if layout.symbols.is_empty() { 0 } else { 2 };
+    let section_count = layout.sections.len() + symbol_count + 2;
+    if section_count >= SHN_LORESERVE {
+        return Err(ElfError::TooManySections { count: section_count });
+    }
+
+    let mut shstrtab = StringTable::new();
+    let section_names = layout
+        .sections
+        .iter()
+        .map(|section| shstrtab.add(&section.name))
+        .collect();
+    for name in SYNTHESIZED_SECTIONS {
+        shstrtab.add(name);
+    }
+
+    check_string_table(&shstrtab, ".shstrtab")?;
+
+    let mut next = content_end;
+    let symbols = if layout.symbols.is_empty() {
+        None
+    } else {
+        let (symtab, first_global, strtab) = encode_symbols(layout);
+        check_string_table(&strtab, ".strtab")?;
+        let symtab_offset = align_up(next, 8).ok_or_else(|| overflow_item(".symtab"))?;
+        let strtab_offset = checked_end(symtab_offset, symtab.len(), ".symtab")?;
+        next = checked_end(strtab_offset, strtab.bytes.len(), ".strtab")?;
+        Some(SymbolPlan {
+            symtab,
+            symtab_offset,
+            first_global,
+            strtab,
+            strtab_offset,
+        })
+    };
+    let shstrtab_offset = next;
+    next = checked_end(shstrtab_offset, shstrtab.bytes.len(), ".shstrtab")?;
+    let section_headers_offset = align_up(next, 8).ok_or_else(|| overflow_item("section header table"))?;
+    let table_size = (section_count as u64).saturating_mul(SECTION_HEADER_SIZE);
+    let file_size = section_headers_offset
+        .checked_add(table_size)
+        .ok_or_else(|| overflow_item("section header table"))?;
+    Ok(Plan {
+        content_end,
+        symbols,
+        shstrtab,
+        section_names,
+        shstrtab_offset,
+        section_headers_offset,
+        section_count: u16::try_from(section_count).map_err(|_| ElfError::TooManySections { count: section_count })?,
+        file_size,
+    })
+}
+
+/// Checks the segment rules and returns the end of the last segment file range.
+fn validate_segments(segments: &[SegmentLayout]) -> Result<u64, ElfError> {
+    if segments.len() + 1 >= PN_XNUM {
+        return Err(ElfError::TooManySegments { count: segments.len() });
+    }
+    let mut end = 0;
+    let mut previous: Option<u64> = None;
+    for segment in segments {
+        let item = || format!("segment {}", segment.name);
+        check_alignment(segment.alignment, item)?;
+        if segment.alignment > 1
+            && segment.file_offset % segment.alignment != segment.virtual_address % segment.alignment
+        {
+            return Err(ElfError::IncongruentSegment {
+                segment: segment.name.clone(),
+                file_offset: segment.file_offset,
+                address: segment.virtual_address,
+                alignment: segment.alignment,
+            });
+        }
+        if segment.file_size > segment.memory_size {
+            return Err(ElfError::FileSizeExceedsMemorySize {
+                segment: segment.name.clone(),
+                file_size: segment.file_size,
+                memory_size: segment.memory_size,
+            });
+        }
+        let file_end = segment.file_offset.checked_add(segment.file_size);
+        let memory_end = segment.virtual_address.checked_add(segment.memory_size);
+        let (Some(file_end), Some(_)) = (file_end, memory_end) else {
+            return Err(ElfError::RangeOverflow { item: item() });
+        };
+        if let Some(previous) = previous.filter(|&previous| segment.virtual_address < previous) {
+            return Err(ElfError::SegmentsUnsorted {
+                segment: segment.name.clone(),
+                address: segment.virtual_address,
+                previous,
+            });
+        }
+        previous = Some(segment.virtual_address);
+        if segment.file_size > 0 {
+            end = end.max(file_end);
+        }
+    }
+    Ok(end)
+}
+
+/// Checks the section rules and returns the end of the last section contents.
+fn validate_sections(layout: &ImageLayout, headers_end: u64) -> Result<u64, ElfError> {
+    let mut file_ranges = Vec::new();
+    for (index, section) in layout.sections.iter().enumerate() {
+        let item = || format!("section {}", section.name);
+        check_name(&section.name, item)?;
+        if SYNTHESIZED_SECTIONS.contains(&section.name.as_str()) {
+            return Err(ElfError::ReservedSectionName {
+                section: section.name.clone(),
+            });
+        }
+        check_alignment(section.alignment, item)?;
+        if let Some(segment) = section.segment.filter(|&segment| segment >= layout.segments.len()) {
+            return Err(ElfError::UnknownSegment {
+                section: section.name.clone(),
+                segment,
+            });
+        }
+        if section.address.checked_add(section.size).is_none() {
+            return Err(ElfError::RangeOverflow { item: item() });
+        }
+        if section.kind == SectionKind::NoBits {
+            if !section.contents.is_empty() {
+                return Err(ElfError::NoBitsWithContents {
+                    section: section.name.clone(),
+                });
+            }
+            continue;
+        }
+        if section.contents.len() as u64 != section.size {
+            return Err(ElfError::ContentsSizeMismatch {
+                section: section.name.clone(),
+                size: section.size,
+                contents: section.contents.len() as u64,
+            });
+        }
+        let Some(file_end) = section.file_offset.checked_add(section.size) else {
+            return Err(ElfError::RangeOverflow { item: item() });
+        };
+        if section.size > 0 {
+            if section.file_offset < headers_end {
+                return Err(ElfError::SectionOverlapsHeaders {
+                    section: section.name.clone(),
+                    file_offset: section.file_offset,
+                    headers_end,
+                });
+            }
+            file_ranges.push((section.file_offset, file_end, index));
+        }
+    }
+    check_file_overlaps(layout, file_ranges)
+}
+
+/// Fails when two section file ranges overlap; returns the end of the last one.
+fn check_file_overlaps(layout: &ImageLayout, mut ranges: Vec<(u64, u64, usize)>) -> Result<u64, ElfError> {
+    ranges.sort_unstable();
+    let mut end = 0;
+    let mut last: Option<(u64, usize)> = None;
+    for &(start, stop, index) in &ranges {
+        if let Some((_, previous)) = last.filter(|&(previous_end, _)| start < previous_end) {
+            return Err(ElfError::SectionsOverlapInFile {
+                first: section_name(layout, previous),
+                second: section_name(layout, index),
+            });
+        }
+        if last.is_none_or(|(previous_end, _)| stop > previous_end) {
+            last = Some((stop, index));
+        }
+        end = end.max(stop);
+    }
+    Ok(end)
+}
+
+/// Checks symbol names and section references.
+fn validate_symbols(layout: &ImageLayout) -> Result<(), ElfError> {
+    for symbol in &layout.symbols {
+        check_name(&symbol.name, || format!("symbol {}", symbol.name))?;
+        if let Some(section) = symbol.section.filter(|&section| section >= layout.sections.len()) {
+            return Err(ElfError::UnknownSection {
+                symbol: symbol.name.clone(),
+                section,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Fails when `alignment` is neither zero nor a power of two.
+fn check_alignment(alignment: u64, item: impl FnOnce() -> String) -> Result<(), ElfError> {
+    if alignment > 1 && !alignment.is_power_of_two() {
+        return Err(ElfError::AlignmentNotPowerOfTwo {
+            item: item(),
+            alignment,
+        });
+    }
+    Ok(())
+}
+
+/// Fails when `name` cannot be stored in a NUL-terminated string table.
+fn check_name(name: &str, item: impl FnOnce() -> String) -> Result<(), ElfError> {
+    if name.contains('\0') {
+        return Err(ElfError::NameContainsNul { item: item() });
+    }
+    Ok(())
+}
+
+/// Fails when `table` is too large for 32-bit string offsets.
+fn check_string_table(table: &StringTable, item: &str) -> Result<(), ElfError> {
+    if u32::try_from(table.bytes.len()).is_err() {
+        return Err(overflow_item(item));
+    }
+    Ok(())
+}
+
+/// The name of layout section `index`, for diagnostics.
+fn section_name(layout: &ImageLayout, index: usize) -> String {
+    layout
+        .sections
+        .get(index)
+        .map_or_else(|| format!("#{index}"), |section| section.name.clone())
+}
+
+/// The overflow error for the synthesised `item`.
+fn overflow_item(item: &str) -> ElfError {
+    ElfError::RangeOverflow { item: item.to_string() }
+}
+
+/// `offset + length`, or an overflow error naming `item`.
+fn checked_end(offset: u64, length: usize, item: &str) -> Result<u64, ElfError> {
+    offset.checked_add(length as u64).ok_or_else(|| overflow_item(item))
+}
+
+/// `value` rounded up to a multiple of the power of two `alignment`.
+pub(crate) fn align_up(value: u64, alignment: u64) -> Option<u64> {
+    let mask = alignment.checked_sub(1)?;
+    value.checked_add(mask).map(|value| value & !mask)
+}
+
+/// `p_flags` as `readelf` prints them, e.g. `R E`.
+pub(crate) fn permission_string(p_flags: u32) -> String {
+    let flag = |bit: u32, letter: char| if p_flags & bit != 0 { letter } else { ' ' };
+    [flag(PF_R, 'R'), flag(PF_W, 'W'), flag(PF_X, 'E')].iter().collect()
+}
+
+/// A NUL-terminated string table that stores each distinct string once.
+struct StringTable {
+    bytes: Vec<u8>,
+    offsets: BTreeMap<String, u32>,
+}
+
+impl StringTable {
+    /// A table holding only the empty string at offset 0.
+    fn new() -> StringTable {
+        StringTable {
+            bytes: vec![0],
+            offsets: BTreeMap::from([(String::new(), 0)]),
+        }
+    }
+
+    /// The offset of `name`, adding it first if needed.
+    fn add(&mut self, name: &str) -> u32 {
+        if let Some(&offset) = self.offsets.get(name) {
+            return offset;
+        }
+        let offset = u32::try_from(self.bytes.len()).unwrap_or(u32::MAX);
+        self.bytes.extend_from_slice(name.as_bytes());
+        self.bytes.push(0);
+        self.offsets.insert(name.to_string(), offset);
+        offset
+    }
+}
+
+/// Little-endian field encoding into a byte vector.
+#[derive(Default)]
+struct Encoder(Vec<u8>);
+
+impl Encoder {
+    fn u8(&mut self, value: u8) -> &mut Encoder {
+        self.0.push(value);
+        self
+    }
+
+    fn u16(&mut self, value: u16) -> &mut Encoder {
+        self.0.extend_from_slice(&value.to_le_bytes());
+        self
+    }
+
+    fn u32(&mut self, value: u32) -> &mut Encoder {
+        self.0.extend_from_slice(&value.to_le_bytes());
+        self
+    }
+
+    fn u64(&mut self, value: u64) -> &mut Encoder {
+        self.0.extend_from_slice(&value.to_le_bytes());
+        self
+    }
+}
+
+/// The ELF header.
+fn file_header(layout: &ImageLayout, plan: &Plan) -> Vec<u8> {
+    let mut encoder = Encoder::default();
+    // e_ident: magic, ELFCLASS64, ELFDATA2LSB, EV_CURRENT, ELFOSABI_NONE, ABI version 0, padding.
+    encoder.0.extend_from_slice(b"\x7fELF");
+    encoder.u8(2).u8(1).u8(1).u8(0).u8(0);
+    encoder.0.resize(16, 0);
+    let program_header_count = u16::try_from(layout.segments.len() + 1).unwrap_or(u16::MAX);
+    encoder
+        .u16(ET_EXEC)
+        .u16(layout.machine)
+        .u32(1)
+        .u64(layout.entry)
+        .u64(FILE_HEADER_SIZE)
+        .u64(plan.section_headers_offset)
+        .u32(0)
+        .u16(FILE_HEADER_SIZE as u16)
+        .u16(PROGRAM_HEADER_SIZE as u16)
+        .u16(program_header_count)
+        .u16(SECTION_HEADER_SIZE as u16)
+        .u16(plan.section_count)
+        .u16(plan.shstrtab_index());
+    encoder.0
+}
+
+/// The `PT_LOAD` program header of `segment`.
+fn program_header(segment: &SegmentLayout) -> Vec<u8> {
+    let mut encoder = Encoder::default();
+    encoder
+        .u32(PT_LOAD)
+        .u32(segment.flags.to_elf())
+        .u64(segment.file_offset)
+        .u64(segment.virtual_address)
+        .u64(segment.virtual_address)
+        .u64(segment.file_size)
+        .u64(segment.memory_size)
+        .u64(segment.alignment);
+    encoder.0
+}
+
+/// The `PT_GNU_STACK` program header: a readable, writable, never executable stack.
+fn gnu_stack_header() -> Vec<u8> {
+    let mut encoder = Encoder::default();
+    encoder
+        .u32(PT_GNU_STACK)
+        .u32(PF_R | PF_W)
+        .u64(0)
+        .u64(0)
+        .u64(0)
+        .u64(0)
+        .u64(0)
+        .u64(16);
+    encoder.0
+}
+
+/// One section header.
+struct SectionHeader {
+    name: u32,
+    kind: u32,
+    flags: u64,
+    address: u64,
+    offset: u64,
+    size: u64,
+    link: u32,
+    info: u32,
+    alignment: u64,
+    entry_size: u64,
+}
+
+impl SectionHeader {
+    fn encode(&self, encoder: &mut Encoder) {
+        encoder
+            .u32(self.name)
+            .u32(self.kind)
+            .u64(self.flags)
+            .u64(self.address)
+            .u64(self.offset)
+            .u64(self.size)
+            .u32(self.link)
+            .u32(self.info)
+            .u64(self.alignment)
+            .u64(self.entry_size);
+    }
+
+    /// A non-allocated string table.
+    fn string_table(name: u32, offset: u64, size: usize) -> SectionHeader {
+        SectionHeader {
+            name,
+            kind: SHT_STRTAB,
+            flags: 0,
+            address: 0,
+            offset,
+            size: size as u64,
+            link: 0,
+            info: 0,
+            alignment: 1,
+            entry_size: 0,
+        }
+    }
+}
+
+/// The section header table.
+fn section_headers(layout: &ImageLayout, plan: &Plan) -> Vec<u8> {
+    let mut encoder = Encoder::default();
+    encoder.0.resize(SECTION_HEADER_SIZE as usize, 0);
+    for (section, &name) in layout.sections.iter().zip(&plan.section_names) {
+        SectionHeader {
+            name,
+            kind: section.kind.sh_type(),
+            flags: section.flags.to_elf(),
+            address: section.address,
+            offset: section.file_offset,
+            size: section.size,
+            link: 0,
+            info: 0,
+            alignment: section.alignment,
+            entry_size: section.kind.entry_size(),
+        }
+        .encode(&mut encoder);
+    }
+    let name = |name: &str| plan.shstrtab.offsets.get(name).copied().unwrap_or(0);
+    if let Some(symbols) = &plan.symbols {
+        // `.strtab` directly follows `.symtab`, which follows the layout sections.
+        let strtab_index = u32::try_from(layout.sections.len() + 2).unwrap_or(0);
+        SectionHeader {
+            name: name(".symtab"),
+            kind: SHT_SYMTAB,
+            flags: 0,
+            address: 0,
+            offset: symbols.symtab_offset,
+            size: symbols.symtab.len() as u64,
+            link: strtab_index,
+            info: symbols.first_global,
+            alignment: 8,
+            entry_size: SYMBOL_SIZE,
+        }
+        .encode(&mut encoder);
+        SectionHeader::string_table(name(".strtab"), symbols.strtab_offset, symbols.strtab.bytes.len())
+            .encode(&mut encoder);
+    }
+    SectionHeader::string_table(name(".shstrtab"), plan.shstrtab_offset, plan.shstrtab.bytes.len())
+        .encode(&mut encoder);
+    encoder.0
+}
+
+/// `.symtab` (null symbol, locals, then the rest, each group in layout order), the index of the first
+/// non-local symbol, and `.strtab`.
+fn encode_symbols(layout: &ImageLayout) -> (Vec<u8>, u32, StringTable) {
+    let mut strtab = StringTable::new();
+    let mut encoder = Encoder::default();
+    encoder.0.resize(SYMBOL_SIZE as usize, 0);
+    let (locals, others): (Vec<&SymbolLayout>, Vec<&SymbolLayout>) = layout
+        .symbols
+        .iter()
+        .partition(|symbol| symbol.binding == SymbolBinding::Local);
+    let first_global = u32::try_from(locals.len() + 1).unwrap_or(u32::MAX);
+    for symbol in locals.into_iter().chain(others) {
+        let binding: u8 = match symbol.binding {
+            SymbolBinding::Local => 0,
+            SymbolBinding::Global => 1,
+            SymbolBinding::Weak => 2,
+        };
+        let kind: u8 = match symbol.kind {
+            SymbolKind::NoType => 0,
+            SymbolKind::Object => 1,
+            SymbolKind::Function => 2,
+        };
+        // Layout section `i` is ELF section `i + 1`; the count was checked against SHN_LORESERVE.
+        let section_index = symbol
+            .section
+            .map_or(SHN_ABS, |section| u16::try_from(section + 1).unwrap_or(SHN_ABS));
+        encoder
+            .u32(strtab.add(&symbol.name))
+            .u8((binding << 4) | kind)
+            .u8(0)
+            .u16(section_index)
+            .u64(symbol.value)
+            .u64(symbol.size);
+    }
+    (encoder.0, first_global, strtab)
+}

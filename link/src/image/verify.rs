@@ -1,0 +1,646 @@
+//! The checks of the sealed `image_verify` gate: the written bytes are parsed again (with `object`'s ELF
+//! reader, so the gate judges what is on disk rather than what the writer meant) and compared with the
+//! layout the link computed.
+//!
+//! The bytes may come from a plugin that replaced `emit_image` or intercepted `post_emit`, so nothing about
+//! them is trusted: every rule runs over the parsed headers, and every violation is reported, not just the
+//! first. Segment indices in findings count `PT_LOAD` headers in file order, which is the layout order when
+//! the image matches its layout.
+
+use std::fmt;
+
+use object::LittleEndian;
+use object::elf::FileHeader64;
+use object::read::elf::{FileHeader as _, ProgramHeader as _, SectionHeader as _};
+
+use super::elf::{
+    FILE_HEADER_SIZE, ImageLayout, PF_W, PF_X, PT_GNU_STACK, PT_LOAD, SECTION_HEADER_SIZE, SHF_ALLOC, SHF_EXECINSTR,
+    SHF_WRITE, SHT_NOBITS, SYNTHESIZED_SECTIONS, SegmentLayout, permission_string,
+};
+
+/// `e_type` of an executable.
+const ET_EXEC: u16 = 2;
+
+/// One violation of the image rules.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ImageFinding {
+    /// The bytes are not a well-formed ELF64 little-endian file (or a header table cannot be read).
+    Malformed { reason: String },
+    /// `e_type` is not `ET_EXEC`.
+    NotExecutable { e_type: u16 },
+    /// A `PT_LOAD` starts below the one before it.
+    SegmentsUnsorted {
+        segment: usize,
+        address: u64,
+        previous: u64,
+    },
+    /// An alignment that is neither zero nor a power of two.
+    AlignmentNotPowerOfTwo { item: String, alignment: u64 },
+    /// `p_offset % p_align != p_vaddr % p_align`.
+    SegmentMisaligned {
+        segment: usize,
+        file_offset: u64,
+        address: u64,
+        alignment: u64,
+    },
+    /// `p_filesz > p_memsz`.
+    FileSizeExceedsMemorySize {
+        segment: usize,
+        file_size: u64,
+        memory_size: u64,
+    },
+    /// A segment's or section's file range reaches past the end of the image (or overflows).
+    OutsideImage {
+        item: String,
+        file_offset: u64,
+        size: u64,
+        image_size: u64,
+    },
+    /// Two segments share addresses.
+    SegmentsOverlapInMemory { first: usize, second: usize },
+    /// Two segments share file bytes.
+    SegmentsOverlapInFile { first: usize, second: usize },
+    /// A segment is both writable and executable.
+    WritableExecutable { segment: usize, address: u64 },
+    /// `PT_GNU_STACK` asks for an executable stack.
+    ExecutableStack,
+    /// A nonzero entry point is not inside any executable segment.
+    EntryOutsideExecutable { entry: u64 },
+    /// Bytes after every declared range.
+    TrailingBytes { claimed_end: u64, image_size: u64 },
+    /// An allocated section is not inside a segment, in memory or in the file.
+    SectionOutsideSegment { section: String, address: u64, size: u64 },
+    /// A section is not inside the segment the layout assigns it to.
+    SectionOutsideDeclaredSegment { section: String, segment: usize },
+    /// A layout section the image does not have.
+    MissingSection { section: String },
+    /// An image section the layout does not declare (other than the synthesised tables).
+    UndeclaredSection { section: String },
+    /// The image and the layout disagree about a value.
+    LayoutMismatch {
+        item: String,
+        field: &'static str,
+        expected: u64,
+        found: u64,
+    },
+}
+
+impl ImageFinding {
+    /// The rule's fixed text, without the details.
+    pub fn rule(&self) -> &'static str {
+        match self {
+            ImageFinding::Malformed { .. } => "image is not a well-formed ELF64 little-endian file",
+            ImageFinding::NotExecutable { .. } => "image is not an executable",
+            ImageFinding::SegmentsUnsorted { .. } => "segments are not sorted by address",
+            ImageFinding::AlignmentNotPowerOfTwo { .. } => "alignment is not a power of two",
+            ImageFinding::SegmentMisaligned { .. } => "segment file offset and address disagree modulo the alignment",
+            ImageFinding::FileSizeExceedsMemorySize { .. } => "segment file size exceeds its memory size",
+            ImageFinding::OutsideImage { .. } => "range lies outside the image",
+            ImageFinding::SegmentsOverlapInMemory { .. } => "segments overlap in memory",
+            ImageFinding::SegmentsOverlapInFile { .. } => "segments overlap in the file",
+            ImageFinding::WritableExecutable { .. } => "writable-executable segment is forbidden",
+            ImageFinding::ExecutableStack => "executable stack is forbidden",
+            ImageFinding::EntryOutsideExecutable { .. } => "entry point lies outside every executable segment",
+            ImageFinding::TrailingBytes { .. } => "unclaimed bytes trail the declared image ranges",
+            ImageFinding::SectionOutsideSegment { .. } => "allocated section lies outside every segment",
+            ImageFinding::SectionOutsideDeclaredSegment { .. } => "section lies outside its declared segment",
+            ImageFinding::MissingSection { .. } => "layout section is missing from the image",
+            ImageFinding::UndeclaredSection { .. } => "image section is not declared by the layout",
+            ImageFinding::LayoutMismatch { .. } => "image disagrees with the layout",
+        }
+    }
+}
+
+impl fmt::Display for ImageFinding {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let rule = self.rule();
+        match self {
+            ImageFinding::Malformed { reason } => write!(formatter, "{rule}: {reason}"),
+            ImageFinding::NotExecutable { e_type } => write!(formatter, "{rule}: e_type is {e_type}"),
+            ImageFinding::SegmentsUnsorted {
+                segment,
+                address,
+                previous,
+            } => write!(
+                formatter,
+                "{rule}: segment {segment} at {address:#x} follows a segment at {previous:#x}"
+            ),
+            ImageFinding::AlignmentNotPowerOfTwo { item, alignment } => {
+                write!(formatter, "{rule}: {item} has alignment {alignment:#x}")
+            }
+            ImageFinding::SegmentMisaligned {
+                segment,
+                file_offset,
+                address,
+                alignment,
+            } => write!(
+                formatter,
+                "{rule}: segment {segment} at offset {file_offset:#x}, address {address:#x}, alignment {alignment:#x}"
+            ),
+            ImageFinding::FileSizeExceedsMemorySize {
+                segment,
+                file_size,
+                memory_size,
+            } => write!(
+                formatter,
+                "{rule}: segment {segment} has file size {file_size:#x} and memory size {memory_size:#x}"
+            ),
+            ImageFinding::OutsideImage {
+                item,
+                file_offset,
+                size,
+                image_size,
+            } => write!(
+                formatter,
+                "{rule}: {item} at offset {file_offset:#x} with size {size:#x}, the image has {image_size:#x} bytes"
+            ),
+            ImageFinding::SegmentsOverlapInMemory { first, second }
+            | ImageFinding::SegmentsOverlapInFile { first, second } => {
+                write!(formatter, "{rule}: segments {first} and {second}")
+            }
+            ImageFinding::WritableExecutable { segment, address } => {
+                write!(formatter, "{rule}: segment {segment} at {address:#x}")
+            }
+            ImageFinding::ExecutableStack => formatter.write_str(rule),
+            ImageFinding::EntryOutsideExecutable { entry } => write!(formatter, "{rule}: entry {entry:#x}"),
+            ImageFinding::TrailingBytes {
+                claimed_end,
+                image_size,
+            } => write!(
+                formatter,
+                "{rule}: the declared ranges end at {claimed_end:#x}, the image has {image_size:#x} bytes"
+            ),
+            ImageFinding::SectionOutsideSegment { section, address, size } => {
+                write!(
+                    formatter,
+                    "{rule}: section {section} at {address:#x} with size {size:#x}"
+                )
+            }
+            ImageFinding::SectionOutsideDeclaredSegment { section, segment } => {
+                write!(formatter, "{rule}: section {section} is not inside segment {segment}")
+            }
+            ImageFinding::MissingSection { section } | ImageFinding::UndeclaredSection { section } => {
+                write!(formatter, "{rule}: section {section}")
+            }
+            ImageFinding::LayoutMismatch {
+                item,
+                field,
+                expected,
+                found,
+            } => write!(
+                formatter,
+                "{rule}: {item} has {field} {found:#x}, the layout says {expected:#x}"
+            ),
+        }
+    }
+}
+
+/// Checks the executable `image` against the rules and against `layout`, returning every violation (none
+/// when the image passes).
+pub fn verify_image(image: &[u8], layout: &ImageLayout) -> Vec<ImageFinding> {
+    let mut findings = Vec::new();
+    let Some(parsed) = parse(image, &mut findings) else {
+        return findings;
+    };
+    let image_size = image.len() as u64;
+    let loads: Vec<&ParsedSegment> = parsed
+        .segments
+        .iter()
+        .filter(|segment| segment.kind == PT_LOAD)
+        .collect();
+    check_header(&parsed, layout, &mut findings);
+    check_segments(&loads, image_size, &mut findings);
+    check_overlaps(&loads, &mut findings);
+    check_stack(&parsed.segments, &mut findings);
+    check_entry(parsed.entry, &loads, &mut findings);
+    check_sections(&parsed.sections, &loads, image_size, &mut findings);
+    check_trailing(&parsed, image_size, &mut findings);
+    compare_segments(&loads, &layout.segments, &mut findings);
+    compare_sections(&parsed.sections, &loads, layout, &mut findings);
+    findings
+}
+
+/// A program header as read from the image.
+struct ParsedSegment {
+    kind: u32,
+    flags: u32,
+    file_offset: u64,
+    address: u64,
+    file_size: u64,
+    memory_size: u64,
+    alignment: u64,
+}
+
+/// A section header as read from the image.
+struct ParsedSection {
+    name: String,
+    kind: u32,
+    flags: u64,
+    address: u64,
+    file_offset: u64,
+    size: u64,
+    alignment: u64,
+}
+
+impl ParsedSection {
+    /// Whether the section occupies file bytes.
+    fn has_file_bytes(&self) -> bool {
+        self.kind != SHT_NOBITS && self.kind != 0 && self.size > 0
+    }
+}
+
+/// What the gate reads from the image.
+struct ParsedImage {
+    e_type: u16,
+    machine: u16,
+    entry: u64,
+    segments: Vec<ParsedSegment>,
+    sections: Vec<ParsedSection>,
+    /// The end of the program header table.
+    program_headers_end: u64,
+    /// The end of the section header table (0 when there is none).
+    section_headers_end: u64,
+}
+
+/// Parses the ELF headers, recording a [`ImageFinding::Malformed`] for every part that cannot be read;
+/// `None` when not even the file header can.
+fn parse(image: &[u8], findings: &mut Vec<ImageFinding>) -> Option<ParsedImage> {
+    let malformed = |reason: &str| ImageFinding::Malformed {
+        reason: reason.to_string(),
+    };
+    let header = match FileHeader64::<LittleEndian>::parse(image) {
+        Ok(header) => header,
+        Err(error) => {
+            findings.push(malformed(&error.to_string()));
+            return None;
+        }
+    };
+    let endian = match header.endian() {
+        Ok(endian) => endian,
+        Err(error) => {
+            findings.push(malformed(&error.to_string()));
+            return None;
+        }
+    };
+    let segments = match header.program_headers(endian, image) {
+        Ok(headers) => headers
+            .iter()
+            .map(|segment| ParsedSegment {
+                kind: segment.p_type(endian),
+                flags: segment.p_flags(endian),
+                file_offset: segment.p_offset(endian),
+                address: segment.p_vaddr(endian),
+                file_size: segment.p_filesz(endian),
+                memory_size: segment.p_memsz(endian),
+                alignment: segment.p_align(endian),
+            })
+            .collect(),
+        Err(error) => {
+            findings.push(malformed(&format!("program headers: {error}")));
+            Vec::new()
+        }
+    };
+    let sections = match header.sections(endian, image) {
+        Ok(table) => table
+            .iter()
+            .map(|section| ParsedSection {
+                name: table.section_name(endian, section).map_or_else(
+                    |_| String::from("<unnamed>"),
+                    |name| String::from_utf8_lossy(name).into_owned(),
+                ),
+                kind: section.sh_type(endian),
+                flags: section.sh_flags(endian),
+                address: section.sh_addr(endian),
+                file_offset: section.sh_offset(endian),
+                size: section.sh_size(endian),
+                alignment: section.sh_addralign(endian),
+            })
+            .collect(),
+        Err(error) => {
+            findings.push(malformed(&format!("section headers: {error}")));
+            Vec::new()
+        }
+    };
+    let table_end =
+        |offset: u64, count: usize, entry_size: u64| offset.saturating_add((count as u64).saturating_mul(entry_size));
+    let program_headers_end = table_end(
+        header.e_phoff(endian),
+        segments.len(),
+        u64::from(header.e_phentsize(endian)),
+    );
+    let section_headers_end = if sections.is_empty() {
+        0
+    } else {
+        table_end(header.e_shoff(endian), sections.len(), SECTION_HEADER_SIZE)
+    };
+    Some(ParsedImage {
+        e_type: header.e_type(endian),
+        machine: header.e_machine(endian),
+        entry: header.e_entry(endian),
+        segments,
+        sections,
+        program_headers_end,
+        section_headers_end,
+    })
+}
+
+/// The file type, machine and entry point.
+fn check_header(parsed: &ParsedImage, layout: &ImageLayout, findings: &mut Vec<ImageFinding>) {
+    if parsed.e_type != ET_EXEC {
+        findings.push(ImageFinding::NotExecutable { e_type: parsed.e_type });
+    }
+    mismatch(
+        "the image",
+        "e_machine",
+        layout.machine.into(),
+        parsed.machine.into(),
+        findings,
+    );
+    mismatch("the image", "e_entry", layout.entry, parsed.entry, findings);
+}
+
+/// The rules each `PT_LOAD` must satisfy on its own, and their order.
+fn check_segments(loads: &[&ParsedSegment], image_size: u64, findings: &mut Vec<ImageFinding>) {
+    for (index, segment) in loads.iter().enumerate() {
+        let alignment = segment.alignment;
+        if alignment > 1 && !alignment.is_power_of_two() {
+            findings.push(ImageFinding::AlignmentNotPowerOfTwo {
+                item: format!("segment {index}"),
+                alignment,
+            });
+        } else if alignment > 1 && segment.file_offset % alignment != segment.address % alignment {
+            findings.push(ImageFinding::SegmentMisaligned {
+                segment: index,
+                file_offset: segment.file_offset,
+                address: segment.address,
+                alignment,
+            });
+        }
+        if segment.file_size > segment.memory_size {
+            findings.push(ImageFinding::FileSizeExceedsMemorySize {
+                segment: index,
+                file_size: segment.file_size,
+                memory_size: segment.memory_size,
+            });
+        }
+        if !range_inside(segment.file_offset, segment.file_size, image_size) {
+            findings.push(ImageFinding::OutsideImage {
+                item: format!("segment {index}"),
+                file_offset: segment.file_offset,
+                size: segment.file_size,
+                image_size,
+            });
+        }
+        if segment.address.checked_add(segment.memory_size).is_none() {
+            findings.push(ImageFinding::OutsideImage {
+                item: format!("segment {index} memory range"),
+                file_offset: segment.address,
+                size: segment.memory_size,
+                image_size,
+            });
+        }
+        if segment.flags & PF_W != 0 && segment.flags & PF_X != 0 {
+            findings.push(ImageFinding::WritableExecutable {
+                segment: index,
+                address: segment.address,
+            });
+        }
+    }
+    for (index, pair) in loads.windows(2).enumerate() {
+        let [previous, segment] = pair else { continue };
+        if segment.address < previous.address {
+            findings.push(ImageFinding::SegmentsUnsorted {
+                segment: index + 1,
+                address: segment.address,
+                previous: previous.address,
+            });
+        }
+    }
+}
+
+/// No two `PT_LOAD`s share an address or a file byte.
+fn check_overlaps(loads: &[&ParsedSegment], findings: &mut Vec<ImageFinding>) {
+    for (first, a) in loads.iter().enumerate() {
+        for (second, b) in loads.iter().enumerate().skip(first + 1) {
+            if ranges_overlap((a.address, a.memory_size), (b.address, b.memory_size)) {
+                findings.push(ImageFinding::SegmentsOverlapInMemory { first, second });
+            }
+            if ranges_overlap((a.file_offset, a.file_size), (b.file_offset, b.file_size)) {
+                findings.push(ImageFinding::SegmentsOverlapInFile { first, second });
+            }
+        }
+    }
+}
+
+/// `PT_GNU_STACK`, when present, must not make the stack executable.
+fn check_stack(segments: &[ParsedSegment], findings: &mut Vec<ImageFinding>) {
+    if segments
+        .iter()
+        .any(|segment| segment.kind == PT_GNU_STACK && segment.flags & PF_X != 0)
+    {
+        findings.push(ImageFinding::ExecutableStack);
+    }
+}
+
+/// A nonzero entry point must lie inside an executable `PT_LOAD`.
+fn check_entry(entry: u64, loads: &[&ParsedSegment], findings: &mut Vec<ImageFinding>) {
+    if entry == 0 {
+        return;
+    }
+    let inside = loads
+        .iter()
+        .any(|segment| segment.flags & PF_X != 0 && contains(segment.address, segment.memory_size, entry, 1));
+    if !inside {
+        findings.push(ImageFinding::EntryOutsideExecutable { entry });
+    }
+}
+
+/// Section alignment, file ranges, and that every allocated section lies in a segment.
+fn check_sections(
+    sections: &[ParsedSection],
+    loads: &[&ParsedSegment],
+    image_size: u64,
+    findings: &mut Vec<ImageFinding>,
+) {
+    for section in sections.iter().skip(1) {
+        if section.alignment > 1 && !section.alignment.is_power_of_two() {
+            findings.push(ImageFinding::AlignmentNotPowerOfTwo {
+                item: format!("section {}", section.name),
+                alignment: section.alignment,
+            });
+        }
+        if section.has_file_bytes() && !range_inside(section.file_offset, section.size, image_size) {
+            findings.push(ImageFinding::OutsideImage {
+                item: format!("section {}", section.name),
+                file_offset: section.file_offset,
+                size: section.size,
+                image_size,
+            });
+        }
+        if section.flags & SHF_ALLOC != 0 && !loads.iter().any(|segment| section_in_segment(section, segment)) {
+            findings.push(ImageFinding::SectionOutsideSegment {
+                section: section.name.clone(),
+                address: section.address,
+                size: section.size,
+            });
+        }
+    }
+}
+
+/// Whether `section` lies inside `segment` in memory and, when it has file bytes, at the matching place in
+/// the segment's file range.
+fn section_in_segment(section: &ParsedSection, segment: &ParsedSegment) -> bool {
+    if !contains(segment.address, segment.memory_size, section.address, section.size) {
+        return false;
+    }
+    if !section.has_file_bytes() {
+        return true;
+    }
+    let delta = section.address - segment.address;
+    contains(
+        segment.file_offset,
+        segment.file_size,
+        section.file_offset,
+        section.size,
+    ) && section.file_offset - segment.file_offset == delta
+}
+
+/// Nothing may follow the last declared range: headers, segments, sections and the section header table.
+fn check_trailing(parsed: &ParsedImage, image_size: u64, findings: &mut Vec<ImageFinding>) {
+    let segment_ends = parsed
+        .segments
+        .iter()
+        .map(|segment| segment.file_offset.saturating_add(segment.file_size));
+    let section_ends = parsed
+        .sections
+        .iter()
+        .filter(|section| section.has_file_bytes())
+        .map(|section| section.file_offset.saturating_add(section.size));
+    let claimed_end = [FILE_HEADER_SIZE, parsed.program_headers_end, parsed.section_headers_end]
+        .into_iter()
+        .chain(segment_ends)
+        .chain(section_ends)
+        .max()
+        .unwrap_or(0);
+    if image_size > claimed_end {
+        findings.push(ImageFinding::TrailingBytes {
+            claimed_end,
+            image_size,
+        });
+    }
+}
+
+/// The `PT_LOAD`s must be the layout's segments, in order.
+fn compare_segments(loads: &[&ParsedSegment], expected: &[SegmentLayout], findings: &mut Vec<ImageFinding>) {
+    mismatch(
+        "the image",
+        "PT_LOAD count",
+        expected.len() as u64,
+        loads.len() as u64,
+        findings,
+    );
+    for (segment, declared) in loads.iter().zip(expected) {
+        let item = format!("segment {} ({})", declared.name, permission_string(segment.flags));
+        let pairs = [
+            ("p_flags", u64::from(declared.flags.to_elf()), u64::from(segment.flags)),
+            ("p_vaddr", declared.virtual_address, segment.address),
+            ("p_offset", declared.file_offset, segment.file_offset),
+            ("p_filesz", declared.file_size, segment.file_size),
+            ("p_memsz", declared.memory_size, segment.memory_size),
+            ("p_align", declared.alignment, segment.alignment),
+        ];
+        for (field, expected, found) in pairs {
+            mismatch(&item, field, expected, found, findings);
+        }
+    }
+}
+
+/// Every layout section must be in the image with the declared values and inside its declared segment, and
+/// the image may hold no other section than the synthesised tables.
+fn compare_sections(
+    sections: &[ParsedSection],
+    loads: &[&ParsedSegment],
+    layout: &ImageLayout,
+    findings: &mut Vec<ImageFinding>,
+) {
+    let mut matched = vec![false; sections.len()];
+    for declared in &layout.sections {
+        let found =
+            sections.iter().enumerate().skip(1).find(|(index, section)| {
+                section.name == declared.name && !matched.get(*index).copied().unwrap_or(true)
+            });
+        let Some((index, section)) = found else {
+            findings.push(ImageFinding::MissingSection {
+                section: declared.name.clone(),
+            });
+            continue;
+        };
+        if let Some(slot) = matched.get_mut(index) {
+            *slot = true;
+        }
+        let item = format!("section {}", declared.name);
+        let attribute_mask = SHF_ALLOC | SHF_WRITE | SHF_EXECINSTR;
+        let pairs = [
+            ("sh_type", u64::from(declared.kind.sh_type()), u64::from(section.kind)),
+            ("sh_flags", declared.flags.to_elf(), section.flags & attribute_mask),
+            ("sh_addr", declared.address, section.address),
+            ("sh_offset", declared.file_offset, section.file_offset),
+            ("sh_size", declared.size, section.size),
+            ("sh_addralign", declared.alignment, section.alignment),
+        ];
+        for (field, expected, found) in pairs {
+            mismatch(&item, field, expected, found, findings);
+        }
+        if let Some(segment) = declared.segment {
+            let inside = loads.get(segment).is_some_and(|load| section_in_segment(section, load));
+            if !inside {
+                findings.push(ImageFinding::SectionOutsideDeclaredSegment {
+                    section: declared.name.clone(),
+                    segment,
+                });
+            }
+        }
+    }
+    for (section, _) in sections.iter().zip(&matched).skip(1).filter(|(_, matched)| !**matched) {
+        if !SYNTHESIZED_SECTIONS.contains(&section.name.as_str()) {
+            findings.push(ImageFinding::UndeclaredSection {
+                section: section.name.clone(),
+            });
+        }
+    }
+}
+
+/// Records a [`ImageFinding::LayoutMismatch`] when `found` is not `expected`.
+fn mismatch(item: &str, field: &'static str, expected: u64, found: u64, findings: &mut Vec<ImageFinding>) {
+    if expected != found {
+        findings.push(ImageFinding::LayoutMismatch {
+            item: item.to_string(),
+            field,
+            expected,
+            found,
+        });
+    }
+}
+
+/// Whether `offset..offset + size` lies inside an image of `image_size` bytes.
+fn range_inside(offset: u64, size: u64, image_size: u64) -> bool {
+    offset.checked_add(size).is_some_and(|end| end <= image_size)
+}
+
+/// Whether `start..start + size` lies inside `base..base + length` (an empty range may sit at the end).
+fn contains(base: u64, length: u64, start: u64, size: u64) -> bool {
+    let (Some(end), Some(limit)) = (start.checked_add(size), base.checked_add(length)) else {
+        return false;
+    };
+    start >= base && end <= limit
+}
+
+/// Whether two nonempty `(start, length)` ranges share a value.
+fn ranges_overlap(a: (u64, u64), b: (u64, u64)) -> bool {
+    if a.1 == 0 || b.1 == 0 {
+        return false;
+    }
+    let a_end = a.0.saturating_add(a.1);
+    let b_end = b.0.saturating_add(b.1);
+    a.0 < b_end && b.0 < a_end
+}

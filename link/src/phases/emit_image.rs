@@ -1,0 +1,165 @@
+//! `neverc.link.emit_image`: the static ELF64 executable, written through the bounded image writer whose
+//! bound is the size the layout calls for (a write past it aborts staging).
+
+use crate::context::{LinkContext, PhaseError};
+use crate::graph::{Binding, Definition, Machine, SymbolType};
+use crate::image::{
+    ImageLayout, SectionFlags, SectionKind, SectionLayout, SegmentFlags, SegmentLayout, SymbolBinding, SymbolKind,
+    SymbolLayout, elf_file_size, write_elf,
+};
+use crate::phases::relocate::symbol_address;
+
+const PHASE: &str = "emit_image";
+
+pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
+    let image_layout = image_layout(context)?;
+    let bound = elf_file_size(&image_layout).map_err(|error| PhaseError::new(PHASE, error.to_string()))?;
+    let bytes = write_elf(&image_layout, bound).map_err(|error| PhaseError::new(PHASE, error.to_string()))?;
+    context.image = Some(bytes);
+    context.image_layout = Some(image_layout);
+    Ok(())
+}
+
+fn image_layout(context: &mut LinkContext) -> Result<ImageLayout, PhaseError> {
+    let layout = context
+        .layout
+        .as_ref()
+        .ok_or_else(|| PhaseError::new(PHASE, "no layout"))?;
+    let machine = match context.graph.inputs.iter().find_map(|input| input.machine) {
+        Some(Machine::Aarch64) => object::elf::EM_AARCH64,
+        _ => object::elf::EM_X86_64,
+    };
+    let mut buffers = std::mem::take(&mut context.section_bytes);
+    let segments = layout
+        .segments
+        .iter()
+        .map(|segment| SegmentLayout {
+            name: flags_name(segment.flags),
+            flags: SegmentFlags::from_bits_truncate(segment.flags as u8),
+            virtual_address: segment.address,
+            file_offset: segment.file_offset,
+            file_size: segment.file_size,
+            memory_size: segment.memory_size,
+            alignment: context.options.page_size,
+        })
+        .collect();
+    let sections = layout
+        .sections
+        .iter()
+        .enumerate()
+        .map(|(index, section)| {
+            let kind = if section.file_size == 0 {
+                SectionKind::NoBits
+            } else if section.name == ".init_array" {
+                SectionKind::InitArray
+            } else if section.name == ".fini_array" {
+                SectionKind::FiniArray
+            } else if section.name == ".preinit_array" {
+                SectionKind::PreinitArray
+            } else if section.name.starts_with(".note") {
+                SectionKind::Note
+            } else {
+                SectionKind::ProgBits
+            };
+            let mut flags = SectionFlags::ALLOC;
+            if section.flags & crate::graph::section_flags::WRITABLE != 0 {
+                flags = flags | SectionFlags::WRITE;
+            }
+            if section.flags & crate::graph::section_flags::EXECUTABLE != 0 {
+                flags = flags | SectionFlags::EXECUTE;
+            }
+            SectionLayout {
+                name: section.name.clone(),
+                segment: Some(section.segment),
+                kind,
+                flags,
+                address: section.address,
+                file_offset: section.file_offset,
+                size: section.size,
+                alignment: section.alignment,
+                contents: if kind == SectionKind::NoBits {
+                    Vec::new()
+                } else {
+                    buffers.get_mut(index).map(std::mem::take).unwrap_or_default()
+                },
+            }
+        })
+        .collect();
+    Ok(ImageLayout {
+        entry: layout.entry,
+        machine,
+        segments,
+        sections,
+        symbols: symbol_table(context),
+    })
+}
+
+fn flags_name(flags: u32) -> String {
+    let mut name = String::from("R");
+    if flags & 2 != 0 {
+        name.push('W');
+    }
+    if flags & 4 != 0 {
+        name.push('X');
+    }
+    name
+}
+
+/// The symbols written to `.symtab`: named functions and objects of the output, sorted by address, then
+/// name (so that two links write the same table).
+fn symbol_table(context: &LinkContext) -> Vec<SymbolLayout> {
+    let Some(layout) = context.layout.as_ref() else {
+        return Vec::new();
+    };
+    let section_of = |address: u64| {
+        layout
+            .sections
+            .iter()
+            .position(|section| address >= section.address && address < section.address + section.size.max(1))
+    };
+    let mut symbols: Vec<SymbolLayout> = Vec::new();
+    for (index, symbol) in context.graph.symbols.iter().enumerate() {
+        let id = crate::graph::SymbolId(index as u32);
+        if symbol.name.is_empty()
+            || symbol.name.starts_with(".L")
+            || !matches!(symbol.symbol_type, SymbolType::Function | SymbolType::Object)
+            || symbol.definition == Definition::Undefined
+            || (symbol.binding != Binding::Local && context.graph.resolved(id) != id)
+        {
+            continue;
+        }
+        let live = symbol
+            .atom
+            .is_some_and(|atom| context.graph.atoms[atom.index()].is_live());
+        if !live {
+            continue;
+        }
+        let Some(value) = symbol_address(context, id) else {
+            continue;
+        };
+        symbols.push(SymbolLayout {
+            name: symbol.name.clone(),
+            value,
+            size: symbol.size,
+            kind: if symbol.symbol_type == SymbolType::Function {
+                SymbolKind::Function
+            } else {
+                SymbolKind::Object
+            },
+            binding: match symbol.binding {
+                Binding::Local => SymbolBinding::Local,
+                Binding::Weak => SymbolBinding::Weak,
+                _ => SymbolBinding::Global,
+            },
+            section: section_of(value),
+        });
+    }
+    symbols.sort_by(|a, b| {
+        (a.binding != SymbolBinding::Local, a.value, &a.name).cmp(&(
+            b.binding != SymbolBinding::Local,
+            b.value,
+            &b.name,
+        ))
+    });
+    symbols
+}

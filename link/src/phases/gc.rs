@@ -1,0 +1,103 @@
+//! `neverc.link.gc`: which atoms are live. Without `--gc-sections` every allocated atom of a kept section
+//! is. With it, liveness spreads along edges from the roots: the entry symbol, init/fini arrays, retained
+//! sections, sections named by a referenced `__start_X`/`__stop_X`, and unwind tables (whose own edges keep
+//! nothing alive: a function's unwind record does not make the function live).
+
+use crate::context::{LinkContext, PhaseError};
+use crate::graph::{AtomId, LinkGraph, SectionKind, atom_flags, section_flags};
+use crate::phases::select_comdat::is_discarded;
+
+pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
+    let gc = context.options.gc_sections;
+    let graph = &mut context.graph;
+    let count = graph.atoms.len();
+    let placeable: Vec<bool> = (0..count)
+        .map(|index| is_placeable(graph, AtomId(index as u32)))
+        .collect();
+    let mut live = vec![false; count];
+    if !gc {
+        live.clone_from(&placeable);
+    } else {
+        let mut work: Vec<AtomId> = Vec::new();
+        let mark = |atom: AtomId, live: &mut Vec<bool>, work: &mut Vec<AtomId>| {
+            if placeable.get(atom.index()).copied().unwrap_or(false) && !live[atom.index()] {
+                live[atom.index()] = true;
+                work.push(atom);
+            }
+        };
+        if let Some(entry) = context.global_symbols.get(&context.options.entry)
+            && let Some(atom) = graph.symbols[entry.index()].atom
+        {
+            mark(atom, &mut live, &mut work);
+        }
+        let started: Vec<String> = context
+            .global_symbols
+            .keys()
+            .filter_map(|name| name.strip_prefix("__start_").or_else(|| name.strip_prefix("__stop_")))
+            .map(str::to_string)
+            .collect();
+        for index in 0..count {
+            let atom = AtomId(index as u32);
+            if is_root(graph, atom, &started) {
+                mark(atom, &mut live, &mut work);
+            }
+        }
+        if let Some(got) = context.got_atom {
+            mark(got, &mut live, &mut work);
+        }
+        while let Some(atom) = work.pop() {
+            if graph.atoms[atom.index()].flags & atom_flags::UNWIND != 0 {
+                continue;
+            }
+            let targets: Vec<AtomId> = graph
+                .edges_of(atom)
+                .filter_map(|(_, edge)| {
+                    edge.target_atom.or_else(|| {
+                        edge.target_symbol
+                            .map(|symbol| graph.resolved(symbol))
+                            .and_then(|symbol| graph.symbols[symbol.index()].atom)
+                    })
+                })
+                .collect();
+            for target in targets {
+                mark(target, &mut live, &mut work);
+            }
+        }
+    }
+    for (atom, live) in graph.atoms.iter_mut().zip(live) {
+        if live {
+            atom.flags |= atom_flags::LIVE;
+        } else {
+            atom.flags &= !atom_flags::LIVE;
+        }
+    }
+    Ok(())
+}
+
+/// Allocated, not discarded by COMDAT selection, and with a home in the output.
+fn is_placeable(graph: &LinkGraph, atom: AtomId) -> bool {
+    let entry = &graph.atoms[atom.index()];
+    let allocated = match entry.section {
+        Some(section) => graph.sections[section.index()].flags & section_flags::ALLOCATED != 0,
+        None => true,
+    };
+    allocated && !is_discarded(graph, atom)
+}
+
+fn is_root(graph: &LinkGraph, atom: AtomId, started: &[String]) -> bool {
+    let entry = &graph.atoms[atom.index()];
+    let Some(section) = entry.section else {
+        return false;
+    };
+    let section = &graph.sections[section.index()];
+    let name = section.name.as_str();
+    name.starts_with(".init_array")
+        || name.starts_with(".fini_array")
+        || name.starts_with(".preinit_array")
+        || name.starts_with(".ctors")
+        || name.starts_with(".dtors")
+        || name.starts_with(".note")
+        || section.kind == SectionKind::Unwind
+        || section.flags & section_flags::RETAIN != 0
+        || started.iter().any(|started| started == name)
+}

@@ -1,0 +1,394 @@
+//! `neverc.link.layout`: output sections, segments and addresses. Live atoms go to output sections by name
+//! (`.text.*` into `.text`, `.rodata.*` into `.rodata`, `.init_array.N` sorted by priority before plain
+//! `.init_array`, ...); mergeable strings are merged across inputs (one copy of each string); the output
+//! sections form three page-aligned segments, R+X, R and R+W, with `.bss` last; layout constraints
+//! (`order`) put the atoms they name first in their section. Names the linker defines get their values.
+
+use std::sync::Arc;
+
+use neverc_runtime::generated::phases::index::LINK_LAYOUT;
+use rustc_hash::FxHashMap;
+
+use crate::context::{Layout, LinkContext, OutputSection, OutputSegment, PhaseError};
+use crate::graph::{Atom, AtomId, Content, Definition, LinkGraph, Origin, atom_flags, section_flags};
+
+const PHASE: &str = "layout";
+const READ: u32 = 1;
+const WRITE: u32 = 2;
+const EXECUTE: u32 = 4;
+
+/// Segment of an output section: 0 = R+X, 1 = R, 2 = R+W.
+fn segment_of(flags: u64) -> usize {
+    if flags & section_flags::EXECUTABLE != 0 {
+        0
+    } else if flags & section_flags::WRITABLE != 0 {
+        2
+    } else {
+        1
+    }
+}
+
+/// The output section an input section goes to, and its rank within its segment.
+fn output_name(name: &str) -> (String, u32) {
+    let family = |prefix: &str| name == prefix || name.starts_with(&format!("{prefix}."));
+    let (output, rank) = if family(".text") {
+        (".text", 1)
+    } else if name == ".init" {
+        (".init", 0)
+    } else if name == ".fini" {
+        (".fini", 2)
+    } else if family(".rodata") {
+        (".rodata", 1)
+    } else if name == ".eh_frame" {
+        (".eh_frame", 2)
+    } else if family(".preinit_array") {
+        (".preinit_array", 0)
+    } else if family(".init_array") || family(".ctors") {
+        (".init_array", 1)
+    } else if family(".fini_array") || family(".dtors") {
+        (".fini_array", 2)
+    } else if family(".data.rel.ro") {
+        (".data.rel.ro", 3)
+    } else if name == ".got" {
+        (".got", 4)
+    } else if family(".data") {
+        (".data", 5)
+    } else if family(".bss") || name == "COMMON" {
+        (".bss", 100)
+    } else {
+        return (name.to_string(), 50);
+    };
+    (output.to_string(), rank)
+}
+
+/// The priority of `.init_array.NNNNN` (plain `.init_array` sorts after every priority).
+fn init_priority(name: &str) -> u32 {
+    name.rsplit('.')
+        .next()
+        .and_then(|suffix| suffix.parse().ok())
+        .unwrap_or(u32::MAX)
+}
+
+pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
+    merge_strings(context);
+    let graph = &mut context.graph;
+    let page = context.options.page_size.max(1);
+    let base = context.options.image_base;
+
+    // Output sections by name, in first-seen order; atoms in graph order (link order).
+    let mut by_name: FxHashMap<String, usize> = FxHashMap::default();
+    let mut sections: Vec<(OutputSection, u32)> = Vec::new();
+    for index in 0..graph.atoms.len() {
+        let atom = &graph.atoms[index];
+        if !atom.is_live()
+            || atom.flags & atom_flags::FOLDED != 0
+            || context.merged_strings.target.contains_key(&AtomId(index as u32))
+        {
+            continue;
+        }
+        let (input_name, flags) = match atom.section {
+            Some(section) => {
+                let section = &graph.sections[section.index()];
+                (section.name.as_str(), section.flags)
+            }
+            None if atom.name == ".got" => (".got", section_flags::ALLOCATED | section_flags::WRITABLE),
+            None if atom.name == "COMMON" => ("COMMON", section_flags::ALLOCATED | section_flags::WRITABLE),
+            None => (atom.name.as_str(), section_flags::ALLOCATED),
+        };
+        if flags & section_flags::TLS != 0 {
+            return Err(PhaseError::new(
+                PHASE,
+                format!(
+                    "{}: section `{input_name}`: thread-local storage is not supported yet",
+                    graph.input_name(atom.origin.input)
+                ),
+            ));
+        }
+        let (name, rank) = output_name(input_name);
+        let slot = *by_name.entry(name.clone()).or_insert_with(|| {
+            sections.push((
+                OutputSection {
+                    name,
+                    flags: 0,
+                    alignment: 1,
+                    address: 0,
+                    file_offset: 0,
+                    size: 0,
+                    file_size: 0,
+                    atoms: Vec::new(),
+                    segment: 0,
+                },
+                rank,
+            ));
+            sections.len() - 1
+        });
+        let output = &mut sections[slot].0;
+        output.flags |= flags & (section_flags::ALLOCATED | section_flags::WRITABLE | section_flags::EXECUTABLE);
+        output.alignment = output.alignment.max(atom.alignment);
+        output.atoms.push(AtomId(index as u32));
+    }
+    // Init and fini arrays: priorities first, ascending, then the plain sections in link order.
+    for (section, _) in &mut sections {
+        if matches!(section.name.as_str(), ".init_array" | ".fini_array" | ".preinit_array") {
+            section.atoms.sort_by_key(|atom| {
+                let name = graph.atoms[atom.index()].name.as_str();
+                init_priority(name)
+            });
+        }
+        apply_order_constraints(graph, &mut section.atoms);
+    }
+    for (section, _) in &mut sections {
+        section.segment = segment_of(section.flags);
+    }
+    // `.bss` is the last section of the writable segment (it takes no file bytes).
+    sections.sort_by_key(|(section, rank)| (section.segment, *rank));
+
+    let mut layout = Layout::default();
+    let mut address = base + page;
+    for segment in 0..3 {
+        let members: Vec<usize> = (0..sections.len())
+            .filter(|index| sections[*index].0.segment == segment)
+            .collect();
+        if members.is_empty() {
+            continue;
+        }
+        address = align(address, page);
+        let start = address;
+        let mut file_end = address;
+        for index in &members {
+            let section = &mut sections[*index].0;
+            address = align(address, section.alignment);
+            section.address = address;
+            for atom in &section.atoms {
+                let entry = &mut graph.atoms[atom.index()];
+                address = align(address, entry.alignment.max(1));
+                entry.address = address;
+                entry.file_offset = address - base;
+                address += entry.size();
+            }
+            section.size = address - section.address;
+            section.file_offset = section.address - base;
+            let is_bss = section
+                .atoms
+                .iter()
+                .all(|atom| graph.atoms[atom.index()].content == Content::ZeroFill);
+            section.file_size = if is_bss { 0 } else { section.size };
+            if !is_bss {
+                file_end = address;
+            }
+        }
+        layout.segments.push(OutputSegment {
+            flags: READ
+                | match segment {
+                    0 => EXECUTE,
+                    2 => WRITE,
+                    _ => 0,
+                },
+            address: start,
+            file_offset: start - base,
+            file_size: file_end - start,
+            memory_size: address - start,
+            sections: Vec::new(),
+        });
+        let segment_index = layout.segments.len() - 1;
+        for index in members {
+            sections[index].0.segment = segment_index;
+            layout.segments[segment_index].sections.push(index);
+        }
+    }
+    layout.sections = sections.into_iter().map(|(section, _)| section).collect();
+    layout.file_size = layout
+        .segments
+        .iter()
+        .filter(|segment| segment.file_size > 0)
+        .map(|segment| segment.file_offset + segment.file_size)
+        .max()
+        .unwrap_or(page);
+    // A segment with no file bytes (only `.bss`) points at the end of the file, congruent with its address.
+    for segment in &mut layout.segments {
+        if segment.file_size == 0 {
+            segment.file_offset = (layout.file_size / page) * page + segment.address % page;
+            for index in &segment.sections {
+                layout.sections[*index].file_offset = segment.file_offset;
+            }
+        }
+    }
+    // Input sections follow their atoms.
+    for section in &mut graph.sections {
+        let atom = &graph.atoms[section.atom.index()];
+        section.address = atom.address;
+        section.file_offset = atom.file_offset;
+    }
+    define_linker_symbol_values(context, &layout);
+    let entry = context
+        .global_symbols
+        .get(&context.options.entry)
+        .and_then(|symbol| crate::phases::relocate::symbol_address(context, *symbol))
+        .ok_or_else(|| {
+            PhaseError::new(
+                PHASE,
+                format!("entry symbol `{}` is not defined", context.options.entry),
+            )
+        })?;
+    layout.entry = entry;
+    context.layout = Some(layout);
+    Ok(())
+}
+
+fn align(value: u64, alignment: u64) -> u64 {
+    let alignment = alignment.max(1);
+    value.div_ceil(alignment) * alignment
+}
+
+/// Atoms named by `order` constraints come first, by the constraint's value; the rest keep their order.
+fn apply_order_constraints(graph: &LinkGraph, atoms: &mut [AtomId]) {
+    if graph.constraints.is_empty() {
+        return;
+    }
+    let mut positions: FxHashMap<u32, u64> = FxHashMap::default();
+    for constraint in &graph.constraints {
+        if constraint.kind == "order"
+            && let Ok(atom) = u32::try_from(constraint.subject)
+        {
+            positions.entry(atom).or_insert(constraint.value);
+        }
+    }
+    atoms.sort_by_key(|atom| positions.get(&atom.0).copied().unwrap_or(u64::MAX));
+}
+
+/// Merges the strings of live `SHF_MERGE | SHF_STRINGS` sections (one-byte entries) that go to the same
+/// output section with the same alignment: each distinct string is kept once, in first-seen order.
+fn merge_strings(context: &mut LinkContext) {
+    if !context.merged_strings.target.is_empty() {
+        return;
+    }
+    let graph = &mut context.graph;
+    let mut groups: Vec<((String, u64), Vec<AtomId>)> = Vec::new();
+    for (index, atom) in graph.atoms.iter().enumerate() {
+        let Some(section) = atom.section else { continue };
+        let section = &graph.sections[section.index()];
+        let mergeable = section_flags::MERGEABLE | section_flags::STRINGS;
+        if !atom.is_live()
+            || section.flags & mergeable != mergeable
+            || section.flags & section_flags::WRITABLE != 0
+            || section.entry_size != 1
+        {
+            continue;
+        }
+        let key = (output_name(&section.name).0, atom.alignment);
+        match groups.iter_mut().find(|(existing, _)| *existing == key) {
+            Some((_, atoms)) => atoms.push(AtomId(index as u32)),
+            None => groups.push((key, vec![AtomId(index as u32)])),
+        }
+    }
+    for ((_, alignment), atoms) in groups {
+        let mut merged: Vec<u8> = Vec::new();
+        let mut offsets: FxHashMap<Vec<u8>, u64> = FxHashMap::default();
+        let first_section = graph.atoms[atoms[0].index()].section;
+        for atom in &atoms {
+            let bytes = graph.atom_bytes(&graph.atoms[atom.index()]).to_vec();
+            let mut pieces = Vec::new();
+            let mut start = 0;
+            while start < bytes.len() {
+                let end = bytes[start..]
+                    .iter()
+                    .position(|byte| *byte == 0)
+                    .map_or(bytes.len(), |nul| start + nul + 1);
+                let piece = bytes[start..end].to_vec();
+                let at = *offsets.entry(piece).or_insert_with_key(|piece| {
+                    let at = merged.len() as u64;
+                    merged.extend_from_slice(piece);
+                    at
+                });
+                pieces.push((start as u64, at));
+                start = end;
+            }
+            context.merged_strings.pieces.insert(*atom, pieces);
+        }
+        let merged_atom = AtomId(graph.atoms.len() as u32);
+        graph.atoms.push(Atom {
+            section: first_section,
+            name: ".rodata.str".into(),
+            flags: atom_flags::LIVE | atom_flags::SYNTHETIC,
+            alignment,
+            address: 0,
+            file_offset: 0,
+            content: Content::Owned(Arc::from(merged)),
+            zero_fill: 0,
+            comdat: None,
+            fold_leader: None,
+            origin: Origin {
+                created_by_phase: Some(LINK_LAYOUT as u16),
+                ..Origin::default()
+            },
+        });
+        for atom in atoms {
+            context.merged_strings.target.insert(atom, merged_atom);
+        }
+    }
+    graph.edges_by_atom.resize(graph.atoms.len(), 0..0);
+}
+
+/// Values of the names the linker defines, from the layout.
+fn define_linker_symbol_values(context: &mut LinkContext, layout: &Layout) {
+    let bounds = |name: &str| {
+        layout
+            .sections
+            .iter()
+            .find(|section| section.name == name)
+            .map(|section| (section.address, section.address + section.size))
+    };
+    let writable = layout.segments.iter().find(|segment| segment.flags & WRITE != 0);
+    let data_start = writable.map_or(context.options.image_base, |segment| segment.address);
+    let data_file_end = writable.map_or(data_start, |segment| segment.address + segment.file_size);
+    let memory_end = layout
+        .segments
+        .iter()
+        .map(|segment| segment.address + segment.memory_size)
+        .max()
+        .unwrap_or(context.options.image_base);
+    let text_end = bounds(".text").map_or(context.options.image_base, |(_, end)| end);
+    let names: Vec<(String, crate::graph::SymbolId)> = context
+        .global_symbols
+        .iter()
+        .filter(|(_, symbol)| {
+            let symbol = &context.graph.symbols[symbol.index()];
+            symbol.definition == Definition::Absolute && symbol.atom.is_none() && symbol.origin.input.is_none()
+        })
+        .map(|(name, symbol)| (name.clone(), *symbol))
+        .collect();
+    for (name, symbol) in names {
+        let array = |section: &str, end: bool| {
+            bounds(section).map_or(data_start, |(start, stop)| if end { stop } else { start })
+        };
+        let value = match name.as_str() {
+            "__init_array_start" => array(".init_array", false),
+            "__init_array_end" => array(".init_array", true),
+            "__fini_array_start" => array(".fini_array", false),
+            "__fini_array_end" => array(".fini_array", true),
+            "__preinit_array_start" => array(".preinit_array", false),
+            "__preinit_array_end" => array(".preinit_array", true),
+            "__bss_start" => bounds(".bss").map_or(data_file_end, |(start, _)| start),
+            "_edata" | "edata" => data_file_end,
+            "_end" | "end" => memory_end,
+            "_etext" | "etext" => text_end,
+            "__executable_start" | "__ehdr_start" => context.options.image_base,
+            "_GLOBAL_OFFSET_TABLE_" => bounds(".got").map_or(0, |(start, _)| start),
+            other => match (other.strip_prefix("__start_"), other.strip_prefix("__stop_")) {
+                (Some(section), _) => bounds(section).map_or(0, |(start, _)| start),
+                (_, Some(section)) => bounds(section).map_or(0, |(_, end)| end),
+                _ => continue,
+            },
+        };
+        context.graph.symbols[symbol.index()].value = value;
+    }
+}
+
+/// The merged-string atom and offset that hold byte `offset` of mergeable atom `atom`.
+pub(crate) fn merged_location(context: &LinkContext, atom: AtomId, offset: u64) -> Option<(AtomId, u64)> {
+    let target = *context.merged_strings.target.get(&atom)?;
+    let pieces = context.merged_strings.pieces.get(&atom)?;
+    let index = pieces.partition_point(|(start, _)| *start <= offset).checked_sub(1)?;
+    let (start, at) = pieces[index];
+    Some((target, at + (offset - start)))
+}

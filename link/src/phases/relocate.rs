@@ -1,0 +1,197 @@
+//! `neverc.link.relocate`: copy every placed atom into its output section's bytes and patch each edge:
+//! absolute (`64`, `32`, `32S`), PC-relative (`PC32`, `PLT32`, `PC64`), GOT loads (`GOTPCREL`, and
+//! `GOTPCRELX`/`REX_GOTPCRELX` relaxed to direct addresses where the instruction allows). A value that
+//! does not fit its field is an error naming the input, the section, the offset and the symbol.
+
+use object::elf;
+
+use crate::context::{LinkContext, PhaseError};
+use crate::graph::{AtomId, Definition, Edge, SymbolId, SymbolType, atom_flags};
+use crate::phases::layout::merged_location;
+use crate::x86_64::{Relaxation, relaxation, relocation_name};
+
+const PHASE: &str = "relocate";
+
+/// The address of an atom in the output (through folding).
+fn atom_address(context: &LinkContext, atom: AtomId) -> u64 {
+    let entry = &context.graph.atoms[atom.index()];
+    match entry.fold_leader {
+        Some(leader) if entry.flags & atom_flags::FOLDED != 0 => context.graph.atoms[leader.index()].address,
+        _ => entry.address,
+    }
+}
+
+/// The address a symbol stands for (0 for a weak undefined one).
+pub(crate) fn symbol_address(context: &LinkContext, symbol: SymbolId) -> Option<u64> {
+    let symbol = &context.graph.symbols[context.graph.resolved(symbol).index()];
+    match (symbol.definition, symbol.atom) {
+        (Definition::Undefined, _) => Some(0),
+        (_, Some(atom)) => Some(match merged_location(context, atom, symbol.value) {
+            Some((merged, offset)) => atom_address(context, merged) + offset,
+            None => atom_address(context, atom) + symbol.value,
+        }),
+        (Definition::Absolute, None) => Some(symbol.value),
+        _ => None,
+    }
+}
+
+/// `S + A` of an edge: the target's address plus the addend (a reference into merged strings through a
+/// section symbol finds its string by the addend).
+fn target_value(context: &LinkContext, edge: &Edge) -> Option<i128> {
+    let addend = i128::from(edge.addend);
+    if let Some(symbol) = edge.target_symbol {
+        let resolved = &context.graph.symbols[context.graph.resolved(symbol).index()];
+        if resolved.symbol_type == SymbolType::Section
+            && let Some(atom) = resolved.atom
+            && let Some(offset) = u64::try_from(edge.addend).ok()
+            && let Some((merged, at)) = merged_location(context, atom, offset)
+        {
+            return Some(i128::from(atom_address(context, merged) + at));
+        }
+        return symbol_address(context, symbol).map(|address| i128::from(address) + addend);
+    }
+    let atom = edge.target_atom?;
+    if let Some(offset) = u64::try_from(edge.addend).ok()
+        && let Some((merged, at)) = merged_location(context, atom, offset)
+    {
+        return Some(i128::from(atom_address(context, merged) + at));
+    }
+    Some(i128::from(atom_address(context, atom)) + addend)
+}
+
+pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
+    let Some(layout) = context.layout.as_ref() else {
+        return Err(PhaseError::new(PHASE, "no layout"));
+    };
+    let mut buffers: Vec<Vec<u8>> = layout
+        .sections
+        .iter()
+        .map(|section| vec![0; section.file_size as usize])
+        .collect();
+    let mut errors = Vec::new();
+    for (section_index, section) in layout.sections.iter().enumerate() {
+        if section.file_size == 0 {
+            continue;
+        }
+        for atom in &section.atoms {
+            let entry = &context.graph.atoms[atom.index()];
+            let start = (entry.address - section.address) as usize;
+            let bytes = context.graph.atom_bytes(entry);
+            let buffer = &mut buffers[section_index];
+            let Some(destination) = buffer.get_mut(start..start + bytes.len()) else {
+                errors.push(format!("atom `{}` does not fit its output section", entry.name));
+                continue;
+            };
+            destination.copy_from_slice(bytes);
+            for (_, edge) in context.graph.edges_of(*atom) {
+                if let Err(message) = apply(context, edge, entry.address, &mut buffers[section_index], start) {
+                    let input = context.graph.input_name(entry.origin.input);
+                    errors.push(format!("{input}:{}+{:#x}: {message}", entry.name, edge.offset));
+                }
+            }
+        }
+    }
+    if !errors.is_empty() {
+        return Err(PhaseError::new(PHASE, errors.join("\n")));
+    }
+    context.section_bytes = buffers;
+    Ok(())
+}
+
+/// Patches one edge of an atom placed at `atom_address`, whose bytes start at `start` of `buffer`.
+fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8], start: usize) -> Result<(), String> {
+    let raw = edge.relocation.raw;
+    if raw == elf::R_X86_64_NONE {
+        return Ok(());
+    }
+    let at = start + edge.offset as usize;
+    let place = i128::from(atom_address + edge.offset);
+    let name = || {
+        edge.target_symbol
+            .map(|symbol| context.graph.symbols[symbol.index()].name.clone())
+            .filter(|name| !name.is_empty())
+            .unwrap_or_else(|| "<section>".into())
+    };
+    let value = || {
+        target_value(context, edge).ok_or_else(|| format!("{} against `{}`: no address", relocation_name(raw), name()))
+    };
+    let got_slot = || -> Result<i128, String> {
+        let symbol = edge
+            .target_symbol
+            .map(|symbol| context.graph.resolved(symbol))
+            .ok_or_else(|| "GOT load without a symbol".to_string())?;
+        let slot = context
+            .got
+            .iter()
+            .position(|entry| *entry == symbol)
+            .ok_or_else(|| format!("no GOT slot for `{}`", name()))?;
+        let got = context.got_atom.ok_or_else(|| "no GOT".to_string())?;
+        Ok(i128::from(context.graph.atoms[got.index()].address + slot as u64 * 8) + i128::from(edge.addend))
+    };
+    match raw {
+        elf::R_X86_64_64 => write(buffer, at, value()?, 8, false, raw, &name),
+        elf::R_X86_64_PC64 => write(buffer, at, value()? - place, 8, true, raw, &name),
+        elf::R_X86_64_PC32 | elf::R_X86_64_PLT32 => write(buffer, at, value()? - place, 4, true, raw, &name),
+        elf::R_X86_64_32 => write(buffer, at, value()?, 4, false, raw, &name),
+        elf::R_X86_64_32S => write(buffer, at, value()?, 4, true, raw, &name),
+        elf::R_X86_64_GOTPCREL => write(buffer, at, got_slot()? - place, 4, true, raw, &name),
+        elf::R_X86_64_GOTPCRELX | elf::R_X86_64_REX_GOTPCRELX => match relaxation(&context.graph, edge) {
+            Some(Relaxation::MovToLea) => {
+                buffer[at - 2] = 0x8d;
+                write(buffer, at, value()? - place, 4, true, raw, &name)
+            }
+            Some(Relaxation::Call) => {
+                buffer[at - 2] = 0x67;
+                buffer[at - 1] = 0xe8;
+                write(buffer, at, value()? - place, 4, true, raw, &name)
+            }
+            Some(Relaxation::Jump) => {
+                buffer[at - 2] = 0xe9;
+                let result = write(buffer, at - 1, value()? - place + 1, 4, true, raw, &name);
+                if let Some(byte) = buffer.get_mut(at + 3) {
+                    *byte = 0x90;
+                }
+                result
+            }
+            None => write(buffer, at, got_slot()? - place, 4, true, raw, &name),
+        },
+        _ => Err(format!("unsupported {} against `{}`", relocation_name(raw), name())),
+    }
+}
+
+/// Writes `value` as a `width`-byte little-endian field, checking that it fits (signed or unsigned).
+fn write(
+    buffer: &mut [u8],
+    at: usize,
+    value: i128,
+    width: usize,
+    signed: bool,
+    raw: u32,
+    name: &dyn Fn() -> String,
+) -> Result<(), String> {
+    let bits = (width * 8) as u32;
+    let fits = if width == 8 {
+        value >= i128::from(i64::MIN) && value <= i128::from(u64::MAX)
+    } else if signed {
+        value >= -(1i128 << (bits - 1)) && value < (1i128 << (bits - 1))
+    } else {
+        value >= 0 && value < (1i128 << bits)
+    };
+    if !fits {
+        return Err(format!(
+            "{} against `{}` out of range: {value:#x} does not fit",
+            relocation_name(raw),
+            name()
+        ));
+    }
+    let bytes = (value as u64).to_le_bytes();
+    let field = buffer.get_mut(at..at + width).ok_or_else(|| {
+        format!(
+            "{} against `{}` patches past the end of its section",
+            relocation_name(raw),
+            name()
+        )
+    })?;
+    field.copy_from_slice(&bytes[..width]);
+    Ok(())
+}

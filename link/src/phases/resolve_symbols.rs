@@ -1,0 +1,286 @@
+//! `neverc.link.resolve_symbols`: one prevailing definition per global name. Archive members are extracted
+//! while they define a name that is still undefined (repeating, since a member may need another); a strong
+//! definition beats a common one, which beats a weak one; weak references pull nothing and may stay
+//! undefined (address 0); a strong reference to a name nobody defines is an error naming the referencing
+//! input and the symbol. Common symbols get zero-filled atoms; names the linker defines (`__start_X`,
+//! `__init_array_start`, ...) get synthetic symbols whose values layout fills in.
+
+use neverc_runtime::generated::phases::index::LINK_RESOLVE_SYMBOLS;
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::context::{LinkContext, PhaseError};
+use crate::graph::{
+    Atom, AtomId, Binding, Content, Definition, LinkGraph, MaterializationReason, MemberId, Origin, Symbol, SymbolId,
+    SymbolType, Synthetic, SyntheticRole, Visibility, atom_flags,
+};
+use crate::read::extract_member;
+
+const PHASE: &str = "resolve_symbols";
+
+pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
+    let graph = &mut context.graph;
+    let mut table: FxHashMap<String, SymbolId> = FxHashMap::default();
+    let mut seen_inputs = 0;
+    let mut duplicates = Vec::new();
+    // Members by the names they define, first archive and first member first.
+    let mut providers: FxHashMap<String, MemberId> = FxHashMap::default();
+    for (index, member) in graph.archive_members.iter().enumerate() {
+        for name in &member.defines {
+            providers.entry(name.clone()).or_insert(MemberId(index as u32));
+        }
+    }
+    loop {
+        // Add the symbols of inputs read since the last round.
+        let first_new_symbol = graph
+            .symbols
+            .iter()
+            .position(|symbol| symbol.origin.input.is_some_and(|input| input.index() >= seen_inputs))
+            .unwrap_or(graph.symbols.len());
+        for id in first_new_symbol..graph.symbols.len() {
+            add_definition(graph, &mut table, SymbolId(id as u32), &mut duplicates);
+        }
+        seen_inputs = graph.inputs.len();
+        // Extract the members that define a strongly referenced, still undefined name.
+        let wanted: Vec<(String, MemberId)> = graph
+            .symbols
+            .iter()
+            .filter(|symbol| {
+                symbol.definition == Definition::Undefined
+                    && symbol.binding != Binding::Weak
+                    && !symbol.name.is_empty()
+                    && !table.contains_key(&symbol.name)
+            })
+            .filter_map(|symbol| {
+                providers
+                    .get(&symbol.name)
+                    .filter(|member| graph.archive_members[member.index()].materialized.is_none())
+                    .map(|member| (symbol.name.clone(), *member))
+            })
+            .collect();
+        if wanted.is_empty() {
+            break;
+        }
+        let mut extracted = FxHashSet::default();
+        for (name, member) in wanted {
+            if extracted.insert(member) && graph.archive_members[member.index()].materialized.is_none() {
+                extract_member(
+                    graph,
+                    member,
+                    MaterializationReason::Defines(name),
+                    LINK_RESOLVE_SYMBOLS as u16,
+                )
+                .map_err(|error| PhaseError::new(PHASE, error.to_string()))?;
+            }
+        }
+    }
+    if !duplicates.is_empty() {
+        return Err(PhaseError::new(PHASE, duplicates.join("\n")));
+    }
+    // Extracted members brought edges of their own.
+    graph.index_edges();
+    allocate_commons(graph, &table);
+    define_linker_symbols(graph, &mut table);
+
+    // Every reference resolves to the prevailing definition; strong references must find one.
+    let mut undefined: Vec<String> = Vec::new();
+    let mut reported = FxHashSet::default();
+    for index in 0..graph.symbols.len() {
+        let symbol = &graph.symbols[index];
+        if symbol.binding == Binding::Local || symbol.name.is_empty() || symbol.symbol_type == SymbolType::File {
+            continue;
+        }
+        match table.get(&symbol.name) {
+            Some(prevailing) => {
+                let prevailing = *prevailing;
+                graph.symbols[index].resolution = Some(prevailing);
+                graph.symbols[prevailing.index()].prevailing = true;
+            }
+            None if symbol.binding == Binding::Weak => {}
+            None => {
+                if reported.insert(symbol.name.clone()) {
+                    undefined.push(format!(
+                        "undefined symbol: {} (referenced by {})",
+                        symbol.name,
+                        graph.input_name(symbol.origin.input)
+                    ));
+                }
+            }
+        }
+    }
+    if !undefined.is_empty() {
+        return Err(PhaseError::new(PHASE, undefined.join("\n")));
+    }
+    context.global_symbols = table;
+    Ok(())
+}
+
+/// How strongly a symbol defines its name.
+fn rank(symbol: &Symbol) -> u8 {
+    match (symbol.definition, symbol.binding) {
+        (Definition::Undefined, _) => 0,
+        (_, Binding::Weak) => 1,
+        (Definition::Common, _) | (_, Binding::Common) => 2,
+        _ => 3,
+    }
+}
+
+fn add_definition(
+    graph: &LinkGraph,
+    table: &mut FxHashMap<String, SymbolId>,
+    id: SymbolId,
+    duplicates: &mut Vec<String>,
+) {
+    let symbol = &graph.symbols[id.index()];
+    if symbol.binding == Binding::Local
+        || symbol.name.is_empty()
+        || matches!(symbol.symbol_type, SymbolType::File | SymbolType::Section)
+        || rank(symbol) == 0
+    {
+        return;
+    }
+    match table.get(&symbol.name) {
+        None => {
+            table.insert(symbol.name.clone(), id);
+        }
+        Some(existing) => {
+            let current = &graph.symbols[existing.index()];
+            let (new_rank, old_rank) = (rank(symbol), rank(current));
+            if new_rank == 3 && old_rank == 3 {
+                // Definitions in COMDAT groups are duplicates by design; selection keeps one group.
+                let in_group = |symbol: &Symbol| {
+                    symbol
+                        .atom
+                        .and_then(|atom| graph.atoms.get(atom.index()))
+                        .is_some_and(|atom| atom.comdat.is_some())
+                };
+                if !(in_group(symbol) && in_group(current)) {
+                    duplicates.push(format!(
+                        "duplicate symbol: {} (defined in {} and {})",
+                        symbol.name,
+                        graph.input_name(current.origin.input),
+                        graph.input_name(symbol.origin.input)
+                    ));
+                }
+            } else if new_rank > old_rank || (new_rank == 2 && old_rank == 2 && symbol.size > current.size) {
+                table.insert(symbol.name.clone(), id);
+            }
+        }
+    }
+}
+
+/// Gives each prevailing common symbol a zero-filled atom (the largest size, the strictest alignment).
+fn allocate_commons(graph: &mut LinkGraph, table: &FxHashMap<String, SymbolId>) {
+    let mut alignments: FxHashMap<&str, u64> = FxHashMap::default();
+    for symbol in &graph.symbols {
+        if symbol.definition == Definition::Common {
+            let entry = alignments.entry(symbol.name.as_str()).or_insert(1);
+            *entry = (*entry).max(symbol.value.max(1));
+        }
+    }
+    let alignments: FxHashMap<String, u64> = alignments.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+    let mut commons: Vec<SymbolId> = table
+        .values()
+        .copied()
+        .filter(|id| graph.symbols[id.index()].definition == Definition::Common)
+        .collect();
+    commons.sort();
+    for id in commons {
+        let atom = AtomId(graph.atoms.len() as u32);
+        let symbol = &graph.symbols[id.index()];
+        graph.atoms.push(Atom {
+            section: None,
+            name: "COMMON".into(),
+            flags: atom_flags::SYNTHETIC,
+            alignment: alignments.get(&symbol.name).copied().unwrap_or(1),
+            address: 0,
+            file_offset: 0,
+            content: Content::ZeroFill,
+            zero_fill: symbol.size,
+            comdat: None,
+            fold_leader: None,
+            origin: Origin {
+                created_by_phase: Some(LINK_RESOLVE_SYMBOLS as u16),
+                ..symbol.origin
+            },
+        });
+        let symbol = &mut graph.symbols[id.index()];
+        symbol.atom = Some(atom);
+        symbol.value = 0;
+    }
+    graph.edges_by_atom.resize(graph.atoms.len(), 0..0);
+}
+
+/// Whether the linker defines `name` (as GNU ld's default script and lld do).
+pub(crate) fn is_linker_defined(name: &str, graph: &LinkGraph) -> bool {
+    const FIXED: &[&str] = &[
+        "__init_array_start",
+        "__init_array_end",
+        "__fini_array_start",
+        "__fini_array_end",
+        "__preinit_array_start",
+        "__preinit_array_end",
+        "__bss_start",
+        "_end",
+        "end",
+        "_edata",
+        "edata",
+        "_etext",
+        "etext",
+        "__executable_start",
+        "__ehdr_start",
+        "_GLOBAL_OFFSET_TABLE_",
+    ];
+    if FIXED.contains(&name) {
+        return true;
+    }
+    let section = name.strip_prefix("__start_").or_else(|| name.strip_prefix("__stop_"));
+    section.is_some_and(|section| graph.sections.iter().any(|candidate| candidate.name == section))
+}
+
+fn define_linker_symbols(graph: &mut LinkGraph, table: &mut FxHashMap<String, SymbolId>) {
+    let mut names: Vec<String> = graph
+        .symbols
+        .iter()
+        .filter(|symbol| {
+            symbol.definition == Definition::Undefined
+                && !table.contains_key(&symbol.name)
+                && is_linker_defined(&symbol.name, graph)
+        })
+        .map(|symbol| symbol.name.clone())
+        .collect();
+    names.sort();
+    names.dedup();
+    for name in names {
+        let id = SymbolId(graph.symbols.len() as u32);
+        graph.symbols.push(Symbol {
+            name: name.clone(),
+            version: None,
+            binding: Binding::Global,
+            visibility: Visibility::Hidden,
+            definition: Definition::Absolute,
+            symbol_type: SymbolType::None,
+            atom: None,
+            value: 0,
+            size: 0,
+            prevailing: true,
+            exported: false,
+            imported: false,
+            root: false,
+            resolution: None,
+            origin: Origin {
+                created_by_phase: Some(LINK_RESOLVE_SYMBOLS as u16),
+                ..Origin::default()
+            },
+        });
+        graph.synthetics.push(Synthetic {
+            role: SyntheticRole::LinkerDefined(name.clone()),
+            section: None,
+            atom: None,
+            origin: Origin {
+                created_by_phase: Some(LINK_RESOLVE_SYMBOLS as u16),
+                ..Origin::default()
+            },
+        });
+        table.insert(name, id);
+    }
+}

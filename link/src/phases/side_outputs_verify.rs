@@ -1,0 +1,64 @@
+//! `neverc.link.side_outputs_verify` (a sealed gate): side outputs (the `-Map` file) are made from the final
+//! layout and checked against the image layout before anything is committed.
+
+use crate::context::{LinkContext, PhaseError};
+use crate::image::{MapFile, MapInputPiece, MapOutputSection, MapSymbol, verify_map_file, write_map_file};
+
+pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
+    if context.options.map_file.is_none() {
+        return Ok(());
+    }
+    let (Some(layout), Some(image_layout)) = (context.layout.as_ref(), context.image_layout.as_ref()) else {
+        return Err(PhaseError::new("side_outputs_verify", "no emitted image"));
+    };
+    let graph = &context.graph;
+    let map = MapFile {
+        output_sections: layout
+            .sections
+            .iter()
+            .map(|section| MapOutputSection {
+                name: section.name.clone(),
+                address: section.address,
+                size: section.size,
+                alignment: section.alignment,
+                inputs: section
+                    .atoms
+                    .iter()
+                    .map(|atom| {
+                        let entry = &graph.atoms[atom.index()];
+                        let mut symbols: Vec<MapSymbol> = graph
+                            .symbols
+                            .iter()
+                            .filter(|symbol| {
+                                symbol.atom == Some(*atom) && !symbol.name.is_empty() && !symbol.name.starts_with(".L")
+                            })
+                            .filter(|symbol| symbol.symbol_type != crate::graph::SymbolType::Section)
+                            .map(|symbol| MapSymbol {
+                                name: symbol.name.clone(),
+                                address: entry.address + symbol.value,
+                                size: symbol.size,
+                            })
+                            .collect();
+                        symbols.sort_by(|a, b| (a.address, &a.name).cmp(&(b.address, &b.name)));
+                        MapInputPiece {
+                            file: graph.input_name(entry.origin.input).to_string(),
+                            section: entry.name.clone(),
+                            address: entry.address,
+                            size: entry.size(),
+                            alignment: entry.alignment,
+                            symbols,
+                        }
+                    })
+                    .collect(),
+            })
+            .collect(),
+    };
+    let text = write_map_file(&map);
+    let findings = verify_map_file(&text, image_layout);
+    if !findings.is_empty() {
+        let lines: Vec<String> = findings.iter().map(|finding| finding.to_string()).collect();
+        return Err(PhaseError::new("side_outputs_verify", lines.join("\n")));
+    }
+    context.map_text = Some(text);
+    Ok(())
+}
