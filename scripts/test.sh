@@ -4,8 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages the tests need: clang-14 (C to LLVM IR), llvm-14 (llc-14 oracle, llvm-as-14).
-PACKAGES=(clang-14 llvm-14)
+# Debian packages the tests need: clang-14 (C to LLVM IR; COFF and Mach-O objects), llvm-14 (llc-14 oracle,
+# llvm-as-14), g++ and binutils (C++ COMDAT fixtures, ld.bfd reference links, readelf), gcc-aarch64-linux-gnu
+# (AArch64 objects).
+PACKAGES=(clang-14 llvm-14 g++ binutils gcc-aarch64-linux-gnu)
 if ((${#PACKAGES[@]})); then
     missing=()
     for package in "${PACKAGES[@]}"; do

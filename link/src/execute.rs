@@ -25,6 +25,8 @@ pub enum Actor {
     Provider,
     Interceptor,
     SkippedWithProof,
+    /// A structural phase the link did not ask for (`object_merge` without `-r`).
+    NotRequested,
 }
 
 impl Actor {
@@ -34,6 +36,7 @@ impl Actor {
             Actor::Provider => "provider",
             Actor::Interceptor => "interceptor",
             Actor::SkippedWithProof => "skipped with proof",
+            Actor::NotRequested => "not requested",
         }
     }
 }
@@ -89,6 +92,7 @@ pub fn link_state_machine(tables: &'static PhaseTables) -> Option<&'static State
 pub fn run_link(context: &mut LinkContext, tables: &'static PhaseTables) -> Result<Vec<TraceEntry>, LinkError> {
     let machine = link_state_machine(tables).ok_or(LinkError::NoStateMachine)?;
     let mut trace = Vec::new();
+    let link_started = Instant::now();
     let mut state = 0u32;
     let mut runs = vec![0u32; machine.transitions.len()];
     let final_state = machine.final_state();
@@ -118,6 +122,21 @@ pub fn run_link(context: &mut LinkContext, tables: &'static PhaseTables) -> Resu
             duration: started.elapsed(),
         });
         state = next;
+    }
+    // The structural phases, in declared order: `full` is the whole transition sequence above (which a
+    // linker provider may replace); `object_merge` serves `-r` links only.
+    for symbol in ["LINK_FULL", "LINK_OBJECT_MERGE"] {
+        if let Some(phase) = tables.phases.iter().find(|phase| phase.symbol == symbol) {
+            let full = symbol == "LINK_FULL";
+            trace.push(TraceEntry {
+                phase: phase.name,
+                policy: policy_names(phase),
+                actor: if full { Actor::Builtin } else { Actor::NotRequested },
+                state_before: state_name(if full { 0 } else { state }),
+                state_after: state_name(state),
+                duration: if full { link_started.elapsed() } else { Duration::ZERO },
+            });
+        }
     }
     for phase_index in machine.finalization {
         let phase = &tables.phases[*phase_index];

@@ -1,0 +1,178 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! `neverc-spec link` on real programs: the freestanding fixture programs (gcc-built objects and archives)
+//! are linked by us and by ld.bfd; both executables must print the same and exit alike.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Builds the fixture programs once (objects, archives, ld.bfd references and expected output).
+fn fixtures() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("link-fixtures");
+        let status = Command::new("bash")
+            .arg(repo().join("link/tests/fixtures/programs/build.sh"))
+            .arg(&out)
+            .status()
+            .unwrap();
+        assert!(status.success(), "build.sh failed");
+        out
+    })
+}
+
+fn programs() -> Vec<String> {
+    std::fs::read_to_string(fixtures().join("programs.txt"))
+        .unwrap()
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Links `program` with our linker into `output`; returns the command's stdout.
+fn link(program: &str, output: &Path, extra: &[&str]) -> String {
+    let dir = fixtures().join(program);
+    let inputs: Vec<String> = std::fs::read_to_string(dir.join("inputs.txt"))
+        .unwrap()
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let flags = std::fs::read_to_string(dir.join("flags.txt")).unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_neverc-spec"));
+    command
+        .current_dir(&dir)
+        .arg("link")
+        .arg("-o")
+        .arg(output)
+        .arg("-static");
+    if flags.lines().any(|flag| flag == "--gc-sections") {
+        command.arg("--gc-sections");
+    }
+    let result = command.args(extra).args(&inputs).output().unwrap();
+    assert!(
+        result.status.success(),
+        "{program}: link failed: {}",
+        String::from_utf8_lossy(&result.stderr)
+    );
+    String::from_utf8_lossy(&result.stdout).into_owned()
+}
+
+fn run_program(path: &Path) -> (String, i32) {
+    let output = Command::new(path).output().unwrap();
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        output.status.code().expect("exited, not killed by a signal"),
+    )
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("link-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn every_fixture_program_prints_what_the_ld_bfd_build_prints() {
+    let out = scratch("programs");
+    let programs = programs();
+    assert!(programs.len() >= 6, "{programs:?}");
+    for program in programs {
+        let dir = fixtures().join(&program);
+        let expected = std::fs::read_to_string(dir.join("expected.stdout")).unwrap();
+        let expected_status: i32 = std::fs::read_to_string(dir.join("expected.status"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // The reference really is ld.bfd's build, run now.
+        assert_eq!(
+            run_program(&dir.join("ref.elf")),
+            (expected.clone(), expected_status),
+            "{program}: ld.bfd"
+        );
+        let ours = out.join(&program);
+        link(&program, &ours, &[]);
+        assert_eq!(
+            run_program(&ours),
+            (expected, expected_status),
+            "{program}: neverc-spec link"
+        );
+    }
+}
+
+#[test]
+fn output_is_byte_identical_across_runs_and_the_trace_lists_every_phase_in_order() {
+    let out = scratch("determinism");
+    let first = out.join("first");
+    let second = out.join("second");
+    let trace = link("symbols", &first, &["--trace-phases"]);
+    link("symbols", &second, &[]);
+    assert_eq!(std::fs::read(&first).unwrap(), std::fs::read(&second).unwrap());
+    let phases: Vec<&str> = trace
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .collect();
+    // The order is the declared one: the transitions by state, the structural `full` and `object_merge`,
+    // then the finalization chain.
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo().join("PhaseSchema.json")).unwrap()).unwrap();
+    let machine = &schema["state_machines"]["link"];
+    let mut declared: Vec<String> = machine["transitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["phase"].as_str().unwrap().to_string())
+        .collect();
+    declared.push("neverc.link.full".into());
+    declared.push("neverc.link.object_merge".into());
+    declared.extend(
+        machine["finalization"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_str().unwrap().to_string()),
+    );
+    assert_eq!(phases, declared);
+    assert_eq!(phases.len(), 20);
+    for line in trace.lines() {
+        assert!(line.contains(" -> "), "state before and after: {line}");
+        assert!(line.ends_with(" ms"), "duration: {line}");
+    }
+}
+
+#[test]
+fn an_undefined_symbol_names_the_referencing_input_and_nothing_is_written() {
+    let out = scratch("undefined");
+    let dir = fixtures().join("basics");
+    let output = out.join("a.out");
+    std::fs::write(&output, b"previous").unwrap();
+    // Without rt.o nothing defines the runtime's functions that main.o calls.
+    let result = Command::new(env!("CARGO_BIN_EXE_neverc-spec"))
+        .current_dir(&dir)
+        .args(["link", "-o"])
+        .arg(&output)
+        .args(["main.o", "ops.o", "data.o", "pic.o"])
+        .output()
+        .unwrap();
+    assert_eq!(result.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(
+        stderr.contains("undefined symbol: rt_") && stderr.contains("(referenced by main.o)"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(&output).unwrap(),
+        b"previous",
+        "the previous output is untouched"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert_eq!(leftovers.len(), 1, "no temporary file remains: {leftovers:?}");
+}
