@@ -4,6 +4,8 @@ use std::ffi::OsString;
 
 use neverc_link::context::{IcfMode, LinkContext, LinkOptions};
 use neverc_link::execute::run_link;
+use neverc_link::ordering::SymbolOrderingPlugin;
+use neverc_link::plugin::Registry;
 
 use crate::CommandError;
 use crate::cli::{IcfChoice, LinkArgs};
@@ -35,15 +37,28 @@ pub(crate) fn run(args: &LinkArgs) -> Result<(), CommandError> {
     };
     options.map_file = args.map.clone();
     let mut context = LinkContext::new(options);
-    let trace = run_link(&mut context, &neverc_runtime::BUNDLED_PHASES)
+    let mut registry = Registry::default();
+    if let Some(path) = &args.symbol_ordering_file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| CommandError::Io(format!("cannot read `{}`: {error}", path.display())))?;
+        let mut plugin = SymbolOrderingPlugin::from_text(&text);
+        registry
+            .register(&neverc_runtime::BUNDLED_PHASES, &mut plugin)
+            .map_err(|status| CommandError::Internal(status.to_string()))?;
+    }
+    let trace = run_link(&mut context, &neverc_runtime::BUNDLED_PHASES, &mut registry)
         .map_err(|error| CommandError::Request(format!("link failed: {error}")))?;
     if args.trace_phases {
         for entry in &trace {
             outln!(
-                "{:<34} {:<58} {:<18} {:>21} -> {:<21} {:>9.3} ms",
+                "{:<34} {:<58} {:<32} {:>21} -> {:<21} {:>9.3} ms",
                 entry.phase,
                 entry.policy,
-                entry.actor.name(),
+                if entry.intercepted {
+                    format!("{} (intercepted)", entry.actor.name())
+                } else {
+                    entry.actor.name().to_string()
+                },
                 entry.state_before,
                 entry.state_after,
                 entry.duration.as_secs_f64() * 1000.0

@@ -1,11 +1,12 @@
 //! What a link works on: the options, the graph, and the products the builtin phases hand to each other
 //! (the global symbol table, the layout, the relocated section contents, the emitted image).
 
+use std::cell::OnceCell;
 use std::path::PathBuf;
 
 use rustc_hash::FxHashMap;
 
-use crate::graph::{AtomId, LinkGraph, SymbolId};
+use crate::graph::{AtomId, EdgeId, LinkGraph, SymbolId};
 
 /// How identical code folding runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -111,6 +112,8 @@ pub struct LinkContext {
     pub image_layout: Option<crate::image::ImageLayout>,
     pub map_text: Option<String>,
     pub warnings: Vec<String>,
+    /// Edges by target atom, built once when a verifier first needs it (for as many edges as there were).
+    incoming: OnceCell<(usize, Vec<Vec<EdgeId>>)>,
 }
 
 impl LinkContext {
@@ -128,7 +131,41 @@ impl LinkContext {
             image_layout: None,
             map_text: None,
             warnings: Vec::new(),
+            incoming: OnceCell::new(),
         }
+    }
+
+    /// The edges that refer to `atom` (directly or through a symbol defined in it).
+    pub fn incoming_edges(&self, atom: AtomId) -> Vec<EdgeId> {
+        let graph = &self.graph;
+        let target_of = |edge: &crate::graph::Edge| {
+            edge.target_atom.or_else(|| {
+                edge.target_symbol
+                    .and_then(|symbol| graph.symbols.get(graph.resolved(symbol).index()))
+                    .and_then(|symbol| symbol.atom)
+            })
+        };
+        let (edges, index) = self.incoming.get_or_init(|| {
+            let mut index = vec![Vec::new(); graph.atoms.len()];
+            for (edge_index, edge) in graph.edges.iter().enumerate() {
+                if let Some(target) = target_of(edge)
+                    && let Some(slot) = index.get_mut(target.index())
+                {
+                    slot.push(EdgeId(edge_index as u32));
+                }
+            }
+            (graph.edges.len(), index)
+        });
+        if *edges == graph.edges.len()
+            && let Some(found) = index.get(atom.index())
+        {
+            return found.clone();
+        }
+        // Edges were added since the index was built: look them all up.
+        (0..graph.edges.len() as u32)
+            .map(EdgeId)
+            .filter(|edge| target_of(&graph.edges[edge.index()]) == Some(atom))
+            .collect()
     }
 }
 

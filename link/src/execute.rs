@@ -1,8 +1,13 @@
 //! The executor: runs the link state machine of a phase table. The transition whose input state equals the
-//! graph's state runs; each run counts against the transition's declared rerun budget; after the final
-//! state the finalization phases run in their declared order. States, transitions, budgets and the
-//! finalization chain all come from the tables (generated from `PhaseSchema.json`, or loaded from a copy).
+//! graph's state runs — its BEFORE observers, then its interceptors (a chain, outermost first registered,
+//! each continuation callable once) around a replacing provider or the builtin, then its AFTER observers;
+//! a skip request with a valid proof skips the work. A mutation that lowers the state sends execution back
+//! through the earlier transitions; every run counts against the transition's declared rerun budget.
+//! After the final state the finalization phases run in declared order. A plugin that panics is contained.
+//! States, transitions, budgets and the finalization chain come only from the tables.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use neverc_runtime::generated::phases::{
@@ -11,7 +16,10 @@ use neverc_runtime::generated::phases::{
 use neverc_runtime::tables::{PhaseRecord, PhaseTables, StateMachineRecord};
 
 use crate::context::{LinkContext, PhaseError};
+use crate::frame::{ExecutionState, FrameMode, PhaseFrame, current_proof};
 use crate::phases::builtin_for;
+use crate::plugin::{Hook, Interceptor, ObserverPoint, Provider, Registry};
+use crate::status::{Status, StatusCode};
 
 /// NeverC's error when no transition leaves the current state.
 pub const NO_TRANSITION: &str = "LinkGraph state has no registered outgoing transition";
@@ -23,6 +31,7 @@ pub const DID_NOT_CONVERGE: &str = "Link transition did not converge within its 
 pub enum Actor {
     Builtin,
     Provider,
+    /// An interceptor returned without running the rest of the chain.
     Interceptor,
     SkippedWithProof,
     /// A structural phase the link did not ask for (`object_merge` without `-r`).
@@ -47,6 +56,8 @@ pub struct TraceEntry {
     pub phase: &'static str,
     pub policy: String,
     pub actor: Actor,
+    /// Interceptors wrapped the work.
+    pub intercepted: bool,
     pub state_before: &'static str,
     pub state_after: &'static str,
     pub duration: Duration,
@@ -64,6 +75,20 @@ pub enum LinkError {
     NoBuiltin(&'static str),
     #[error(transparent)]
     Phase(#[from] PhaseError),
+    #[error("{phase}: {status}")]
+    Plugin { phase: &'static str, status: Status },
+}
+
+impl LinkError {
+    /// NeverC's status code for the failure.
+    pub fn code(&self) -> StatusCode {
+        match self {
+            LinkError::Plugin { status, .. } => status.code,
+            LinkError::DidNotConverge(_) | LinkError::NoTransition(_) => StatusCode::InvalidState,
+            LinkError::Phase(error) if error.phase == "image_verify" => StatusCode::VerificationFailed,
+            _ => StatusCode::InvalidState,
+        }
+    }
 }
 
 /// The policy flags of a phase, spelled as in the schema.
@@ -88,69 +113,341 @@ pub fn link_state_machine(tables: &'static PhaseTables) -> Option<&'static State
     tables.state_machines.iter().find(|machine| machine.domain == "link")
 }
 
-/// Runs every transition up to the final state, then the finalization phases. Returns the trace.
-pub fn run_link(context: &mut LinkContext, tables: &'static PhaseTables) -> Result<Vec<TraceEntry>, LinkError> {
+/// Links are numbered so that handles of one link are refused by another.
+static SESSIONS: AtomicU64 = AtomicU64::new(1);
+
+/// Runs the whole link with the registered plugins. Returns the trace.
+pub fn run_link(
+    context: &mut LinkContext,
+    tables: &'static PhaseTables,
+    registry: &mut Registry,
+) -> Result<Vec<TraceEntry>, LinkError> {
     let machine = link_state_machine(tables).ok_or(LinkError::NoStateMachine)?;
+    let mut execution = ExecutionState::new(SESSIONS.fetch_add(1, Ordering::Relaxed));
     let mut trace = Vec::new();
-    let link_started = Instant::now();
-    let mut state = 0u32;
-    let mut runs = vec![0u32; machine.transitions.len()];
-    let final_state = machine.final_state();
-    let state_name = |state: u32| machine.states.get(state as usize).copied().unwrap_or("?");
-    while state < final_state {
-        let (index, transition) = machine
-            .transitions
+    let started = Instant::now();
+    let full = tables.phases.iter().position(|phase| phase.symbol == "LINK_FULL");
+    let full_provider = full.is_some_and(|full| {
+        registry
+            .registrations
             .iter()
-            .enumerate()
-            .find(|(_, transition)| transition.from == state)
-            .ok_or(LinkError::NoTransition(state_name(state)))?;
-        let phase = &tables.phases[transition.phase];
-        runs[index] += 1;
-        if runs[index] > transition.rerun_budget + 1 {
-            return Err(LinkError::DidNotConverge(phase.name));
+            .any(|registration| registration.phase == full && matches!(registration.hook, Hook::Replace(_)))
+    });
+    if let (true, Some(full)) = (full_provider, full) {
+        // A linker provider does the whole link; the sealed gates below still run.
+        run_phase(context, &mut execution, machine, tables, registry, full, &mut trace)?;
+        execution.state = machine.final_state();
+    } else {
+        let mut runs = vec![0u32; machine.transitions.len()];
+        while execution.state < machine.final_state() {
+            let state = execution.state;
+            let (index, transition) = machine
+                .transitions
+                .iter()
+                .enumerate()
+                .find(|(_, transition)| transition.from == state)
+                .ok_or(LinkError::NoTransition(state_name(machine, state)))?;
+            runs[index] += 1;
+            if runs[index] > transition.rerun_budget + 1 {
+                return Err(LinkError::DidNotConverge(tables.phases[transition.phase].name));
+            }
+            run_phase(
+                context,
+                &mut execution,
+                machine,
+                tables,
+                registry,
+                transition.phase,
+                &mut trace,
+            )?;
+            // A mutation that lowered the state sends the loop back; otherwise the transition is done.
+            if execution.state >= state {
+                execution.state = transition.to;
+            }
+            if let Some(entry) = trace.last_mut() {
+                entry.state_after = state_name(machine, execution.state);
+            }
         }
-        let started = Instant::now();
-        let builtin = builtin_for(phase.symbol).ok_or(LinkError::NoBuiltin(phase.name))?;
-        builtin(context)?;
-        let next = transition.to;
-        trace.push(TraceEntry {
-            phase: phase.name,
-            policy: policy_names(phase),
-            actor: Actor::Builtin,
-            state_before: state_name(state),
-            state_after: state_name(next),
-            duration: started.elapsed(),
-        });
-        state = next;
-    }
-    // The structural phases, in declared order: `full` is the whole transition sequence above (which a
-    // linker provider may replace); `object_merge` serves `-r` links only.
-    for symbol in ["LINK_FULL", "LINK_OBJECT_MERGE"] {
-        if let Some(phase) = tables.phases.iter().find(|phase| phase.symbol == symbol) {
-            let full = symbol == "LINK_FULL";
+        if let Some(full) = full {
+            let phase = &tables.phases[full];
             trace.push(TraceEntry {
                 phase: phase.name,
                 policy: policy_names(phase),
-                actor: if full { Actor::Builtin } else { Actor::NotRequested },
-                state_before: state_name(if full { 0 } else { state }),
-                state_after: state_name(state),
-                duration: if full { link_started.elapsed() } else { Duration::ZERO },
+                actor: Actor::Builtin,
+                intercepted: false,
+                state_before: state_name(machine, 0),
+                state_after: state_name(machine, execution.state),
+                duration: started.elapsed(),
             });
         }
     }
-    for phase_index in machine.finalization {
-        let phase = &tables.phases[*phase_index];
-        let started = Instant::now();
-        let builtin = builtin_for(phase.symbol).ok_or(LinkError::NoBuiltin(phase.name))?;
-        builtin(context)?;
+    if let Some(merge) = tables.phases.iter().find(|phase| phase.symbol == "LINK_OBJECT_MERGE") {
         trace.push(TraceEntry {
-            phase: phase.name,
-            policy: policy_names(phase),
-            actor: Actor::Builtin,
-            state_before: state_name(state),
-            state_after: state_name(state),
-            duration: started.elapsed(),
+            phase: merge.name,
+            policy: policy_names(merge),
+            actor: Actor::NotRequested,
+            intercepted: false,
+            state_before: state_name(machine, execution.state),
+            state_after: state_name(machine, execution.state),
+            duration: Duration::ZERO,
         });
     }
+    for phase_index in machine.finalization {
+        run_phase(
+            context,
+            &mut execution,
+            machine,
+            tables,
+            registry,
+            *phase_index,
+            &mut trace,
+        )?;
+        if tables.phases[*phase_index].symbol == "LINK_IMAGE_VERIFY" {
+            run_image_verifiers(context, registry, tables.phases[*phase_index].name)?;
+        }
+    }
     Ok(trace)
+}
+
+fn state_name(machine: &StateMachineRecord, state: u32) -> &'static str {
+    machine.states.get(state as usize).copied().unwrap_or("?")
+}
+
+/// Runs a plugin callback; a panic becomes `PLUGIN_FAILURE`.
+fn contained<T>(
+    names: &[String],
+    plugin: u32,
+    phase: &str,
+    call: impl FnOnce() -> Result<T, Status>,
+) -> Result<T, Status> {
+    match catch_unwind(AssertUnwindSafe(call)) {
+        Ok(result) => result,
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|text| text.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic".into());
+            let name = names.get(plugin as usize - 1).map_or("<unknown>", String::as_str);
+            Err(Status::new(
+                StatusCode::PluginFailure,
+                format!("plugin `{name}` panicked in {phase}: {message}"),
+            ))
+        }
+    }
+}
+
+/// One phase: observers, skip, interceptors around provider or builtin, observers.
+fn run_phase(
+    context: &mut LinkContext,
+    execution: &mut ExecutionState,
+    machine: &'static StateMachineRecord,
+    tables: &'static PhaseTables,
+    registry: &mut Registry,
+    phase_index: usize,
+    trace: &mut Vec<TraceEntry>,
+) -> Result<(), LinkError> {
+    let phase = &tables.phases[phase_index];
+    let started = Instant::now();
+    let state_before = state_name(machine, execution.state);
+    let plugin_error = |status: Status| LinkError::Plugin {
+        phase: phase.name,
+        status,
+    };
+    let names = registry.plugin_names.clone();
+    run_observers(
+        context,
+        execution,
+        machine,
+        registry,
+        phase,
+        phase_index,
+        ObserverPoint::Before,
+        &names,
+    )
+    .map_err(plugin_error)?;
+
+    // A skip request whose proof is valid for the current graph skips the work.
+    let mut actor = None;
+    if let Some(current) = (execution.state >= machine.proof_state).then(|| current_proof(context, execution)) {
+        for registration in registry.registrations.iter_mut().filter(|r| r.phase == phase_index) {
+            if let Hook::Skip(skipper) = &mut registration.hook {
+                let plugin = registration.plugin;
+                let mut frame = PhaseFrame::new(
+                    context,
+                    execution,
+                    machine,
+                    phase,
+                    phase_index as u16,
+                    plugin,
+                    FrameMode::Mutable,
+                );
+                let claimed = contained(&names, plugin, phase.name, || Ok(skipper(&mut frame, Some(current))))
+                    .map_err(plugin_error)?;
+                if claimed == Some(current) {
+                    actor = Some(Actor::SkippedWithProof);
+                    break;
+                }
+            }
+        }
+    }
+
+    let mut intercepted = false;
+    if actor.is_none() {
+        let mut interceptors: Vec<(u32, &mut Interceptor)> = Vec::new();
+        let mut provider: Option<(u32, &mut Provider)> = None;
+        for registration in registry.registrations.iter_mut().filter(|r| r.phase == phase_index) {
+            match &mut registration.hook {
+                Hook::Intercept(interceptor) => interceptors.push((registration.plugin, interceptor)),
+                Hook::Replace(replacement) => provider = Some((registration.plugin, replacement)),
+                Hook::Observe(..) | Hook::Skip(_) => {}
+            }
+        }
+        intercepted = !interceptors.is_empty();
+        let builtin = builtin_for(phase.symbol);
+        let mut builtin_error: Option<PhaseError> = None;
+        let mut core_ran = false;
+        let mut used_provider = false;
+        let mut core = |frame: &mut PhaseFrame<'_>| -> Result<(), Status> {
+            core_ran = true;
+            if let Some((plugin, provider)) = provider.as_mut() {
+                used_provider = true;
+                let plugin = *plugin;
+                return contained(&names, plugin, phase.name, || provider(frame));
+            }
+            match builtin {
+                Some(builtin) => builtin(frame.context).map_err(|error| {
+                    let status = Status::new(StatusCode::InvalidState, error.to_string());
+                    builtin_error = Some(error);
+                    status
+                }),
+                None => Err(Status::new(
+                    StatusCode::CapabilityUnavailable,
+                    format!("phase {} has no builtin implementation", phase.name),
+                )),
+            }
+        };
+        let mut frame = PhaseFrame::new(
+            context,
+            execution,
+            machine,
+            phase,
+            phase_index as u16,
+            0,
+            FrameMode::Mutable,
+        );
+        let result = run_chain(&mut frame, &mut interceptors, &mut core, &names, phase.name);
+        if let Some(error) = builtin_error {
+            return Err(LinkError::Phase(error));
+        }
+        result.map_err(plugin_error)?;
+        if builtin.is_none() && !core_ran && provider.is_none() {
+            return Err(LinkError::NoBuiltin(phase.name));
+        }
+        actor = Some(if used_provider {
+            Actor::Provider
+        } else if core_ran {
+            Actor::Builtin
+        } else {
+            Actor::Interceptor
+        });
+    }
+
+    run_observers(
+        context,
+        execution,
+        machine,
+        registry,
+        phase,
+        phase_index,
+        ObserverPoint::After,
+        &names,
+    )
+    .map_err(plugin_error)?;
+    trace.push(TraceEntry {
+        phase: phase.name,
+        policy: policy_names(phase),
+        actor: actor.unwrap_or(Actor::Builtin),
+        intercepted,
+        state_before,
+        state_after: state_name(machine, execution.state),
+        duration: started.elapsed(),
+    });
+    Ok(())
+}
+
+/// Runs `interceptors` (outermost first) around `core`; each continuation may be called once.
+fn run_chain(
+    frame: &mut PhaseFrame<'_>,
+    interceptors: &mut [(u32, &mut Interceptor)],
+    core: &mut dyn FnMut(&mut PhaseFrame<'_>) -> Result<(), Status>,
+    names: &[String],
+    phase: &str,
+) -> Result<(), Status> {
+    let Some(((plugin, first), rest)) = interceptors.split_first_mut() else {
+        return core(frame);
+    };
+    let mut called = false;
+    let mut next = |frame: &mut PhaseFrame<'_>| -> Result<(), Status> {
+        if called {
+            return Err(Status::new(
+                StatusCode::InvalidState,
+                "an interceptor called its continuation more than once",
+            ));
+        }
+        called = true;
+        run_chain(frame, rest, core, names, phase)
+    };
+    let plugin = *plugin;
+    frame.plugin = plugin;
+    contained(names, plugin, phase, || first(frame, &mut next))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_observers(
+    context: &mut LinkContext,
+    execution: &mut ExecutionState,
+    machine: &'static StateMachineRecord,
+    registry: &mut Registry,
+    phase: &'static PhaseRecord,
+    phase_index: usize,
+    point: ObserverPoint,
+    names: &[String],
+) -> Result<(), Status> {
+    for registration in registry.registrations.iter_mut().filter(|r| r.phase == phase_index) {
+        if let Hook::Observe(at, observer) = &mut registration.hook
+            && *at == point
+        {
+            let plugin = registration.plugin;
+            let mut frame = PhaseFrame::new(
+                context,
+                execution,
+                machine,
+                phase,
+                phase_index as u16,
+                plugin,
+                FrameMode::ReadOnly,
+            );
+            contained(names, plugin, phase.name, || observer(&mut frame))?;
+        }
+    }
+    Ok(())
+}
+
+fn run_image_verifiers(context: &LinkContext, registry: &mut Registry, phase: &'static str) -> Result<(), LinkError> {
+    let (Some(image), Some(layout)) = (context.image.as_ref(), context.image_layout.as_ref()) else {
+        return Ok(());
+    };
+    let names = registry.plugin_names.clone();
+    for (plugin, verifier) in &mut registry.image_verifiers {
+        contained(&names, *plugin, phase, || verifier(image, layout)).map_err(|status| LinkError::Plugin {
+            phase,
+            status: if status.code == StatusCode::PluginFailure {
+                status
+            } else {
+                Status::new(StatusCode::VerificationFailed, status.message)
+            },
+        })?;
+    }
+    Ok(())
 }

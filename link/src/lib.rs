@@ -5,9 +5,12 @@
 
 pub mod context;
 pub mod execute;
+pub mod frame;
 pub mod graph;
 pub mod image;
+pub mod ordering;
 mod phases;
+pub mod plugin;
 pub mod read;
 pub mod status;
 mod x86_64;

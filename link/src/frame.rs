@@ -1,0 +1,500 @@
+//! What a plugin sees while a phase runs: a frame over the link context. Entities are named by typed,
+//! task-scoped, generation-checked handles; every kind can be paged with a caller-owned buffer and a cursor;
+//! mutations are staged, classified by the declared invalidation table, verified and committed as deltas.
+//! Observers get read-only frames: their mutation attempts fail with `POLICY_VIOLATION`.
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Arc;
+
+use neverc_runtime::tables::{PhaseRecord, StateMachineRecord};
+
+use crate::context::LinkContext;
+use crate::graph::{AtomId, Constraint, Content, EntityKind, LinkGraph, Origin, SymbolId, atom_flags};
+use crate::status::{Status, StatusCode};
+
+/// A reference to one entity of one link at one generation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Handle {
+    pub kind: EntityKind,
+    pub index: u32,
+    pub generation: u64,
+    pub session: u64,
+}
+
+/// One page of handles: how many were written, where the next page starts, whether there is one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Page {
+    pub count: usize,
+    pub next_cursor: u64,
+    pub has_more: bool,
+}
+
+/// A proof that the graph reached a state: valid while nothing has changed since (same generation and
+/// semantic digest, same target, format, image base and entry).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Proof {
+    pub state: u32,
+    pub generation: u64,
+    pub semantic_digest: [u64; 2],
+    pub target: u32,
+    pub format: u32,
+    pub image_base: u64,
+    pub entry: u64,
+}
+
+/// What a frame allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameMode {
+    /// Observers: reading only.
+    ReadOnly,
+    /// Interceptors and providers: reading, mutating, publishing products.
+    Mutable,
+}
+
+/// A staged graph change, named as NeverC's link API names the call.
+#[derive(Clone, Debug)]
+enum Operation {
+    RebindSymbol(SymbolId, AtomId),
+    SetSymbolRoot(SymbolId, bool),
+    SetAtomLive(AtomId, bool),
+    SetFoldLeader(AtomId, Option<AtomId>),
+    ReplaceAtomContent(AtomId, Arc<[u8]>),
+    CreateConstraint(Constraint),
+}
+
+impl Operation {
+    /// The operation's name in the declared mutation classes.
+    fn name(&self) -> &'static str {
+        match self {
+            Operation::RebindSymbol(..) => "RebindSymbol",
+            Operation::SetSymbolRoot(..) => "SetSymbolRoot",
+            Operation::SetAtomLive(..) => "SetAtomLive",
+            Operation::SetFoldLeader(..) => "SetFoldLeader",
+            Operation::ReplaceAtomContent(..) => "ReplaceAtomContent",
+            Operation::CreateConstraint(..) => "CreateConstraint",
+        }
+    }
+}
+
+/// An open mutation (at most one per frame).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mutation(u64);
+
+/// The link's execution state that frames read and change.
+#[derive(Clone, Debug)]
+pub struct ExecutionState {
+    pub state: u32,
+    pub generation: u64,
+    pub session: u64,
+    next_mutation: u64,
+}
+
+impl ExecutionState {
+    pub fn new(session: u64) -> ExecutionState {
+        ExecutionState {
+            state: 0,
+            generation: 0,
+            session,
+            next_mutation: 1,
+        }
+    }
+}
+
+/// A plugin's view of a running phase.
+pub struct PhaseFrame<'a> {
+    pub(crate) context: &'a mut LinkContext,
+    pub(crate) execution: &'a mut ExecutionState,
+    pub(crate) machine: &'static StateMachineRecord,
+    pub(crate) phase: &'static PhaseRecord,
+    pub(crate) phase_index: u16,
+    pub(crate) plugin: u32,
+    pub(crate) mode: FrameMode,
+    staged: Option<(Mutation, Vec<Operation>)>,
+}
+
+impl<'a> PhaseFrame<'a> {
+    pub(crate) fn new(
+        context: &'a mut LinkContext,
+        execution: &'a mut ExecutionState,
+        machine: &'static StateMachineRecord,
+        phase: &'static PhaseRecord,
+        phase_index: u16,
+        plugin: u32,
+        mode: FrameMode,
+    ) -> PhaseFrame<'a> {
+        PhaseFrame {
+            context,
+            execution,
+            machine,
+            phase,
+            phase_index,
+            plugin,
+            mode,
+            staged: None,
+        }
+    }
+
+    /// The phase being run (`neverc.link.layout`).
+    pub fn phase(&self) -> &'static str {
+        self.phase.name
+    }
+
+    /// The graph's state, by name.
+    pub fn state(&self) -> &'static str {
+        self.machine
+            .states
+            .get(self.execution.state as usize)
+            .copied()
+            .unwrap_or("?")
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.execution.generation
+    }
+
+    /// The graph, for ordinary iteration (handles and pages are the checked way to name entities).
+    pub fn graph(&self) -> &LinkGraph {
+        &self.context.graph
+    }
+
+    /// The link context (options and products), read-only.
+    pub fn context(&self) -> &LinkContext {
+        self.context
+    }
+
+    /// A handle for entity `index` of `kind`, valid in the current generation.
+    pub fn handle(&self, kind: EntityKind, index: usize) -> Result<Handle, Status> {
+        if index >= self.context.graph.count(kind) {
+            return Err(Status::new(
+                StatusCode::InvalidArgument,
+                format!("there is no {} {index}", kind.name()),
+            ));
+        }
+        Ok(Handle {
+            kind,
+            index: index as u32,
+            generation: self.execution.generation,
+            session: self.execution.session,
+        })
+    }
+
+    /// The entity index a handle names, if it is of `kind`, of this link, current and in range.
+    pub fn resolve(&self, handle: Handle, kind: EntityKind) -> Result<usize, Status> {
+        if handle.session != self.execution.session {
+            return Err(Status::new(
+                StatusCode::WrongSession,
+                "the handle belongs to another link",
+            ));
+        }
+        if handle.kind != kind {
+            return Err(Status::new(
+                StatusCode::WrongType,
+                format!("expected a {} handle, got a {} handle", kind.name(), handle.kind.name()),
+            ));
+        }
+        if handle.generation != self.execution.generation {
+            return Err(Status::new(
+                StatusCode::StaleHandle,
+                format!(
+                    "the {} handle is from generation {}, the graph is at generation {}",
+                    kind.name(),
+                    handle.generation,
+                    self.execution.generation
+                ),
+            ));
+        }
+        let index = handle.index as usize;
+        if index >= self.context.graph.count(kind) {
+            return Err(Status::new(
+                StatusCode::StaleHandle,
+                format!("no {} {index} exists (a forged handle)", kind.name()),
+            ));
+        }
+        Ok(index)
+    }
+
+    /// Fills `out` with handles of `kind` from `cursor` on (NeverC's page semantics: the caller owns the
+    /// buffer; its length is the capacity).
+    pub fn page(&self, kind: EntityKind, cursor: u64, out: &mut [Handle]) -> Result<Page, Status> {
+        let total = self.context.graph.count(kind) as u64;
+        if cursor > total {
+            return Err(Status::new(
+                StatusCode::InvalidArgument,
+                format!("cursor {cursor} is past the end ({total})"),
+            ));
+        }
+        let count = out.len().min((total - cursor) as usize);
+        for (offset, slot) in out.iter_mut().take(count).enumerate() {
+            *slot = Handle {
+                kind,
+                index: (cursor as usize + offset) as u32,
+                generation: self.execution.generation,
+                session: self.execution.session,
+            };
+        }
+        let next_cursor = cursor + count as u64;
+        Ok(Page {
+            count,
+            next_cursor,
+            has_more: next_cursor < total,
+        })
+    }
+
+    /// The proof of the current state, from the declared proof state on.
+    pub fn proof(&self) -> Option<Proof> {
+        (self.execution.state >= self.machine.proof_state).then(|| current_proof(self.context, self.execution))
+    }
+
+    /// Opens a mutation. Observers may not: `POLICY_VIOLATION`.
+    pub fn begin_mutation(&mut self) -> Result<Mutation, Status> {
+        if self.mode == FrameMode::ReadOnly {
+            return Err(Status::new(
+                StatusCode::PolicyViolation,
+                format!("observers of {} may not mutate the graph", self.phase.name),
+            ));
+        }
+        if self.staged.is_some() {
+            return Err(Status::new(StatusCode::InvalidState, "a mutation is already open"));
+        }
+        let mutation = Mutation(self.execution.next_mutation);
+        self.execution.next_mutation += 1;
+        self.staged = Some((mutation, Vec::new()));
+        Ok(mutation)
+    }
+
+    fn stage(&mut self, mutation: Mutation, operation: Operation) -> Result<(), Status> {
+        match &mut self.staged {
+            Some((open, operations)) if *open == mutation => {
+                operations.push(operation);
+                Ok(())
+            }
+            _ => Err(Status::new(StatusCode::InvalidState, "no such open mutation")),
+        }
+    }
+
+    pub fn rebind_symbol(&mut self, mutation: Mutation, symbol: Handle, atom: Handle) -> Result<(), Status> {
+        let symbol = SymbolId(self.resolve(symbol, EntityKind::Symbol)? as u32);
+        let atom = AtomId(self.resolve(atom, EntityKind::Atom)? as u32);
+        self.stage(mutation, Operation::RebindSymbol(symbol, atom))
+    }
+
+    pub fn set_symbol_root(&mut self, mutation: Mutation, symbol: Handle, root: bool) -> Result<(), Status> {
+        let symbol = SymbolId(self.resolve(symbol, EntityKind::Symbol)? as u32);
+        self.stage(mutation, Operation::SetSymbolRoot(symbol, root))
+    }
+
+    pub fn set_atom_live(&mut self, mutation: Mutation, atom: Handle, live: bool) -> Result<(), Status> {
+        let atom = AtomId(self.resolve(atom, EntityKind::Atom)? as u32);
+        self.stage(mutation, Operation::SetAtomLive(atom, live))
+    }
+
+    pub fn set_fold_leader(&mut self, mutation: Mutation, atom: Handle, leader: Option<Handle>) -> Result<(), Status> {
+        let atom = AtomId(self.resolve(atom, EntityKind::Atom)? as u32);
+        let leader = match leader {
+            Some(leader) => Some(AtomId(self.resolve(leader, EntityKind::Atom)? as u32)),
+            None => None,
+        };
+        self.stage(mutation, Operation::SetFoldLeader(atom, leader))
+    }
+
+    pub fn replace_atom_content(&mut self, mutation: Mutation, atom: Handle, bytes: &[u8]) -> Result<(), Status> {
+        let atom = AtomId(self.resolve(atom, EntityKind::Atom)? as u32);
+        self.stage(mutation, Operation::ReplaceAtomContent(atom, Arc::from(bytes)))
+    }
+
+    /// A layout constraint; `order` puts atom `subject` at position `value` of its output section.
+    pub fn create_constraint(
+        &mut self,
+        mutation: Mutation,
+        kind: &str,
+        subject: u64,
+        value: u64,
+        required: bool,
+    ) -> Result<(), Status> {
+        let constraint = Constraint {
+            kind: kind.to_string(),
+            subject,
+            value,
+            required,
+            origin: Origin::default(),
+        };
+        self.stage(mutation, Operation::CreateConstraint(constraint))
+    }
+
+    /// Drops a staged mutation.
+    pub fn abandon_mutation(&mut self, mutation: Mutation) -> Result<(), Status> {
+        match &self.staged {
+            Some((open, _)) if *open == mutation => {
+                self.staged = None;
+                Ok(())
+            }
+            _ => Err(Status::new(StatusCode::InvalidState, "no such open mutation")),
+        }
+    }
+
+    /// Verifies the staged change against the current state's verifier and applies it: the state drops to
+    /// `min(state, earliest invalidated - 1)` and the generation advances (every handle becomes stale). A
+    /// change the verifier rejects is not applied (`VERIFICATION_FAILED`). The cost is that of the change.
+    pub fn commit_mutation(&mut self, mutation: Mutation) -> Result<(), Status> {
+        let operations = match self.staged.take() {
+            Some((open, operations)) if open == mutation => operations,
+            other => {
+                self.staged = other;
+                return Err(Status::new(StatusCode::InvalidState, "no such open mutation"));
+            }
+        };
+        let mut earliest = u32::MAX;
+        for operation in &operations {
+            let class = self.machine.class_of_operation(operation.name()).ok_or_else(|| {
+                Status::new(
+                    StatusCode::InvalidState,
+                    format!("operation {} has no declared invalidation class", operation.name()),
+                )
+            })?;
+            earliest = earliest.min(class.earliest_invalidated);
+        }
+        verify_change(self.context, self.execution.state, self.machine, &operations)?;
+        let origin_phase = Some(self.phase_index);
+        let graph = &mut self.context.graph;
+        for operation in operations {
+            match operation {
+                Operation::RebindSymbol(symbol, atom) => {
+                    let entry = &mut graph.symbols[symbol.index()];
+                    entry.atom = Some(atom);
+                    entry.origin.last_mutation_phase = origin_phase;
+                    entry.origin.last_mutation_plugin = self.plugin;
+                }
+                Operation::SetSymbolRoot(symbol, root) => {
+                    let entry = &mut graph.symbols[symbol.index()];
+                    entry.root = root;
+                    entry.origin.last_mutation_phase = origin_phase;
+                    entry.origin.last_mutation_plugin = self.plugin;
+                }
+                Operation::SetAtomLive(atom, live) => {
+                    let entry = &mut graph.atoms[atom.index()];
+                    if live {
+                        entry.flags |= atom_flags::LIVE;
+                    } else {
+                        entry.flags &= !atom_flags::LIVE;
+                    }
+                    entry.origin.last_mutation_phase = origin_phase;
+                    entry.origin.last_mutation_plugin = self.plugin;
+                }
+                Operation::SetFoldLeader(atom, leader) => {
+                    let entry = &mut graph.atoms[atom.index()];
+                    entry.fold_leader = leader;
+                    entry.origin.last_mutation_phase = origin_phase;
+                    entry.origin.last_mutation_plugin = self.plugin;
+                }
+                Operation::ReplaceAtomContent(atom, bytes) => {
+                    let entry = &mut graph.atoms[atom.index()];
+                    entry.content = Content::Owned(bytes);
+                    entry.origin.last_mutation_phase = origin_phase;
+                    entry.origin.last_mutation_plugin = self.plugin;
+                }
+                Operation::CreateConstraint(mut constraint) => {
+                    constraint.origin = Origin {
+                        created_by_phase: origin_phase,
+                        created_by_provider: self.plugin,
+                        ..Origin::default()
+                    };
+                    graph.constraints.push(constraint);
+                }
+            }
+        }
+        if earliest != u32::MAX {
+            self.execution.state = self.execution.state.min(earliest.saturating_sub(1));
+        }
+        self.execution.generation += 1;
+        Ok(())
+    }
+
+    /// Replaces the relocated section contents (a provider, or a plugin that skips `relocate` with a proof,
+    /// publishes the phase's product this way).
+    pub fn publish_section_bytes(&mut self, bytes: Vec<Vec<u8>>) -> Result<(), Status> {
+        if self.mode == FrameMode::ReadOnly {
+            return Err(Status::new(
+                StatusCode::PolicyViolation,
+                format!("observers of {} may not publish products", self.phase.name),
+            ));
+        }
+        self.context.section_bytes = bytes;
+        Ok(())
+    }
+}
+
+/// The verifier of the current state, run over a staged change before it is applied. From GC_COMPLETE on,
+/// an atom may not be made dead while a live atom refers to it.
+fn verify_change(
+    context: &LinkContext,
+    state: u32,
+    machine: &StateMachineRecord,
+    operations: &[Operation],
+) -> Result<(), Status> {
+    let gc_complete = machine.state_by_name("GC_COMPLETE").unwrap_or(u32::MAX);
+    if state < gc_complete {
+        return Ok(());
+    }
+    let graph = &context.graph;
+    for operation in operations {
+        if let Operation::SetAtomLive(atom, false) = operation {
+            let referrer = context
+                .incoming_edges(*atom)
+                .iter()
+                .map(|edge| &graph.edges[edge.index()])
+                .find(|edge| edge.source != *atom && graph.atoms[edge.source.index()].is_live());
+            if let Some(edge) = referrer {
+                return Err(Status::new(
+                    StatusCode::VerificationFailed,
+                    format!(
+                        "{} verifier: the mutation would orphan live atom `{}` ({}), referred to by live atom `{}` ({})",
+                        machine.states.get(state as usize).copied().unwrap_or("?"),
+                        graph.atoms[atom.index()].name,
+                        graph.input_name(graph.atoms[atom.index()].origin.input),
+                        graph.atoms[edge.source.index()].name,
+                        graph.input_name(graph.atoms[edge.source.index()].origin.input),
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The proof of the current state: what it pins, with a digest of the inputs and options.
+pub(crate) fn current_proof(context: &LinkContext, execution: &ExecutionState) -> Proof {
+    let mut digests = [0u64; 2];
+    for (round, digest) in digests.iter_mut().enumerate() {
+        let mut hasher = DefaultHasher::new();
+        round.hash(&mut hasher);
+        for input in &context.graph.inputs {
+            input.logical_name.hash(&mut hasher);
+            input.data[input.object_range.clone()].hash(&mut hasher);
+        }
+        context.options.entry.hash(&mut hasher);
+        context.options.gc_sections.hash(&mut hasher);
+        (context.options.icf as u8).hash(&mut hasher);
+        context.options.image_base.hash(&mut hasher);
+        context.graph.constraints.len().hash(&mut hasher);
+        *digest = hasher.finish();
+    }
+    let machine = context
+        .graph
+        .inputs
+        .iter()
+        .find_map(|input| input.machine)
+        .map_or(0, |machine| match machine {
+            crate::graph::Machine::X86_64 => 62,
+            crate::graph::Machine::Aarch64 => 183,
+            crate::graph::Machine::Other(other) => other,
+        });
+    Proof {
+        state: execution.state,
+        generation: execution.generation,
+        semantic_digest: digests,
+        target: machine,
+        format: 1,
+        image_base: context.options.image_base,
+        entry: context.layout.as_ref().map_or(0, |layout| layout.entry),
+    }
+}
