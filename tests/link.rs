@@ -176,3 +176,81 @@ fn an_undefined_symbol_names_the_referencing_input_and_nothing_is_written() {
         .collect();
     assert_eq!(leftovers.len(), 1, "no temporary file remains: {leftovers:?}");
 }
+
+fn symbols_of(path: &Path) -> Vec<(u64, String)> {
+    let output = Command::new("nm").arg(path).output().unwrap();
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let address = u64::from_str_radix(fields.next()?, 16).ok()?;
+            let _kind = fields.next()?;
+            Some((address, fields.next()?.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn gc_sections_drops_what_ld_bfd_drops_and_icf_folds_the_twins() {
+    let out = scratch("gc-icf");
+    let dir = fixtures().join("gc_icf");
+    let names = |file: &str| -> Vec<String> {
+        std::fs::read_to_string(dir.join(file))
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    };
+    // `link` passes --gc-sections for this program, as its ld.bfd reference was linked.
+    let collected = out.join("gc");
+    link("gc_icf", &collected, &[]);
+    let symbols: Vec<String> = symbols_of(&collected).into_iter().map(|(_, name)| name).collect();
+    for absent in names("absent_symbols.txt") {
+        assert!(!symbols.contains(&absent), "{absent} should be collected");
+    }
+    for present in names("present_symbols.txt")
+        .iter()
+        .filter(|name| !name.starts_with("__start_"))
+    {
+        assert!(symbols.contains(present), "{present} should be kept");
+    }
+    let folded = out.join("icf");
+    let map = out.join("icf.map");
+    link("gc_icf", &folded, &["--icf=all", "-Map", map.to_str().unwrap()]);
+    let address = |name: &str| {
+        symbols_of(&folded)
+            .into_iter()
+            .find(|(_, symbol)| symbol == name)
+            .unwrap()
+            .0
+    };
+    assert_eq!(
+        address("twin_a"),
+        address("twin_b"),
+        "identical, never address-taken: folded"
+    );
+    assert_ne!(address("twin_a"), address("live_compute"));
+    let expected = std::fs::read_to_string(dir.join("expected.stdout")).unwrap();
+    assert_eq!(run_program(&folded).0, expected);
+    let map = std::fs::read_to_string(map).unwrap();
+    assert!(
+        map.lines().next().unwrap().contains("VMA") && map.contains("main.o:(.text.prog_main)"),
+        "{map}"
+    );
+    assert!(map.contains(&format!("{:x}", address("twin_a"))));
+}
+
+#[test]
+fn a_symbol_ordering_file_places_the_named_functions_first() {
+    let out = scratch("ordering");
+    let order = out.join("order.txt");
+    std::fs::write(&order, "twin_b\n# comment\nprog_main\n").unwrap();
+    let ordered = out.join("ordered");
+    link("gc_icf", &ordered, &["--symbol-ordering-file", order.to_str().unwrap()]);
+    let mut text: Vec<(u64, String)> = symbols_of(&ordered);
+    text.sort();
+    let first: Vec<&str> = text.iter().take(2).map(|(_, name)| name.as_str()).collect();
+    assert_eq!(first, ["twin_b", "prog_main"]);
+    let expected = std::fs::read_to_string(fixtures().join("gc_icf").join("expected.stdout")).unwrap();
+    assert_eq!(run_program(&ordered).0, expected);
+}

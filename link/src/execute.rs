@@ -451,3 +451,26 @@ fn run_image_verifiers(context: &LinkContext, registry: &mut Registry, phase: &'
     }
     Ok(())
 }
+
+/// Runs `work` with a mutable frame of `phase` over `context`, outside a link run (for tools that edit a
+/// graph directly, and for benchmarks). `None` when the tables have no such phase or no link machine.
+pub fn with_frame<T>(
+    context: &mut LinkContext,
+    execution: &mut ExecutionState,
+    tables: &'static PhaseTables,
+    phase: &str,
+    work: impl FnOnce(&mut PhaseFrame<'_>) -> T,
+) -> Option<T> {
+    let machine = link_state_machine(tables)?;
+    let index = tables.phases.iter().position(|record| record.name == phase)?;
+    let mut frame = PhaseFrame::new(
+        context,
+        execution,
+        machine,
+        &tables.phases[index],
+        index as u16,
+        0,
+        FrameMode::Mutable,
+    );
+    Some(work(&mut frame))
+}

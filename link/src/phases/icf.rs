@@ -23,7 +23,9 @@ pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
     let count = graph.atoms.len();
     let mut significant = vec![false; count];
     for edge in &graph.edges {
-        if edge.relocation.raw == BRANCH || !graph.atoms[edge.source.index()].is_live() {
+        // Calls, and unwind records describing a function, do not take its address.
+        let source = &graph.atoms[edge.source.index()];
+        if edge.relocation.raw == BRANCH || !source.is_live() || source.flags & atom_flags::UNWIND != 0 {
             continue;
         }
         if let Some(target) = target_atom(graph, edge.target_atom, edge.target_symbol) {
