@@ -78,13 +78,14 @@ pub(crate) fn read_archive(graph: &mut LinkGraph, input: InputId, phase: u16) ->
     Ok(archive_id)
 }
 
-/// The global (and weak) symbols a member defines; a member that is not an object defines none.
+/// The global (and weak) symbols a member defines — functions, data, TLS, IFUNC, absolute and common ones,
+/// as `ar`'s index lists them; a member that is not an object defines none.
 fn member_definitions(bytes: &[u8]) -> Vec<String> {
     let Ok(file) = object::File::parse(bytes) else {
         return Vec::new();
     };
     file.symbols()
-        .filter(|symbol| symbol.is_global() && (symbol.is_definition() || symbol.is_common()))
+        .filter(|symbol| symbol.is_global() && !symbol.is_undefined())
         .filter_map(|symbol| symbol.name().ok().map(str::to_string))
         .collect()
 }

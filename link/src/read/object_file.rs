@@ -73,14 +73,16 @@ pub(crate) fn read_object(graph: &mut LinkGraph, input: InputId, phase: u16) -> 
         } else {
             match section.file_range() {
                 Some((offset, length)) => {
-                    let start = range.start + offset as usize;
-                    let end = start + length as usize;
-                    if end > range.end {
+                    let bounds = usize::try_from(offset)
+                        .ok()
+                        .and_then(|offset| range.start.checked_add(offset))
+                        .and_then(|start| Some((start, start.checked_add(usize::try_from(length).ok()?)?)));
+                    let Some((start, end)) = bounds.filter(|(_, end)| *end <= range.end) else {
                         return Err(ReadError::new(
                             &name,
                             format!("section `{section_name}` extends past the end of the object"),
                         ));
-                    }
+                    };
                     Content::Input {
                         input,
                         range: start..end,
@@ -137,6 +139,12 @@ pub(crate) fn read_object(graph: &mut LinkGraph, input: InputId, phase: u16) -> 
     let mut symbol_ids: Vec<Option<SymbolId>> = vec![None; symbol_count];
     for symbol in file.symbols() {
         let symbol_name = symbol.name().unwrap_or("").to_string();
+        // Mach-O symbols hold addresses within the object; ELF and COFF ones offsets (their sections sit
+        // at address 0). The graph keeps offsets within the defining atom.
+        let section_address = symbol
+            .section_index()
+            .and_then(|index| file.section_by_index(index).ok())
+            .map_or(0, |section| section.address());
         let (definition, atom) = match symbol.section() {
             SymbolSection::Undefined => (Definition::Undefined, None),
             SymbolSection::Absolute => (Definition::Absolute, None),
@@ -168,7 +176,11 @@ pub(crate) fn read_object(graph: &mut LinkGraph, input: InputId, phase: u16) -> 
             definition,
             symbol_type,
             atom,
-            value: symbol.address(),
+            value: if atom.is_some() {
+                symbol.address().wrapping_sub(section_address)
+            } else {
+                symbol.address()
+            },
             size: symbol.size(),
             prevailing: false,
             exported: false,
