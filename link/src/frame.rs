@@ -423,6 +423,22 @@ impl<'a> PhaseFrame<'a> {
     }
 }
 
+impl PhaseFrame<'_> {
+    /// Publishes a finished image (a linker provider replacing `full` does); the sealed gates still check
+    /// and commit it.
+    pub fn publish_image(&mut self, bytes: Vec<u8>, layout: crate::image::ImageLayout) -> Result<(), Status> {
+        if self.mode == FrameMode::ReadOnly {
+            return Err(Status::new(
+                StatusCode::PolicyViolation,
+                format!("observers of {} may not publish products", self.phase.name),
+            ));
+        }
+        self.context.image = Some(bytes);
+        self.context.image_layout = Some(layout);
+        Ok(())
+    }
+}
+
 /// The verifier of the current state, run over a staged change before it is applied. From GC_COMPLETE on,
 /// an atom may not be made dead while a live atom refers to it.
 fn verify_change(

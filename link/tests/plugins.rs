@@ -566,3 +566,83 @@ fn a_valid_proof_skips_a_phase_and_a_stale_one_makes_it_run() {
     assert_eq!(relocate(&again), Actor::Builtin);
     assert_eq!(run(&out.join("fourth")), expected_output("symbols"));
 }
+
+#[test]
+fn a_linker_provider_replaces_the_whole_link_and_the_sealed_gates_still_run() {
+    use neverc_link::image::{
+        EM_X86_64, ImageLayout, SectionFlags, SectionKind, SectionLayout, SegmentFlags, SegmentLayout, elf_file_size,
+        write_elf,
+    };
+    let out = scratch("provider");
+    let output = out.join("a.out");
+    let trace = link_with("basics", &output, tables(), |registrar| {
+        registrar.linker_provider(Box::new(|frame| {
+            // exit(42): mov eax, 60; mov edi, 42; syscall.
+            let code = vec![0xb8, 0x3c, 0, 0, 0, 0xbf, 0x2a, 0, 0, 0, 0x0f, 0x05];
+            let layout = ImageLayout {
+                entry: 0x401000,
+                machine: EM_X86_64,
+                segments: vec![SegmentLayout {
+                    name: "RX".into(),
+                    flags: SegmentFlags::READ | SegmentFlags::EXECUTE,
+                    virtual_address: 0x401000,
+                    file_offset: 0x1000,
+                    file_size: code.len() as u64,
+                    memory_size: code.len() as u64,
+                    alignment: 0x1000,
+                }],
+                sections: vec![SectionLayout {
+                    name: ".text".into(),
+                    segment: Some(0),
+                    kind: SectionKind::ProgBits,
+                    flags: SectionFlags::ALLOC | SectionFlags::EXECUTE,
+                    address: 0x401000,
+                    file_offset: 0x1000,
+                    size: code.len() as u64,
+                    alignment: 16,
+                    contents: code,
+                }],
+                symbols: Vec::new(),
+            };
+            let bound =
+                elf_file_size(&layout).map_err(|error| Status::new(StatusCode::InvalidState, error.to_string()))?;
+            let bytes =
+                write_elf(&layout, bound).map_err(|error| Status::new(StatusCode::InvalidState, error.to_string()))?;
+            frame.publish_image(bytes, layout)
+        }))
+    })
+    .unwrap();
+    let full = trace.iter().find(|entry| entry.phase == "neverc.link.full").unwrap();
+    assert_eq!(full.actor, Actor::Provider);
+    assert_eq!(
+        runs_of(&trace, "neverc.link.layout"),
+        0,
+        "the builtin transitions did not run"
+    );
+    for gate in [
+        "neverc.link.image_verify",
+        "neverc.link.side_outputs_verify",
+        "neverc.link.commit",
+    ] {
+        assert_eq!(runs_of(&trace, gate), 1, "{gate}");
+    }
+    assert_eq!(Command::new(&output).status().unwrap().code(), Some(42));
+}
+
+#[test]
+fn a_relocation_that_overflows_is_an_error_naming_the_site_and_nothing_is_written() {
+    let out = scratch("overflow");
+    let output = out.join("a.out");
+    let mut options = options("basics", &output);
+    // Above 4 GiB, the absolute 32-bit relocations gcc emits for -mcmodel=small code cannot hold addresses.
+    options.image_base = 0x1_0000_0000;
+    let mut context = LinkContext::new(options);
+    let error = run_link(&mut context, tables(), &mut Registry::default()).unwrap_err();
+    let message = error.to_string();
+    assert!(message.starts_with("relocate: "), "{message}");
+    assert!(
+        message.contains(".o:.text") && message.contains("R_X86_64_32") && message.contains("out of range"),
+        "{message}"
+    );
+    assert!(!output.exists());
+}
