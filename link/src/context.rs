@@ -28,6 +28,8 @@ pub struct LinkOptions {
     /// The image base: where the first segment goes.
     pub image_base: u64,
     pub page_size: u64,
+    /// `-r`: merge the inputs into one relocatable object (an object-merge provider does the work).
+    pub relocatable: bool,
 }
 
 impl LinkOptions {
@@ -41,6 +43,7 @@ impl LinkOptions {
             map_file: None,
             image_base: 0x40_0000,
             page_size: 0x1000,
+            relocatable: false,
         }
     }
 }

@@ -133,7 +133,29 @@ pub fn run_link(
             .iter()
             .any(|registration| registration.phase == full && matches!(registration.hook, Hook::Replace(_)))
     });
-    if let (true, Some(full)) = (full_provider, full) {
+    let merge = tables
+        .phases
+        .iter()
+        .position(|phase| phase.symbol == "LINK_OBJECT_MERGE");
+    if context.options.relocatable {
+        // `-r`: an object-merge provider merges the inputs; there is no builtin merge.
+        let merge = merge.ok_or(LinkError::NoBuiltin("neverc.link.object_merge"))?;
+        let provided = registry
+            .registrations
+            .iter()
+            .any(|registration| registration.phase == merge && matches!(registration.hook, Hook::Replace(_)));
+        if !provided {
+            return Err(LinkError::Plugin {
+                phase: tables.phases[merge].name,
+                status: Status::new(
+                    StatusCode::CapabilityUnavailable,
+                    "a -r link needs an object-merge provider, and none is registered",
+                ),
+            });
+        }
+        run_phase(context, &mut execution, machine, tables, registry, merge, &mut trace)?;
+        execution.state = machine.final_state();
+    } else if let (true, Some(full)) = (full_provider, full) {
         // A linker provider does the whole link; the sealed gates below still run.
         run_phase(context, &mut execution, machine, tables, registry, full, &mut trace)?;
         execution.state = machine.final_state();
@@ -181,7 +203,10 @@ pub fn run_link(
             });
         }
     }
-    if let Some(merge) = tables.phases.iter().find(|phase| phase.symbol == "LINK_OBJECT_MERGE") {
+    if let Some(merge) = merge
+        .map(|merge| &tables.phases[merge])
+        .filter(|_| !context.options.relocatable)
+    {
         trace.push(TraceEntry {
             phase: merge.name,
             policy: policy_names(merge),

@@ -437,6 +437,19 @@ impl PhaseFrame<'_> {
         self.context.image_layout = Some(layout);
         Ok(())
     }
+
+    /// Publishes a merged relocatable object (an object-merge provider does, for `-r`).
+    pub fn publish_object(&mut self, bytes: Vec<u8>) -> Result<(), Status> {
+        if self.mode == FrameMode::ReadOnly {
+            return Err(Status::new(
+                StatusCode::PolicyViolation,
+                format!("observers of {} may not publish products", self.phase.name),
+            ));
+        }
+        self.context.image = Some(bytes);
+        self.context.image_layout = None;
+        Ok(())
+    }
 }
 
 /// The verifier of the current state, run over a staged change before it is applied. From GC_COMPLETE on,

@@ -646,3 +646,55 @@ fn a_relocation_that_overflows_is_an_error_naming_the_site_and_nothing_is_writte
     );
     assert!(!output.exists());
 }
+
+#[test]
+fn an_object_merge_provider_does_minus_r_links_and_none_means_a_clear_error() {
+    let out = scratch("merge");
+    let merged = out.join("merged.o");
+    let mut options = options("basics", &merged);
+    options.relocatable = true;
+    let mut context = LinkContext::new(options.clone());
+    let error = run_link(&mut context, tables(), &mut Registry::default()).unwrap_err();
+    assert_eq!(error.code(), StatusCode::CapabilityUnavailable);
+    assert!(error.to_string().contains("object-merge provider"), "{error}");
+    // A provider that delegates to ld.bfd -r, as a bridge to another linker would.
+    let inputs = options.inputs.clone();
+    let mut registry = Registry::default();
+    registry
+        .register(
+            tables(),
+            &mut Plugin(move |registrar: &mut Registrar<'_>| {
+                let inputs = inputs.clone();
+                registrar.object_merge_provider(Box::new(move |frame| {
+                    let scratch = std::env::temp_dir().join(format!("merge-{}.o", std::process::id()));
+                    let status = Command::new("ld.bfd")
+                        .arg("-r")
+                        .arg("-o")
+                        .arg(&scratch)
+                        .args(&inputs)
+                        .status();
+                    if !status.is_ok_and(|status| status.success()) {
+                        return Err(Status::new(StatusCode::PluginFailure, "ld.bfd -r failed"));
+                    }
+                    let bytes = std::fs::read(&scratch)
+                        .map_err(|error| Status::new(StatusCode::PluginFailure, error.to_string()))?;
+                    let _ = std::fs::remove_file(&scratch);
+                    frame.publish_object(bytes)
+                }))
+            }),
+        )
+        .unwrap();
+    let mut context = LinkContext::new(options);
+    let trace = run_link(&mut context, tables(), &mut registry).unwrap();
+    let merge = trace
+        .iter()
+        .find(|entry| entry.phase == "neverc.link.object_merge")
+        .unwrap();
+    assert_eq!(merge.actor, Actor::Provider);
+    assert_eq!(runs_of(&trace, "neverc.link.layout"), 0);
+    // The merged object links on its own into the same program.
+    let program = out.join("a.out");
+    let mut context = LinkContext::new(LinkOptions::new(vec![merged], program.clone()));
+    run_link(&mut context, tables(), &mut Registry::default()).unwrap();
+    assert_eq!(run(&program), expected_output("basics"));
+}

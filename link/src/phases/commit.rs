@@ -17,7 +17,7 @@ pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
         .ok_or_else(|| PhaseError::new(PHASE, "no emitted image"))?;
     let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
     let result = (|| {
-        staged.push(stage(&context.options.output, image, true)?);
+        staged.push(stage(&context.options.output, image, !context.options.relocatable)?);
         if let (Some(path), Some(text)) = (&context.options.map_file, &context.map_text) {
             staged.push(stage(path, text.as_bytes(), false)?);
         }
