@@ -4,6 +4,7 @@
 
 pub(crate) mod archive;
 pub(crate) mod object_file;
+pub(crate) mod parallel;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -154,6 +155,16 @@ pub fn graph_from_inputs(inputs: Vec<(String, Vec<u8>)>) -> Result<LinkGraph, Re
         read_input(&mut graph, id, 0)?;
     }
     graph.index_edges();
+    Ok(graph)
+}
+
+/// Like [`graph_from_inputs`], with the inputs read by `workers` threads (what `read_inputs` does).
+pub fn graph_from_inputs_in_parallel(inputs: Vec<(String, Vec<u8>)>, workers: usize) -> Result<LinkGraph, ReadError> {
+    let mut graph = LinkGraph::default();
+    for (name, data) in inputs {
+        add_input(&mut graph, name, data.into(), 0);
+    }
+    parallel::read_all_inputs(&mut graph, 0, workers)?;
     Ok(graph)
 }
 
