@@ -3,7 +3,7 @@
 use std::ffi::OsString;
 
 use neverc_link::context::{IcfMode, LinkContext, LinkOptions};
-use neverc_link::execute::run_link;
+use neverc_link::execute::{LinkError, run_link};
 use neverc_link::ordering::SymbolOrderingPlugin;
 use neverc_link::plugin::Registry;
 
@@ -46,8 +46,14 @@ pub(crate) fn run(args: &LinkArgs) -> Result<(), CommandError> {
             .register(&neverc_runtime::BUNDLED_PHASES, &mut plugin)
             .map_err(|status| CommandError::Internal(status.to_string()))?;
     }
-    let trace = run_link(&mut context, &neverc_runtime::BUNDLED_PHASES, &mut registry)
-        .map_err(|error| CommandError::Request(format!("link failed: {error}")))?;
+    let trace =
+        run_link(&mut context, &neverc_runtime::BUNDLED_PHASES, &mut registry).map_err(|error| match &error {
+            // Files that cannot be read or written are I/O failures (exit status 3).
+            LinkError::Phase(phase) if matches!(phase.phase, "input_probe" | "commit") => {
+                CommandError::Io(format!("link failed: {error}"))
+            }
+            _ => CommandError::Request(format!("link failed: {error}")),
+        })?;
     if args.trace_phases {
         for entry in &trace {
             outln!(

@@ -254,3 +254,18 @@ fn a_symbol_ordering_file_places_the_named_functions_first() {
     let expected = std::fs::read_to_string(fixtures().join("gc_icf").join("expected.stdout")).unwrap();
     assert_eq!(run_program(&ordered).0, expected);
 }
+
+#[test]
+fn a_missing_input_is_an_io_error_naming_it() {
+    let out = scratch("missing");
+    let result = Command::new(env!("CARGO_BIN_EXE_neverc-spec"))
+        .args(["link", "-o"])
+        .arg(out.join("a.out"))
+        .arg(out.join("nothing.o"))
+        .output()
+        .unwrap();
+    assert_eq!(result.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&result.stderr);
+    assert!(stderr.contains("nothing.o: cannot read"), "{stderr}");
+    assert!(!out.join("a.out").exists());
+}
