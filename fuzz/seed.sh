@@ -37,8 +37,20 @@ if command -v clang-14 >/dev/null; then
     done
 fi
 
+# Object readers: every object and archive of the link fixtures (built with gcc first).
+mkdir -p "$fuzz_dir/corpus/link_inputs"
+if command -v gcc >/dev/null && command -v g++ >/dev/null; then
+    out="$(mktemp -d)"
+    bash "$root/link/tests/fixtures/programs/build.sh" "$out" >/dev/null
+    bash "$root/link/tests/fixtures/programs/foreign/foreign.sh" "$out" >/dev/null || true
+    for file in "$out"/*/*.o "$out"/*/*.a "$out"/foreign/*.obj; do
+        [ -f "$file" ] && cp "$file" "$fuzz_dir/corpus/link_inputs/$(basename "$(dirname "$file")")-$(basename "$file")"
+    done
+    rm -rf "$out"
+fi
+
 # Saved regressions join the corpora, so a run starts from every input that once failed.
-for name in phase_schema target_toml cc_plan cc_spec cc_signature ll_module; do
+for name in phase_schema target_toml cc_plan cc_spec cc_signature ll_module link_inputs; do
     if [ -d "$fuzz_dir/regressions/$name" ]; then
         find "$fuzz_dir/regressions/$name" -maxdepth 1 -type f ! -name '.*' ! -name '*.md' \
             -exec cp {} "$fuzz_dir/corpus/$name/" \;

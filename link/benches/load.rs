@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use criterion::{BatchSize, BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
-use neverc_link::read::{extract_all_members, graph_from_inputs};
+use neverc_link::read::{extract_all_members, graph_from_inputs, graph_from_inputs_in_parallel};
 
 /// How often the fixture objects are repeated for the larger sets.
 const REPEATS: [usize; 3] = [1, 16, 128];
@@ -94,6 +94,23 @@ fn load_cases(group: &mut BenchmarkGroup<'_, criterion::measurement::WallTime>, 
             bencher.iter_batched(
                 || inputs.clone(),
                 |inputs| black_box(graph_from_inputs(inputs).expect("fixtures read")),
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    // The largest set again, read the way `read_inputs` reads it: on every core.
+    if let Some(repeats) = REPEATS.last() {
+        let inputs = repeated(&fixtures.objects, *repeats);
+        let workers = std::thread::available_parallelism().map_or(1, usize::from);
+        group.throughput(if by_bytes {
+            Throughput::Bytes(bytes_of(&inputs))
+        } else {
+            Throughput::Elements(inputs.len() as u64)
+        });
+        group.bench_function(format!("objects_x{repeats}_on_{workers}_threads"), |bencher| {
+            bencher.iter_batched(
+                || inputs.clone(),
+                |inputs| black_box(graph_from_inputs_in_parallel(inputs, workers).expect("fixtures read")),
                 BatchSize::LargeInput,
             )
         });

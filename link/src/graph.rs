@@ -112,7 +112,8 @@ impl EntityKind {
 pub struct Origin {
     pub input: Option<InputId>,
     pub member: Option<MemberId>,
-    /// The entity's index in its object file (section or symbol index, relocation number).
+    /// The entity's place in its object file: section or symbol index; for an edge, the offset it patches
+    /// within its section; for an unwind record, its offset within the unwind table.
     pub object_entity: u32,
     pub created_by_phase: Option<u16>,
     pub created_by_provider: u32,

@@ -1,16 +1,22 @@
 //! `neverc.link.read_inputs`: parse objects into the graph and list archive members (extracted later, by
-//! symbol resolution), on every core (`read::parallel`); the graph is the same as reading one by one.
+//! symbol resolution). Inputs are read one after another: `read::parallel` reads them on every core into
+//! the same graph, but on this 2-core machine its extra append pass costs more than the second core saves
+//! (BENCHMARKS.md), so it is not the default yet.
 
 use neverc_runtime::generated::phases::index::LINK_READ_INPUTS;
 
 use crate::context::{LinkContext, PhaseError};
-use crate::read::parallel::read_all_inputs;
+use crate::graph::InputId;
+use crate::read::read_input;
 
 pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
     if !context.graph.sections.is_empty() || !context.graph.archives.is_empty() {
         return Ok(());
     }
-    let workers = std::thread::available_parallelism().map_or(1, usize::from);
-    read_all_inputs(&mut context.graph, LINK_READ_INPUTS as u16, workers)
-        .map_err(|error| PhaseError::new("read_inputs", error.to_string()))
+    for index in 0..context.graph.inputs.len() {
+        read_input(&mut context.graph, InputId(index as u32), LINK_READ_INPUTS as u16)
+            .map_err(|error| PhaseError::new("read_inputs", error.to_string()))?;
+    }
+    context.graph.index_edges();
+    Ok(())
 }

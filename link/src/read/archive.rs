@@ -23,6 +23,16 @@ pub(crate) fn read_archive(graph: &mut LinkGraph, input: InputId, phase: u16) ->
         let member_name = String::from_utf8_lossy(member.name()).into_owned();
         let (member_data, range): (Arc<[u8]>, std::ops::Range<usize>) = if member.is_thin() {
             let path = directory.join(&member_name);
+            // Only regular files: a device or a pipe named by a crafted archive would never end.
+            if !std::fs::metadata(&path).is_ok_and(|metadata| metadata.is_file()) {
+                return Err(ReadError::new(
+                    &name,
+                    format!(
+                        "thin archive member `{}` is not a readable regular file",
+                        path.display()
+                    ),
+                ));
+            }
             let bytes: Arc<[u8]> = std::fs::read(&path)
                 .map_err(|error| {
                     ReadError::new(

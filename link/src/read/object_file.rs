@@ -12,6 +12,8 @@ use crate::graph::{
     Machine, ObjectFormat, Origin, RelocationType, Section, SectionId, SectionKind, Symbol, SymbolId, SymbolType,
     Unwind, Visibility, atom_flags, section_flags,
 };
+use rustc_hash::FxHashMap;
+
 use crate::read::ReadError;
 
 /// Reads the object held by input `input` into `graph`; `phase` is the reading phase's index (recorded in
@@ -195,6 +197,7 @@ pub(crate) fn read_object(graph: &mut LinkGraph, input: InputId, phase: u16) -> 
     }
 
     // Relocations become edges from the atom of the section they patch.
+    let first_edge = graph.edges.len();
     for section in file.sections() {
         let Some(section_id) = section_ids.get(section.index().0).copied().flatten() else {
             continue;
@@ -233,6 +236,7 @@ pub(crate) fn read_object(graph: &mut LinkGraph, input: InputId, phase: u16) -> 
                 signed: matches!(relocation.encoding(), object::RelocationEncoding::X86Signed),
                 target_symbol,
                 target_atom,
+                // For an edge, the object entity is the relocation's offset within its section.
                 origin: origin(offset as usize),
             });
         }
@@ -267,7 +271,7 @@ pub(crate) fn read_object(graph: &mut LinkGraph, input: InputId, phase: u16) -> 
             origin: origin(0),
         });
     }
-    read_eh_frame_records(graph, input, &section_ids, phase, member);
+    read_eh_frame_records(graph, input, &section_ids, phase, member, first_edge);
     Ok(())
 }
 
@@ -286,6 +290,9 @@ fn classify_section(section: &object::Section<'_, '_>) -> (SectionKind, u64) {
         object::SectionKind::Debug | object::SectionKind::DebugString => SectionKind::Debug,
         object::SectionKind::Metadata | object::SectionKind::Linker => SectionKind::Metadata,
         object::SectionKind::Elf(_) if section.name().is_ok_and(|name| name == ".eh_frame") => SectionKind::Unwind,
+        object::SectionKind::Elf(
+            object::elf::SHT_INIT_ARRAY | object::elf::SHT_FINI_ARRAY | object::elf::SHT_PREINIT_ARRAY,
+        ) => SectionKind::Data,
         _ => SectionKind::Other,
     };
     let name = section.name().unwrap_or("");
@@ -385,6 +392,7 @@ fn read_eh_frame_records(
     section_ids: &[Option<SectionId>],
     phase: u16,
     member: Option<crate::graph::MemberId>,
+    first_edge: usize,
 ) {
     let tables: Vec<AtomId> = section_ids
         .iter()
@@ -395,7 +403,15 @@ fn read_eh_frame_records(
     if tables.is_empty() {
         return;
     }
-    graph.index_edges();
+    // This object's edges out of its unwind tables, by (table, offset); the graph's edge index is rebuilt
+    // once after all inputs are read, not per object.
+    let mut pc_begins: FxHashMap<(AtomId, u64), &crate::graph::Edge> = FxHashMap::default();
+    for edge in &graph.edges[first_edge..] {
+        if tables.contains(&edge.source) {
+            pc_begins.entry((edge.source, edge.offset)).or_insert(edge);
+        }
+    }
+    let mut records = Vec::new();
     for table in tables {
         let bytes = graph.atom_bytes(&graph.atoms[table.index()]).to_vec();
         let mut offset = 0usize;
@@ -417,17 +433,14 @@ fn read_eh_frame_records(
             if id != 0 {
                 // An FDE: its initial location is patched by the relocation at offset + 8.
                 let pc_begin = (offset + 8) as u64;
-                let atom = graph
-                    .edges_of(table)
-                    .find(|(_, edge)| edge.offset == pc_begin)
-                    .and_then(|(_, edge)| {
-                        edge.target_atom.or_else(|| {
-                            edge.target_symbol
-                                .and_then(|symbol| graph.symbols.get(symbol.index()))
-                                .and_then(|symbol| symbol.atom)
-                        })
-                    });
-                graph.unwinds.push(Unwind {
+                let atom = pc_begins.get(&(table, pc_begin)).and_then(|edge| {
+                    edge.target_atom.or_else(|| {
+                        edge.target_symbol
+                            .and_then(|symbol| graph.symbols.get(symbol.index()))
+                            .and_then(|symbol| symbol.atom)
+                    })
+                });
+                records.push(Unwind {
                     atom,
                     table,
                     range: offset as u64..end as u64,
@@ -444,4 +457,6 @@ fn read_eh_frame_records(
             offset = end;
         }
     }
+    drop(pc_begins);
+    graph.unwinds.extend(records);
 }

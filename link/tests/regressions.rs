@@ -1,0 +1,28 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Inputs that once broke a reader (saved under `fuzz/regressions/link_inputs`) are read again: each gives
+//! a graph or an error naming the input, never a panic, a hang or unbounded memory.
+
+use std::path::PathBuf;
+
+use neverc_link::read::{extract_all_members, graph_from_inputs};
+
+#[test]
+fn saved_fuzz_regressions_read_without_failing_badly() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/regressions/link_inputs");
+    let mut count = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let data = std::fs::read(&path).unwrap();
+        match graph_from_inputs(vec![(name.clone(), data)]) {
+            Ok(mut graph) => {
+                if let Err(error) = extract_all_members(&mut graph) {
+                    assert!(error.input.contains(&name), "{error}");
+                }
+            }
+            Err(error) => assert_eq!(error.input, name),
+        }
+        count += 1;
+    }
+    assert!(count >= 2);
+}
