@@ -7,7 +7,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 const AFTER_HELP: &str = "\
 Exit status:
   0  success
-  1  the declarations are invalid, or a request cannot be answered (unknown target or register)
+  1  the declarations are invalid, a request cannot be answered (unknown target or register), or a link
+     fails (an undefined symbol, a policy violation, a verifier)
   2  usage error
   3  a file could not be read or written
   4  internal error while generating code";
