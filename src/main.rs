@@ -1,7 +1,7 @@
 //! `neverc-spec`: validate declarations, generate tables, inspect targets, plan calling conventions, link.
 //!
-//! Exit codes: 0 success; 1 the declarations (or the request, or the link) are invalid; 2 usage error; 3 a file could not
-//! be read or written; 4 internal error in code generation.
+//! Exit codes: 0 success; 1 the declarations (or the request, or the link) are invalid; 2 usage error;
+//! 3 a file could not be read or written; 4 internal error in code generation.
 
 /// `println!` that never panics: output to a closed pipe (`| head`) is dropped.
 macro_rules! outln {
