@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use rustc_hash::FxHashMap;
 
 use crate::graph::{AtomId, EdgeId, LinkGraph, SymbolId};
+use crate::image::SegmentFlags;
 
 /// How identical code folding runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -68,8 +69,7 @@ pub struct OutputSection {
 /// A loadable segment: a run of output sections with the same permissions.
 #[derive(Clone, Debug)]
 pub struct OutputSegment {
-    /// `READ | WRITE | EXECUTE` as NeverC's segment flags (b0, b1, b2).
-    pub flags: u32,
+    pub flags: SegmentFlags,
     pub address: u64,
     pub file_offset: u64,
     pub file_size: u64,
@@ -141,13 +141,7 @@ impl LinkContext {
     /// The edges that refer to `atom` (directly or through a symbol defined in it).
     pub fn incoming_edges(&self, atom: AtomId) -> Vec<EdgeId> {
         let graph = &self.graph;
-        let target_of = |edge: &crate::graph::Edge| {
-            edge.target_atom.or_else(|| {
-                edge.target_symbol
-                    .and_then(|symbol| graph.symbols.get(graph.resolved(symbol).index()))
-                    .and_then(|symbol| symbol.atom)
-            })
-        };
+        let target_of = |edge: &crate::graph::Edge| graph.edge_target_atom(edge);
         let (edges, index) = self.incoming.get_or_init(|| {
             let mut index = vec![Vec::new(); graph.atoms.len()];
             for (edge_index, edge) in graph.edges.iter().enumerate() {

@@ -16,7 +16,7 @@ use neverc_runtime::generated::phases::{
 use neverc_runtime::tables::{PhaseRecord, PhaseTables, StateMachineRecord};
 
 use crate::context::{LinkContext, PhaseError};
-use crate::frame::{ExecutionState, FrameMode, PhaseFrame, current_proof};
+use crate::frame::{ExecutionState, FrameMode, PhaseFrame, PhaseSite, current_proof};
 use crate::phases::builtin_for;
 use crate::plugin::{Hook, Interceptor, ObserverPoint, Provider, Registry};
 use crate::status::{Status, StatusCode};
@@ -273,6 +273,11 @@ fn run_phase(
     trace: &mut Vec<TraceEntry>,
 ) -> Result<(), LinkError> {
     let phase = &tables.phases[phase_index];
+    let site = PhaseSite {
+        machine,
+        phase,
+        index: phase_index as u16,
+    };
     let started = Instant::now();
     let state_before = state_name(machine, execution.state);
     let plugin_error = |status: Status| LinkError::Plugin {
@@ -280,17 +285,7 @@ fn run_phase(
         status,
     };
     let names = registry.plugin_names.clone();
-    run_observers(
-        context,
-        execution,
-        machine,
-        registry,
-        phase,
-        phase_index,
-        ObserverPoint::Before,
-        &names,
-    )
-    .map_err(plugin_error)?;
+    run_observers(context, execution, site, registry, ObserverPoint::Before, &names).map_err(plugin_error)?;
 
     // A skip request whose proof is valid for the current graph skips the work.
     let mut actor = None;
@@ -298,15 +293,7 @@ fn run_phase(
         for registration in registry.registrations.iter_mut().filter(|r| r.phase == phase_index) {
             if let Hook::Skip(skipper) = &mut registration.hook {
                 let plugin = registration.plugin;
-                let mut frame = PhaseFrame::new(
-                    context,
-                    execution,
-                    machine,
-                    phase,
-                    phase_index as u16,
-                    plugin,
-                    FrameMode::Mutable,
-                );
+                let mut frame = PhaseFrame::new(context, execution, site, plugin, FrameMode::Mutable);
                 let claimed = contained(&names, plugin, phase.name, || Ok(skipper(&mut frame, Some(current))))
                     .map_err(plugin_error)?;
                 if claimed == Some(current) {
@@ -352,15 +339,7 @@ fn run_phase(
                 )),
             }
         };
-        let mut frame = PhaseFrame::new(
-            context,
-            execution,
-            machine,
-            phase,
-            phase_index as u16,
-            0,
-            FrameMode::Mutable,
-        );
+        let mut frame = PhaseFrame::new(context, execution, site, 0, FrameMode::Mutable);
         let result = run_chain(&mut frame, &mut interceptors, &mut core, &names, phase.name);
         if let Some(error) = builtin_error {
             return Err(LinkError::Phase(error));
@@ -378,17 +357,7 @@ fn run_phase(
         });
     }
 
-    run_observers(
-        context,
-        execution,
-        machine,
-        registry,
-        phase,
-        phase_index,
-        ObserverPoint::After,
-        &names,
-    )
-    .map_err(plugin_error)?;
+    run_observers(context, execution, site, registry, ObserverPoint::After, &names).map_err(plugin_error)?;
     trace.push(TraceEntry {
         phase: phase.name,
         policy: policy_names(phase),
@@ -428,31 +397,25 @@ fn run_chain(
     contained(names, plugin, phase, || first(frame, &mut next))
 }
 
-#[allow(clippy::too_many_arguments)]
 fn run_observers(
     context: &mut LinkContext,
     execution: &mut ExecutionState,
-    machine: &'static StateMachineRecord,
+    site: PhaseSite,
     registry: &mut Registry,
-    phase: &'static PhaseRecord,
-    phase_index: usize,
     point: ObserverPoint,
     names: &[String],
 ) -> Result<(), Status> {
-    for registration in registry.registrations.iter_mut().filter(|r| r.phase == phase_index) {
+    let phase = site.phase;
+    for registration in registry
+        .registrations
+        .iter_mut()
+        .filter(|r| r.phase == usize::from(site.index))
+    {
         if let Hook::Observe(at, observer) = &mut registration.hook
             && *at == point
         {
             let plugin = registration.plugin;
-            let mut frame = PhaseFrame::new(
-                context,
-                execution,
-                machine,
-                phase,
-                phase_index as u16,
-                plugin,
-                FrameMode::ReadOnly,
-            );
+            let mut frame = PhaseFrame::new(context, execution, site, plugin, FrameMode::ReadOnly);
             contained(names, plugin, phase.name, || observer(&mut frame))?;
         }
     }
@@ -491,9 +454,11 @@ pub fn with_frame<T>(
     let mut frame = PhaseFrame::new(
         context,
         execution,
-        machine,
-        &tables.phases[index],
-        index as u16,
+        PhaseSite {
+            machine,
+            phase: &tables.phases[index],
+            index: index as u16,
+        },
         0,
         FrameMode::Mutable,
     );

@@ -112,22 +112,28 @@ pub struct PhaseFrame<'a> {
     staged: Option<(Mutation, Vec<Operation>)>,
 }
 
+/// Which phase of which state machine a frame runs in.
+#[derive(Clone, Copy)]
+pub(crate) struct PhaseSite {
+    pub(crate) machine: &'static StateMachineRecord,
+    pub(crate) phase: &'static PhaseRecord,
+    pub(crate) index: u16,
+}
+
 impl<'a> PhaseFrame<'a> {
     pub(crate) fn new(
         context: &'a mut LinkContext,
         execution: &'a mut ExecutionState,
-        machine: &'static StateMachineRecord,
-        phase: &'static PhaseRecord,
-        phase_index: u16,
+        site: PhaseSite,
         plugin: u32,
         mode: FrameMode,
     ) -> PhaseFrame<'a> {
         PhaseFrame {
             context,
             execution,
-            machine,
-            phase,
-            phase_index,
+            machine: site.machine,
+            phase: site.phase,
+            phase_index: site.index,
             plugin,
             mode,
             staged: None,
@@ -355,20 +361,23 @@ impl<'a> PhaseFrame<'a> {
         }
         verify_change(self.context, self.execution.state, self.machine, &operations)?;
         let origin_phase = Some(self.phase_index);
+        let plugin = self.plugin;
+        let touched = |origin: &mut Origin| {
+            origin.last_mutation_phase = origin_phase;
+            origin.last_mutation_plugin = plugin;
+        };
         let graph = &mut self.context.graph;
         for operation in operations {
             match operation {
                 Operation::RebindSymbol(symbol, atom) => {
                     let entry = &mut graph.symbols[symbol.index()];
                     entry.atom = Some(atom);
-                    entry.origin.last_mutation_phase = origin_phase;
-                    entry.origin.last_mutation_plugin = self.plugin;
+                    touched(&mut entry.origin);
                 }
                 Operation::SetSymbolRoot(symbol, root) => {
                     let entry = &mut graph.symbols[symbol.index()];
                     entry.root = root;
-                    entry.origin.last_mutation_phase = origin_phase;
-                    entry.origin.last_mutation_plugin = self.plugin;
+                    touched(&mut entry.origin);
                 }
                 Operation::SetAtomLive(atom, live) => {
                     let entry = &mut graph.atoms[atom.index()];
@@ -377,20 +386,17 @@ impl<'a> PhaseFrame<'a> {
                     } else {
                         entry.flags &= !atom_flags::LIVE;
                     }
-                    entry.origin.last_mutation_phase = origin_phase;
-                    entry.origin.last_mutation_plugin = self.plugin;
+                    touched(&mut entry.origin);
                 }
                 Operation::SetFoldLeader(atom, leader) => {
                     let entry = &mut graph.atoms[atom.index()];
                     entry.fold_leader = leader;
-                    entry.origin.last_mutation_phase = origin_phase;
-                    entry.origin.last_mutation_plugin = self.plugin;
+                    touched(&mut entry.origin);
                 }
                 Operation::ReplaceAtomContent(atom, bytes) => {
                     let entry = &mut graph.atoms[atom.index()];
                     entry.content = Content::Owned(bytes);
-                    entry.origin.last_mutation_phase = origin_phase;
-                    entry.origin.last_mutation_plugin = self.plugin;
+                    touched(&mut entry.origin);
                 }
                 Operation::CreateConstraint(mut constraint) => {
                     constraint.origin = Origin {

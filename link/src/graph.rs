@@ -572,6 +572,68 @@ impl LinkGraph {
             .unwrap_or(symbol)
     }
 
+    /// The atom an edge points into: its target atom, or the atom defining the symbol its target resolves to.
+    pub fn edge_target_atom(&self, edge: &Edge) -> Option<AtomId> {
+        edge.target_atom.or_else(|| {
+            edge.target_symbol
+                .and_then(|symbol| self.symbols.get(self.resolved(symbol).index()))
+                .and_then(|symbol| symbol.atom)
+        })
+    }
+
+    /// The first id that points outside its arena, described; `None` when every id is in range (readers
+    /// must keep it so for any input).
+    pub fn dangling_id(&self) -> Option<String> {
+        let atoms = self.atoms.len();
+        let in_atoms = |atom: AtomId| atom.index() < atoms;
+        for (index, atom) in self.atoms.iter().enumerate() {
+            if atom
+                .section
+                .is_some_and(|section| section.index() >= self.sections.len())
+            {
+                return Some(format!("atom {index}: section out of range"));
+            }
+        }
+        for (index, section) in self.sections.iter().enumerate() {
+            if !in_atoms(section.atom) || section.input.index() >= self.inputs.len() {
+                return Some(format!("section {index}: atom or input out of range"));
+            }
+        }
+        for (index, symbol) in self.symbols.iter().enumerate() {
+            if symbol.atom.is_some_and(|atom| !in_atoms(atom)) {
+                return Some(format!("symbol {index}: atom out of range"));
+            }
+        }
+        for (index, edge) in self.edges.iter().enumerate() {
+            if !in_atoms(edge.source)
+                || edge
+                    .target_symbol
+                    .is_some_and(|symbol| symbol.index() >= self.symbols.len())
+                || edge.target_atom.is_some_and(|atom| !in_atoms(atom))
+            {
+                return Some(format!("edge {index}: source or target out of range"));
+            }
+        }
+        for (index, comdat) in self.comdats.iter().enumerate() {
+            if comdat
+                .sections
+                .iter()
+                .any(|section| section.index() >= self.sections.len())
+            {
+                return Some(format!("COMDAT {index}: section out of range"));
+            }
+        }
+        for (index, unwind) in self.unwinds.iter().enumerate() {
+            if !in_atoms(unwind.table)
+                || unwind.atom.is_some_and(|atom| !in_atoms(atom))
+                || unwind.range.start > unwind.range.end
+            {
+                return Some(format!("unwind record {index}: atom or range out of range"));
+            }
+        }
+        None
+    }
+
     /// The name of the input an entity came from, for messages.
     pub fn input_name(&self, input: Option<InputId>) -> &str {
         input

@@ -4,8 +4,8 @@
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{Binding, Definition, Machine, SymbolType};
 use crate::image::{
-    ImageLayout, SectionFlags, SectionKind, SectionLayout, SegmentFlags, SegmentLayout, SymbolBinding, SymbolKind,
-    SymbolLayout, elf_file_size, write_elf,
+    ImageLayout, SectionFlags, SectionKind, SectionLayout, SegmentLayout, SymbolBinding, SymbolKind, SymbolLayout,
+    elf_file_size, write_elf,
 };
 use crate::phases::relocate::symbol_address;
 
@@ -34,8 +34,8 @@ fn image_layout(context: &mut LinkContext) -> Result<ImageLayout, PhaseError> {
         .segments
         .iter()
         .map(|segment| SegmentLayout {
-            name: flags_name(segment.flags),
-            flags: SegmentFlags::from_bits_truncate(segment.flags as u8),
+            name: segment.flags.to_string(),
+            flags: segment.flags,
             virtual_address: segment.address,
             file_offset: segment.file_offset,
             file_size: segment.file_size,
@@ -92,17 +92,6 @@ fn image_layout(context: &mut LinkContext) -> Result<ImageLayout, PhaseError> {
         sections,
         symbols: symbol_table(context),
     })
-}
-
-fn flags_name(flags: u32) -> String {
-    let mut name = String::from("R");
-    if flags & 2 != 0 {
-        name.push('W');
-    }
-    if flags & 4 != 0 {
-        name.push('X');
-    }
-    name
 }
 
 /// The symbols written to `.symtab`: named functions and objects of the output, sorted by address, then

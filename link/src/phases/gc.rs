@@ -51,13 +51,7 @@ pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
             }
             let targets: Vec<AtomId> = graph
                 .edges_of(atom)
-                .filter_map(|(_, edge)| {
-                    edge.target_atom.or_else(|| {
-                        edge.target_symbol
-                            .map(|symbol| graph.resolved(symbol))
-                            .and_then(|symbol| graph.symbols[symbol.index()].atom)
-                    })
-                })
+                .filter_map(|(_, edge)| graph.edge_target_atom(edge))
                 .collect();
             for target in targets {
                 mark(target, &mut live, &mut work);

@@ -6,7 +6,7 @@
 use rustc_hash::FxHashMap;
 
 use crate::context::{IcfMode, LinkContext, PhaseError};
-use crate::graph::{AtomId, LinkGraph, atom_flags, section_flags};
+use crate::graph::{AtomId, atom_flags, section_flags};
 
 /// `R_X86_64_PLT32`: a direct call or jump, which does not make its target's address significant.
 const BRANCH: u32 = object::elf::R_X86_64_PLT32;
@@ -28,7 +28,7 @@ pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
         if edge.relocation.raw == BRANCH || !source.is_live() || source.flags & atom_flags::UNWIND != 0 {
             continue;
         }
-        if let Some(target) = target_atom(graph, edge.target_atom, edge.target_symbol) {
+        if let Some(target) = graph.edge_target_atom(edge) {
             significant[target.index()] = true;
         }
     }
@@ -58,7 +58,8 @@ pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
             let relocations = graph
                 .edges_of(*atom)
                 .map(|(_, edge)| {
-                    let target = target_atom(graph, edge.target_atom, edge.target_symbol)
+                    let target = graph
+                        .edge_target_atom(edge)
                         .map_or(u32::MAX, |target| leader[target.index()].0);
                     let value = edge
                         .target_symbol
@@ -86,8 +87,4 @@ pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
         }
     }
     Ok(())
-}
-
-fn target_atom(graph: &LinkGraph, atom: Option<AtomId>, symbol: Option<crate::graph::SymbolId>) -> Option<AtomId> {
-    atom.or_else(|| symbol.and_then(|symbol| graph.symbols[graph.resolved(symbol).index()].atom))
 }

@@ -11,11 +11,9 @@ use rustc_hash::FxHashMap;
 
 use crate::context::{Layout, LinkContext, OutputSection, OutputSegment, PhaseError};
 use crate::graph::{Atom, AtomId, Content, Definition, LinkGraph, Origin, atom_flags, section_flags};
+use crate::image::SegmentFlags;
 
 const PHASE: &str = "layout";
-const READ: u32 = 1;
-const WRITE: u32 = 2;
-const EXECUTE: u32 = 4;
 
 /// Segment of an output section: 0 = R+X, 1 = R, 2 = R+W.
 fn segment_of(flags: u64) -> usize {
@@ -30,7 +28,10 @@ fn segment_of(flags: u64) -> usize {
 
 /// The output section an input section goes to, and its rank within its segment.
 fn output_name(name: &str) -> (String, u32) {
-    let family = |prefix: &str| name == prefix || name.starts_with(&format!("{prefix}."));
+    let family = |prefix: &str| {
+        name.strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+    };
     let (output, rank) = if family(".text") {
         (".text", 1)
     } else if name == ".init" {
@@ -178,12 +179,11 @@ pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
             }
         }
         layout.segments.push(OutputSegment {
-            flags: READ
-                | match segment {
-                    0 => EXECUTE,
-                    2 => WRITE,
-                    _ => 0,
-                },
+            flags: match segment {
+                0 => SegmentFlags::READ | SegmentFlags::EXECUTE,
+                2 => SegmentFlags::READ | SegmentFlags::WRITE,
+                _ => SegmentFlags::READ,
+            },
             address: start,
             file_offset: start - base,
             file_size: file_end - start,
@@ -338,7 +338,10 @@ fn define_linker_symbol_values(context: &mut LinkContext, layout: &Layout) {
             .find(|section| section.name == name)
             .map(|section| (section.address, section.address + section.size))
     };
-    let writable = layout.segments.iter().find(|segment| segment.flags & WRITE != 0);
+    let writable = layout
+        .segments
+        .iter()
+        .find(|segment| segment.flags.contains(SegmentFlags::WRITE));
     let data_start = writable.map_or(context.options.image_base, |segment| segment.address);
     let data_file_end = writable.map_or(data_start, |segment| segment.address + segment.file_size);
     let memory_end = layout

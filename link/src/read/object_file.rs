@@ -433,13 +433,9 @@ fn read_eh_frame_records(
             if id != 0 {
                 // An FDE: its initial location is patched by the relocation at offset + 8.
                 let pc_begin = (offset + 8) as u64;
-                let atom = pc_begins.get(&(table, pc_begin)).and_then(|edge| {
-                    edge.target_atom.or_else(|| {
-                        edge.target_symbol
-                            .and_then(|symbol| graph.symbols.get(symbol.index()))
-                            .and_then(|symbol| symbol.atom)
-                    })
-                });
+                let atom = pc_begins
+                    .get(&(table, pc_begin))
+                    .and_then(|edge| graph.edge_target_atom(edge));
                 records.push(Unwind {
                     atom,
                     table,
