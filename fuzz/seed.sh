@@ -17,6 +17,14 @@ for file in "$root"/targets/*.toml; do
     cp "$file" "$target/$(basename "$file")"
 done
 
+# The audit reads the same schemas, and plugin manifests.
+mkdir -p "$fuzz_dir/corpus/audit_schema" "$fuzz_dir/corpus/plugin_manifest"
+cp "$phase"/* "$fuzz_dir/corpus/audit_schema/"
+printf '%s\n' 'plugin = "commit-hook"' 'providers = ["linker", "lto"]' '[[phases]]' 'name = "neverc.link.commit"' \
+    'observe = ["BEFORE", "AFTER_COMMIT"]' 'intercept = true' > "$fuzz_dir/corpus/plugin_manifest/commit.toml"
+printf '%s' '{"plugin": "p", "providers": ["image-verifier"], "phases": [{"name": "neverc.link.layout", "replace": true, "skip_with_proof": true}]}' \
+    > "$fuzz_dir/corpus/plugin_manifest/layout.json"
+
 # Calling-convention parsers: plans, specs and signatures from the tests, and modules clang-14 writes.
 mkdir -p "$fuzz_dir/corpus/cc_plan" "$fuzz_dir/corpus/cc_spec" "$fuzz_dir/corpus/cc_signature" "$fuzz_dir/corpus/ll_module"
 printf '%s' 'neverc-cc-plan-v1;schema=llvm-x86_64-unknown-linux-gnu;target=0:0;cc=0:0;stack=16;returns=r,0,0,4,4,51,0,0;arguments=r,0,0,4,4,54,0,0|r,1,0,4,4,56,0,0|r,2,0,4,4,119,0,0;callee-saved=' > "$fuzz_dir/corpus/cc_plan/derived"

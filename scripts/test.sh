@@ -6,8 +6,9 @@ cd "$(dirname "$0")/.."
 
 # Debian packages the tests need: clang-14 (C to LLVM IR; COFF and Mach-O objects), llvm-14 (llc-14 oracle,
 # llvm-as-14), g++ and binutils (C++ COMDAT fixtures, ld.bfd reference links, readelf), gcc-aarch64-linux-gnu
-# (AArch64 objects).
-PACKAGES=(clang-14 llvm-14 g++ binutils gcc-aarch64-linux-gnu)
+# (AArch64 objects), chromium (headless rendering of the audit's HTML page), graphviz (renders `audit --format
+# dot`).
+PACKAGES=(clang-14 llvm-14 g++ binutils gcc-aarch64-linux-gnu chromium graphviz)
 if ((${#PACKAGES[@]})); then
     missing=()
     for package in "${PACKAGES[@]}"; do
@@ -29,4 +30,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== cargo test"
 # Snapshot tests must fail, not rewrite, on a mismatch.
 INSTA_UPDATE=no cargo test --workspace --locked
+echo "== conformance tests generated from the declarations, per source"
+cargo test --locked -p neverc-conformance --test generated -- --nocapture --exact generated_tests_per_source 2>&1 |
+    grep '^conformance:'
 echo "== all tests passed"

@@ -11,7 +11,9 @@ Exit status:
      fails (an undefined symbol, a policy violation, a verifier)
   2  usage error
   3  a file could not be read or written
-  4  internal error while generating code";
+  4  internal error while generating code
+  5  an audit or conformance run failed: a broken invariant, a breaking change against the baseline, a plugin
+     manifest request the declared policy refuses, or a failed conformance case";
 
 /// Calling conventions and compiler/linker phase policies, declared as data.
 ///
@@ -49,6 +51,60 @@ pub(crate) enum Command {
     /// GNU-style single-dash spellings are accepted too: `-static`, `-Map FILE`, `-Map=FILE`.
     #[command(after_help = AFTER_HELP)]
     Link(LinkArgs),
+    /// Audit a phase schema: sealed gates, capabilities, invariants, policy smells; diff it against a baseline;
+    /// check a plugin manifest.
+    ///
+    /// The sealing audit lists, per domain, the sealed gates and what each guards, every phase's capabilities,
+    /// the invariants of validation (and where the schema breaks them), and policy smells worth a human look.
+    /// --baseline classifies every change from an older schema as compatible, warning, allowed (the phase was
+    /// experimental) or breaking, like `buf breaking`. --plugin-manifest checks what a plugin asks for with the
+    /// check the link runtime runs when a plugin registers, so both refuse the same requests with the same
+    /// message. Manifest format (TOML, or the same keys in JSON):
+    ///
+    ///   plugin = "name"
+    ///   providers = ["linker", "object-merge", "image-verifier", "lto"]
+    ///   [[phases]]
+    ///   name = "neverc.link.layout"
+    ///   observe = ["BEFORE", "AFTER"]
+    ///   intercept = true
+    ///   replace = false
+    ///   skip_with_proof = false
+    #[command(after_help = AFTER_HELP, verbatim_doc_comment)]
+    Audit(AuditArgs),
+    /// Run conformance vectors (from `gen conformance`) against this implementation and count the verdicts.
+    ///
+    /// Each case passes, fails, or is not applicable (this implementation cannot execute it, with the reason).
+    /// Any failure fails the run (exit 5).
+    #[command(after_help = AFTER_HELP)]
+    Conformance(ConformanceArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct AuditArgs {
+    /// The phase schema to audit.
+    #[arg(long, value_name = "PATH", default_value = "PhaseSchema.json")]
+    pub(crate) phase_schema: PathBuf,
+    /// An older version of the schema to diff against; breaking changes fail the audit (exit 5).
+    #[arg(long, value_name = "OLD.json")]
+    pub(crate) baseline: Option<PathBuf>,
+    /// A plugin manifest (TOML or JSON) to check against the schema's policy; refusals fail the audit (exit 5).
+    #[arg(long, value_name = "PATH")]
+    pub(crate) plugin_manifest: Option<PathBuf>,
+    /// text for people, json for machines, dot for Graphviz (state machines and the policy matrix), html for one
+    /// self-contained page.
+    #[arg(long, value_enum, default_value_t = AuditFormat::Text)]
+    pub(crate) format: AuditFormat,
+    /// Write the report to this file (completely or not at all) instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum AuditFormat {
+    Text,
+    Json,
+    Dot,
+    Html,
 }
 
 #[derive(Debug, Args)]
@@ -207,12 +263,53 @@ pub(crate) struct CheckArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(subcommand_negates_reqs = true, args_conflicts_with_subcommands = true)]
 pub(crate) struct GenArgs {
+    #[command(subcommand)]
+    pub(crate) what: Option<GenCommand>,
     #[command(flatten)]
     pub(crate) declarations: DeclarationArgs,
     /// Directory to write the generated files into (created if missing; existing files are replaced atomically).
+    #[arg(long, value_name = "DIR", required = true)]
+    pub(crate) out: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum GenCommand {
+    /// Export the conformance cases of the declarations as JSON vectors, one file per declaration file.
+    ///
+    /// The format is `neverc-conformance-v1` (docs/conformance-format.md): every case carries all it needs, so
+    /// another implementation can run them; `neverc-spec conformance` runs them against this one. The number of
+    /// cases per source file is printed.
+    #[command(after_help = AFTER_HELP)]
+    Conformance(GenConformanceArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GenConformanceArgs {
+    #[command(flatten)]
+    pub(crate) declarations: DeclarationArgs,
+    /// Directory to write the vector files into (created if missing; each file is written atomically).
     #[arg(long, value_name = "DIR")]
     pub(crate) out: PathBuf,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct ConformanceArgs {
+    /// A directory of vector files written by `gen conformance` (every `*.conformance.json` in it).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) vectors: PathBuf,
+    /// The declarations the vectors were generated from: their tables are the ones run.
+    #[command(flatten)]
+    pub(crate) declarations: DeclarationArgs,
+    /// An object or archive of a program that links (repeatable, in link order); cases that run the link state
+    /// machine link it. Without one, those cases are reported as not applicable.
+    #[arg(long = "link-input", value_name = "FILE")]
+    pub(crate) link_inputs: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
 }
 
 #[derive(Debug, Args)]

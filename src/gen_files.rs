@@ -7,10 +7,15 @@ use neverc_schema::load_declarations;
 
 use crate::CommandError;
 use crate::check::declared_target_files;
-use crate::cli::GenArgs;
+use crate::cli::{GenArgs, GenCommand};
 use crate::render::load_failure;
 
 pub(crate) fn run(args: &GenArgs) -> Result<(), CommandError> {
+    let out = match (&args.what, &args.out) {
+        (Some(GenCommand::Conformance(conformance)), _) => return crate::conformance::export(conformance),
+        (None, Some(out)) => out,
+        (None, None) => return Err(CommandError::Request("--out DIR is required".into())),
+    };
     let files = declared_target_files(&args.declarations)?;
     let declarations =
         load_declarations(&args.declarations.phase_schema, &files).map_err(|error| load_failure(error, false).0)?;
@@ -22,14 +27,13 @@ pub(crate) fn run(args: &GenArgs) -> Result<(), CommandError> {
         .unwrap_or(Path::new("."));
     let generated =
         neverc_codegen::generate(&declarations, root).map_err(|error| CommandError::Internal(error.to_string()))?;
-    fs::create_dir_all(&args.out)
-        .map_err(|error| CommandError::Io(format!("cannot create `{}`: {error}", args.out.display())))?;
+    fs::create_dir_all(out).map_err(|error| CommandError::Io(format!("cannot create `{}`: {error}", out.display())))?;
     // Everything is generated before anything is written; each file is written beside its final name
     // and renamed into place, so a failure leaves no half-written file behind.
     let mut staged = Vec::new();
     for file in &generated {
-        let final_path = args.out.join(&file.name);
-        let temporary = args.out.join(format!(".{}.tmp", file.name));
+        let final_path = out.join(&file.name);
+        let temporary = out.join(format!(".{}.tmp", file.name));
         if let Err(error) = fs::write(&temporary, &file.contents) {
             for (path, _) in &staged {
                 let _ = fs::remove_file(path);
@@ -49,7 +53,7 @@ pub(crate) fn run(args: &GenArgs) -> Result<(), CommandError> {
     for file in &generated {
         outln!(
             "wrote {} ({} bytes)",
-            args.out.join(&file.name).display(),
+            out.join(&file.name).display(),
             file.contents.len()
         );
     }

@@ -1,7 +1,7 @@
 //! `neverc-spec`: validate declarations, generate tables, inspect targets, plan calling conventions, link.
 //!
 //! Exit codes: 0 success; 1 the declarations (or the request, or the link) are invalid; 2 usage error;
-//! 3 a file could not be read or written; 4 internal error in code generation.
+//! 3 a file could not be read or written; 4 internal error in code generation; 5 an audit failed.
 
 /// `println!` that never panics: output to a closed pipe (`| head`) is dropped.
 macro_rules! outln {
@@ -19,9 +19,11 @@ macro_rules! errln {
     }};
 }
 
+mod audit;
 mod cc;
 mod check;
 mod cli;
+mod conformance;
 mod files;
 mod gen_files;
 mod link;
@@ -47,6 +49,10 @@ pub(crate) enum CommandError {
     Io(String),
     #[error("{0}")]
     Internal(String),
+    /// The audit or the conformance run found what it exists to find: broken invariants, breaking changes,
+    /// refused requests, failed cases.
+    #[error("{0}")]
+    AuditFailed(String),
 }
 
 impl CommandError {
@@ -55,6 +61,7 @@ impl CommandError {
             CommandError::Invalid | CommandError::Request(_) => 1,
             CommandError::Io(_) => 3,
             CommandError::Internal(_) => 4,
+            CommandError::AuditFailed(_) => 5,
         }
     }
 }
@@ -68,6 +75,8 @@ fn main() -> ExitCode {
         Command::Resolve(args) => resolve::run(args),
         Command::Cc(command) => cc::run(command),
         Command::Link(args) => link::run(args),
+        Command::Audit(args) => audit::run(args),
+        Command::Conformance(args) => conformance::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -4,6 +4,9 @@
 //! parsed and formatted with prettyplease and starts with a header naming its source. The same inputs
 //! always give the same bytes.
 
+pub mod build_support;
+pub mod conformance;
+
 use std::path::Path;
 
 use handlebars::{Context, Handlebars, Helper, HelperDef, HelperResult, Output, RenderContext, RenderErrorReason};

@@ -173,6 +173,7 @@ pub fn run_link(
             if runs[index] > transition.rerun_budget + 1 {
                 return Err(LinkError::DidNotConverge(tables.phases[transition.phase].name));
             }
+            execution.lowered_to = u32::MAX;
             run_phase(
                 context,
                 &mut execution,
@@ -182,8 +183,10 @@ pub fn run_link(
                 transition.phase,
                 &mut trace,
             )?;
-            // A mutation that lowered the state sends the loop back; otherwise the transition is done.
-            if execution.state >= state {
+            // A commit that lowered the state below the transition's start sends the loop back through earlier
+            // transitions. One that invalidated only this transition's own product (after its work ran, or
+            // with no work run at all) runs it again. Otherwise the transition is done.
+            if execution.state >= state && execution.lowered_to > state {
                 execution.state = transition.to;
             }
             if let Some(entry) = trace.last_mut() {
@@ -322,6 +325,9 @@ fn run_phase(
         let mut used_provider = false;
         let mut core = |frame: &mut PhaseFrame<'_>| -> Result<(), Status> {
             core_ran = true;
+            // The work about to run sees every commit made so far: only a later commit can invalidate its
+            // product.
+            frame.execution.lowered_to = u32::MAX;
             if let Some((plugin, provider)) = provider.as_mut() {
                 used_provider = true;
                 let plugin = *plugin;
@@ -358,6 +364,7 @@ fn run_phase(
     }
 
     run_observers(context, execution, site, registry, ObserverPoint::After, &names).map_err(plugin_error)?;
+    run_observers(context, execution, site, registry, ObserverPoint::AfterCommit, &names).map_err(plugin_error)?;
     trace.push(TraceEntry {
         phase: phase.name,
         policy: policy_names(phase),

@@ -55,6 +55,7 @@ pub enum FrameMode {
 #[derive(Clone, Debug)]
 enum Operation {
     RebindSymbol(SymbolId, AtomId),
+    SetSymbolResolution(SymbolId, Option<SymbolId>),
     SetSymbolRoot(SymbolId, bool),
     SetAtomLive(AtomId, bool),
     SetFoldLeader(AtomId, Option<AtomId>),
@@ -67,6 +68,7 @@ impl Operation {
     fn name(&self) -> &'static str {
         match self {
             Operation::RebindSymbol(..) => "RebindSymbol",
+            Operation::SetSymbolResolution(..) => "SetSymbolResolution",
             Operation::SetSymbolRoot(..) => "SetSymbolRoot",
             Operation::SetAtomLive(..) => "SetAtomLive",
             Operation::SetFoldLeader(..) => "SetFoldLeader",
@@ -87,6 +89,9 @@ pub struct ExecutionState {
     pub generation: u64,
     pub session: u64,
     next_mutation: u64,
+    /// The lowest state a commit sent execution back to since the driver last cleared it (`u32::MAX` if
+    /// none): the driver tells "lowered to the start state" from "not lowered" with it.
+    pub(crate) lowered_to: u32,
 }
 
 impl ExecutionState {
@@ -96,6 +101,7 @@ impl ExecutionState {
             generation: 0,
             session,
             next_mutation: 1,
+            lowered_to: u32::MAX,
         }
     }
 }
@@ -284,6 +290,21 @@ impl<'a> PhaseFrame<'a> {
         self.stage(mutation, Operation::RebindSymbol(symbol, atom))
     }
 
+    /// Makes `prevailing` the symbol that `symbol` resolves to (or none).
+    pub fn set_symbol_resolution(
+        &mut self,
+        mutation: Mutation,
+        symbol: Handle,
+        prevailing: Option<Handle>,
+    ) -> Result<(), Status> {
+        let symbol = SymbolId(self.resolve(symbol, EntityKind::Symbol)? as u32);
+        let prevailing = match prevailing {
+            Some(prevailing) => Some(SymbolId(self.resolve(prevailing, EntityKind::Symbol)? as u32)),
+            None => None,
+        };
+        self.stage(mutation, Operation::SetSymbolResolution(symbol, prevailing))
+    }
+
     pub fn set_symbol_root(&mut self, mutation: Mutation, symbol: Handle, root: bool) -> Result<(), Status> {
         let symbol = SymbolId(self.resolve(symbol, EntityKind::Symbol)? as u32);
         self.stage(mutation, Operation::SetSymbolRoot(symbol, root))
@@ -374,6 +395,11 @@ impl<'a> PhaseFrame<'a> {
                     entry.atom = Some(atom);
                     touched(&mut entry.origin);
                 }
+                Operation::SetSymbolResolution(symbol, prevailing) => {
+                    let entry = &mut graph.symbols[symbol.index()];
+                    entry.resolution = prevailing;
+                    touched(&mut entry.origin);
+                }
                 Operation::SetSymbolRoot(symbol, root) => {
                     let entry = &mut graph.symbols[symbol.index()];
                     entry.root = root;
@@ -409,7 +435,9 @@ impl<'a> PhaseFrame<'a> {
             }
         }
         if earliest != u32::MAX {
-            self.execution.state = self.execution.state.min(earliest.saturating_sub(1));
+            let lowered = earliest.saturating_sub(1);
+            self.execution.state = self.execution.state.min(lowered);
+            self.execution.lowered_to = self.execution.lowered_to.min(lowered);
         }
         self.execution.generation += 1;
         Ok(())

@@ -5,7 +5,8 @@
 //! naming the phase and the missing capability. The same check serves plugin manifests.
 
 use neverc_runtime::generated::phases::{
-    POINT_AFTER, POINT_BEFORE, POLICY_INTERCEPTABLE, POLICY_OBSERVABLE, POLICY_REPLACEABLE, POLICY_SKIPPABLE_WITH_PROOF,
+    POINT_AFTER, POINT_AFTER_COMMIT, POINT_BEFORE, POLICY_INTERCEPTABLE, POLICY_OBSERVABLE, POLICY_REPLACEABLE,
+    POLICY_SKIPPABLE_WITH_PROOF,
 };
 use neverc_runtime::tables::{PhaseRecord, PhaseTables};
 
@@ -39,6 +40,109 @@ impl Capability {
 pub enum ObserverPoint {
     Before,
     After,
+    /// After a sealed commit gate has written the output.
+    AfterCommit,
+}
+
+impl ObserverPoint {
+    /// The point's bit (see the generated `POINT_*` constants) and its name in the schema.
+    pub const fn point(self) -> (u32, &'static str) {
+        match self {
+            ObserverPoint::Before => (POINT_BEFORE, "BEFORE"),
+            ObserverPoint::After => (POINT_AFTER, "AFTER"),
+            ObserverPoint::AfterCommit => (POINT_AFTER_COMMIT, "AFTER_COMMIT"),
+        }
+    }
+
+    pub fn from_schema_name(name: &str) -> Option<ObserverPoint> {
+        [ObserverPoint::Before, ObserverPoint::After, ObserverPoint::AfterCommit]
+            .into_iter()
+            .find(|point| point.point().1 == name)
+    }
+}
+
+/// Providers a plugin can register, each standing for a request on one declared phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ProviderKind {
+    /// Replaces `neverc.link.full`, the whole transition sequence; the sealed gates still run.
+    Linker,
+    /// Replaces `neverc.link.object_merge` (`-r` links).
+    ObjectMerge,
+    /// An additional check of the emitted image, run inside the sealed `neverc.link.image_verify` gate, which
+    /// it may only observe.
+    ImageVerifier,
+    /// Replaces `neverc.link.lto_generate`, the code generation of link-time optimization.
+    Lto,
+}
+
+impl ProviderKind {
+    pub const ALL: [ProviderKind; 4] = [
+        ProviderKind::Linker,
+        ProviderKind::ObjectMerge,
+        ProviderKind::ImageVerifier,
+        ProviderKind::Lto,
+    ];
+
+    /// The provider's name in plugin manifests.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ProviderKind::Linker => "linker",
+            ProviderKind::ObjectMerge => "object-merge",
+            ProviderKind::ImageVerifier => "image-verifier",
+            ProviderKind::Lto => "lto",
+        }
+    }
+
+    /// The phase the provider works in and the request that amounts to.
+    pub const fn request(self) -> (&'static str, Request) {
+        match self {
+            ProviderKind::Linker => ("neverc.link.full", Request::Replace),
+            ProviderKind::ObjectMerge => ("neverc.link.object_merge", Request::Replace),
+            ProviderKind::ImageVerifier => ("neverc.link.image_verify", Request::Observe(ObserverPoint::After)),
+            ProviderKind::Lto => ("neverc.link.lto_generate", Request::Replace),
+        }
+    }
+}
+
+/// One thing a plugin asks of one phase: what the register step and a plugin manifest both say.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Request {
+    Observe(ObserverPoint),
+    Intercept,
+    Replace,
+    SkipWithProof,
+}
+
+impl Request {
+    pub const fn capability(self) -> Capability {
+        match self {
+            Request::Observe(_) => Capability::Observe,
+            Request::Intercept => Capability::Intercept,
+            Request::Replace => Capability::Replace,
+            Request::SkipWithProof => Capability::SkipWithProof,
+        }
+    }
+}
+
+/// Checks a request against the declared policy, including the observer point of an observation. The
+/// runtime's register step and the manifest audit both call this, so they accept and refuse the same requests
+/// with the same status.
+pub fn check_phase_request(
+    tables: &'static PhaseTables,
+    phase: &str,
+    request: Request,
+) -> Result<&'static PhaseRecord, Status> {
+    let record = check_request(tables, phase, request.capability())?;
+    if let Request::Observe(point) = request {
+        let (bit, name) = point.point();
+        if !record.offers_point(bit) {
+            return Err(Status::new(
+                StatusCode::PolicyViolation,
+                format!("phase `{phase}` declares no {name} observer point"),
+            ));
+        }
+    }
+    Ok(record)
 }
 
 /// Checks a request against the declared policy: the phase must exist and allow the capability.
@@ -122,8 +226,8 @@ impl Registrar<'_> {
             .unwrap_or(usize::MAX)
     }
 
-    fn add(&mut self, phase: &str, capability: Capability, hook: Hook) -> Result<(), Status> {
-        let record = check_request(self.tables, phase, capability)?;
+    fn add(&mut self, phase: &str, request: Request, hook: Hook) -> Result<(), Status> {
+        let record = check_phase_request(self.tables, phase, request)?;
         let phase = self.phase_index(record);
         self.registry.registrations.push(Registration {
             plugin: self.plugin,
@@ -134,45 +238,45 @@ impl Registrar<'_> {
     }
 
     pub fn observe(&mut self, phase: &str, point: ObserverPoint, observer: Observer) -> Result<(), Status> {
-        let record = check_request(self.tables, phase, Capability::Observe)?;
-        let bit = match point {
-            ObserverPoint::Before => POINT_BEFORE,
-            ObserverPoint::After => POINT_AFTER,
-        };
-        if !record.offers_point(bit) {
-            return Err(Status::new(
-                StatusCode::PolicyViolation,
-                format!("phase `{phase}` declares no {point:?} observer point"),
-            ));
-        }
-        self.add(phase, Capability::Observe, Hook::Observe(point, observer))
+        self.add(phase, Request::Observe(point), Hook::Observe(point, observer))
     }
 
     pub fn intercept(&mut self, phase: &str, interceptor: Interceptor) -> Result<(), Status> {
-        self.add(phase, Capability::Intercept, Hook::Intercept(interceptor))
+        self.add(phase, Request::Intercept, Hook::Intercept(interceptor))
     }
 
     pub fn replace(&mut self, phase: &str, provider: Provider) -> Result<(), Status> {
-        self.add(phase, Capability::Replace, Hook::Replace(provider))
+        self.add(phase, Request::Replace, Hook::Replace(provider))
     }
 
     pub fn skip_with_proof(&mut self, phase: &str, skipper: Skipper) -> Result<(), Status> {
-        self.add(phase, Capability::SkipWithProof, Hook::Skip(skipper))
+        self.add(phase, Request::SkipWithProof, Hook::Skip(skipper))
     }
 
     /// A linker provider: replaces `neverc.link.full` (the whole transition sequence).
     pub fn linker_provider(&mut self, provider: Provider) -> Result<(), Status> {
-        self.replace("neverc.link.full", provider)
+        let (phase, _) = ProviderKind::Linker.request();
+        self.replace(phase, provider)
     }
 
     /// An object-merge provider: replaces `neverc.link.object_merge` (`-r` links).
     pub fn object_merge_provider(&mut self, provider: Provider) -> Result<(), Status> {
-        self.replace("neverc.link.object_merge", provider)
+        let (phase, _) = ProviderKind::ObjectMerge.request();
+        self.replace(phase, provider)
+    }
+
+    /// An LTO provider: replaces `neverc.link.lto_generate`.
+    pub fn lto_provider(&mut self, provider: Provider) -> Result<(), Status> {
+        let (phase, _) = ProviderKind::Lto.request();
+        self.replace(phase, provider)
     }
 
     /// An additional check of the emitted image, run inside the sealed `image_verify` gate.
-    pub fn image_verifier(&mut self, verifier: ImageVerifier) {
+    pub fn image_verifier(&mut self, verifier: ImageVerifier) -> Result<(), Status> {
+        let (phase, request) = ProviderKind::ImageVerifier.request();
+        check_phase_request(self.tables, phase, request)?;
         self.registry.image_verifiers.push((self.plugin, verifier));
+        Ok(())
     }
 }
 

@@ -218,8 +218,7 @@ fn an_image_verifier_can_reject_the_image_and_nothing_is_written() {
                 StatusCode::VerificationFailed,
                 "house rule: no images today",
             ))
-        }));
-        Ok(())
+        }))
     })
     .unwrap_err();
     assert_eq!(error.code(), StatusCode::VerificationFailed);

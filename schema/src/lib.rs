@@ -22,7 +22,7 @@ pub use diagnostic::{Diagnostic, Severity};
 pub use hex::{ColonId, HexU64, IdPair};
 pub use load::{
     Declarations, LoadError, LoadedTarget, SourceText, load_declarations, load_phase_schema, load_targets,
-    parse_phase_schema, parse_target, target_files,
+    parse_phase_schema, parse_phase_schema_for_audit, parse_target, target_files,
 };
 pub use model::{
     AbiModel, ClassModel, NameKind, NameModel, NumberModel, RegisterModel, RegisterView, SubRegisterModel, TargetModel,
@@ -32,6 +32,7 @@ pub use phase::{
     ExtensionFamily, Gate, MutationClass, ObserverPoint, Phase, PhaseKind, PhaseSchemaDocument, PolicyFlag, Stability,
     StateMachine, StateTransition, observer_point_bits, policy_bits,
 };
+pub use phase_checks::PHASE_SCHEMA_INVARIANTS;
 pub use phase_model::{
     ExtensionFamilyModel, MutationClassModel, PhaseModel, PhaseSchemaModel, StateMachineModel, TransitionModel,
     lower_phase_schema,

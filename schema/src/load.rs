@@ -111,6 +111,32 @@ pub fn parse_phase_schema(file: &str, text: &str) -> Result<PhaseSchemaDocument,
     }
 }
 
+/// Parses a phase schema text for an audit: syntax and structure must hold (or the document cannot be typed),
+/// while the semantic problems are returned beside the document instead of refusing it, so that an audit can
+/// report which invariants a schema breaks.
+pub fn parse_phase_schema_for_audit(
+    file: &str,
+    text: &str,
+) -> Result<(PhaseSchemaDocument, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let value: Value = serde_json::from_str(text).map_err(|error| {
+        let offset = LineIndex::new(text).offset(error.line(), error.column());
+        vec![at_offset(file, text, "json-syntax", error.to_string(), offset..offset)]
+    })?;
+    let map = JsonSourceMap::build(text);
+    let findings = structural_findings(DocumentKind::PhaseSchema, &value);
+    if !findings.is_empty() {
+        return Err(place(file, text, &map, findings));
+    }
+    let document: PhaseSchemaDocument = typed(value, file, text, &map)?;
+    let findings = phase_schema_findings(&document);
+    let diagnostics = if findings.is_empty() {
+        Vec::new()
+    } else {
+        place(file, text, &map, findings)
+    };
+    Ok((document, diagnostics))
+}
+
 /// Parses and validates one target TOML text; `file` names it in diagnostics.
 pub fn parse_target(file: &str, text: &str) -> Result<TargetDeclaration, Vec<Diagnostic>> {
     let (mut value, map) = parse_toml(file, text)?;

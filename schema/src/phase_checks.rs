@@ -5,6 +5,69 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use crate::diagnostic::{Finding, escape_token};
 use crate::phase::{Gate, ObserverPoint, Phase, PhaseKind, PhaseSchemaDocument, PolicyFlag, StateMachine};
 
+/// The invariant each semantic rule keeps, by rule name, in the order the checks run. A schema that loads
+/// satisfies all of them; an audit lists them and the places a schema breaks them.
+pub const PHASE_SCHEMA_INVARIANTS: &[(&str, &str)] = &[
+    ("duplicate-family", "every extension family namespace is declared once"),
+    ("family-range", "every extension family's low id range is non-empty"),
+    (
+        "family-overlap",
+        "extension families with the same high id do not overlap",
+    ),
+    ("duplicate-name", "phase names are unique"),
+    ("duplicate-symbol", "phase symbols are unique"),
+    ("duplicate-id", "phase ids are unique"),
+    (
+        "id-family",
+        "built-in phase ids stay out of the extension families' ranges",
+    ),
+    ("name-domain", "a phase of domain D is named `neverc.D.…`"),
+    ("verifier-domain", "a phase's verifier is named in the phase's domain"),
+    ("duplicate-flag", "no policy flag or observer point is listed twice"),
+    ("policy-observable", "every phase is OBSERVABLE"),
+    (
+        "sealed-gate",
+        "SEALED_HOST_GATE phases have a sealed gate and are not INTERCEPTABLE, REPLACEABLE or SKIPPABLE_WITH_PROOF, and only they have one",
+    ),
+    ("event-policy", "events are only OBSERVABLE, and only AFTER"),
+    ("skippable-kind", "only transitions are SKIPPABLE_WITH_PROOF"),
+    ("commit-points", "exactly the sealed_commit gates offer AFTER_COMMIT"),
+    ("state-name", "state names are UPPER_SNAKE"),
+    ("duplicate-state", "state names are unique within a machine"),
+    (
+        "unknown-state",
+        "transitions, mutation classes and the proof state name declared states",
+    ),
+    ("duplicate-transition", "a phase drives at most one step of a machine"),
+    ("unknown-phase", "transitions and finalization name declared phases"),
+    (
+        "transition-phase",
+        "a machine's steps are transitions of the machine's domain",
+    ),
+    ("transition-step", "each transition advances the state by exactly one"),
+    (
+        "state-reached-twice",
+        "no state is entered by two transitions, and the initial state by none",
+    ),
+    (
+        "state-unreached",
+        "every state but the initial one is entered by a transition",
+    ),
+    (
+        "artifact-chain",
+        "each step consumes the artifact the previous step produces",
+    ),
+    ("duplicate-mutation-class", "mutation class names are unique"),
+    (
+        "mutation-class-state",
+        "no mutation class invalidates the initial state",
+    ),
+    (
+        "duplicate-operation",
+        "every staging operation belongs to one mutation class",
+    ),
+];
+
 /// Every semantic problem of a structurally valid document.
 pub(crate) fn phase_schema_findings(document: &PhaseSchemaDocument) -> Vec<Finding> {
     let mut findings = Vec::new();

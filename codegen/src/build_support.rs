@@ -1,0 +1,54 @@
+//! What the build scripts that generate from the bundled declarations share: finding and validating them,
+//! telling Cargo when to rerun, and writing outputs only when they change.
+
+use std::path::Path;
+
+use neverc_schema::{Declarations, LoadError, load_declarations, target_files};
+
+/// Loads `root/PhaseSchema.json` and `root/targets/*.toml` for a build script, printing the
+/// `cargo::rerun-if-changed` lines that make Cargo rerun it when any of them changes, appears or disappears.
+pub fn load_bundled_declarations(root: &Path) -> Result<Declarations, String> {
+    let schema = root.join("PhaseSchema.json");
+    let targets_dir = root.join("targets");
+    println!("cargo::rerun-if-changed={}", schema.display());
+    // A directory makes Cargo rerun when any file in it changes, appears or disappears.
+    println!("cargo::rerun-if-changed={}", targets_dir.display());
+    let files = target_files(&targets_dir).map_err(|error| error.to_string())?;
+    for file in &files {
+        println!("cargo::rerun-if-changed={}", file.display());
+    }
+    load_declarations(&schema, &files).map_err(|error| describe(&error))
+}
+
+fn describe(error: &LoadError) -> String {
+    match error {
+        LoadError::Invalid { diagnostics, .. } => {
+            let mut text = format!(
+                "the bundled declarations are invalid ({} problem(s)); run `neverc-spec check` for details\n",
+                diagnostics.len()
+            );
+            for diagnostic in diagnostics {
+                text.push_str(&format!("{diagnostic}\n"));
+            }
+            text
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Writes `contents` unless the file already holds exactly that, so unchanged outputs keep their timestamps.
+pub fn write_if_changed(path: &Path, contents: &str) -> Result<(), String> {
+    if std::fs::read_to_string(path).is_ok_and(|existing| existing == contents) {
+        return Ok(());
+    }
+    std::fs::write(path, contents).map_err(|error| format!("cannot write {}: {error}", path.display()))
+}
+
+/// Reports a build script's failure to Cargo (first line as the error, the rest on stderr).
+pub fn report_failure(message: &str) {
+    println!(
+        "cargo::error={}",
+        message.lines().next().unwrap_or("the bundled declarations are invalid")
+    );
+    eprintln!("{message}");
+}

@@ -1,0 +1,454 @@
+//! Conformance cases generated from the declarations, as language-neutral JSON vectors
+//! (`docs/conformance-format.md`) and as Rust tests (template `conformance_tests.rs.hbs`).
+//!
+//! One case set per source file: the phase schema gives the policy, observer, sealed-gate, proof, budget and
+//! mutation-class cases; each target file gives its register, reserved-name and spec cases. Adding a phase
+//! or a target file adds cases, with nothing else to edit.
+
+use neverc_schema::{
+    Gate, NameKind, ObserverPoint, PhaseKind, PhaseSchemaModel, PolicyFlag, StateMachineModel, TargetModel,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use crate::{CodegenError, GeneratedFile, render};
+
+/// The format tag of every vector file.
+pub const VECTOR_FORMAT: &str = "neverc-conformance-v1";
+
+/// The signature the spec cases plan: integers, floats and a pointer, so every argument list of a spec is used.
+pub const PLAN_SIGNATURE: &str = "i64 (i64, i32, double, ptr, float, i64)";
+
+const CONFORMANCE_TEMPLATE: &str = include_str!("../templates/conformance_tests.rs.hbs");
+
+/// What a plugin asks of a phase, as vectors spell it.
+pub const REQUESTS: [&str; 6] = [
+    "observe:BEFORE",
+    "observe:AFTER",
+    "observe:AFTER_COMMIT",
+    "intercept",
+    "replace",
+    "skip_with_proof",
+];
+
+/// One source file's cases.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaseSet {
+    pub format: String,
+    /// The declaration file the cases come from, relative to the declarations' root.
+    pub source: String,
+    pub cases: Vec<Case>,
+}
+
+/// One case: a stable id and what to check.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Case {
+    pub id: String,
+    #[serde(flatten)]
+    pub check: Check,
+}
+
+/// What a case checks. Every field an implementation needs is in the case; nothing refers back to the
+/// declarations.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Check {
+    /// Registering `request` on `phase` succeeds if and only if `allowed`; a refusal is `POLICY_VIOLATION`.
+    Registration {
+        phase: String,
+        request: String,
+        allowed: bool,
+    },
+    /// An observer of `phase` at `point` gets a read-only frame: beginning a mutation is `POLICY_VIOLATION`.
+    ObserverReadOnly { phase: String, point: String },
+    /// A sealed gate: observing is allowed, intercepting, replacing and skipping are refused; when it is a
+    /// step of `machine`, it runs (built in) in every link.
+    SealedGate { phase: String, machine: Option<String> },
+    /// `phase` is skipped only with a fresh proof. A stale proof never skips it; when `proof_available` (the
+    /// transition leaves a state at or after the machine's proof state), the current proof does.
+    SkipNeedsFreshProof {
+        phase: String,
+        machine: String,
+        from: String,
+        proof_available: bool,
+    },
+    /// An interceptor of `phase` that commits a mutation of `class` (one of `operations`) on every run sends
+    /// the machine back each time, so every transition from the class's invalidated state to `phase` runs
+    /// again: `phase` runs `runs` times, then `fails_at` (the first of those transitions to exhaust its
+    /// budget; `phase` itself when its `budget` is the smallest) fails to converge.
+    RerunBudget {
+        phase: String,
+        machine: String,
+        budget: u32,
+        class: String,
+        operations: Vec<String>,
+        fails_at: String,
+        runs: u32,
+    },
+    /// Committing a mutation of `class` (one of `operations`) during `at_phase` lowers the state to
+    /// `expected_state`, the state before `earliest_invalidated`, and execution continues from there.
+    MutationLowersState {
+        machine: String,
+        class: String,
+        operations: Vec<String>,
+        earliest_invalidated: String,
+        expected_state: String,
+        at_phase: String,
+    },
+    /// `name` resolves on `target` to plan number `number` at `width` bits; `name_kind` is canonical, alias or
+    /// sub_register.
+    RegisterResolves {
+        target: String,
+        name: String,
+        name_kind: String,
+        number: u32,
+        width: u32,
+    },
+    /// A reserved register named in a spec is skipped: planning `signature` under `spec` succeeds, notes that
+    /// `name` is reserved, and puts the first argument in `expected_register`.
+    ReservedSkipped {
+        target: String,
+        name: String,
+        spec: String,
+        signature: String,
+        expected_register: String,
+    },
+    /// Planning `signature` under `spec` (a shuffle layout, or the default spec) succeeds and the plan
+    /// validates.
+    SpecPlans {
+        target: String,
+        spec: String,
+        signature: String,
+        origin: String,
+    },
+}
+
+impl Check {
+    /// Whether running the case means linking a program (through the declared state machine).
+    pub fn runs_link(&self) -> bool {
+        match self {
+            Check::ObserverReadOnly { .. }
+            | Check::SkipNeedsFreshProof { .. }
+            | Check::RerunBudget { .. }
+            | Check::MutationLowersState { .. } => true,
+            Check::SealedGate { machine, .. } => machine.is_some(),
+            Check::Registration { .. }
+            | Check::RegisterResolves { .. }
+            | Check::ReservedSkipped { .. }
+            | Check::SpecPlans { .. } => false,
+        }
+    }
+}
+
+fn point_name(point: ObserverPoint) -> &'static str {
+    point.schema_name()
+}
+
+/// A case id segment: the phase name with its dots kept (ids are strings, not identifiers).
+fn id(parts: &[&str]) -> String {
+    parts.join("/")
+}
+
+/// The cases of a phase schema.
+pub fn phase_schema_cases(model: &PhaseSchemaModel, source: &str) -> CaseSet {
+    let mut cases = Vec::new();
+    let has = |phase: &neverc_schema::PhaseModel, flag: PolicyFlag| phase.policy_flags.contains(&flag);
+    for phase in &model.phases {
+        for request in REQUESTS {
+            let allowed = match request.split_once(':') {
+                Some((_, point)) => {
+                    has(phase, PolicyFlag::Observable)
+                        && phase
+                            .observer_point_flags
+                            .iter()
+                            .any(|offered| point_name(*offered) == point)
+                }
+                None => match request {
+                    "intercept" => has(phase, PolicyFlag::Interceptable),
+                    "replace" => has(phase, PolicyFlag::Replaceable),
+                    _ => has(phase, PolicyFlag::SkippableWithProof),
+                },
+            };
+            cases.push(Case {
+                id: id(&["registration", &phase.name, request]),
+                check: Check::Registration {
+                    phase: phase.name.clone(),
+                    request: request.to_string(),
+                    allowed,
+                },
+            });
+        }
+    }
+    for phase in model.phases.iter().filter(|phase| phase.gate != Gate::Transition) {
+        let index = model.phases.iter().position(|candidate| candidate.name == phase.name);
+        let machine = model
+            .state_machines
+            .iter()
+            .find(|machine| index.is_some_and(|index| steps(machine).any(|step| step == index)));
+        cases.push(Case {
+            id: id(&["sealed_gate", &phase.name]),
+            check: Check::SealedGate {
+                phase: phase.name.clone(),
+                machine: machine.map(|machine| machine.name.clone()),
+            },
+        });
+    }
+    for machine in &model.state_machines {
+        machine_cases(model, machine, &mut cases);
+    }
+    CaseSet {
+        format: VECTOR_FORMAT.to_string(),
+        source: source.to_string(),
+        cases,
+    }
+}
+
+/// The phases a run of the machine executes: its transitions, then its finalization.
+fn steps(machine: &StateMachineModel) -> impl Iterator<Item = usize> + '_ {
+    machine
+        .transitions
+        .iter()
+        .map(|transition| transition.phase)
+        .chain(machine.finalization.iter().copied())
+}
+
+fn machine_cases(model: &PhaseSchemaModel, machine: &StateMachineModel, cases: &mut Vec<Case>) {
+    for index in steps(machine) {
+        let phase = &model.phases[index];
+        let point = [ObserverPoint::Before, ObserverPoint::After]
+            .into_iter()
+            .find(|point| phase.observer_point_flags.contains(point));
+        if let (true, Some(point)) = (phase.policy_flags.contains(&PolicyFlag::Observable), point) {
+            cases.push(Case {
+                id: id(&["observer_read_only", &phase.name]),
+                check: Check::ObserverReadOnly {
+                    phase: phase.name.clone(),
+                    point: point_name(point).to_string(),
+                },
+            });
+        }
+    }
+    for transition in &machine.transitions {
+        let phase = &model.phases[transition.phase];
+        if phase.policy_flags.contains(&PolicyFlag::SkippableWithProof) && phase.kind == PhaseKind::Transition {
+            cases.push(Case {
+                id: id(&["skip_needs_fresh_proof", &phase.name]),
+                check: Check::SkipNeedsFreshProof {
+                    phase: phase.name.clone(),
+                    machine: machine.name.clone(),
+                    from: machine.states[transition.from].clone(),
+                    proof_available: transition.from >= machine.proof_state,
+                },
+            });
+        }
+    }
+    for transition in &machine.transitions {
+        let phase = &model.phases[transition.phase];
+        if !phase.policy_flags.contains(&PolicyFlag::Interceptable) {
+            continue;
+        }
+        // The mutation must send the machine back to (or before) the transition's own start state; the
+        // class that invalidates least is the one a careful plugin would use.
+        let class = machine
+            .mutation_classes
+            .iter()
+            .filter(|class| class.earliest_invalidated <= transition.from + 1)
+            .max_by_key(|class| class.earliest_invalidated);
+        if let Some(class) = class {
+            // Every transition from the state the commit returns to up to this one reruns once per cycle; the
+            // one with the smallest budget (the earliest among equals) runs out first.
+            let back_to = class.earliest_invalidated.saturating_sub(1);
+            let Some(exhausted) = machine
+                .transitions
+                .iter()
+                .filter(|other| other.from >= back_to && other.from <= transition.from)
+                .min_by_key(|other| (other.rerun_budget, other.from))
+            else {
+                continue;
+            };
+            cases.push(Case {
+                id: id(&["rerun_budget", &phase.name]),
+                check: Check::RerunBudget {
+                    phase: phase.name.clone(),
+                    machine: machine.name.clone(),
+                    budget: transition.rerun_budget,
+                    class: class.name.clone(),
+                    operations: class.operations.clone(),
+                    fails_at: model.phases[exhausted.phase].name.clone(),
+                    runs: exhausted.rerun_budget + 1,
+                },
+            });
+        }
+    }
+    // Mutations are committed during the last transition, which every class can send back.
+    if let Some(last) = machine.transitions.iter().max_by_key(|transition| transition.from) {
+        let at_phase = &model.phases[last.phase];
+        if at_phase.policy_flags.contains(&PolicyFlag::Interceptable) {
+            for class in &machine.mutation_classes {
+                let expected = class.earliest_invalidated.saturating_sub(1).min(last.from);
+                cases.push(Case {
+                    id: id(&["mutation_lowers_state", &machine.name, &class.name]),
+                    check: Check::MutationLowersState {
+                        machine: machine.name.clone(),
+                        class: class.name.clone(),
+                        operations: class.operations.clone(),
+                        earliest_invalidated: machine.states[class.earliest_invalidated].clone(),
+                        expected_state: machine.states[expected].clone(),
+                        at_phase: at_phase.name.clone(),
+                    },
+                });
+            }
+        }
+    }
+}
+
+fn name_kind(kind: NameKind) -> &'static str {
+    match kind {
+        NameKind::Canonical => "canonical",
+        NameKind::Alias => "alias",
+        NameKind::SubRegister => "sub_register",
+    }
+}
+
+/// The cases of one target file.
+pub fn target_cases(model: &TargetModel, source: &str) -> CaseSet {
+    let mut cases = Vec::new();
+    for name in &model.names {
+        cases.push(Case {
+            id: id(&["register_resolves", &model.name, &name.name]),
+            check: Check::RegisterResolves {
+                target: model.name.clone(),
+                name: name.name.clone(),
+                name_kind: name_kind(name.kind).to_string(),
+                number: name.plan_number,
+                width: name.width,
+            },
+        });
+    }
+    let first_argument = model
+        .abi
+        .integer_arguments
+        .first()
+        .and_then(|index| model.registers.get(*index))
+        .map(|register| register.name.clone());
+    if let Some(first_argument) = first_argument {
+        for reserved in &model.reserved {
+            let Some(register) = model.registers.get(*reserved) else {
+                continue;
+            };
+            cases.push(Case {
+                id: id(&["reserved_skipped", &model.name, &register.name]),
+                check: Check::ReservedSkipped {
+                    target: model.name.clone(),
+                    name: register.name.clone(),
+                    spec: format!("gpr:{},{first_argument}", register.name),
+                    signature: "void (i64)".to_string(),
+                    expected_register: first_argument.clone(),
+                },
+            });
+        }
+    }
+    for (index, layout) in model.shuffle_layouts.iter().enumerate() {
+        cases.push(Case {
+            id: id(&["spec_plans", &model.name, &format!("shuffle{index}")]),
+            check: Check::SpecPlans {
+                target: model.name.clone(),
+                spec: layout.clone(),
+                signature: PLAN_SIGNATURE.to_string(),
+                origin: format!("shuffle layout {index}"),
+            },
+        });
+    }
+    cases.push(Case {
+        id: id(&["spec_plans", &model.name, "default"]),
+        check: Check::SpecPlans {
+            target: model.name.clone(),
+            spec: model.default_spec.clone(),
+            signature: PLAN_SIGNATURE.to_string(),
+            origin: "default spec".to_string(),
+        },
+    });
+    CaseSet {
+        format: VECTOR_FORMAT.to_string(),
+        source: source.to_string(),
+        cases,
+    }
+}
+
+/// A Rust function name for a case id: lowercase, `_` for everything else, unique within the file.
+fn test_name(case_id: &str, used: &mut std::collections::BTreeSet<String>) -> String {
+    let mut name: String = case_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    while name.contains("__") {
+        name = name.replace("__", "_");
+    }
+    let base = name.trim_matches('_').to_string();
+    let mut name = base.clone();
+    let mut suffix = 2;
+    while !used.insert(name.clone()) {
+        name = format!("{base}_{suffix}");
+        suffix += 1;
+    }
+    name
+}
+
+/// Rust tests, one `#[test]` per case, each running the case through `neverc_conformance::check_case`.
+pub fn conformance_tests(sets: &[CaseSet]) -> Result<GeneratedFile, CodegenError> {
+    let mut used = std::collections::BTreeSet::new();
+    let mut tests = Vec::new();
+    for set in sets {
+        for case in &set.cases {
+            let case_json = serde_json::to_string(case).map_err(|error| CodegenError::Template {
+                template: "conformance_tests.rs.hbs",
+                message: error.to_string(),
+            })?;
+            tests.push(json!({
+                "name": test_name(&case.id, &mut used),
+                "id": case.id,
+                "source": set.source,
+                "case_json": case_json,
+            }));
+        }
+    }
+    let sources: Vec<_> = sets
+        .iter()
+        .map(|set| json!({ "source": set.source, "count": set.cases.len() }))
+        .collect();
+    let source_list = sets
+        .iter()
+        .map(|set| set.source.as_str())
+        .collect::<Vec<_>>()
+        .join("`, `");
+    render(
+        "conformance_tests.rs.hbs",
+        CONFORMANCE_TEMPLATE,
+        &json!({ "tests": tests, "sources": sources, "total": tests.len() }),
+        "conformance_tests.rs",
+        &source_list,
+    )
+}
+
+/// Every case set of validated declarations: the phase schema first, then the targets in file order.
+pub fn conformance_case_sets(
+    declarations: &neverc_schema::Declarations,
+    root: &std::path::Path,
+) -> Result<Vec<CaseSet>, CodegenError> {
+    let model = neverc_schema::lower_phase_schema(&declarations.phase_schema).map_err(CodegenError::Lowering)?;
+    let mut sets = vec![phase_schema_cases(
+        &model,
+        &crate::display_source(root, &declarations.phase_schema_path),
+    )];
+    for target in &declarations.targets {
+        let model = neverc_schema::lower_target(&target.declaration).map_err(CodegenError::Lowering)?;
+        sets.push(target_cases(&model, &crate::display_source(root, &target.path)));
+    }
+    Ok(sets)
+}

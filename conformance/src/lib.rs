@@ -1,0 +1,145 @@
+//! The conformance runner: executes the cases generated from the declarations (as JSON vectors, see
+//! `docs/conformance-format.md`) against this implementation — the link runtime's plugin registry and state
+//! machine, and the calling-convention planner.
+//!
+//! The generated Rust tests (`tests/generated.rs`) and the exported vectors go through the same
+//! [`run_case`], so both check the same thing.
+
+mod phase_cases;
+mod staging;
+mod target_cases;
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+pub use neverc_codegen::conformance::{Case, CaseSet, Check, VECTOR_FORMAT};
+use neverc_runtime::tables::{PhaseTables, TargetRecord};
+
+/// What a case runs against.
+pub struct Environment {
+    pub phase_tables: &'static PhaseTables,
+    pub targets: Vec<&'static TargetRecord>,
+    /// Objects and archives of a program that links; cases that run the link state machine link it.
+    pub link_inputs: Vec<PathBuf>,
+    /// A directory for link outputs.
+    pub scratch: PathBuf,
+}
+
+/// The verdict on one case.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    Passed,
+    /// The case cannot be executed by this implementation; the reason says what is missing.
+    NotApplicable(String),
+    Failed(String),
+}
+
+/// Runs one case.
+pub fn run_case(environment: &Environment, case: &Case) -> Outcome {
+    if case.check.runs_link() && environment.link_inputs.is_empty() {
+        return Outcome::NotApplicable("the case links a program, and no link inputs were given".to_string());
+    }
+    match &case.check {
+        Check::Registration { .. }
+        | Check::ObserverReadOnly { .. }
+        | Check::SealedGate { .. }
+        | Check::SkipNeedsFreshProof { .. }
+        | Check::RerunBudget { .. }
+        | Check::MutationLowersState { .. } => phase_cases::run(environment, case),
+        Check::RegisterResolves { .. } | Check::ReservedSkipped { .. } | Check::SpecPlans { .. } => {
+            target_cases::run(environment, &case.check)
+        }
+    }
+}
+
+/// Counts of one run over case sets.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub passed: usize,
+    pub not_applicable: Vec<(String, String)>,
+    pub failed: Vec<(String, String)>,
+}
+
+/// Runs every case of a set.
+pub fn run_case_set(environment: &Environment, set: &CaseSet) -> Summary {
+    let mut summary = Summary::default();
+    for case in &set.cases {
+        match run_case(environment, case) {
+            Outcome::Passed => summary.passed += 1,
+            Outcome::NotApplicable(reason) => summary.not_applicable.push((case.id.clone(), reason)),
+            Outcome::Failed(reason) => summary.failed.push((case.id.clone(), reason)),
+        }
+    }
+    summary
+}
+
+/// Reads a vector file.
+pub fn read_case_set(path: &Path) -> Result<CaseSet, String> {
+    let text = std::fs::read_to_string(path).map_err(|error| format!("cannot read `{}`: {error}", path.display()))?;
+    let set: CaseSet =
+        serde_json::from_str(&text).map_err(|error| format!("`{}` is not a vector file: {error}", path.display()))?;
+    if set.format != VECTOR_FORMAT {
+        return Err(format!(
+            "`{}` has format `{}`; this runner reads `{VECTOR_FORMAT}`",
+            path.display(),
+            set.format
+        ));
+    }
+    Ok(set)
+}
+
+/// Builds the link fixture programs once per process (with gcc, as the link tests do) and returns the
+/// inputs of the `basics` program.
+pub fn fixture_link_inputs() -> Result<Vec<PathBuf>, String> {
+    static BUILT: OnceLock<Result<Vec<PathBuf>, String>> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let out = std::env::temp_dir().join(format!("neverc-conformance-fixtures-{}", std::process::id()));
+            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../link/tests/fixtures/programs/build.sh");
+            let status = std::process::Command::new("bash")
+                .arg(&script)
+                .arg(&out)
+                .status()
+                .map_err(|error| format!("cannot run `{}`: {error}", script.display()))?;
+            if !status.success() {
+                return Err(format!("`{}` failed: {status}", script.display()));
+            }
+            let dir = out.join("basics");
+            let inputs = std::fs::read_to_string(dir.join("inputs.txt"))
+                .map_err(|error| format!("cannot read the fixture's inputs.txt: {error}"))?;
+            Ok(inputs.split_whitespace().map(|name| dir.join(name)).collect())
+        })
+        .clone()
+}
+
+/// The environment of the generated tests: the bundled tables and targets, and the `basics` fixture.
+fn bundled_environment() -> &'static Environment {
+    static ENVIRONMENT: OnceLock<Environment> = OnceLock::new();
+    ENVIRONMENT.get_or_init(|| {
+        let link_inputs = fixture_link_inputs().unwrap_or_else(|error| panic!("conformance fixtures: {error}"));
+        let scratch = std::env::temp_dir().join(format!("neverc-conformance-{}", std::process::id()));
+        if let Err(error) = std::fs::create_dir_all(&scratch) {
+            panic!("cannot create `{}`: {error}", scratch.display());
+        }
+        Environment {
+            phase_tables: &neverc_runtime::BUNDLED_PHASES,
+            targets: neverc_runtime::BUNDLED_TARGETS.to_vec(),
+            link_inputs,
+            scratch,
+        }
+    })
+}
+
+/// Runs one case of the bundled declarations and panics unless it passes; a case this implementation cannot
+/// execute is reported and does not fail. Used by the generated tests.
+pub fn check_case(source: &str, case_json: &str) {
+    let case: Case = match serde_json::from_str(case_json) {
+        Ok(case) => case,
+        Err(error) => panic!("{source}: not a case: {error}"),
+    };
+    match run_case(bundled_environment(), &case) {
+        Outcome::Passed => {}
+        Outcome::NotApplicable(reason) => println!("{source}: {}: not applicable: {reason}", case.id),
+        Outcome::Failed(reason) => panic!("{source}: {}: {reason}", case.id),
+    }
+}

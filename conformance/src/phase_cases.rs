@@ -1,0 +1,372 @@
+//! Cases of the phase schema, run against the link runtime: registration through the plugin registry, and
+//! observers, proofs, budgets and mutation classes on real links of the environment's program.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use neverc_link::context::{LinkContext, LinkOptions};
+use neverc_link::execute::{Actor, LinkError, TraceEntry, run_link};
+use neverc_link::plugin::{LinkPlugin, ObserverPoint, Registrar, Registry, Request};
+use neverc_link::status::{Status, StatusCode};
+
+use crate::staging::{stage, stageable};
+use crate::{Case, Check, Environment, Outcome};
+
+/// A plugin made of a closure over the registrar.
+struct ClosurePlugin<F: FnMut(&mut Registrar<'_>) -> Result<(), Status>>(F);
+
+impl<F: FnMut(&mut Registrar<'_>) -> Result<(), Status>> LinkPlugin for ClosurePlugin<F> {
+    fn name(&self) -> &str {
+        "conformance"
+    }
+
+    fn register(&mut self, registrar: &mut Registrar<'_>) -> Result<(), Status> {
+        (self.0)(registrar)
+    }
+}
+
+fn parse_request(request: &str) -> Option<Request> {
+    match request.split_once(':') {
+        Some(("observe", point)) => ObserverPoint::from_schema_name(point).map(Request::Observe),
+        Some(_) => None,
+        None => match request {
+            "intercept" => Some(Request::Intercept),
+            "replace" => Some(Request::Replace),
+            "skip_with_proof" => Some(Request::SkipWithProof),
+            _ => None,
+        },
+    }
+}
+
+/// Registers `request` on `phase` the way a plugin author writes it, with a hook that does nothing.
+fn register_request(registrar: &mut Registrar<'_>, phase: &str, request: Request) -> Result<(), Status> {
+    match request {
+        Request::Observe(point) => registrar.observe(phase, point, Box::new(|_| Ok(()))),
+        Request::Intercept => registrar.intercept(phase, Box::new(|frame, next| next(frame))),
+        Request::Replace => registrar.replace(phase, Box::new(|_| Ok(()))),
+        Request::SkipWithProof => registrar.skip_with_proof(phase, Box::new(|_, _| None)),
+    }
+}
+
+fn registration(environment: &Environment, phase: &str, request: Request) -> Result<(), Status> {
+    Registry::default().register(
+        environment.phase_tables,
+        &mut ClosurePlugin(|registrar: &mut Registrar<'_>| register_request(registrar, phase, request)),
+    )
+}
+
+/// Links the environment's program with one plugin; the output goes to a file named after the case.
+fn link(
+    environment: &Environment,
+    case: &Case,
+    register: impl FnMut(&mut Registrar<'_>) -> Result<(), Status>,
+) -> Result<Result<Vec<TraceEntry>, LinkError>, String> {
+    let mut registry = Registry::default();
+    registry
+        .register(environment.phase_tables, &mut ClosurePlugin(register))
+        .map_err(|status| format!("registration failed: {status}"))?;
+    let file: String = case
+        .id
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let output = environment.scratch.join(format!("{file}.out"));
+    let mut context = LinkContext::new(LinkOptions::new(environment.link_inputs.clone(), output));
+    Ok(run_link(&mut context, environment.phase_tables, &mut registry))
+}
+
+fn machine_exists(environment: &Environment, machine: &str) -> bool {
+    environment.phase_tables.state_machine(machine).is_some()
+}
+
+fn not_linkable(machine: &str) -> Outcome {
+    Outcome::NotApplicable(format!(
+        "this runtime executes only the `link` state machine, not `{machine}`"
+    ))
+}
+
+/// The operation a mutation case stages, or why the case is not applicable here.
+fn mutation_operation<'o>(
+    environment: &Environment,
+    machine: &str,
+    class: &str,
+    operations: &'o [String],
+) -> Result<&'o str, Outcome> {
+    if machine != "link" || !machine_exists(environment, machine) {
+        return Err(not_linkable(machine));
+    }
+    stageable(operations).ok_or_else(|| {
+        Outcome::NotApplicable(format!(
+            "this runtime has no staging call for any operation of class `{class}` ({})",
+            operations.join(", ")
+        ))
+    })
+}
+
+pub(crate) fn run(environment: &Environment, case: &Case) -> Outcome {
+    match run_checked(environment, case) {
+        Ok(outcome) => outcome,
+        Err(message) => Outcome::Failed(message),
+    }
+}
+
+fn run_checked(environment: &Environment, case: &Case) -> Result<Outcome, String> {
+    match &case.check {
+        Check::Registration {
+            phase,
+            request,
+            allowed,
+        } => {
+            let parsed = parse_request(request).ok_or_else(|| format!("unknown request `{request}`"))?;
+            let result = registration(environment, phase, parsed);
+            Ok(match (result, allowed) {
+                (Ok(()), true) => Outcome::Passed,
+                (Err(status), false) if status.code == StatusCode::PolicyViolation => Outcome::Passed,
+                (Ok(()), false) => {
+                    Outcome::Failed(format!("{request} on `{phase}` was accepted; the policy refuses it"))
+                }
+                (Err(status), _) => Outcome::Failed(format!("{request} on `{phase}`: {status}")),
+            })
+        }
+        Check::SealedGate { phase, machine } => sealed_gate(environment, case, phase, machine.as_deref()),
+        Check::ObserverReadOnly { phase, point } => observer_read_only(environment, case, phase, point),
+        Check::SkipNeedsFreshProof {
+            phase,
+            machine,
+            proof_available,
+            ..
+        } => {
+            if machine != "link" || !machine_exists(environment, machine) {
+                return Ok(not_linkable(machine));
+            }
+            skip_needs_fresh_proof(environment, case, phase, *proof_available)
+        }
+        Check::RerunBudget {
+            phase,
+            machine,
+            class,
+            operations,
+            fails_at,
+            runs,
+            ..
+        } => match mutation_operation(environment, machine, class, operations) {
+            Ok(operation) => rerun_budget(environment, case, phase, operation, fails_at, *runs),
+            Err(outcome) => Ok(outcome),
+        },
+        Check::MutationLowersState {
+            machine,
+            class,
+            operations,
+            expected_state,
+            at_phase,
+            ..
+        } => match mutation_operation(environment, machine, class, operations) {
+            Ok(operation) => mutation_lowers_state(environment, case, at_phase, operation, expected_state),
+            Err(outcome) => Ok(outcome),
+        },
+        Check::RegisterResolves { .. } | Check::ReservedSkipped { .. } | Check::SpecPlans { .. } => {
+            Err("not a phase-schema case".to_string())
+        }
+    }
+}
+
+fn sealed_gate(environment: &Environment, case: &Case, phase: &str, machine: Option<&str>) -> Result<Outcome, String> {
+    for request in [Request::Intercept, Request::Replace, Request::SkipWithProof] {
+        match registration(environment, phase, request) {
+            Err(status) if status.code == StatusCode::PolicyViolation => {}
+            Err(status) => return Err(format!("{request:?} on sealed `{phase}`: {status}")),
+            Ok(()) => return Err(format!("{request:?} on sealed `{phase}` was accepted")),
+        }
+    }
+    registration(environment, phase, Request::Observe(ObserverPoint::Before))
+        .map_err(|status| format!("observing sealed `{phase}` was refused: {status}"))?;
+    let Some(machine) = machine else {
+        return Ok(Outcome::Passed);
+    };
+    if machine != "link" {
+        return Ok(not_linkable(machine));
+    }
+    let trace = link(environment, case, |_| Ok(()))?.map_err(|error| format!("the link failed: {error}"))?;
+    match trace.iter().find(|entry| entry.phase == phase) {
+        Some(entry) if entry.actor == Actor::Builtin => Ok(Outcome::Passed),
+        Some(entry) => Err(format!("sealed `{phase}` ran as {:?}, not built in", entry.actor)),
+        None => Err(format!("sealed `{phase}` did not run")),
+    }
+}
+
+fn observer_read_only(environment: &Environment, case: &Case, phase: &str, point: &str) -> Result<Outcome, String> {
+    let point = ObserverPoint::from_schema_name(point).ok_or_else(|| format!("unknown point `{point}`"))?;
+    let seen: Rc<RefCell<Option<Result<(), Status>>>> = Rc::new(RefCell::new(None));
+    let record = Rc::clone(&seen);
+    let result = link(environment, case, move |registrar| {
+        let record = Rc::clone(&record);
+        registrar.observe(
+            phase,
+            point,
+            Box::new(move |frame| {
+                let attempt = frame.begin_mutation().map(|_| ());
+                record.borrow_mut().get_or_insert(attempt);
+                Ok(())
+            }),
+        )
+    })?;
+    result.map_err(|error| format!("the link failed: {error}"))?;
+    let attempt = seen.borrow_mut().take();
+    match attempt {
+        None => Err(format!("the observer of `{phase}` was never called")),
+        Some(Ok(())) => Err(format!("an observer of `{phase}` could begin a mutation")),
+        Some(Err(status)) if status.code == StatusCode::PolicyViolation => Ok(Outcome::Passed),
+        Some(Err(status)) => Err(format!("mutating in an observer of `{phase}` gave {status}")),
+    }
+}
+
+/// Links with a skipper on `phase` that answers with `answer(given proof)`, and an interceptor that records
+/// whether the phase's work ran.
+fn link_with_skipper(environment: &Environment, case: &Case, phase: &str, fresh: bool) -> Result<(bool, bool), String> {
+    let ran = Rc::new(Cell::new(false));
+    let offered = Rc::new(Cell::new(false));
+    let (ran_flag, offered_flag) = (Rc::clone(&ran), Rc::clone(&offered));
+    // The link's own result does not matter: a phase skipped without publishing its product may make later
+    // phases fail. What matters is whether the work ran.
+    let _ = link(environment, case, move |registrar| {
+        let offered_flag = Rc::clone(&offered_flag);
+        registrar.skip_with_proof(
+            phase,
+            Box::new(move |_, given| {
+                offered_flag.set(given.is_some());
+                given.map(|mut proof| {
+                    if !fresh {
+                        proof.generation = proof.generation.wrapping_add(1);
+                    }
+                    proof
+                })
+            }),
+        )?;
+        let ran_flag = Rc::clone(&ran_flag);
+        registrar.intercept(
+            phase,
+            Box::new(move |frame, next| {
+                ran_flag.set(true);
+                next(frame)
+            }),
+        )
+    })?;
+    Ok((ran.get(), offered.get()))
+}
+
+fn skip_needs_fresh_proof(
+    environment: &Environment,
+    case: &Case,
+    phase: &str,
+    proof_available: bool,
+) -> Result<Outcome, String> {
+    let (ran, offered) = link_with_skipper(environment, case, phase, false)?;
+    if !ran {
+        return Err(format!("`{phase}` was skipped with a stale proof"));
+    }
+    if offered != proof_available {
+        return Err(format!(
+            "a proof was {}offered before `{phase}`; the declared proof state says it should {}be",
+            if offered { "" } else { "not " },
+            if proof_available { "" } else { "not " }
+        ));
+    }
+    if proof_available {
+        let (ran, _) = link_with_skipper(environment, case, phase, true)?;
+        if ran {
+            return Err(format!("`{phase}` ran although the skipper held the current proof"));
+        }
+    }
+    Ok(Outcome::Passed)
+}
+
+fn rerun_budget(
+    environment: &Environment,
+    case: &Case,
+    phase: &str,
+    operation: &str,
+    fails_at: &str,
+    expected_runs: u32,
+) -> Result<Outcome, String> {
+    let runs = Rc::new(Cell::new(0u32));
+    let counter = Rc::clone(&runs);
+    let operation = operation.to_string();
+    let result = link(environment, case, move |registrar| {
+        let counter = Rc::clone(&counter);
+        let operation = operation.clone();
+        registrar.intercept(
+            phase,
+            Box::new(move |frame, _next| {
+                counter.set(counter.get() + 1);
+                let mutation = frame.begin_mutation()?;
+                stage(frame, mutation, &operation)?;
+                frame.commit_mutation(mutation)
+            }),
+        )
+    })?;
+    match result {
+        Err(LinkError::DidNotConverge(failed)) if failed == fails_at && runs.get() == expected_runs => {
+            Ok(Outcome::Passed)
+        }
+        Err(LinkError::DidNotConverge(failed)) => Err(format!(
+            "`{failed}` did not converge after {} run(s) of `{phase}`; the declared budgets say `{fails_at}` \
+             after {expected_runs}",
+            runs.get()
+        )),
+        Err(error) => Err(format!("the link failed otherwise: {error}")),
+        Ok(_) => Err(format!("`{phase}` ran {} time(s) and the link converged", runs.get())),
+    }
+}
+
+fn mutation_lowers_state(
+    environment: &Environment,
+    case: &Case,
+    at_phase: &str,
+    operation: &str,
+    expected_state: &str,
+) -> Result<Outcome, String> {
+    let state_after: Rc<RefCell<Option<Result<&'static str, Status>>>> = Rc::new(RefCell::new(None));
+    let record = Rc::clone(&state_after);
+    let operation = operation.to_string();
+    let result = link(environment, case, move |registrar| {
+        let record = Rc::clone(&record);
+        let operation = operation.clone();
+        registrar.intercept(
+            at_phase,
+            Box::new(move |frame, next| {
+                if record.borrow().is_some() {
+                    return next(frame);
+                }
+                let committed = frame
+                    .begin_mutation()
+                    .and_then(|mutation| stage(frame, mutation, &operation).map(|()| mutation))
+                    .and_then(|mutation| frame.commit_mutation(mutation))
+                    .map(|()| frame.state());
+                let failed = committed.clone().err();
+                *record.borrow_mut() = Some(committed);
+                failed.map_or(Ok(()), Err)
+            }),
+        )
+    })?;
+    let after = state_after.borrow_mut().take();
+    match after {
+        None => Err(format!("`{at_phase}` never ran")),
+        Some(Err(status)) => Err(format!("committing {}: {status}", case.id)),
+        Some(Ok(state)) if state != expected_state => Err(format!(
+            "the commit left the state at {state}; the declared class says {expected_state}"
+        )),
+        Some(Ok(_)) => {
+            let trace = result.map_err(|error| format!("the link failed after the commit: {error}"))?;
+            let position = trace.iter().position(|entry| entry.phase == at_phase);
+            let next = position.and_then(|position| trace.get(position + 1));
+            match next {
+                Some(entry) if entry.state_before == expected_state => Ok(Outcome::Passed),
+                Some(entry) => Err(format!(
+                    "after the commit `{}` ran from {}, not from {expected_state}",
+                    entry.phase, entry.state_before
+                )),
+                None => Err(format!("nothing ran after the commit in `{at_phase}`")),
+            }
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! Staging one operation of a mutation class, chosen so that the change itself is harmless (the symbol is
+//! rebound to the atom it already has, the atom keeps its bytes): what a case checks is what committing it
+//! does to the state, not to the program.
+
+use neverc_link::frame::{Mutation, PhaseFrame};
+use neverc_link::graph::EntityKind;
+use neverc_link::status::Status;
+
+/// The operations this runtime offers a staging call for.
+pub(crate) const STAGEABLE: [&str; 7] = [
+    "RebindSymbol",
+    "SetSymbolResolution",
+    "SetSymbolRoot",
+    "SetAtomLive",
+    "SetFoldLeader",
+    "ReplaceAtomContent",
+    "CreateConstraint",
+];
+
+/// The first of `operations` this runtime can stage, if any.
+pub(crate) fn stageable(operations: &[String]) -> Option<&str> {
+    operations
+        .iter()
+        .map(String::as_str)
+        .find(|operation| STAGEABLE.contains(operation))
+}
+
+/// Stages `operation` in `mutation`. Fails if the graph has no entity to apply it to.
+pub(crate) fn stage(frame: &mut PhaseFrame<'_>, mutation: Mutation, operation: &str) -> Result<(), Status> {
+    let graph = frame.graph();
+    let no_entity = || {
+        Status::new(
+            neverc_link::status::StatusCode::InvalidState,
+            format!("no entity for {operation}"),
+        )
+    };
+    match operation {
+        "RebindSymbol" => {
+            let (symbol, atom) = graph
+                .symbols
+                .iter()
+                .enumerate()
+                .find_map(|(index, symbol)| symbol.atom.map(|atom| (index, atom.index())))
+                .ok_or_else(no_entity)?;
+            let symbol = frame.handle(EntityKind::Symbol, symbol)?;
+            let atom = frame.handle(EntityKind::Atom, atom)?;
+            frame.rebind_symbol(mutation, symbol, atom)
+        }
+        "SetSymbolResolution" => {
+            let (index, prevailing) = graph
+                .symbols
+                .iter()
+                .enumerate()
+                .map(|(index, symbol)| (index, symbol.resolution.map(|prevailing| prevailing.index())))
+                .next()
+                .ok_or_else(no_entity)?;
+            let symbol = frame.handle(EntityKind::Symbol, index)?;
+            let prevailing = match prevailing {
+                Some(prevailing) => Some(frame.handle(EntityKind::Symbol, prevailing)?),
+                None => None,
+            };
+            frame.set_symbol_resolution(mutation, symbol, prevailing)
+        }
+        "SetSymbolRoot" => {
+            let (index, root) = graph
+                .symbols
+                .iter()
+                .enumerate()
+                .map(|(index, symbol)| (index, symbol.root))
+                .next()
+                .ok_or_else(no_entity)?;
+            let symbol = frame.handle(EntityKind::Symbol, index)?;
+            frame.set_symbol_root(mutation, symbol, root)
+        }
+        "SetAtomLive" => {
+            let (index, live) = graph
+                .atoms
+                .iter()
+                .enumerate()
+                .find(|(_, atom)| atom.is_live())
+                .map(|(index, atom)| (index, atom.is_live()))
+                .ok_or_else(no_entity)?;
+            let atom = frame.handle(EntityKind::Atom, index)?;
+            frame.set_atom_live(mutation, atom, live)
+        }
+        "SetFoldLeader" => {
+            let (index, leader) = graph
+                .atoms
+                .iter()
+                .enumerate()
+                .map(|(index, atom)| (index, atom.fold_leader.map(|leader| leader.index())))
+                .next()
+                .ok_or_else(no_entity)?;
+            let atom = frame.handle(EntityKind::Atom, index)?;
+            let leader = match leader {
+                Some(leader) => Some(frame.handle(EntityKind::Atom, leader)?),
+                None => None,
+            };
+            frame.set_fold_leader(mutation, atom, leader)
+        }
+        "ReplaceAtomContent" => {
+            let (index, bytes) = graph
+                .atoms
+                .iter()
+                .enumerate()
+                .find(|(_, atom)| {
+                    let bytes = graph.atom_bytes(atom).len() as u64;
+                    atom.is_live() && bytes > 0 && bytes == atom.size()
+                })
+                .map(|(index, atom)| (index, graph.atom_bytes(atom).to_vec()))
+                .ok_or_else(no_entity)?;
+            let atom = frame.handle(EntityKind::Atom, index)?;
+            frame.replace_atom_content(mutation, atom, &bytes)
+        }
+        "CreateConstraint" => frame.create_constraint(mutation, "order", 0, 0, false),
+        _ => Err(Status::new(
+            neverc_link::status::StatusCode::InvalidArgument,
+            format!("this runtime has no staging call for {operation}"),
+        )),
+    }
+}

@@ -1,0 +1,36 @@
+//! Plugin manifests (TOML or JSON): parse, then check every request against the bundled tables and render the
+//! verdicts. Must never panic; a parse error's line and column lie inside the input.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    match neverc_audit::manifest::parse_manifest("fuzz.toml", text) {
+        Ok(manifest) => {
+            let audit = neverc_audit::manifest::audit_manifest("fuzz.toml", &manifest, &neverc_runtime::BUNDLED_PHASES);
+            let requested = manifest.providers.len()
+                + manifest
+                    .phases
+                    .iter()
+                    .map(|phase| {
+                        phase.observe.len()
+                            + usize::from(phase.intercept)
+                            + usize::from(phase.replace)
+                            + usize::from(phase.skip_with_proof)
+                    })
+                    .sum::<usize>();
+            assert_eq!(audit.requests.len(), requested, "every request gets one verdict");
+            for verdict in &audit.requests {
+                assert_eq!(verdict.allowed, verdict.message.is_none());
+            }
+        }
+        Err(error) => {
+            let lines = text.split('\n').count();
+            assert!(error.line <= lines, "line {} past the input's {lines} lines: {error}", error.line);
+        }
+    }
+});

@@ -1,0 +1,122 @@
+//! `neverc-spec audit`: the sealing audit of a phase schema, a baseline diff, and a plugin manifest check, as
+//! text, JSON, DOT or one HTML page.
+
+use std::io::Write as _;
+use std::path::Path;
+
+use neverc_audit::AuditReport;
+use neverc_audit::baseline::diff_schemas;
+use neverc_audit::manifest::{audit_manifest, parse_manifest};
+use neverc_audit::sealing::audit_sealing;
+use neverc_schema::{PhaseSchemaDocument, SourceText, parse_phase_schema_for_audit};
+
+use crate::CommandError;
+use crate::cli::{AuditArgs, AuditFormat};
+use crate::files::{AtomicWriteError, write_atomically_with};
+use crate::render::print_diagnostics;
+
+fn read_text(path: &Path) -> Result<String, CommandError> {
+    std::fs::read_to_string(path)
+        .map_err(|error| CommandError::Io(format!("cannot read `{}`: {error}", path.display())))
+}
+
+/// Reads a schema for the audit: syntax and structure must hold; semantic problems come back with it.
+fn read_schema(path: &Path) -> Result<(PhaseSchemaDocument, Vec<neverc_schema::Diagnostic>), CommandError> {
+    let text = read_text(path)?;
+    let file = path.display().to_string();
+    parse_phase_schema_for_audit(&file, &text).map_err(|diagnostics| {
+        print_diagnostics(&diagnostics, &[SourceText { file, text }]);
+        errln!("error: {} problem(s) found", diagnostics.len());
+        CommandError::Invalid
+    })
+}
+
+pub(crate) fn run(args: &AuditArgs) -> Result<(), CommandError> {
+    let (document, semantic) = read_schema(&args.phase_schema)?;
+    let source = args.phase_schema.display().to_string();
+    let sealing = audit_sealing(&source, &document, &semantic);
+    let baseline = match &args.baseline {
+        Some(path) => {
+            let (old, _) = read_schema(path)?;
+            Some(diff_schemas(&path.display().to_string(), &old, &source, &document))
+        }
+        None => None,
+    };
+    let manifest = match &args.plugin_manifest {
+        Some(path) => {
+            let file = path.display().to_string();
+            let manifest = parse_manifest(&file, &read_text(path)?)
+                .map_err(|error| CommandError::Request(format!("cannot read the plugin manifest: {error}")))?;
+            if !semantic.is_empty() {
+                return Err(CommandError::Request(format!(
+                    "cannot check the plugin manifest: `{source}` breaks {} invariant(s) of validation, so no \
+                     runtime would load it (run without --plugin-manifest to see them)",
+                    semantic.len()
+                )));
+            }
+            let tables = neverc_runtime::loaded::phase_tables_from_document(&document)
+                .map_err(|error| CommandError::Request(error.to_string()))?;
+            Some(audit_manifest(&file, &manifest, tables))
+        }
+        None => None,
+    };
+    let report = AuditReport {
+        sealing,
+        baseline,
+        manifest,
+    };
+    let rendered = match args.format {
+        AuditFormat::Text => neverc_audit::text::audit_text(&report),
+        AuditFormat::Json => {
+            let mut json = serde_json::to_string_pretty(&report)
+                .map_err(|error| CommandError::Internal(format!("cannot render JSON: {error}")))?;
+            json.push('\n');
+            json
+        }
+        AuditFormat::Dot => neverc_audit::dot::audit_dot(&report),
+        AuditFormat::Html => neverc_audit::html::audit_html(&report),
+    };
+    match &args.output {
+        Some(path) => {
+            write_atomically_with(path, |writer| writer.write_all(rendered.as_bytes())).map_err(
+                |error| match error {
+                    AtomicWriteError::Produce(error) => {
+                        CommandError::Io(format!("cannot write `{}`: {error}", path.display()))
+                    }
+                    AtomicWriteError::Io(message) => CommandError::Io(message),
+                },
+            )?
+        }
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            let _ = stdout.write_all(rendered.as_bytes());
+        }
+    }
+    if report.fails() {
+        let mut reasons = Vec::new();
+        if !report.sealing.is_valid() {
+            reasons.push("invariants of validation are broken".to_string());
+        }
+        if let Some(diff) = report.baseline.as_ref().filter(|diff| diff.is_breaking()) {
+            reasons.push(format!(
+                "{} breaking change(s) against {}",
+                diff.count(neverc_audit::baseline::ChangeClass::Breaking),
+                diff.old
+            ));
+        }
+        if let Some(manifest) = &report.manifest {
+            let refused = manifest.violations().count();
+            if refused > 0 {
+                reasons.push(format!(
+                    "{refused} request(s) of {} refused by the policy",
+                    manifest.file
+                ));
+            }
+        }
+        return Err(CommandError::AuditFailed(format!(
+            "audit failed: {}",
+            reasons.join("; ")
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,194 @@
+//! `neverc-spec gen conformance` (export the cases of the declarations as JSON vectors) and
+//! `neverc-spec conformance` (run vectors against this implementation).
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use neverc_codegen::conformance::{CaseSet, conformance_case_sets};
+use neverc_conformance::{Environment, read_case_set, run_case_set};
+use neverc_schema::load_declarations;
+use serde::Serialize;
+
+use crate::CommandError;
+use crate::check::declared_target_files;
+use crate::cli::{ConformanceArgs, DeclarationArgs, Format, GenConformanceArgs};
+use crate::files::{AtomicWriteError, write_atomically_with};
+use crate::render::load_failure;
+
+/// The file a source's vectors go to: `PhaseSchema.json` → `PhaseSchema.conformance.json`,
+/// `targets/x86_64.toml` → `targets_x86_64.conformance.json`.
+fn vector_file_name(source: &str) -> String {
+    let stem = source
+        .trim_end_matches(".json")
+        .trim_end_matches(".toml")
+        .replace(['/', '\\'], "_");
+    format!("{stem}.conformance.json")
+}
+
+fn root_of(args: &DeclarationArgs) -> &Path {
+    args.phase_schema
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+}
+
+fn case_sets(args: &DeclarationArgs) -> Result<Vec<CaseSet>, CommandError> {
+    let files = declared_target_files(args)?;
+    let declarations = load_declarations(&args.phase_schema, &files).map_err(|error| load_failure(error, false).0)?;
+    conformance_case_sets(&declarations, root_of(args)).map_err(|error| CommandError::Internal(error.to_string()))
+}
+
+#[derive(Serialize)]
+struct Exported {
+    source: String,
+    file: String,
+    cases: usize,
+}
+
+pub(crate) fn export(args: &GenConformanceArgs) -> Result<(), CommandError> {
+    let sets = case_sets(&args.declarations)?;
+    std::fs::create_dir_all(&args.out)
+        .map_err(|error| CommandError::Io(format!("cannot create `{}`: {error}", args.out.display())))?;
+    let mut exported = Vec::new();
+    for set in &sets {
+        let mut json = serde_json::to_string_pretty(set)
+            .map_err(|error| CommandError::Internal(format!("cannot render vectors: {error}")))?;
+        json.push('\n');
+        let path = args.out.join(vector_file_name(&set.source));
+        write_atomically_with(&path, |writer| writer.write_all(json.as_bytes())).map_err(|error| match error {
+            AtomicWriteError::Produce(error) => CommandError::Io(format!("cannot write `{}`: {error}", path.display())),
+            AtomicWriteError::Io(message) => CommandError::Io(message),
+        })?;
+        exported.push(Exported {
+            source: set.source.clone(),
+            file: path.display().to_string(),
+            cases: set.cases.len(),
+        });
+    }
+    match args.format {
+        Format::Json => {
+            outln!(
+                "{}",
+                serde_json::to_string_pretty(&exported).map_err(|error| CommandError::Internal(error.to_string()))?
+            );
+        }
+        Format::Text => {
+            for file in &exported {
+                outln!("{}: {} case(s) → {}", file.source, file.cases, file.file);
+            }
+            outln!(
+                "{} case(s) in all",
+                exported.iter().map(|file| file.cases).sum::<usize>()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The vector files of a directory, sorted by name.
+fn vector_files(dir: &Path) -> Result<Vec<PathBuf>, CommandError> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|error| CommandError::Io(format!("cannot read `{}`: {error}", dir.display())))?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| name.ends_with(".conformance.json"))
+        })
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(CommandError::Request(format!(
+            "`{}` holds no `*.conformance.json` file; write some with `neverc-spec gen conformance --out {}`",
+            dir.display(),
+            dir.display()
+        )));
+    }
+    Ok(files)
+}
+
+#[derive(Serialize)]
+struct SourceResult {
+    source: String,
+    passed: usize,
+    not_applicable: Vec<Verdict>,
+    failed: Vec<Verdict>,
+}
+
+#[derive(Serialize)]
+struct Verdict {
+    id: String,
+    reason: String,
+}
+
+fn verdicts(list: Vec<(String, String)>) -> Vec<Verdict> {
+    list.into_iter().map(|(id, reason)| Verdict { id, reason }).collect()
+}
+
+pub(crate) fn run(args: &ConformanceArgs) -> Result<(), CommandError> {
+    let files = declared_target_files(&args.declarations)?;
+    let declarations =
+        load_declarations(&args.declarations.phase_schema, &files).map_err(|error| load_failure(error, false).0)?;
+    let phase_tables = neverc_runtime::loaded::phase_tables_from_document(&declarations.phase_schema)
+        .map_err(|error| CommandError::Request(error.to_string()))?;
+    let mut targets = Vec::new();
+    for target in &declarations.targets {
+        targets.push(
+            neverc_runtime::loaded::load_target_file(&target.path)
+                .map_err(|error| CommandError::Request(error.to_string()))?,
+        );
+    }
+    let scratch = std::env::temp_dir().join(format!("neverc-spec-conformance-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)
+        .map_err(|error| CommandError::Io(format!("cannot create `{}`: {error}", scratch.display())))?;
+    let environment = Environment {
+        phase_tables,
+        targets,
+        link_inputs: args.link_inputs.clone(),
+        scratch: scratch.clone(),
+    };
+    let mut results = Vec::new();
+    for path in vector_files(&args.vectors)? {
+        let set = read_case_set(&path).map_err(CommandError::Request)?;
+        let summary = run_case_set(&environment, &set);
+        results.push(SourceResult {
+            source: set.source.clone(),
+            passed: summary.passed,
+            not_applicable: verdicts(summary.not_applicable),
+            failed: verdicts(summary.failed),
+        });
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    match args.format {
+        Format::Json => outln!(
+            "{}",
+            serde_json::to_string_pretty(&results).map_err(|error| CommandError::Internal(error.to_string()))?
+        ),
+        Format::Text => {
+            for result in &results {
+                outln!(
+                    "{}: {} passed, {} not applicable, {} failed",
+                    result.source,
+                    result.passed,
+                    result.not_applicable.len(),
+                    result.failed.len()
+                );
+                for verdict in &result.not_applicable {
+                    outln!("  not applicable {}: {}", verdict.id, verdict.reason);
+                }
+                for verdict in &result.failed {
+                    outln!("  FAILED {}: {}", verdict.id, verdict.reason);
+                }
+            }
+        }
+    }
+    let failed: usize = results.iter().map(|result| result.failed.len()).sum();
+    if failed > 0 {
+        return Err(CommandError::AuditFailed(format!(
+            "{failed} conformance case(s) failed"
+        )));
+    }
+    Ok(())
+}

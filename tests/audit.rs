@@ -1,0 +1,255 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! `neverc-spec audit`, `gen conformance` and `conformance` as a user runs them: exit codes, what they print,
+//! files written whole.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_neverc-spec"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("audit-cli-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+const HISTORY: [&str; 7] = [
+    "PhaseSchema.c3139b3.json",
+    "PhaseSchema.3b975d8.json",
+    "PhaseSchema.5cb5776.json",
+    "PhaseSchema.d8e95a6.json",
+    "PhaseSchema.b553b6d.json",
+    "PhaseSchema.7adbf41.json",
+    "PhaseSchema.json",
+];
+
+fn neverc(name: &str) -> String {
+    format!("tests/fixtures/neverc/{name}")
+}
+
+#[test]
+fn audit_of_our_schema_and_neverc_newest_in_every_format() {
+    let dir = scratch("formats");
+    for schema in ["PhaseSchema.json".to_string(), neverc("PhaseSchema.json")] {
+        let output = run(&["audit", "--phase-schema", &schema]);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        let stdout = text(&output.stdout);
+        println!("{stdout}");
+        assert!(stdout.starts_with(&format!("Sealing audit of {schema}")), "{stdout}");
+        assert!(stdout.contains("Invariants of validation: 28 of 28 hold"), "{stdout}");
+        assert!(
+            stdout.contains("sealed gate neverc.link.commit (sealed_commit)"),
+            "{stdout}"
+        );
+
+        let json = run(&["audit", "--phase-schema", &schema, "--format", "json"]);
+        let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        let declared: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(repo().join(&schema)).unwrap()).unwrap();
+        assert_eq!(
+            value["sealing"]["phase_count"],
+            declared["phases"].as_array().unwrap().len()
+        );
+
+        let dot = text(&run(&["audit", "--phase-schema", &schema, "--format", "dot"]).stdout);
+        assert!(dot.contains("digraph \"phase_policy_matrix\""));
+        assert_eq!(
+            dot.contains("digraph \"link_state_machine\""),
+            schema == "PhaseSchema.json"
+        );
+
+        let page = dir.join(format!("{}.html", schema.replace('/', "_")));
+        let html = run(&[
+            "audit",
+            "--phase-schema",
+            &schema,
+            "--format",
+            "html",
+            "-o",
+            page.to_str().unwrap(),
+        ]);
+        assert!(
+            html.status.success() && html.stdout.is_empty(),
+            "{}",
+            text(&html.stderr)
+        );
+        let page = std::fs::read_to_string(&page).unwrap();
+        assert!(page.starts_with("<!DOCTYPE html>") && page.trim_end().ends_with("</html>"));
+    }
+}
+
+#[test]
+fn the_dot_output_renders_with_graphviz() {
+    let output = run(&["audit", "--format", "dot"]);
+    let dir = scratch("dot");
+    let path = dir.join("audit.dot");
+    std::fs::write(&path, &output.stdout).unwrap();
+    let rendered = Command::new("dot").arg("-Tsvg").arg(&path).output().unwrap();
+    assert!(rendered.status.success(), "{}", text(&rendered.stderr));
+    let svg = text(&rendered.stdout);
+    assert_eq!(svg.matches("<svg").count(), 2, "one picture per graph");
+    assert!(svg.contains("LAYOUT_COMPLETE") && svg.contains("neverc.link.commit"));
+}
+
+#[test]
+fn the_baseline_diff_over_neverc_history_finds_no_breaking_change() {
+    for pair in HISTORY.windows(2) {
+        let output = run(&[
+            "audit",
+            "--phase-schema",
+            &neverc(pair[1]),
+            "--baseline",
+            &neverc(pair[0]),
+        ]);
+        let stdout = text(&output.stdout);
+        let summary = stdout.lines().find(|line| line.starts_with("Baseline diff")).unwrap();
+        println!("{summary}");
+        assert!(output.status.success(), "{summary}");
+        assert!(summary.contains(": 0 breaking"), "{summary}");
+        assert!(stdout.contains("  no breaking change"));
+    }
+}
+
+#[test]
+fn a_deliberately_broken_history_fails_with_exit_5_and_names_each_break() {
+    let output = run(&[
+        "audit",
+        "--phase-schema",
+        &neverc("PhaseSchema.7adbf41.json"),
+        "--baseline",
+        &neverc("PhaseSchema.json"),
+    ]);
+    assert_eq!(output.status.code(), Some(5));
+    let stdout = text(&output.stdout);
+    let downgrades: Vec<&str> = stdout
+        .lines()
+        .filter(|line| line.trim_start().starts_with("breaking") && line.contains("stability-downgrade"))
+        .collect();
+    assert_eq!(downgrades.len(), 34, "{stdout}");
+    assert!(
+        downgrades
+            .iter()
+            .all(|line| line.contains("was downgraded to experimental"))
+    );
+    assert!(
+        text(&output.stderr).contains("audit failed: 34 breaking change(s)"),
+        "{}",
+        text(&output.stderr)
+    );
+
+    // JSON says the same, for machines.
+    let json = run(&[
+        "audit",
+        "--phase-schema",
+        &neverc("PhaseSchema.c3139b3.json"),
+        "--baseline",
+        &neverc("PhaseSchema.3b975d8.json"),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(json.status.code(), Some(5));
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let removed = value["baseline"]["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|change| change["class"] == "breaking" && change["rule"] == "phase-removed")
+        .count();
+    assert_eq!(removed, 12);
+}
+
+#[test]
+fn a_manifest_that_intercepts_the_commit_gate_is_refused_with_the_runtime_message() {
+    let dir = scratch("manifest");
+    let manifest = dir.join("commit-hook.toml");
+    std::fs::write(
+        &manifest,
+        "plugin = \"commit-hook\"\n\n[[phases]]\nname = \"neverc.link.commit\"\nintercept = true\n\n[[phases]]\nname = \"neverc.link.layout\"\nobserve = [\"BEFORE\"]\nintercept = true\n",
+    )
+    .unwrap();
+    let output = run(&["audit", "--plugin-manifest", manifest.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(5));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains(
+            "refused  intercept neverc.link.commit: POLICY_VIOLATION: phase `neverc.link.commit` is not \
+             INTERCEPTABLE (its declared policy is OBSERVABLE|SEALED_HOST_GATE)"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("allowed  intercept neverc.link.layout"));
+    assert!(stdout.contains("3 request(s), 1 refused"));
+
+    // A manifest with a typo is a usage problem of the manifest, named with its line.
+    let broken = dir.join("typo.toml");
+    std::fs::write(
+        &broken,
+        "plugin = \"p\"\n[[phases]]\nname = \"neverc.link.gc\"\nintercepts = true\n",
+    )
+    .unwrap();
+    let output = run(&["audit", "--plugin-manifest", broken.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stderr).contains("typo.toml:4:"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+#[test]
+fn exported_vectors_run_against_this_implementation_and_count_per_source() {
+    let dir = scratch("vectors");
+    let out = dir.join("vectors");
+    let output = run(&["gen", "conformance", "--out", out.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    println!("{stdout}");
+    for source in [
+        "PhaseSchema.json",
+        "targets/x86_64.toml",
+        "targets/aarch64.toml",
+        "targets/riscv64.toml",
+    ] {
+        assert!(
+            stdout.lines().any(|line| line.starts_with(&format!("{source}: "))),
+            "{source}: {stdout}"
+        );
+    }
+    let output = run(&["conformance", "--vectors", out.to_str().unwrap()]);
+    let report = text(&output.stdout);
+    println!("{report}");
+    assert!(output.status.success(), "{report}{}", text(&output.stderr));
+    assert!(
+        report.contains("targets/x86_64.toml: 86 passed, 0 not applicable, 0 failed"),
+        "{report}"
+    );
+
+    // A vector whose expectation is wrong fails the run (exit 5), naming the case.
+    let path = out.join("targets_x86_64.conformance.json");
+    let mut vectors: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let number = &mut vectors["cases"][0]["number"];
+    *number = (number.as_u64().unwrap() + 1).into();
+    std::fs::write(&path, serde_json::to_string_pretty(&vectors).unwrap()).unwrap();
+    let output = run(&["conformance", "--vectors", out.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(5));
+    assert!(
+        text(&output.stdout).contains("FAILED register_resolves/x86_64/"),
+        "{}",
+        text(&output.stdout)
+    );
+}
