@@ -187,8 +187,8 @@ fn a_manifest_that_intercepts_the_commit_gate_is_refused_with_the_runtime_messag
     let stdout = text(&output.stdout);
     assert!(
         stdout.contains(
-            "refused  intercept neverc.link.commit: POLICY_VIOLATION: phase `neverc.link.commit` is not \
-             INTERCEPTABLE (its declared policy is OBSERVABLE|SEALED_HOST_GATE)"
+            "refused  intercept neverc.link.commit [sealed-gate]: POLICY_VIOLATION: phase `neverc.link.commit` \
+             is not INTERCEPTABLE (its declared policy is OBSERVABLE|SEALED_HOST_GATE)"
         ),
         "{stdout}"
     );

@@ -1,9 +1,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! Adding a target is adding a TOML file and rebuilding: no Rust edits.
+//! Adding a target is adding a TOML file and rebuilding: no Rust edits. Adding a phase is editing
+//! `PhaseSchema.json` and rebuilding.
 //!
-//! The test copies the workspace, drops a new file into `targets/`, rebuilds the CLI with Cargo (in its own
-//! target directory, so it never waits on the lock of the build running this test) and uses the new target
-//! from every command.
+//! The test copies the workspace, drops a new file into `targets/` and appends a phase to the schema, rebuilds
+//! the CLI with Cargo (in its own target directory, so it never waits on the lock of the build running this
+//! test), uses the new target from every command, and runs the conformance tests the rebuild generated: the new
+//! target and the new phase have tests of their own, counted per source.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -37,7 +39,7 @@ fn run(binary: &Path, dir: &Path, args: &[&str]) -> String {
 }
 
 #[test]
-fn a_new_toml_file_and_a_rebuild_add_a_target_to_every_command() {
+fn a_new_toml_file_or_phase_and_a_rebuild_add_a_target_to_every_command_and_conformance_tests() {
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let copy = std::env::temp_dir().join(format!("neverc-spec-new-target-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&copy);
@@ -47,6 +49,19 @@ fn a_new_toml_file_and_a_rebuild_add_a_target_to_every_command() {
         copy.join("targets/toy.toml"),
     )
     .unwrap();
+    let schema_path = copy.join("PhaseSchema.json");
+    let mut schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&schema_path).unwrap()).unwrap();
+    let phases = schema["phases"].as_array_mut().unwrap();
+    let mut slot = phases
+        .iter()
+        .find(|phase| phase["name"] == "neverc.ir.pass.post_opt")
+        .unwrap()
+        .clone();
+    slot["name"] = "neverc.ir.pass.vectorize".into();
+    slot["symbol"] = "IR_PASS_VECTORIZE".into();
+    slot["id"][1] = "0x0000000000000077".into();
+    phases.push(slot);
+    std::fs::write(&schema_path, serde_json::to_string_pretty(&schema).unwrap()).unwrap();
 
     let target_dir = repo.join("target").join("new-target-test");
     let status = Command::new(env!("CARGO"))
@@ -83,6 +98,67 @@ fn a_new_toml_file_and_a_rebuild_add_a_target_to_every_command() {
     let out = copy.join("generated");
     run(&binary, &copy, &["gen", "--out", out.to_str().unwrap()]);
     assert!(out.join("target_toy.rs").is_file());
+
+    // The rebuild generated conformance tests for the new target and the new phase.
+    let bundled = neverc_schema::load_declarations(
+        &repo.join("PhaseSchema.json"),
+        &neverc_schema::target_files(&repo.join("targets")).unwrap(),
+    )
+    .unwrap();
+    let bundled_sets = neverc_codegen::conformance::conformance_case_sets(&bundled, &repo).unwrap();
+    let conformance = |filter: &[&str]| {
+        let output = Command::new(env!("CARGO"))
+            .args([
+                "test",
+                "--quiet",
+                "-p",
+                "neverc-conformance",
+                "--test",
+                "generated",
+                "--",
+            ])
+            .args(filter)
+            .env("CARGO_TARGET_DIR", &target_dir)
+            .current_dir(&copy)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(
+            output.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        stdout
+    };
+    let counts = conformance(&["--nocapture", "--exact", "generated_tests_per_source"]);
+    println!("{counts}");
+    let count_of = |source: &str| -> usize {
+        let line = counts
+            .lines()
+            .find(|line| line.starts_with(&format!("conformance: {source}: ")))
+            .unwrap_or_else(|| panic!("no count for {source}: {counts}"));
+        line.split(": ")
+            .nth(2)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let bundled_schema_cases = bundled_sets[0].cases.len();
+    assert_eq!(
+        count_of("PhaseSchema.json"),
+        bundled_schema_cases + 6,
+        "six registration tests per phase"
+    );
+    let toy_tests = count_of("targets/toy.toml");
+    assert!(toy_tests > 0);
+    // The new tests run and pass (the filter selects test names that contain `toy` or the new phase).
+    let toy = conformance(&["toy"]);
+    assert!(toy.contains(&format!("{toy_tests} passed")), "{toy}");
+    let vectorize = conformance(&["vectorize"]);
+    assert!(vectorize.contains("6 passed"), "{vectorize}");
 
     // The original build does not know the new target.
     let original = Command::new(env!("CARGO_BIN_EXE_neverc-spec"))

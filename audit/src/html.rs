@@ -1065,8 +1065,8 @@ fn manifest_section(manifest: &ManifestAudit, out: &mut String) {
     } else {
         let _ = writeln!(
             out,
-            "<table class=\"requests\"><thead><tr><th>verdict</th><th>request</th><th>phase</th><th>code</th>\
-             <th>message</th></tr></thead><tbody>"
+            "<table class=\"requests\"><thead><tr><th>verdict</th><th>request</th><th>phase</th><th>rule</th>\
+             <th>code</th><th>message</th></tr></thead><tbody>"
         );
         for verdict in &manifest.requests {
             let (class, badge) = if verdict.allowed {
@@ -1077,9 +1077,10 @@ fn manifest_section(manifest: &ManifestAudit, out: &mut String) {
             let _ = writeln!(
                 out,
                 "<tr class=\"request {class}\"><td class=\"verdict\">{badge}</td><td><code>{}</code></td>\
-                 <td><code>{}</code></td><td>{}</td><td>{}</td></tr>",
+                 <td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 escaped(&verdict.request),
                 escaped(&verdict.phase),
+                verdict.rule.map(escaped).unwrap_or_default(),
                 verdict.code.map(escaped).unwrap_or_default(),
                 verdict.message.as_deref().map(rich).unwrap_or_default()
             );

@@ -13,7 +13,8 @@
 //! skip_with_proof = false
 //! ```
 
-use neverc_link::plugin::{ObserverPoint, ProviderKind, Request, check_phase_request};
+use neverc_link::plugin::{Capability, ObserverPoint, ProviderKind, Request, check_phase_request};
+use neverc_runtime::generated::phases::POLICY_SEALED_HOST_GATE;
 use neverc_runtime::tables::PhaseTables;
 use serde::{Deserialize, Serialize};
 
@@ -89,6 +90,11 @@ pub struct RequestVerdict {
     pub request: String,
     pub phase: String,
     pub allowed: bool,
+    /// The rule a refusal breaks: `sealed-gate` (sealed gates can only be observed), `policy` (the phase's
+    /// declared policy lacks the capability), `observer-point` (the phase offers no such point),
+    /// `unknown-phase`, `unknown-provider` or `unknown-observer-point`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<&'static str>,
     /// The status code of a refusal (`POLICY_VIOLATION`, `INVALID_ARGUMENT`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub code: Option<&'static str>,
@@ -117,24 +123,38 @@ fn verdict(tables: &'static PhaseTables, what: String, phase: &str, request: Req
             request: what,
             phase: phase.to_string(),
             allowed: true,
+            rule: None,
             code: None,
             message: None,
         },
-        Err(status) => RequestVerdict {
-            request: what,
-            phase: phase.to_string(),
-            allowed: false,
-            code: Some(status.code.name()),
-            message: Some(status.message),
-        },
+        Err(status) => {
+            let record = tables.phase_by_name(phase);
+            let rule = match (record, request) {
+                (None, _) => "unknown-phase",
+                (Some(record), Request::Observe(_)) if record.allows(Capability::Observe.policy().0) => {
+                    "observer-point"
+                }
+                (Some(record), _) if record.allows(POLICY_SEALED_HOST_GATE) => "sealed-gate",
+                (Some(_), _) => "policy",
+            };
+            RequestVerdict {
+                request: what,
+                phase: phase.to_string(),
+                allowed: false,
+                rule: Some(rule),
+                code: Some(status.code.name()),
+                message: Some(status.message),
+            }
+        }
     }
 }
 
-fn refused(what: String, phase: &str, message: String) -> RequestVerdict {
+fn refused(what: String, phase: &str, rule: &'static str, message: String) -> RequestVerdict {
     RequestVerdict {
         request: what,
         phase: phase.to_string(),
         allowed: false,
+        rule: Some(rule),
         code: Some("INVALID_ARGUMENT"),
         message: Some(message),
     }
@@ -153,6 +173,7 @@ pub fn audit_manifest(file: &str, manifest: &PluginManifest, tables: &'static Ph
             None => requests.push(refused(
                 what,
                 "",
+                "unknown-provider",
                 format!("unknown provider `{provider}` (linker, object-merge, image-verifier or lto)"),
             )),
         }
@@ -166,6 +187,7 @@ pub fn audit_manifest(file: &str, manifest: &PluginManifest, tables: &'static Ph
                 None => requests.push(refused(
                     what,
                     phase,
+                    "unknown-observer-point",
                     format!("unknown observer point `{point}` (BEFORE, AFTER or AFTER_COMMIT)"),
                 )),
             }

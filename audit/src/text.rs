@@ -200,7 +200,8 @@ fn manifest_text(manifest: &ManifestAudit, out: &mut String) {
     for verdict in &manifest.requests {
         match (&verdict.code, &verdict.message) {
             (Some(code), Some(message)) => {
-                let _ = writeln!(out, "  refused  {}: {code}: {message}", verdict.request);
+                let rule = verdict.rule.unwrap_or("policy");
+                let _ = writeln!(out, "  refused  {} [{rule}]: {code}: {message}", verdict.request);
             }
             _ => {
                 let _ = writeln!(out, "  allowed  {}", verdict.request);

@@ -61,6 +61,7 @@ intercept = true
     let refused: Vec<_> = audit.violations().collect();
     assert_eq!(refused.len(), 1, "{:#?}", audit.requests);
     assert_eq!(refused[0].request, "intercept neverc.link.commit");
+    assert_eq!(refused[0].rule, Some("sealed-gate"));
     let status = runtime_verdict("neverc.link.commit", Request::Intercept).unwrap_err();
     assert_eq!(refused[0].code, Some(status.code.name()));
     assert_eq!(refused[0].message.as_deref(), Some(status.message.as_str()));
