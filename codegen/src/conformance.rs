@@ -59,7 +59,8 @@ pub enum Check {
         request: String,
         allowed: bool,
     },
-    /// An observer of `phase` at `point` gets a read-only frame: beginning a mutation is `POLICY_VIOLATION`.
+    /// An observer of `phase` at `point` gets a read-only frame: beginning a mutation and publishing a product
+    /// are both `POLICY_VIOLATION`.
     ObserverReadOnly { phase: String, point: String },
     /// A sealed gate: observing is allowed, intercepting, replacing and skipping are refused; when it is a
     /// step of `machine`, it runs (built in) in every link.

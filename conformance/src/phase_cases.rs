@@ -204,7 +204,14 @@ fn observer_read_only(environment: &Environment, case: &Case, phase: &str, point
             phase,
             point,
             Box::new(move |frame| {
-                let attempt = frame.begin_mutation().map(|_| ());
+                // Neither a mutation nor a published product: either must be refused.
+                let attempt = match frame.begin_mutation() {
+                    Ok(_) => Ok(()),
+                    Err(status) if status.code == StatusCode::PolicyViolation => {
+                        frame.publish_section_bytes(Vec::new()).map_err(|_| status)
+                    }
+                    Err(status) => Err(status),
+                };
                 record.borrow_mut().get_or_insert(attempt);
                 Ok(())
             }),
@@ -214,7 +221,9 @@ fn observer_read_only(environment: &Environment, case: &Case, phase: &str, point
     let attempt = seen.borrow_mut().take();
     match attempt {
         None => Err(format!("the observer of `{phase}` was never called")),
-        Some(Ok(())) => Err(format!("an observer of `{phase}` could begin a mutation")),
+        Some(Ok(())) => Err(format!(
+            "an observer of `{phase}` could begin a mutation or publish a product"
+        )),
         Some(Err(status)) if status.code == StatusCode::PolicyViolation => Ok(Outcome::Passed),
         Some(Err(status)) => Err(format!("mutating in an observer of `{phase}` gave {status}")),
     }
