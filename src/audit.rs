@@ -37,7 +37,14 @@ pub(crate) fn run(args: &AuditArgs) -> Result<(), CommandError> {
     let sealing = audit_sealing(&source, &document, &semantic);
     let baseline = match &args.baseline {
         Some(path) => {
-            let (old, _) = read_schema(path)?;
+            let (old, old_semantic) = read_schema(path)?;
+            if !old_semantic.is_empty() {
+                errln!(
+                    "warning: the baseline `{}` breaks {} invariant(s) of validation; its structure is diffed as it is",
+                    path.display(),
+                    old_semantic.len()
+                );
+            }
             Some(diff_schemas(&path.display().to_string(), &old, &source, &document))
         }
         None => None,

@@ -292,6 +292,7 @@ pub(crate) struct GenConformanceArgs {
     /// Directory to write the vector files into (created if missing; each file is written atomically).
     #[arg(long, value_name = "DIR")]
     pub(crate) out: PathBuf,
+    /// text: one line per file with its case count; json: the same as one document.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
 }
@@ -308,6 +309,8 @@ pub(crate) struct ConformanceArgs {
     /// machine link it. Without one, those cases are reported as not applicable.
     #[arg(long = "link-input", value_name = "FILE")]
     pub(crate) link_inputs: Vec<PathBuf>,
+    /// text: counts per source, then every case not applicable or failed with its reason; json: the same as one
+    /// document.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
 }

@@ -5,7 +5,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use neverc_codegen::conformance::{CaseSet, conformance_case_sets};
-use neverc_conformance::{Environment, read_case_set, run_case_set};
+use neverc_conformance::{Environment, VectorFileError, read_case_set, run_case_set};
 use neverc_schema::load_declarations;
 use serde::Serialize;
 
@@ -140,18 +140,19 @@ pub(crate) fn run(args: &ConformanceArgs) -> Result<(), CommandError> {
                 .map_err(|error| CommandError::Request(error.to_string()))?,
         );
     }
-    let scratch = std::env::temp_dir().join(format!("neverc-spec-conformance-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch)
-        .map_err(|error| CommandError::Io(format!("cannot create `{}`: {error}", scratch.display())))?;
+    let scratch = ScratchDirectory::create()?;
     let environment = Environment {
         phase_tables,
         targets,
         link_inputs: args.link_inputs.clone(),
-        scratch: scratch.clone(),
+        scratch: scratch.0.clone(),
     };
     let mut results = Vec::new();
     for path in vector_files(&args.vectors)? {
-        let set = read_case_set(&path).map_err(CommandError::Request)?;
+        let set = read_case_set(&path).map_err(|error| match error {
+            VectorFileError::Io(message) => CommandError::Io(message),
+            VectorFileError::Format(message) => CommandError::Request(message),
+        })?;
         let summary = run_case_set(&environment, &set);
         results.push(SourceResult {
             source: set.source.clone(),
@@ -160,7 +161,7 @@ pub(crate) fn run(args: &ConformanceArgs) -> Result<(), CommandError> {
             failed: verdicts(summary.failed),
         });
     }
-    let _ = std::fs::remove_dir_all(&scratch);
+    drop(scratch);
     match args.format {
         Format::Json => outln!(
             "{}",
@@ -191,4 +192,22 @@ pub(crate) fn run(args: &ConformanceArgs) -> Result<(), CommandError> {
         )));
     }
     Ok(())
+}
+
+/// A directory for the links of a run, removed however the run ends.
+struct ScratchDirectory(PathBuf);
+
+impl ScratchDirectory {
+    fn create() -> Result<ScratchDirectory, CommandError> {
+        let path = std::env::temp_dir().join(format!("neverc-spec-conformance-{}", std::process::id()));
+        std::fs::create_dir_all(&path)
+            .map_err(|error| CommandError::Io(format!("cannot create `{}`: {error}", path.display())))?;
+        Ok(ScratchDirectory(path))
+    }
+}
+
+impl Drop for ScratchDirectory {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }

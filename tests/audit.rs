@@ -239,6 +239,34 @@ fn exported_vectors_run_against_this_implementation_and_count_per_source() {
         "{report}"
     );
 
+    // With a program to link, the link cases run too: only the listed ones are not applicable.
+    let inputs = neverc_conformance::fixture_link_inputs(std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))).unwrap();
+    let mut args = vec!["conformance".to_string(), "--vectors".into(), out.display().to_string()];
+    for input in &inputs {
+        args.push("--link-input".into());
+        args.push(input.display().to_string());
+    }
+    let output = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let report = text(&output.stdout);
+    println!("{report}");
+    assert!(output.status.success(), "{report}{}", text(&output.stderr));
+    let listed = std::fs::read_to_string(repo().join("conformance/not_applicable.txt"))
+        .unwrap()
+        .lines()
+        .filter(|line| !line.trim_start().starts_with('#') && !line.trim().is_empty())
+        .count();
+    let cases = std::fs::read_to_string(out.join("PhaseSchema.conformance.json"))
+        .unwrap()
+        .matches("\"id\":")
+        .count();
+    assert!(
+        report.contains(&format!(
+            "PhaseSchema.json: {} passed, {listed} not applicable, 0 failed",
+            cases - listed
+        )),
+        "{report}"
+    );
+
     // A vector whose expectation is wrong fails the run (exit 5), naming the case.
     let path = out.join("targets_x86_64.conformance.json");
     let mut vectors: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();

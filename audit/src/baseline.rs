@@ -162,15 +162,37 @@ fn diff_families(old: &PhaseSchemaDocument, new: &PhaseSchemaDocument, changes: 
             .iter()
             .find(|other| other.namespace == family.namespace)
         {
-            None => changes.push(
-                ChangeClass::Breaking,
-                "family-removed",
-                &family.namespace,
-                format!(
-                    "extension family `{}` was removed: plugins using its ids no longer load",
-                    family.namespace
-                ),
-            ),
+            None => {
+                // A family belongs to the domain its namespace names; if that domain made no promise (all of
+                // its phases were experimental), the family made none either.
+                let domain = family
+                    .namespace
+                    .strip_prefix("neverc.")
+                    .and_then(|rest| rest.strip_suffix(".extension"))
+                    .unwrap_or_default();
+                let promised = old
+                    .phases
+                    .iter()
+                    .any(|phase| phase.domain == domain && phase.stability == Stability::Stable);
+                changes.push(
+                    if promised {
+                        ChangeClass::Breaking
+                    } else {
+                        ChangeClass::Allowed
+                    },
+                    "family-removed",
+                    &family.namespace,
+                    format!(
+                        "extension family `{}` was removed: plugins using its ids no longer load{}",
+                        family.namespace,
+                        if promised {
+                            ""
+                        } else {
+                            " (its domain had only experimental phases)"
+                        }
+                    ),
+                );
+            }
             Some(other) if other != family => {
                 let widened = other.id_high == family.id_high
                     && other.id_low_min.0 <= family.id_low_min.0
@@ -444,7 +466,7 @@ fn diff_machines(old: &PhaseSchemaDocument, new: &PhaseSchemaDocument, changes: 
                 name,
                 format!("state machine `{name}` was removed"),
             ),
-            Some(other) => diff_machine(name, machine, other, changes),
+            Some(other) => diff_machine(name, (old, machine), (new, other), changes),
         }
     }
     for name in new_machines.keys().filter(|name| !old_machines.contains_key(*name)) {
@@ -457,29 +479,57 @@ fn diff_machines(old: &PhaseSchemaDocument, new: &PhaseSchemaDocument, changes: 
     }
 }
 
-fn diff_machine(name: &str, old: &StateMachine, new: &StateMachine, changes: &mut Changes) {
-    if old.states != new.states {
+/// Whether `phase` was promised to plugins in `document`: declared and stable.
+fn is_stable(document: &PhaseSchemaDocument, phase: &str) -> bool {
+    document
+        .phase_by_name(phase)
+        .is_some_and(|phase| phase.stability == Stability::Stable)
+}
+
+fn diff_machine(
+    name: &str,
+    (old_document, old): (&PhaseSchemaDocument, &StateMachine),
+    (new_document, new): (&PhaseSchemaDocument, &StateMachine),
+    changes: &mut Changes,
+) {
+    if old.domain != new.domain {
         changes.push(
             ChangeClass::Breaking,
-            "machine-states",
+            "machine-domain",
             name,
             format!(
-                "the states of `{name}` changed: {} → {}",
-                old.states.join(" "),
-                new.states.join(" ")
+                "`{name}` now drives domain `{}` instead of `{}`",
+                new.domain, old.domain
             ),
         );
     }
+    if old.states != new.states {
+        // States appended after the old ones keep every old state where it was.
+        let appended = new.states.starts_with(&old.states);
+        let (class, how) = if appended {
+            (ChangeClass::Compatible, "gained states at its end")
+        } else {
+            (ChangeClass::Breaking, "changed its states")
+        };
+        changes.push(
+            class,
+            "machine-states",
+            name,
+            format!("`{name}` {how}: {} → {}", old.states.join(" "), new.states.join(" ")),
+        );
+    }
     for transition in &old.transitions {
+        let promised = is_stable(old_document, &transition.phase);
+        let promise = |class: ChangeClass| if promised { class } else { ChangeClass::Allowed };
         match new.transitions.iter().find(|other| other.phase == transition.phase) {
             None => changes.push(
-                ChangeClass::Breaking,
+                promise(ChangeClass::Breaking),
                 "machine-transition",
                 name,
                 format!("`{}` no longer drives a step of `{name}`", transition.phase),
             ),
             Some(other) if other.from != transition.from || other.to != transition.to => changes.push(
-                ChangeClass::Breaking,
+                promise(ChangeClass::Breaking),
                 "machine-transition",
                 name,
                 format!(
@@ -487,15 +537,23 @@ fn diff_machine(name: &str, old: &StateMachine, new: &StateMachine, changes: &mu
                     transition.phase, transition.from, transition.to, other.from, other.to
                 ),
             ),
-            Some(other) if other.rerun_budget != transition.rerun_budget => changes.push(
-                ChangeClass::Warning,
-                "rerun-budget",
-                name,
-                format!(
-                    "the rerun budget of `{}` changed {} → {}",
-                    transition.phase, transition.rerun_budget, other.rerun_budget
-                ),
-            ),
+            Some(other) if other.rerun_budget != transition.rerun_budget => {
+                // A smaller budget can make a plugin that converged before fail to converge.
+                let class = if other.rerun_budget < transition.rerun_budget {
+                    promise(ChangeClass::Breaking)
+                } else {
+                    ChangeClass::Compatible
+                };
+                changes.push(
+                    class,
+                    "rerun-budget",
+                    name,
+                    format!(
+                        "the rerun budget of `{}` changed {} → {}",
+                        transition.phase, transition.rerun_budget, other.rerun_budget
+                    ),
+                );
+            }
             Some(_) => {}
         }
     }
@@ -515,8 +573,20 @@ fn diff_machine(name: &str, old: &StateMachine, new: &StateMachine, changes: &mu
         );
     }
     if old.finalization != new.finalization {
+        // Only the order of the promised (stable) steps is a promise.
+        let promised = |steps: &[String], document: &PhaseSchemaDocument| -> Vec<String> {
+            steps.iter().filter(|step| is_stable(document, step)).cloned().collect()
+        };
+        let kept = promised(&old.finalization, old_document) == promised(&new.finalization, old_document)
+            && promised(&old.finalization, new_document)
+                .iter()
+                .all(|step| new.finalization.contains(step));
         changes.push(
-            ChangeClass::Breaking,
+            if kept {
+                ChangeClass::Allowed
+            } else {
+                ChangeClass::Breaking
+            },
             "machine-finalization",
             name,
             format!(
@@ -538,31 +608,77 @@ fn diff_machine(name: &str, old: &StateMachine, new: &StateMachine, changes: &mu
         );
     }
     for class in &old.mutation_classes {
-        match new.mutation_classes.iter().find(|other| other.name == class.name) {
-            None => changes.push(
+        let Some(other) = new.mutation_classes.iter().find(|other| other.name == class.name) else {
+            changes.push(
                 ChangeClass::Breaking,
                 "mutation-class",
                 name,
                 format!("mutation class `{}` of `{name}` was removed", class.name),
-            ),
-            Some(other)
-                if other.earliest_invalidated != class.earliest_invalidated || other.operations != class.operations =>
-            {
-                changes.push(
-                    ChangeClass::Breaking,
-                    "mutation-class",
-                    name,
-                    format!(
-                        "mutation class `{}` of `{name}` changed: invalidates {} with [{}] → {} with [{}]",
-                        class.name,
-                        class.earliest_invalidated,
-                        class.operations.join(", "),
-                        other.earliest_invalidated,
-                        other.operations.join(", ")
-                    ),
-                );
-            }
-            Some(_) => {}
+            );
+            continue;
+        };
+        if other.earliest_invalidated != class.earliest_invalidated {
+            changes.push(
+                ChangeClass::Breaking,
+                "mutation-class",
+                name,
+                format!(
+                    "mutation class `{}` of `{name}` now invalidates {} instead of {}",
+                    class.name, other.earliest_invalidated, class.earliest_invalidated
+                ),
+            );
         }
+        let removed: Vec<&str> = class
+            .operations
+            .iter()
+            .filter(|operation| !other.operations.contains(operation))
+            .map(String::as_str)
+            .collect();
+        if !removed.is_empty() {
+            changes.push(
+                ChangeClass::Breaking,
+                "mutation-class",
+                name,
+                format!(
+                    "mutation class `{}` of `{name}` lost {}",
+                    class.name,
+                    removed.join(", ")
+                ),
+            );
+        }
+        let added: Vec<&str> = other
+            .operations
+            .iter()
+            .filter(|operation| !class.operations.contains(operation))
+            .map(String::as_str)
+            .collect();
+        if !added.is_empty() {
+            changes.push(
+                ChangeClass::Compatible,
+                "mutation-class-operation-added",
+                name,
+                format!(
+                    "mutation class `{}` of `{name}` gained {}",
+                    class.name,
+                    added.join(", ")
+                ),
+            );
+        }
+    }
+    for class in new
+        .mutation_classes
+        .iter()
+        .filter(|class| !old.mutation_classes.iter().any(|other| other.name == class.name))
+    {
+        changes.push(
+            ChangeClass::Compatible,
+            "mutation-class-added",
+            name,
+            format!(
+                "mutation class `{}` ({}) of `{name}` was added",
+                class.name,
+                class.operations.join(", ")
+            ),
+        );
     }
 }

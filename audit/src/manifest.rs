@@ -180,6 +180,16 @@ pub fn audit_manifest(file: &str, manifest: &PluginManifest, tables: &'static Ph
     }
     for entry in &manifest.phases {
         let phase = entry.name.as_str();
+        let asks = !entry.observe.is_empty() || entry.intercept || entry.replace || entry.skip_with_proof;
+        if !asks && tables.phase_by_name(phase).is_none() {
+            // Nothing requested, but a name no schema declares is still a mistake worth a refusal.
+            requests.push(refused(
+                format!("phase {phase}"),
+                phase,
+                "unknown-phase",
+                format!("unknown phase `{phase}`"),
+            ));
+        }
         for point in &entry.observe {
             let what = format!("observe {phase} {point}");
             match ObserverPoint::from_schema_name(point) {

@@ -242,13 +242,16 @@ fn sealed_gate(document: &PhaseSchemaDocument, phase: &Phase) -> SealedGate {
             } else {
                 "checks"
             };
+            let readers = match consumers.len() {
+                0 => "no phase declared after it consumes".to_string(),
+                1 => format!("{} consumes", name_list(&consumers, "")),
+                _ => format!("{} consume", name_list(&consumers, "")),
+            };
             let sentence = format!(
-                "`{}` {what} {} and hands on {}, which {} {}",
+                "`{}` {what} {} and hands on {}, which {readers}",
                 phase.verifier,
                 id_text(&phase.input_artifact),
                 id_text(&phase.output_artifact),
-                name_list(&consumers, "no phase declared after it"),
-                if consumers.len() == 1 { "consumes" } else { "consume" }
             );
             (consumers, sentence)
         }

@@ -173,8 +173,8 @@ fn going_back_in_history_is_breaking_and_each_break_is_named() {
         .collect();
     assert_eq!(reported, expected);
 
-    // 7adbf41 → b553b6d drops phases that were experimental (allowed) and the extension family 7adbf41 added
-    // for them (breaking: plugins that took ids from it no longer load).
+    // 7adbf41 → b553b6d drops phases that were experimental, and the extension family 7adbf41 added for their
+    // domain, which had no stable phase: all allowed, nothing breaks.
     let experimental = diff("PhaseSchema.7adbf41.json", "PhaseSchema.b553b6d.json");
     let older: BTreeSet<_> = stabilities("PhaseSchema.b553b6d.json")
         .into_iter()
@@ -185,17 +185,13 @@ fn going_back_in_history_is_breaking_and_each_break_is_named() {
         .filter(|(name, _)| !older.contains(name))
         .collect();
     assert!(!dropped.is_empty() && dropped.iter().all(|(_, stability)| stability == "experimental"));
-    assert_eq!(
-        rules(&experimental, ChangeClass::Allowed),
-        vec!["phase-removed"; dropped.len()]
-    );
-    let breaking: Vec<_> = experimental
-        .changes
-        .iter()
-        .filter(|change| change.class == ChangeClass::Breaking)
-        .map(|change| (change.rule, change.subject.as_str()))
-        .collect();
-    assert_eq!(breaking, vec![("family-removed", "neverc.dyncode.extension")]);
+    let mut expected = vec!["family-removed"];
+    expected.extend(vec!["phase-removed"; dropped.len()]);
+    assert_eq!(rules(&experimental, ChangeClass::Allowed), expected);
+    assert!(!experimental.is_breaking());
+    let family = &experimental.changes[0];
+    assert_eq!(family.subject, "neverc.dyncode.extension");
+    assert!(family.message.contains("only experimental phases"));
 }
 
 /// Applies `edit` to the newest schema's JSON and diffs newest → edited.
@@ -324,4 +320,86 @@ fn deliberately_broken_copies_are_caught_with_the_rule_they_break() {
     });
     assert!(!more.is_breaking(), "{:#?}", more.changes);
     assert_eq!(rules(&more, ChangeClass::Compatible), vec!["phase-added"]);
+}
+
+/// Applies `edit` to our schema (which declares the link state machine) and diffs ours → edited.
+fn machine_edit(edit: impl FnOnce(&mut Value)) -> BaselineDiff {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../PhaseSchema.json");
+    let original = std::fs::read_to_string(path).unwrap();
+    let mut value: Value = serde_json::from_str(&original).unwrap();
+    edit(&mut value);
+    let edited = serde_json::to_string_pretty(&value).unwrap();
+    diff_texts("PhaseSchema.json", &original, "edited.json", &edited)
+}
+
+fn link_machine(value: &mut Value) -> &mut Value {
+    &mut value["state_machines"]["link"]
+}
+
+#[test]
+fn state_machine_changes_follow_the_stability_of_the_phases_they_involve() {
+    // Lowering a stable transition's budget can make a converging plugin fail; raising it cannot.
+    let lowered = machine_edit(|value| link_machine(value)["transitions"][6]["rerun_budget"] = 0.into());
+    assert_eq!(only_breaking_rule(&lowered).0, "rerun-budget");
+    let raised = machine_edit(|value| link_machine(value)["transitions"][6]["rerun_budget"] = 99.into());
+    assert!(!raised.is_breaking());
+    assert_eq!(rules(&raised, ChangeClass::Compatible), vec!["rerun-budget"]);
+
+    // An experimental transition appended after the old final state: compatible, and removing it again is
+    // allowed.
+    let extended = machine_edit(|value| {
+        let phases = value["phases"].as_array_mut().unwrap();
+        let mut strip = phases
+            .iter()
+            .find(|phase| phase["name"] == "neverc.link.emit_image")
+            .unwrap()
+            .clone();
+        strip["name"] = "neverc.link.strip".into();
+        strip["symbol"] = "LINK_STRIP".into();
+        strip["id"][1] = "0x00000000000000f0".into();
+        strip["stability"] = "experimental".into();
+        phases.push(strip);
+        let machine = link_machine(value);
+        machine["states"].as_array_mut().unwrap().push("IMAGE_STRIPPED".into());
+        machine["transitions"].as_array_mut().unwrap().push(serde_json::json!({
+            "phase": "neverc.link.strip", "from": "IMAGE_EMITTED", "to": "IMAGE_STRIPPED", "rerun_budget": 1
+        }));
+    });
+    assert!(!extended.is_breaking(), "{:#?}", extended.changes);
+    assert!(rules(&extended, ChangeClass::Compatible).contains(&"machine-states"));
+
+    // Mutation classes: a new class or operation is compatible, a reordered list is no change, a lost
+    // operation or a moved invalidation point breaks.
+    let added = machine_edit(|value| {
+        let classes = link_machine(value)["mutation_classes"].as_array_mut().unwrap();
+        classes.push(serde_json::json!({"name": "debug_info", "earliest_invalidated": "IMAGE_EMITTED", "operations": ["ReplaceDebugInfo"]}));
+        classes[5]["operations"]
+            .as_array_mut()
+            .unwrap()
+            .push("MoveSynthetic".into());
+        classes[5]["operations"].as_array_mut().unwrap().reverse();
+    });
+    assert!(!added.is_breaking(), "{:#?}", added.changes);
+    assert_eq!(
+        rules(&added, ChangeClass::Compatible),
+        vec!["mutation-class-operation-added", "mutation-class-added"]
+    );
+    let lost = machine_edit(|value| {
+        link_machine(value)["mutation_classes"][5]["operations"]
+            .as_array_mut()
+            .unwrap()
+            .pop();
+    });
+    assert_eq!(only_breaking_rule(&lost).0, "mutation-class");
+    let moved = machine_edit(|value| {
+        link_machine(value)["mutation_classes"][5]["earliest_invalidated"] = "LAYOUT_COMPLETE".into();
+    });
+    assert_eq!(only_breaking_rule(&moved).0, "mutation-class");
+
+    // Reordering the sealed finalization steps breaks.
+    let reordered = machine_edit(|value| {
+        let steps = link_machine(value)["finalization"].as_array_mut().unwrap();
+        steps.swap(1, 2);
+    });
+    assert_eq!(only_breaking_rule(&reordered).0, "machine-finalization");
 }

@@ -73,18 +73,16 @@ pub enum Check {
         from: String,
         proof_available: bool,
     },
-    /// An interceptor of `phase` that commits a mutation of `class` (one of `operations`) on every run sends
-    /// the machine back each time, so every transition from the class's invalidated state to `phase` runs
-    /// again: `phase` runs `runs` times, then `fails_at` (the first of those transitions to exhaust its
-    /// budget; `phase` itself when its `budget` is the smallest) fails to converge.
+    /// An interceptor of `phase` that commits a mutation of one of the `choices` (the first the
+    /// implementation can stage) on every run sends the machine back each time, so every transition from the
+    /// class's invalidated state to `phase` runs again: `phase` runs `runs` times, then `fails_at` (the first
+    /// of those transitions to exhaust its budget; `phase` itself when its `budget` is the smallest) fails to
+    /// converge.
     RerunBudget {
         phase: String,
         machine: String,
         budget: u32,
-        class: String,
-        operations: Vec<String>,
-        fails_at: String,
-        runs: u32,
+        choices: Vec<BudgetChoice>,
     },
     /// Committing a mutation of `class` (one of `operations`) during `at_phase` lowers the state to
     /// `expected_state`, the state before `earliest_invalidated`, and execution continues from there.
@@ -122,6 +120,15 @@ pub enum Check {
         signature: String,
         origin: String,
     },
+}
+
+/// One way to make a transition rerun: a mutation class and what then happens.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BudgetChoice {
+    pub class: String,
+    pub operations: Vec<String>,
+    pub fails_at: String,
+    pub runs: u32,
 }
 
 impl Check {
@@ -248,35 +255,41 @@ fn machine_cases(model: &PhaseSchemaModel, machine: &StateMachineModel, cases: &
         if !phase.policy_flags.contains(&PolicyFlag::Interceptable) {
             continue;
         }
-        // The mutation must send the machine back to (or before) the transition's own start state; the
-        // class that invalidates least is the one a careful plugin would use.
-        let class = machine
+        // The mutation must send the machine back to (or before) the transition's own start state. Every
+        // class that can is a choice, the one that invalidates least first (what a careful plugin would use):
+        // every transition from the state the commit returns to up to this one reruns once per cycle, and the
+        // one with the smallest budget (the earliest among equals) runs out first.
+        let mut classes: Vec<_> = machine
             .mutation_classes
             .iter()
             .filter(|class| class.earliest_invalidated <= transition.from + 1)
-            .max_by_key(|class| class.earliest_invalidated);
-        if let Some(class) = class {
-            // Every transition from the state the commit returns to up to this one reruns once per cycle; the
-            // one with the smallest budget (the earliest among equals) runs out first.
-            let back_to = class.earliest_invalidated.saturating_sub(1);
-            let Some(exhausted) = machine
-                .transitions
-                .iter()
-                .filter(|other| other.from >= back_to && other.from <= transition.from)
-                .min_by_key(|other| (other.rerun_budget, other.from))
-            else {
-                continue;
-            };
+            .collect();
+        classes.sort_by_key(|class| std::cmp::Reverse(class.earliest_invalidated));
+        let choices: Vec<BudgetChoice> = classes
+            .into_iter()
+            .filter_map(|class| {
+                let back_to = class.earliest_invalidated.saturating_sub(1);
+                let exhausted = machine
+                    .transitions
+                    .iter()
+                    .filter(|other| other.from >= back_to && other.from <= transition.from)
+                    .min_by_key(|other| (other.rerun_budget, other.from))?;
+                Some(BudgetChoice {
+                    class: class.name.clone(),
+                    operations: class.operations.clone(),
+                    fails_at: model.phases[exhausted.phase].name.clone(),
+                    runs: exhausted.rerun_budget.saturating_add(1),
+                })
+            })
+            .collect();
+        if !choices.is_empty() {
             cases.push(Case {
                 id: id(&["rerun_budget", &phase.name]),
                 check: Check::RerunBudget {
                     phase: phase.name.clone(),
                     machine: machine.name.clone(),
                     budget: transition.rerun_budget,
-                    class: class.name.clone(),
-                    operations: class.operations.clone(),
-                    fails_at: model.phases[exhausted.phase].name.clone(),
-                    runs: exhausted.rerun_budget + 1,
+                    choices,
                 },
             });
         }

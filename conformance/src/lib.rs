@@ -73,28 +73,46 @@ pub fn run_case_set(environment: &Environment, set: &CaseSet) -> Summary {
     summary
 }
 
+/// Why a vector file cannot be read.
+#[derive(Debug)]
+pub enum VectorFileError {
+    /// The file system refused.
+    Io(String),
+    /// The file is not a vector file of this format.
+    Format(String),
+}
+
+impl std::fmt::Display for VectorFileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            VectorFileError::Io(message) | VectorFileError::Format(message) => f.write_str(message),
+        }
+    }
+}
+
 /// Reads a vector file.
-pub fn read_case_set(path: &Path) -> Result<CaseSet, String> {
-    let text = std::fs::read_to_string(path).map_err(|error| format!("cannot read `{}`: {error}", path.display()))?;
-    let set: CaseSet =
-        serde_json::from_str(&text).map_err(|error| format!("`{}` is not a vector file: {error}", path.display()))?;
+pub fn read_case_set(path: &Path) -> Result<CaseSet, VectorFileError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|error| VectorFileError::Io(format!("cannot read `{}`: {error}", path.display())))?;
+    let set: CaseSet = serde_json::from_str(&text)
+        .map_err(|error| VectorFileError::Format(format!("`{}` is not a vector file: {error}", path.display())))?;
     if set.format != VECTOR_FORMAT {
-        return Err(format!(
+        return Err(VectorFileError::Format(format!(
             "`{}` has format `{}`; this runner reads `{VECTOR_FORMAT}`",
             path.display(),
             set.format
-        ));
+        )));
     }
     Ok(set)
 }
 
-/// Builds the link fixture programs once per process (with gcc, as the link tests do) and returns the
-/// inputs of the `basics` program.
-pub fn fixture_link_inputs() -> Result<Vec<PathBuf>, String> {
+/// Builds the link fixture programs (with gcc, as the link tests do) under `root`, once per process, and
+/// returns the inputs of the `basics` program.
+pub fn fixture_link_inputs(root: &Path) -> Result<Vec<PathBuf>, String> {
     static BUILT: OnceLock<Result<Vec<PathBuf>, String>> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let out = std::env::temp_dir().join(format!("neverc-conformance-fixtures-{}", std::process::id()));
+            let out = root.join("conformance-fixtures");
             let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../link/tests/fixtures/programs/build.sh");
             let status = std::process::Command::new("bash")
                 .arg(&script)
@@ -112,12 +130,13 @@ pub fn fixture_link_inputs() -> Result<Vec<PathBuf>, String> {
         .clone()
 }
 
-/// The environment of the generated tests: the bundled tables and targets, and the `basics` fixture.
-fn bundled_environment() -> &'static Environment {
+/// The environment of the generated tests: the bundled tables and targets, and the `basics` fixture, built
+/// under `root`.
+fn bundled_environment(root: &Path) -> &'static Environment {
     static ENVIRONMENT: OnceLock<Environment> = OnceLock::new();
     ENVIRONMENT.get_or_init(|| {
-        let link_inputs = fixture_link_inputs().unwrap_or_else(|error| panic!("conformance fixtures: {error}"));
-        let scratch = std::env::temp_dir().join(format!("neverc-conformance-{}", std::process::id()));
+        let link_inputs = fixture_link_inputs(root).unwrap_or_else(|error| panic!("conformance fixtures: {error}"));
+        let scratch = root.join("conformance-links");
         if let Err(error) = std::fs::create_dir_all(&scratch) {
             panic!("cannot create `{}`: {error}", scratch.display());
         }
@@ -130,16 +149,39 @@ fn bundled_environment() -> &'static Environment {
     })
 }
 
-/// Runs one case of the bundled declarations and panics unless it passes; a case this implementation cannot
-/// execute is reported and does not fail. Used by the generated tests.
-pub fn check_case(source: &str, case_json: &str) {
+/// The bundled cases this implementation cannot execute, one id per line with the reason after `#`. A case
+/// that becomes executable, or one that is not applicable without being listed, fails its test, so the list
+/// stays exact.
+const NOT_APPLICABLE: &str = include_str!("../not_applicable.txt");
+
+fn listed_as_not_applicable(id: &str) -> bool {
+    NOT_APPLICABLE
+        .lines()
+        .map(|line| line.split('#').next().unwrap_or_default().trim())
+        .any(|listed| listed == id)
+}
+
+/// Runs one case of the bundled declarations and panics unless it passes, or is listed in
+/// `not_applicable.txt` and is indeed not applicable. Scratch files go under `root`. Used by the generated
+/// tests.
+pub fn check_case(root: &str, source: &str, case_json: &str) {
     let case: Case = match serde_json::from_str(case_json) {
         Ok(case) => case,
         Err(error) => panic!("{source}: not a case: {error}"),
     };
-    match run_case(bundled_environment(), &case) {
+    let listed = listed_as_not_applicable(&case.id);
+    match run_case(bundled_environment(Path::new(root)), &case) {
+        Outcome::Passed if listed => panic!(
+            "{source}: {} passes now; remove it from conformance/not_applicable.txt",
+            case.id
+        ),
         Outcome::Passed => {}
-        Outcome::NotApplicable(reason) => println!("{source}: {}: not applicable: {reason}", case.id),
+        Outcome::NotApplicable(reason) if listed => println!("{source}: {}: not applicable: {reason}", case.id),
+        Outcome::NotApplicable(reason) => panic!(
+            "{source}: {} is not applicable ({reason}); implement it, or list it in \
+             conformance/not_applicable.txt with the reason",
+            case.id
+        ),
         Outcome::Failed(reason) => panic!("{source}: {}: {reason}", case.id),
     }
 }

@@ -75,14 +75,22 @@ fn link(
     Ok(run_link(&mut context, environment.phase_tables, &mut registry))
 }
 
-fn machine_exists(environment: &Environment, machine: &str) -> bool {
-    environment.phase_tables.state_machine(machine).is_some()
-}
-
-fn not_linkable(machine: &str) -> Outcome {
-    Outcome::NotApplicable(format!(
-        "this runtime executes only the `link` state machine, not `{machine}`"
-    ))
+/// The machine a case names, if this runtime can run it: a machine the tables lack is a failure, one it
+/// cannot execute is not applicable.
+fn linkable_machine(
+    environment: &Environment,
+    machine: &str,
+) -> Result<&'static neverc_runtime::tables::StateMachineRecord, Outcome> {
+    let record = environment
+        .phase_tables
+        .state_machine(machine)
+        .ok_or_else(|| Outcome::Failed(format!("the tables declare no state machine `{machine}`")))?;
+    if machine != "link" {
+        return Err(Outcome::NotApplicable(format!(
+            "this runtime executes only the `link` state machine, not `{machine}`"
+        )));
+    }
+    Ok(record)
 }
 
 /// The operation a mutation case stages, or why the case is not applicable here.
@@ -92,8 +100,19 @@ fn mutation_operation<'o>(
     class: &str,
     operations: &'o [String],
 ) -> Result<&'o str, Outcome> {
-    if machine != "link" || !machine_exists(environment, machine) {
-        return Err(not_linkable(machine));
+    let tables = linkable_machine(environment, machine)?;
+    // The vector's operations must be the ones the tables classify as this class.
+    for operation in operations {
+        match tables.class_of_operation(operation) {
+            Some(declared) if declared.name == class => {}
+            Some(declared) => {
+                return Err(Outcome::Failed(format!(
+                    "the tables put {operation} in class `{}`, not `{class}`",
+                    declared.name
+                )));
+            }
+            None => return Err(Outcome::Failed(format!("the tables classify no operation {operation}"))),
+        }
     }
     stageable(operations).ok_or_else(|| {
         Outcome::NotApplicable(format!(
@@ -136,23 +155,29 @@ fn run_checked(environment: &Environment, case: &Case) -> Result<Outcome, String
             proof_available,
             ..
         } => {
-            if machine != "link" || !machine_exists(environment, machine) {
-                return Ok(not_linkable(machine));
+            if let Err(outcome) = linkable_machine(environment, machine) {
+                return Ok(outcome);
             }
             skip_needs_fresh_proof(environment, case, phase, *proof_available)
         }
         Check::RerunBudget {
             phase,
             machine,
-            class,
-            operations,
-            fails_at,
-            runs,
+            choices,
             ..
-        } => match mutation_operation(environment, machine, class, operations) {
-            Ok(operation) => rerun_budget(environment, case, phase, operation, fails_at, *runs),
-            Err(outcome) => Ok(outcome),
-        },
+        } => {
+            let mut reasons = Vec::new();
+            for choice in choices {
+                match mutation_operation(environment, machine, &choice.class, &choice.operations) {
+                    Ok(operation) => {
+                        return rerun_budget(environment, case, phase, operation, &choice.fails_at, choice.runs);
+                    }
+                    Err(Outcome::NotApplicable(reason)) => reasons.push(reason),
+                    Err(outcome) => return Ok(outcome),
+                }
+            }
+            Ok(Outcome::NotApplicable(reasons.join("; ")))
+        }
         Check::MutationLowersState {
             machine,
             class,
@@ -183,8 +208,8 @@ fn sealed_gate(environment: &Environment, case: &Case, phase: &str, machine: Opt
     let Some(machine) = machine else {
         return Ok(Outcome::Passed);
     };
-    if machine != "link" {
-        return Ok(not_linkable(machine));
+    if let Err(outcome) = linkable_machine(environment, machine) {
+        return Ok(outcome);
     }
     let trace = link(environment, case, |_| Ok(()))?.map_err(|error| format!("the link failed: {error}"))?;
     match trace.iter().find(|entry| entry.phase == phase) {
@@ -208,7 +233,11 @@ fn observer_read_only(environment: &Environment, case: &Case, phase: &str, point
                 let attempt = match frame.begin_mutation() {
                     Ok(_) => Ok(()),
                     Err(status) if status.code == StatusCode::PolicyViolation => {
-                        frame.publish_section_bytes(Vec::new()).map_err(|_| status)
+                        match frame.publish_section_bytes(Vec::new()) {
+                            Ok(()) => Ok(()),
+                            Err(publish) if publish.code == StatusCode::PolicyViolation => Err(status),
+                            Err(publish) => Err(publish),
+                        }
                     }
                     Err(status) => Err(status),
                 };
@@ -231,7 +260,23 @@ fn observer_read_only(environment: &Environment, case: &Case, phase: &str, point
 
 /// Links with a skipper on `phase` that answers with `answer(given proof)`, and an interceptor that records
 /// whether the phase's work ran.
-fn link_with_skipper(environment: &Environment, case: &Case, phase: &str, fresh: bool) -> Result<(bool, bool), String> {
+/// What a skip request answers with.
+#[derive(Clone, Copy)]
+enum Answer {
+    /// The proof it was offered.
+    Fresh,
+    /// The offered proof from a later generation (as if taken after a commit that has not happened).
+    LaterGeneration,
+    /// The offered proof with other inputs (as if cached from another link).
+    OtherInputs,
+}
+
+fn link_with_skipper(
+    environment: &Environment,
+    case: &Case,
+    phase: &str,
+    answer: Answer,
+) -> Result<(bool, bool), String> {
     let ran = Rc::new(Cell::new(false));
     let offered = Rc::new(Cell::new(false));
     let (ran_flag, offered_flag) = (Rc::clone(&ran), Rc::clone(&offered));
@@ -244,8 +289,10 @@ fn link_with_skipper(environment: &Environment, case: &Case, phase: &str, fresh:
             Box::new(move |_, given| {
                 offered_flag.set(given.is_some());
                 given.map(|mut proof| {
-                    if !fresh {
-                        proof.generation = proof.generation.wrapping_add(1);
+                    match answer {
+                        Answer::Fresh => {}
+                        Answer::LaterGeneration => proof.generation = proof.generation.wrapping_add(1),
+                        Answer::OtherInputs => proof.semantic_digest[0] ^= 1,
                     }
                     proof
                 })
@@ -269,9 +316,13 @@ fn skip_needs_fresh_proof(
     phase: &str,
     proof_available: bool,
 ) -> Result<Outcome, String> {
-    let (ran, offered) = link_with_skipper(environment, case, phase, false)?;
+    let (ran, offered) = link_with_skipper(environment, case, phase, Answer::LaterGeneration)?;
     if !ran {
-        return Err(format!("`{phase}` was skipped with a stale proof"));
+        return Err(format!("`{phase}` was skipped with a proof of a later generation"));
+    }
+    let (ran, _) = link_with_skipper(environment, case, phase, Answer::OtherInputs)?;
+    if !ran {
+        return Err(format!("`{phase}` was skipped with a proof of other inputs"));
     }
     if offered != proof_available {
         return Err(format!(
@@ -281,7 +332,7 @@ fn skip_needs_fresh_proof(
         ));
     }
     if proof_available {
-        let (ran, _) = link_with_skipper(environment, case, phase, true)?;
+        let (ran, _) = link_with_skipper(environment, case, phase, Answer::Fresh)?;
         if ran {
             return Err(format!("`{phase}` ran although the skipper held the current proof"));
         }

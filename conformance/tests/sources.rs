@@ -41,7 +41,7 @@ fn environment(schema: &Path, targets: &[PathBuf], scratch: PathBuf) -> Environm
             .iter()
             .map(|path| neverc_runtime::loaded::load_target_file(path).unwrap())
             .collect(),
-        link_inputs: fixture_link_inputs().unwrap(),
+        link_inputs: fixture_link_inputs(Path::new(env!("CARGO_TARGET_TMPDIR"))).unwrap(),
         scratch,
     }
 }

@@ -170,7 +170,7 @@ pub fn run_link(
                 .find(|(_, transition)| transition.from == state)
                 .ok_or(LinkError::NoTransition(state_name(machine, state)))?;
             runs[index] += 1;
-            if runs[index] > transition.rerun_budget + 1 {
+            if runs[index] > transition.rerun_budget.saturating_add(1) {
                 return Err(LinkError::DidNotConverge(tables.phases[transition.phase].name));
             }
             execution.lowered_to = u32::MAX;
@@ -221,6 +221,7 @@ pub fn run_link(
         });
     }
     for phase_index in machine.finalization {
+        execution.lowered_to = u32::MAX;
         run_phase(
             context,
             &mut execution,
@@ -230,6 +231,22 @@ pub fn run_link(
             *phase_index,
             &mut trace,
         )?;
+        // The sealed gates verify and commit the image emitted from the graph; a change to the graph now would
+        // let them pass an image that no longer matches it.
+        if execution.lowered_to != u32::MAX {
+            let phase = tables.phases[*phase_index].name;
+            return Err(LinkError::Plugin {
+                phase,
+                status: Status::new(
+                    StatusCode::InvalidState,
+                    format!(
+                        "a commit during finalization invalidated {}; the emitted image would no longer match \
+                         the link graph",
+                        state_name(machine, execution.lowered_to.saturating_add(1))
+                    ),
+                ),
+            });
+        }
         if tables.phases[*phase_index].symbol == "LINK_IMAGE_VERIFY" {
             run_image_verifiers(context, registry, tables.phases[*phase_index].name)?;
         }
@@ -325,25 +342,27 @@ fn run_phase(
         let mut used_provider = false;
         let mut core = |frame: &mut PhaseFrame<'_>| -> Result<(), Status> {
             core_ran = true;
-            // The work about to run sees every commit made so far: only a later commit can invalidate its
-            // product.
-            frame.execution.lowered_to = u32::MAX;
-            if let Some((plugin, provider)) = provider.as_mut() {
+            let result = if let Some((plugin, provider)) = provider.as_mut() {
                 used_provider = true;
                 let plugin = *plugin;
-                return contained(&names, plugin, phase.name, || provider(frame));
-            }
-            match builtin {
-                Some(builtin) => builtin(frame.context).map_err(|error| {
-                    let status = Status::new(StatusCode::InvalidState, error.to_string());
-                    builtin_error = Some(error);
-                    status
-                }),
-                None => Err(Status::new(
-                    StatusCode::CapabilityUnavailable,
-                    format!("phase {} has no builtin implementation", phase.name),
-                )),
-            }
+                contained(&names, plugin, phase.name, || provider(frame))
+            } else {
+                match builtin {
+                    Some(builtin) => builtin(frame.context).map_err(|error| {
+                        let status = Status::new(StatusCode::InvalidState, error.to_string());
+                        builtin_error = Some(error);
+                        status
+                    }),
+                    None => Err(Status::new(
+                        StatusCode::CapabilityUnavailable,
+                        format!("phase {} has no builtin implementation", phase.name),
+                    )),
+                }
+            };
+            // The work saw every earlier commit, and its own commits are part of its product (as a published
+            // product moves the state on in NeverC): only a later commit can invalidate it.
+            frame.execution.lowered_to = u32::MAX;
+            result
         };
         let mut frame = PhaseFrame::new(context, execution, site, 0, FrameMode::Mutable);
         let result = run_chain(&mut frame, &mut interceptors, &mut core, &names, phase.name);

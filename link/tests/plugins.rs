@@ -86,8 +86,23 @@ fn expected_output(program: &str) -> Vec<u8> {
     std::fs::read(fixtures().join(program).join("expected.stdout")).unwrap()
 }
 
+/// Runs a linked program. Another test thread forking at the moment the output was written can hold its
+/// descriptor for an instant (`ETXTBSY`), so that error is retried.
 fn run(path: &Path) -> Vec<u8> {
-    Command::new(path).output().unwrap().stdout
+    execute(path).stdout
+}
+
+fn execute(path: &Path) -> std::process::Output {
+    for _ in 0..50 {
+        match Command::new(path).output() {
+            Ok(output) => return output,
+            Err(error) if error.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(error) => panic!("cannot run {}: {error}", path.display()),
+        }
+    }
+    panic!("{} stayed busy", path.display());
 }
 
 #[test]
@@ -427,6 +442,78 @@ fn a_committed_mutation_lowers_the_state_and_earlier_transitions_run_again() {
     assert_eq!(run(&out.join("a.out")), expected_output("basics"));
 }
 
+/// Commits a no-op `SetSymbolRoot` (which invalidates GC_COMPLETE, the product of `gc`).
+fn commit_symbol_root(frame: &mut neverc_link::frame::PhaseFrame<'_>) -> Result<(), Status> {
+    let root = frame.graph().symbols[0].root;
+    let symbol = frame.handle(EntityKind::Symbol, 0)?;
+    let mutation = frame.begin_mutation()?;
+    frame.set_symbol_root(mutation, symbol, root)?;
+    frame.commit_mutation(mutation)
+}
+
+#[test]
+fn commits_before_or_during_a_transitions_work_keep_it_and_a_later_commit_reruns_it() {
+    let out = scratch("rerun-rules");
+    // A commit before the work: the work sees it, gc runs once.
+    let before = link_with("basics", &out.join("before"), tables(), |registrar| {
+        registrar.intercept(
+            "neverc.link.gc",
+            Box::new(|frame, next| {
+                commit_symbol_root(frame)?;
+                next(frame)
+            }),
+        )
+    })
+    .unwrap();
+    assert_eq!(runs_of(&before, "neverc.link.gc"), 1);
+    // A provider that does its work through the mutation API: its commits are its product, gc runs once.
+    let provider = link_with("basics", &out.join("provider"), tables(), |registrar| {
+        registrar.replace("neverc.link.gc", Box::new(commit_symbol_root))
+    })
+    .unwrap();
+    assert_eq!(runs_of(&provider, "neverc.link.gc"), 1);
+    // A commit after the work, once: the product is stale, gc runs again, then the link goes on.
+    let mut remaining = 1;
+    let after = link_with("basics", &out.join("after"), tables(), move |registrar| {
+        let mut remaining = std::mem::take(&mut remaining);
+        registrar.intercept(
+            "neverc.link.gc",
+            Box::new(move |frame, next| {
+                next(frame)?;
+                if remaining > 0 {
+                    remaining -= 1;
+                    commit_symbol_root(frame)?;
+                }
+                Ok(())
+            }),
+        )
+    })
+    .unwrap();
+    assert_eq!(runs_of(&after, "neverc.link.gc"), 2);
+    assert_eq!(run(&out.join("after")), expected_output("basics"));
+}
+
+#[test]
+fn a_commit_during_finalization_fails_the_link_and_nothing_is_written() {
+    let out = scratch("finalization-commit");
+    let output = out.join("a.out");
+    let error = link_with("basics", &output, tables(), |registrar| {
+        registrar.intercept(
+            "neverc.link.post_emit",
+            Box::new(|frame, next| {
+                next(frame)?;
+                let mutation = frame.begin_mutation()?;
+                frame.create_constraint(mutation, "order", 0, 0, false)?;
+                frame.commit_mutation(mutation)
+            }),
+        )
+    })
+    .unwrap_err();
+    assert_eq!(error.code(), StatusCode::InvalidState);
+    assert!(error.to_string().contains("invalidated LAYOUT_COMPLETE"), "{error}");
+    assert!(!output.exists());
+}
+
 #[test]
 fn rerun_budgets_come_from_the_schema_and_a_changed_copy_changes_them() {
     let out = scratch("budget");
@@ -625,7 +712,7 @@ fn a_linker_provider_replaces_the_whole_link_and_the_sealed_gates_still_run() {
     ] {
         assert_eq!(runs_of(&trace, gate), 1, "{gate}");
     }
-    assert_eq!(Command::new(&output).status().unwrap().code(), Some(42));
+    assert_eq!(execute(&output).status.code(), Some(42));
 }
 
 #[test]

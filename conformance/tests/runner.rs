@@ -1,0 +1,77 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The runner fails vectors that disagree with the tables instead of excusing them as not applicable.
+
+use std::path::Path;
+
+use neverc_conformance::{Case, Environment, Outcome, fixture_link_inputs, run_case};
+
+fn environment() -> Environment {
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let scratch = root.join("runner-links");
+    std::fs::create_dir_all(&scratch).unwrap();
+    Environment {
+        phase_tables: &neverc_runtime::BUNDLED_PHASES,
+        targets: neverc_runtime::BUNDLED_TARGETS.to_vec(),
+        link_inputs: fixture_link_inputs(root).unwrap(),
+        scratch,
+    }
+}
+
+fn outcome(json: &str) -> Outcome {
+    let case: Case = serde_json::from_str(json).unwrap();
+    run_case(&environment(), &case)
+}
+
+#[test]
+fn wrong_machines_classes_and_expectations_fail() {
+    let unknown_machine = outcome(
+        r#"{"id": "x", "kind": "mutation_lowers_state", "machine": "Link", "class": "symbol_root",
+            "operations": ["SetSymbolRoot"], "earliest_invalidated": "GC_COMPLETE", "expected_state": "COMDAT_SELECTED",
+            "at_phase": "neverc.link.emit_image"}"#,
+    );
+    assert!(
+        matches!(&unknown_machine, Outcome::Failed(reason) if reason.contains("no state machine `Link`")),
+        "{unknown_machine:?}"
+    );
+
+    let wrong_class = outcome(
+        r#"{"id": "x", "kind": "mutation_lowers_state", "machine": "link", "class": "symbol_root",
+            "operations": ["CreateConstraint"], "earliest_invalidated": "GC_COMPLETE", "expected_state": "COMDAT_SELECTED",
+            "at_phase": "neverc.link.emit_image"}"#,
+    );
+    assert!(
+        matches!(&wrong_class, Outcome::Failed(reason) if reason.contains("layout_constraint")),
+        "{wrong_class:?}"
+    );
+
+    let unknown_operation = outcome(
+        r#"{"id": "x", "kind": "rerun_budget", "phase": "neverc.link.gc", "machine": "link", "budget": 8,
+            "choices": [{"class": "symbol_root", "operations": ["Teleport"], "fails_at": "neverc.link.gc", "runs": 9}]}"#,
+    );
+    assert!(
+        matches!(&unknown_operation, Outcome::Failed(reason) if reason.contains("Teleport")),
+        "{unknown_operation:?}"
+    );
+
+    let wrong_state = outcome(
+        r#"{"id": "x", "kind": "mutation_lowers_state", "machine": "link", "class": "symbol_root",
+            "operations": ["SetSymbolRoot"], "earliest_invalidated": "GC_COMPLETE", "expected_state": "SYMBOLS_RESOLVED",
+            "at_phase": "neverc.link.emit_image"}"#,
+    );
+    assert!(
+        matches!(&wrong_state, Outcome::Failed(reason) if reason.contains("COMDAT_SELECTED")),
+        "{wrong_state:?}"
+    );
+
+    let wrong_budget = outcome(
+        r#"{"id": "x", "kind": "rerun_budget", "phase": "neverc.link.gc", "machine": "link", "budget": 8,
+            "choices": [{"class": "symbol_root", "operations": ["SetSymbolRoot"], "fails_at": "neverc.link.gc", "runs": 5}]}"#,
+    );
+    assert!(matches!(wrong_budget, Outcome::Failed(_)), "{wrong_budget:?}");
+
+    let right = outcome(
+        r#"{"id": "x", "kind": "rerun_budget", "phase": "neverc.link.gc", "machine": "link", "budget": 8,
+            "choices": [{"class": "symbol_root", "operations": ["SetSymbolRoot"], "fails_at": "neverc.link.gc", "runs": 9}]}"#,
+    );
+    assert_eq!(right, Outcome::Passed);
+}
