@@ -12,7 +12,7 @@ use neverc_schema::{PhaseSchemaDocument, SourceText, parse_phase_schema_for_audi
 
 use crate::CommandError;
 use crate::cli::{AuditArgs, AuditFormat};
-use crate::files::{AtomicWriteError, write_atomically_with};
+use crate::files::write_bytes_atomically;
 use crate::render::print_diagnostics;
 
 fn read_text(path: &Path) -> Result<String, CommandError> {
@@ -84,16 +84,7 @@ pub(crate) fn run(args: &AuditArgs) -> Result<(), CommandError> {
         AuditFormat::Html => neverc_audit::html::audit_html(&report),
     };
     match &args.output {
-        Some(path) => {
-            write_atomically_with(path, |writer| writer.write_all(rendered.as_bytes())).map_err(
-                |error| match error {
-                    AtomicWriteError::Produce(error) => {
-                        CommandError::Io(format!("cannot write `{}`: {error}", path.display()))
-                    }
-                    AtomicWriteError::Io(message) => CommandError::Io(message),
-                },
-            )?
-        }
+        Some(path) => write_bytes_atomically(path, rendered.as_bytes())?,
         None => {
             let mut stdout = std::io::stdout().lock();
             let _ = stdout.write_all(rendered.as_bytes());

@@ -69,6 +69,14 @@ struct TargetSummary {
 }
 
 /// The target files named by the arguments: the directory's `*.toml`, then each `--target-file`.
+/// The directory generated sources name the declaration files relative to: that of the phase schema.
+pub(crate) fn declarations_root(args: &DeclarationArgs) -> &std::path::Path {
+    args.phase_schema
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."))
+}
+
 pub(crate) fn declared_target_files(args: &DeclarationArgs) -> Result<Vec<PathBuf>, CommandError> {
     let mut files = target_files(&args.targets).map_err(|error| CommandError::Io(error.to_string()))?;
     files.extend(args.target_files.iter().cloned());
@@ -218,11 +226,7 @@ fn print_text(report: &Report) {
         outln!("  phases per domain: {}", domains.join(", "));
         outln!("  sealed gates ({}):", schema.sealed_gates.len());
         for gate in &schema.sealed_gates {
-            let kind = match gate.gate {
-                Gate::SealedCommit => "sealed_commit",
-                _ => "sealed_verifier",
-            };
-            outln!("    {:<40} {kind}", gate.name);
+            outln!("    {:<40} {}", gate.name, gate.gate.schema_name());
         }
         if schema.state_machines.is_empty() {
             outln!("  state machines: none declared");

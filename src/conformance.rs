@@ -1,7 +1,6 @@
 //! `neverc-spec gen conformance` (export the cases of the declarations as JSON vectors) and
 //! `neverc-spec conformance` (run vectors against this implementation).
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use neverc_codegen::conformance::{CaseSet, conformance_case_sets};
@@ -10,9 +9,9 @@ use neverc_schema::load_declarations;
 use serde::Serialize;
 
 use crate::CommandError;
-use crate::check::declared_target_files;
+use crate::check::{declarations_root, declared_target_files};
 use crate::cli::{ConformanceArgs, DeclarationArgs, Format, GenConformanceArgs};
-use crate::files::{AtomicWriteError, write_atomically_with};
+use crate::files::write_bytes_atomically;
 use crate::render::load_failure;
 
 /// The file a source's vectors go to: `PhaseSchema.json` → `PhaseSchema.conformance.json`,
@@ -25,17 +24,11 @@ fn vector_file_name(source: &str) -> String {
     format!("{stem}.conformance.json")
 }
 
-fn root_of(args: &DeclarationArgs) -> &Path {
-    args.phase_schema
-        .parent()
-        .filter(|parent| !parent.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-}
-
 fn case_sets(args: &DeclarationArgs) -> Result<Vec<CaseSet>, CommandError> {
     let files = declared_target_files(args)?;
     let declarations = load_declarations(&args.phase_schema, &files).map_err(|error| load_failure(error, false).0)?;
-    conformance_case_sets(&declarations, root_of(args)).map_err(|error| CommandError::Internal(error.to_string()))
+    conformance_case_sets(&declarations, declarations_root(args))
+        .map_err(|error| CommandError::Internal(error.to_string()))
 }
 
 #[derive(Serialize)]
@@ -55,10 +48,7 @@ pub(crate) fn export(args: &GenConformanceArgs) -> Result<(), CommandError> {
             .map_err(|error| CommandError::Internal(format!("cannot render vectors: {error}")))?;
         json.push('\n');
         let path = args.out.join(vector_file_name(&set.source));
-        write_atomically_with(&path, |writer| writer.write_all(json.as_bytes())).map_err(|error| match error {
-            AtomicWriteError::Produce(error) => CommandError::Io(format!("cannot write `{}`: {error}", path.display())),
-            AtomicWriteError::Io(message) => CommandError::Io(message),
-        })?;
+        write_bytes_atomically(&path, json.as_bytes())?;
         exported.push(Exported {
             source: set.source.clone(),
             file: path.display().to_string(),

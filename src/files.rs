@@ -45,3 +45,14 @@ pub(crate) fn write_atomically_with<T, E>(
     fs::rename(&temporary, path).map_err(io_error)?;
     Ok(produced)
 }
+
+/// Writes `bytes` to `path` completely or not at all (see [`write_atomically_with`]).
+pub(crate) fn write_bytes_atomically(path: &Path, bytes: &[u8]) -> Result<(), crate::CommandError> {
+    use std::io::Write as _;
+    write_atomically_with(path, |writer| writer.write_all(bytes)).map_err(|error| match error {
+        AtomicWriteError::Produce(error) => {
+            crate::CommandError::Io(format!("cannot write `{}`: {error}", path.display()))
+        }
+        AtomicWriteError::Io(message) => crate::CommandError::Io(message),
+    })
+}

@@ -1,12 +1,11 @@
 //! `neverc-spec gen`: write the generated tables into a directory for review.
 
 use std::fs;
-use std::path::Path;
 
 use neverc_schema::load_declarations;
 
 use crate::CommandError;
-use crate::check::declared_target_files;
+use crate::check::{declarations_root, declared_target_files};
 use crate::cli::{GenArgs, GenCommand};
 use crate::render::load_failure;
 
@@ -19,12 +18,7 @@ pub(crate) fn run(args: &GenArgs) -> Result<(), CommandError> {
     let files = declared_target_files(&args.declarations)?;
     let declarations =
         load_declarations(&args.declarations.phase_schema, &files).map_err(|error| load_failure(error, false).0)?;
-    let root = args
-        .declarations
-        .phase_schema
-        .parent()
-        .filter(|parent| !parent.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let root = declarations_root(&args.declarations);
     let generated =
         neverc_codegen::generate(&declarations, root).map_err(|error| CommandError::Internal(error.to_string()))?;
     fs::create_dir_all(out).map_err(|error| CommandError::Io(format!("cannot create `{}`: {error}", out.display())))?;

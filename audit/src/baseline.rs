@@ -110,7 +110,7 @@ pub fn diff_schemas(
                     &old_phase.name,
                     format!(
                         "{} phase `{}` was removed",
-                        stability_name(old_phase.stability),
+                        old_phase.stability.schema_name(),
                         old_phase.name
                     ),
                 );
@@ -128,7 +128,7 @@ pub fn diff_schemas(
             &new_phase.name,
             format!(
                 "{} phase `{}` was added",
-                stability_name(new_phase.stability),
+                new_phase.stability.schema_name(),
                 new_phase.name
             ),
         );
@@ -138,13 +138,6 @@ pub fn diff_schemas(
         old: old_name.to_string(),
         new: new_name.to_string(),
         changes: changes.0,
-    }
-}
-
-fn stability_name(stability: Stability) -> &'static str {
-    match stability {
-        Stability::Experimental => "experimental",
-        Stability::Stable => "stable",
     }
 }
 

@@ -11,7 +11,7 @@
 
 use std::fmt::Write;
 
-use neverc_schema::{PhaseKind, Stability};
+use neverc_schema::Stability;
 
 use crate::AuditReport;
 use crate::baseline::{BaselineDiff, ChangeClass};
@@ -19,7 +19,6 @@ use crate::dot::{CAPABILITY_COLOURS, SEALED_COLOUR};
 use crate::manifest::ManifestAudit;
 use crate::sealing::{DomainAudit, MachineView, PhaseCapabilities, SealingAudit, TransitionView};
 use crate::smells::SMELL_RULES;
-use crate::text::gate_name;
 
 /// What each capability lets a plugin do, in the order of [`CAPABILITY_COLOURS`].
 const CAPABILITY_MEANINGS: [&str; 4] = [
@@ -494,10 +493,7 @@ fn phase_row(phase: &PhaseCapabilities, out: &mut String) {
     } else {
         out.push_str("<td class=\"cap no\">·</td>");
     }
-    let kind = match phase.kind {
-        PhaseKind::Transition => "transition",
-        PhaseKind::Event => "event",
-    };
+    let kind = phase.kind.schema_name();
     let gate_class = if phase.gate.is_sealed() {
         " class=\"gate-sealed\""
     } else {
@@ -510,7 +506,7 @@ fn phase_row(phase: &PhaseCapabilities, out: &mut String) {
     let _ = write!(
         out,
         "<td>{kind}</td><td{gate_class}>{}</td><td>{stability}</td><td class=\"points\">",
-        gate_name(phase.gate)
+        phase.gate.schema_name()
     );
     if phase.observer_points.is_empty() {
         out.push_str("<span class=\"empty\">none</span>");
@@ -549,7 +545,7 @@ fn sealed_gates(audit: &SealingAudit, out: &mut String) {
                 "<div class=\"head\"><code class=\"phase\">{}</code><span class=\"badge sealed\">{}</span>\
                  <span class=\"detail\">verifier <code>{}</code> · input artifact <code>{}</code></span></div>",
                 escaped(&gate.phase),
-                gate_name(gate.gate),
+                gate.gate.schema_name(),
                 escaped(&gate.verifier),
                 escaped(&gate.artifact)
             );
@@ -662,7 +658,7 @@ fn machine_svg(audit: &SealingAudit, machine: &MachineView, index: usize, out: &
                 return String::new();
             }
             match audit.phases().find(|phase| phase.name == step.phase) {
-                Some(phase) => format!("sealed gate · {}", gate_name(phase.gate)),
+                Some(phase) => format!("sealed gate · {}", phase.gate.schema_name()),
                 None => "sealed gate".to_string(),
             }
         })

@@ -2,8 +2,6 @@
 
 use std::fmt::Write;
 
-use neverc_schema::{Gate, PhaseKind, Stability};
-
 use crate::AuditReport;
 use crate::baseline::{BaselineDiff, ChangeClass};
 use crate::manifest::ManifestAudit;
@@ -39,14 +37,6 @@ pub fn capability_letters(phase: &PhaseCapabilities) -> String {
     .collect()
 }
 
-pub fn gate_name(gate: Gate) -> &'static str {
-    match gate {
-        Gate::Transition => "transition",
-        Gate::SealedVerifier => "sealed_verifier",
-        Gate::SealedCommit => "sealed_commit",
-    }
-}
-
 fn sealing_text(audit: &SealingAudit, out: &mut String) {
     let sealed: usize = audit.domains.iter().map(|domain| domain.sealed_gates.len()).sum();
     let _ = writeln!(
@@ -68,7 +58,7 @@ fn sealing_text(audit: &SealingAudit, out: &mut String) {
                 out,
                 "  sealed gate {} ({}): {}",
                 gate.phase,
-                gate_name(gate.gate),
+                gate.gate.schema_name(),
                 gate.guards
             );
         }
@@ -83,15 +73,9 @@ fn sealing_text(audit: &SealingAudit, out: &mut String) {
                 "    {} {:width$}  {:10} {:15} {:12} points {}{}",
                 capability_letters(phase),
                 phase.name,
-                match phase.kind {
-                    PhaseKind::Transition => "transition",
-                    PhaseKind::Event => "event",
-                },
-                gate_name(phase.gate),
-                match phase.stability {
-                    Stability::Stable => "stable",
-                    Stability::Experimental => "experimental",
-                },
+                phase.kind.schema_name(),
+                phase.gate.schema_name(),
+                phase.stability.schema_name(),
                 phase.observer_points.join(","),
                 if phase.builtin_fallback {
                     ""

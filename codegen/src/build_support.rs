@@ -1,13 +1,16 @@
 //! What the build scripts that generate from the bundled declarations share: finding and validating them,
 //! telling Cargo when to rerun, and writing outputs only when they change.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 
 use neverc_schema::{Declarations, LoadError, load_declarations, target_files};
 
+use crate::GeneratedFile;
+
 /// Loads `root/PhaseSchema.json` and `root/targets/*.toml` for a build script, printing the
 /// `cargo::rerun-if-changed` lines that make Cargo rerun it when any of them changes, appears or disappears.
-pub fn load_bundled_declarations(root: &Path) -> Result<Declarations, String> {
+fn load_bundled_declarations(root: &Path) -> Result<Declarations, String> {
     let schema = root.join("PhaseSchema.json");
     let targets_dir = root.join("targets");
     println!("cargo::rerun-if-changed={}", schema.display());
@@ -37,18 +40,36 @@ fn describe(error: &LoadError) -> String {
 }
 
 /// Writes `contents` unless the file already holds exactly that, so unchanged outputs keep their timestamps.
-pub fn write_if_changed(path: &Path, contents: &str) -> Result<(), String> {
+fn write_if_changed(path: &Path, contents: &str) -> Result<(), String> {
     if std::fs::read_to_string(path).is_ok_and(|existing| existing == contents) {
         return Ok(());
     }
     std::fs::write(path, contents).map_err(|error| format!("cannot write {}: {error}", path.display()))
 }
 
-/// Reports a build script's failure to Cargo (first line as the error, the rest on stderr).
-pub fn report_failure(message: &str) {
-    println!(
-        "cargo::error={}",
-        message.lines().next().unwrap_or("the bundled declarations are invalid")
-    );
-    eprintln!("{message}");
+/// The body of a build script that generates from the bundled declarations in the workspace root (the
+/// parent of the package): loads them, calls `generate` and writes each file it returns into `OUT_DIR`
+/// (only when changed). A failure is reported to Cargo (first line as the error, the rest on stderr).
+pub fn run_build_script(generate: impl FnOnce(&Declarations, &Path) -> Result<Vec<GeneratedFile>, String>) -> ExitCode {
+    let result = (|| -> Result<(), String> {
+        let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").map_err(|e| e.to_string())?);
+        let out_dir = PathBuf::from(std::env::var("OUT_DIR").map_err(|e| e.to_string())?);
+        let root = manifest_dir.join("..");
+        let declarations = load_bundled_declarations(&root)?;
+        for file in generate(&declarations, &root)? {
+            write_if_changed(&out_dir.join(&file.name), &file.contents)?;
+        }
+        Ok(())
+    })();
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            println!(
+                "cargo::error={}",
+                message.lines().next().unwrap_or("the bundled declarations are invalid")
+            );
+            eprintln!("{message}");
+            ExitCode::FAILURE
+        }
+    }
 }

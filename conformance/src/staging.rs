@@ -2,27 +2,16 @@
 //! rebound to the atom it already has, the atom keeps its bytes): what a case checks is what committing it
 //! does to the state, not to the program.
 
-use neverc_link::frame::{Mutation, PhaseFrame};
+use neverc_link::frame::{Mutation, PhaseFrame, STAGING_OPERATIONS};
 use neverc_link::graph::EntityKind;
 use neverc_link::status::Status;
-
-/// The operations this runtime offers a staging call for.
-pub(crate) const STAGEABLE: [&str; 7] = [
-    "RebindSymbol",
-    "SetSymbolResolution",
-    "SetSymbolRoot",
-    "SetAtomLive",
-    "SetFoldLeader",
-    "ReplaceAtomContent",
-    "CreateConstraint",
-];
 
 /// The first of `operations` this runtime can stage, if any.
 pub(crate) fn stageable(operations: &[String]) -> Option<&str> {
     operations
         .iter()
         .map(String::as_str)
-        .find(|operation| STAGEABLE.contains(operation))
+        .find(|operation| STAGING_OPERATIONS.contains(operation))
 }
 
 /// Stages `operation` in `mutation`. Fails if the graph has no entity to apply it to.

@@ -63,18 +63,31 @@ enum Operation {
     CreateConstraint(Constraint),
 }
 
+/// The operations a plugin can stage, by their names in the declared mutation classes (each has a method of
+/// [`PhaseFrame`]); in the order of [`Operation`]'s variants.
+pub const STAGING_OPERATIONS: [&str; 7] = [
+    "RebindSymbol",
+    "SetSymbolResolution",
+    "SetSymbolRoot",
+    "SetAtomLive",
+    "SetFoldLeader",
+    "ReplaceAtomContent",
+    "CreateConstraint",
+];
+
 impl Operation {
     /// The operation's name in the declared mutation classes.
     fn name(&self) -> &'static str {
-        match self {
-            Operation::RebindSymbol(..) => "RebindSymbol",
-            Operation::SetSymbolResolution(..) => "SetSymbolResolution",
-            Operation::SetSymbolRoot(..) => "SetSymbolRoot",
-            Operation::SetAtomLive(..) => "SetAtomLive",
-            Operation::SetFoldLeader(..) => "SetFoldLeader",
-            Operation::ReplaceAtomContent(..) => "ReplaceAtomContent",
-            Operation::CreateConstraint(..) => "CreateConstraint",
-        }
+        let index = match self {
+            Operation::RebindSymbol(..) => 0,
+            Operation::SetSymbolResolution(..) => 1,
+            Operation::SetSymbolRoot(..) => 2,
+            Operation::SetAtomLive(..) => 3,
+            Operation::SetFoldLeader(..) => 4,
+            Operation::ReplaceAtomContent(..) => 5,
+            Operation::CreateConstraint(..) => 6,
+        };
+        STAGING_OPERATIONS[index]
     }
 }
 

@@ -73,6 +73,16 @@ pub enum PhaseKind {
     Event,
 }
 
+impl PhaseKind {
+    /// The spelling in the schema.
+    pub fn schema_name(self) -> &'static str {
+        match self {
+            PhaseKind::Transition => "transition",
+            PhaseKind::Event => "event",
+        }
+    }
+}
+
 /// A policy capability. The discriminant is the bit NeverC's C ABI uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -149,6 +159,15 @@ impl Gate {
     pub fn is_sealed(self) -> bool {
         !matches!(self, Gate::Transition)
     }
+
+    /// The spelling in the schema.
+    pub fn schema_name(self) -> &'static str {
+        match self {
+            Gate::Transition => "transition",
+            Gate::SealedVerifier => "sealed_verifier",
+            Gate::SealedCommit => "sealed_commit",
+        }
+    }
 }
 
 /// Compatibility promise of a phase, from weakest to strongest.
@@ -157,6 +176,16 @@ impl Gate {
 pub enum Stability {
     Experimental,
     Stable,
+}
+
+impl Stability {
+    /// The spelling in the schema.
+    pub fn schema_name(self) -> &'static str {
+        match self {
+            Stability::Experimental => "experimental",
+            Stability::Stable => "stable",
+        }
+    }
 }
 
 /// neverc-spec extension: a state machine over one domain's graph.

@@ -2,6 +2,7 @@
 //! layout and checked against the image layout before anything is committed.
 
 use crate::context::{LinkContext, PhaseError};
+use crate::graph::{LinkGraph, Symbol, SymbolType};
 use crate::image::{MapFile, MapInputPiece, MapOutputSection, MapSymbol, verify_map_file, write_map_file};
 
 pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
@@ -12,6 +13,7 @@ pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
         return Err(PhaseError::new("side_outputs_verify", "no emitted image"));
     };
     let graph = &context.graph;
+    let symbols_by_atom = map_symbols_by_atom(graph);
     let map = MapFile {
         output_sections: layout
             .sections
@@ -26,13 +28,8 @@ pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
                     .iter()
                     .map(|atom| {
                         let entry = &graph.atoms[atom.index()];
-                        let mut symbols: Vec<MapSymbol> = graph
-                            .symbols
+                        let mut symbols: Vec<MapSymbol> = symbols_by_atom[atom.index()]
                             .iter()
-                            .filter(|symbol| {
-                                symbol.atom == Some(*atom) && !symbol.name.is_empty() && !symbol.name.starts_with(".L")
-                            })
-                            .filter(|symbol| symbol.symbol_type != crate::graph::SymbolType::Section)
                             .map(|symbol| MapSymbol {
                                 name: symbol.name.clone(),
                                 address: entry.address + symbol.value,
@@ -61,4 +58,20 @@ pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
     }
     context.map_text = Some(text);
     Ok(())
+}
+
+/// The symbols a map file lists, grouped by the atom they are defined in (one pass over the symbols, not one
+/// per atom): named, not local labels, not section symbols.
+fn map_symbols_by_atom(graph: &LinkGraph) -> Vec<Vec<&Symbol>> {
+    let mut by_atom = vec![Vec::new(); graph.atoms.len()];
+    for symbol in &graph.symbols {
+        let listed =
+            !symbol.name.is_empty() && !symbol.name.starts_with(".L") && symbol.symbol_type != SymbolType::Section;
+        if let Some(atom) = symbol.atom.filter(|_| listed)
+            && let Some(slot) = by_atom.get_mut(atom.index())
+        {
+            slot.push(symbol);
+        }
+    }
+    by_atom
 }

@@ -25,6 +25,15 @@ impl ReadError {
             message: message.into(),
         }
     }
+
+    /// Whether the error names input `name`, or one of its archive members as `name(member)`.
+    pub fn names_input(&self, name: &str) -> bool {
+        self.input == name
+            || self
+                .input
+                .strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with('(') && rest.ends_with(')'))
+    }
 }
 
 /// What a file is, from its first bytes.
