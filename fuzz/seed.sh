@@ -40,7 +40,7 @@ for signature in 'i32 (i32, i64, ptr byval(%struct.Q) align 8)' 'void (%struct.P
     printf '%s' "$signature" > "$fuzz_dir/corpus/cc_signature/signature$index"
 done
 if command -v clang-14 >/dev/null; then
-    for source in "$root"/runtime/tests/fixtures/cc/*.c; do
+    for source in "$root"/cc/tests/fixtures/cc/*.c; do
         clang-14 -S -emit-llvm -O2 --target=x86_64-unknown-linux-gnu "$source" -o "$fuzz_dir/corpus/ll_module/$(basename "$source" .c).ll"
     done
 fi

@@ -61,7 +61,7 @@ pub(crate) fn run(args: &AuditArgs) -> Result<(), CommandError> {
                     semantic.len()
                 )));
             }
-            let tables = neverc_runtime::loaded::phase_tables_from_document(&document)
+            let tables = neverc_loader::phase_tables_from_document(&document)
                 .map_err(|error| CommandError::Request(error.to_string()))?;
             Some(audit_manifest(&file, &manifest, tables))
         }

@@ -3,14 +3,14 @@
 use std::ops::Range;
 
 use miette::{LabeledSpan, MietteDiagnostic, NamedSource, Report, Severity};
-use neverc_runtime::cc::assignment::{Decider, ValueRef};
-use neverc_runtime::cc::layout::TypeTable;
-use neverc_runtime::cc::plan::{LocationKind, Plan};
-use neverc_runtime::cc::plan_validation::{ValueSizes, validate_plan};
-use neverc_runtime::cc::planner::{NoteSeverity, plan_from_spec};
-use neverc_runtime::cc::signature::{Signature, parse_type_definition};
-use neverc_runtime::tables::TargetRecord;
-use neverc_runtime::target_by_name;
+use neverc_cc::assignment::{Decider, ValueRef};
+use neverc_cc::layout::TypeTable;
+use neverc_cc::plan::{LocationKind, Plan};
+use neverc_cc::plan_validation::{ValueSizes, validate_plan};
+use neverc_cc::planner::{NoteSeverity, plan_from_spec};
+use neverc_cc::signature::{Signature, parse_type_definition};
+use neverc_tables::TargetRecord;
+use neverc_tables::target_by_name;
 use serde::Serialize;
 
 use crate::CommandError;
@@ -127,8 +127,8 @@ fn plan(args: &CcPlanArgs) -> Result<(), CommandError> {
                     offset: piece.offset,
                     size: piece.size,
                     width_bits: match piece.place {
-                        neverc_runtime::cc::assignment::Place::Register { width, .. } => Some(width),
-                        neverc_runtime::cc::assignment::Place::Stack { .. } => None,
+                        neverc_cc::assignment::Place::Register { width, .. } => Some(width),
+                        neverc_cc::assignment::Place::Stack { .. } => None,
                     },
                 })
                 .collect(),
@@ -229,12 +229,12 @@ fn validate(args: &CcValidateArgs) -> Result<(), CommandError> {
         Some(text) => {
             let signature = signature(text)?;
             let pointer = u64::from(target.pointer_width / 8);
-            let size_of = |ty: &neverc_runtime::cc::signature::IrType| -> Result<u32, CommandError> {
-                let layout = neverc_runtime::cc::layout::layout_of(ty, pointer, &TypeTable::new())
+            let size_of = |ty: &neverc_cc::signature::IrType| -> Result<u32, CommandError> {
+                let layout = neverc_cc::layout::layout_of(ty, pointer, &TypeTable::new())
                     .map_err(|error| CommandError::Request(error.to_string()))?;
                 Ok(u32::try_from(layout.store_size).unwrap_or(u32::MAX))
             };
-            let returns = if signature.return_type == neverc_runtime::cc::signature::IrType::Void {
+            let returns = if signature.return_type == neverc_cc::signature::IrType::Void {
                 Vec::new()
             } else {
                 vec![size_of(&signature.return_type)?]
@@ -282,7 +282,7 @@ fn validate(args: &CcValidateArgs) -> Result<(), CommandError> {
 /// The target a module's `target triple` names: the one whose triple has the same architecture.
 fn target_for_triple(triple: &str) -> Option<&'static TargetRecord> {
     let architecture = triple.split('-').next().unwrap_or("");
-    neverc_runtime::BUNDLED_TARGETS
+    neverc_tables::BUNDLED_TARGETS
         .iter()
         .copied()
         .find(|target| target.triple.split('-').next() == Some(architecture) || target.answers_to(architecture))
@@ -290,7 +290,7 @@ fn target_for_triple(triple: &str) -> Option<&'static TargetRecord> {
 
 fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
     use crate::files::AtomicWriteError;
-    use neverc_runtime::cc::materialize::{MaterializeError, MaterializeOptions, WriteOutput, materialize_to};
+    use neverc_cc::materialize::{MaterializeError, MaterializeOptions, WriteOutput, materialize_to};
     let json = args.format == Format::Json;
     let text = std::fs::read_to_string(&args.input)
         .map_err(|error| CommandError::Io(format!("cannot read `{}`: {error}", args.input.display())))?;

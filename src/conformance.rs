@@ -121,13 +121,12 @@ pub(crate) fn run(args: &ConformanceArgs) -> Result<(), CommandError> {
     let files = declared_target_files(&args.declarations)?;
     let declarations =
         load_declarations(&args.declarations.phase_schema, &files).map_err(|error| load_failure(error, false).0)?;
-    let phase_tables = neverc_runtime::loaded::phase_tables_from_document(&declarations.phase_schema)
+    let phase_tables = neverc_loader::phase_tables_from_document(&declarations.phase_schema)
         .map_err(|error| CommandError::Request(error.to_string()))?;
     let mut targets = Vec::new();
     for target in &declarations.targets {
         targets.push(
-            neverc_runtime::loaded::load_target_file(&target.path)
-                .map_err(|error| CommandError::Request(error.to_string()))?,
+            neverc_loader::load_target_file(&target.path).map_err(|error| CommandError::Request(error.to_string()))?,
         );
     }
     let scratch = ScratchDirectory::create()?;

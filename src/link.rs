@@ -43,11 +43,11 @@ pub(crate) fn run(args: &LinkArgs) -> Result<(), CommandError> {
             .map_err(|error| CommandError::Io(format!("cannot read `{}`: {error}", path.display())))?;
         let mut plugin = SymbolOrderingPlugin::from_text(&text);
         registry
-            .register(&neverc_runtime::BUNDLED_PHASES, &mut plugin)
+            .register(&neverc_tables::BUNDLED_PHASES, &mut plugin)
             .map_err(|status| CommandError::Internal(status.to_string()))?;
     }
     let trace =
-        run_link(&mut context, &neverc_runtime::BUNDLED_PHASES, &mut registry).map_err(|error| match &error {
+        run_link(&mut context, &neverc_tables::BUNDLED_PHASES, &mut registry).map_err(|error| match &error {
             // Files that cannot be read or written are I/O failures (exit status 3).
             LinkError::Phase(phase) if matches!(phase.phase, "input_probe" | "commit") => {
                 CommandError::Io(format!("link failed: {error}"))

@@ -1,6 +1,6 @@
 //! `neverc-spec resolve`: what a register name or plan number means on a target.
 
-use neverc_runtime::tables::{NameKind, ResolvedRegister, TargetRecord};
+use neverc_tables::{NameKind, ResolvedRegister, TargetRecord};
 use serde::Serialize;
 
 use crate::CommandError;

@@ -1,8 +1,8 @@
 //! `neverc-spec targets`: the targets compiled into this binary, and any loaded at run time.
 
-use neverc_runtime::BUNDLED_TARGETS;
-use neverc_runtime::loaded::{LoadTablesError, load_target_file};
-use neverc_runtime::tables::TargetRecord;
+use neverc_loader::{LoadTablesError, load_target_file};
+use neverc_tables::BUNDLED_TARGETS;
+use neverc_tables::TargetRecord;
 use serde::Serialize;
 
 use crate::CommandError;
@@ -35,7 +35,7 @@ fn load_runtime_target(path: &std::path::Path, json: bool) -> Result<&'static Ta
 pub(crate) fn choose_target(choice: &TargetChoice, json: bool) -> Result<&'static TargetRecord, CommandError> {
     match (&choice.target, &choice.target_file) {
         (_, Some(path)) => load_runtime_target(path, json),
-        (Some(name), None) => neverc_runtime::target_by_name(name)
+        (Some(name), None) => neverc_tables::target_by_name(name)
             .ok_or_else(|| CommandError::Request(format!("unknown target `{name}`; `neverc-spec targets` lists them"))),
         (None, None) => Err(CommandError::Request("give --target or --target-file".into())),
     }

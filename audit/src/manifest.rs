@@ -13,9 +13,9 @@
 //! skip_with_proof = false
 //! ```
 
-use neverc_link::plugin::{Capability, ObserverPoint, ProviderKind, Request, check_phase_request};
-use neverc_runtime::generated::phases::POLICY_SEALED_HOST_GATE;
-use neverc_runtime::tables::PhaseTables;
+use neverc_tables::PhaseTables;
+use neverc_tables::generated::phases::POLICY_SEALED_HOST_GATE;
+use neverc_tables::policy::{Capability, ObserverPoint, ProviderKind, Request, check_phase_request};
 use serde::{Deserialize, Serialize};
 
 /// A manifest as written.

@@ -5,10 +5,10 @@
 use neverc_audit::manifest::{audit_manifest, parse_manifest};
 use neverc_link::plugin::{LinkPlugin, ObserverPoint, ProviderKind, Registrar, Registry, Request};
 use neverc_link::status::Status;
-use neverc_runtime::tables::PhaseTables;
+use neverc_tables::PhaseTables;
 
 fn tables() -> &'static PhaseTables {
-    &neverc_runtime::BUNDLED_PHASES
+    &neverc_tables::BUNDLED_PHASES
 }
 
 /// A Rust plugin that registers one request the way a plugin author would write it.

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 pub use neverc_codegen::conformance::{Case, CaseSet, Check, VECTOR_FORMAT};
-use neverc_runtime::tables::{PhaseTables, TargetRecord};
+use neverc_tables::{PhaseTables, TargetRecord};
 
 /// What a case runs against.
 pub struct Environment {
@@ -141,8 +141,8 @@ fn bundled_environment(root: &Path) -> &'static Environment {
             panic!("cannot create `{}`: {error}", scratch.display());
         }
         Environment {
-            phase_tables: &neverc_runtime::BUNDLED_PHASES,
-            targets: neverc_runtime::BUNDLED_TARGETS.to_vec(),
+            phase_tables: &neverc_tables::BUNDLED_PHASES,
+            targets: neverc_tables::BUNDLED_TARGETS.to_vec(),
             link_inputs,
             scratch,
         }

@@ -80,7 +80,7 @@ fn link(
 fn linkable_machine(
     environment: &Environment,
     machine: &str,
-) -> Result<&'static neverc_runtime::tables::StateMachineRecord, Outcome> {
+) -> Result<&'static neverc_tables::StateMachineRecord, Outcome> {
     let record = environment
         .phase_tables
         .state_machine(machine)

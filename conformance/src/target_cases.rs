@@ -1,11 +1,11 @@
 //! Cases of a target file, run against the register tables and the calling-convention planner.
 
-use neverc_runtime::cc::assignment::{Place, ValueRef};
-use neverc_runtime::cc::layout::TypeTable;
-use neverc_runtime::cc::plan_validation::validate_plan;
-use neverc_runtime::cc::planner::plan_from_spec;
-use neverc_runtime::cc::signature::Signature;
-use neverc_runtime::tables::{NameKind, TargetRecord};
+use neverc_cc::assignment::{Place, ValueRef};
+use neverc_cc::layout::TypeTable;
+use neverc_cc::plan_validation::validate_plan;
+use neverc_cc::planner::plan_from_spec;
+use neverc_cc::signature::Signature;
+use neverc_tables::{NameKind, TargetRecord};
 
 use crate::{Check, Environment, Outcome};
 

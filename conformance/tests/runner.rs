@@ -10,8 +10,8 @@ fn environment() -> Environment {
     let scratch = root.join("runner-links");
     std::fs::create_dir_all(&scratch).unwrap();
     Environment {
-        phase_tables: &neverc_runtime::BUNDLED_PHASES,
-        targets: neverc_runtime::BUNDLED_TARGETS.to_vec(),
+        phase_tables: &neverc_tables::BUNDLED_PHASES,
+        targets: neverc_tables::BUNDLED_TARGETS.to_vec(),
         link_inputs: fixture_link_inputs(root).unwrap(),
         scratch,
     }

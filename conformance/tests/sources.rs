@@ -36,10 +36,10 @@ fn generated_test_count(sets: &[CaseSet]) -> usize {
 fn environment(schema: &Path, targets: &[PathBuf], scratch: PathBuf) -> Environment {
     let declarations = load_declarations(schema, targets).unwrap();
     Environment {
-        phase_tables: neverc_runtime::loaded::phase_tables_from_document(&declarations.phase_schema).unwrap(),
+        phase_tables: neverc_loader::phase_tables_from_document(&declarations.phase_schema).unwrap(),
         targets: targets
             .iter()
-            .map(|path| neverc_runtime::loaded::load_target_file(path).unwrap())
+            .map(|path| neverc_loader::load_target_file(path).unwrap())
             .collect(),
         link_inputs: fixture_link_inputs(Path::new(env!("CARGO_TARGET_TMPDIR"))).unwrap(),
         scratch,

@@ -3,8 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use neverc_runtime::cc::plan::{Plan, fast};
-use neverc_runtime::cc::plan_validation::validate_plan;
+use neverc_cc::plan::{Plan, fast};
+use neverc_cc::plan_validation::validate_plan;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
@@ -14,7 +14,7 @@ fuzz_target!(|data: &[u8]| {
         Ok(plan) => {
             let again = Plan::parse(&plan.serialize()).expect("a serialized plan parses");
             assert_eq!(again, plan);
-            for target in neverc_runtime::BUNDLED_TARGETS {
+            for target in neverc_tables::BUNDLED_TARGETS {
                 let _ = validate_plan(&plan, target, None);
             }
         }

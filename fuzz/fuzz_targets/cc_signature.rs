@@ -3,15 +3,15 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use neverc_runtime::cc::layout::TypeTable;
-use neverc_runtime::cc::signature::Signature;
-use neverc_runtime::cc::standard_abi::standard_assignments;
+use neverc_cc::layout::TypeTable;
+use neverc_cc::signature::Signature;
+use neverc_cc::standard_abi::standard_assignments;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     match Signature::parse(text) {
         Ok(signature) => {
-            for target in neverc_runtime::BUNDLED_TARGETS {
+            for target in neverc_tables::BUNDLED_TARGETS {
                 let _ = standard_assignments(target, &signature, &TypeTable::new());
             }
         }

@@ -3,9 +3,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use neverc_runtime::cc::layout::TypeTable;
-use neverc_runtime::cc::planner::plan_from_spec;
-use neverc_runtime::cc::signature::Signature;
+use neverc_cc::layout::TypeTable;
+use neverc_cc::planner::plan_from_spec;
+use neverc_cc::signature::Signature;
 use neverc_schema::Spec;
 
 fuzz_target!(|data: &[u8]| {
@@ -18,9 +18,9 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let Ok(signature) = Signature::parse("i32 (i32, i64, double, <4 x float>, ptr, i128, float)") else { return };
-    for target in neverc_runtime::BUNDLED_TARGETS {
+    for target in neverc_tables::BUNDLED_TARGETS {
         if let Ok(planned) = plan_from_spec(target, text, &signature, &TypeTable::new(), "f") {
-            neverc_runtime::cc::plan_validation::validate_plan(&planned.plan, target, None).expect("planner output is valid");
+            neverc_cc::plan_validation::validate_plan(&planned.plan, target, None).expect("planner output is valid");
         }
     }
 });

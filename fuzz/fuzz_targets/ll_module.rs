@@ -3,11 +3,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use neverc_runtime::cc::materialize::{MaterializeOptions, materialize};
+use neverc_cc::materialize::{MaterializeOptions, materialize};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    let Some(x86) = neverc_runtime::target_by_name("x86_64") else { return };
+    let Some(x86) = neverc_tables::target_by_name("x86_64") else { return };
     if let Ok(result) = materialize(text, x86, &MaterializeOptions::default())
         && (result.report.plan_count() == 0)
         && result.report.validated.is_empty()

@@ -11,7 +11,7 @@ fuzz_target!(|data: &[u8]| {
     };
     match neverc_audit::manifest::parse_manifest("fuzz.toml", text) {
         Ok(manifest) => {
-            let audit = neverc_audit::manifest::audit_manifest("fuzz.toml", &manifest, &neverc_runtime::BUNDLED_PHASES);
+            let audit = neverc_audit::manifest::audit_manifest("fuzz.toml", &manifest, &neverc_tables::BUNDLED_PHASES);
             let requested = manifest.providers.len()
                 + manifest
                     .phases
@@ -22,7 +22,7 @@ fuzz_target!(|data: &[u8]| {
                             + usize::from(phase.replace)
                             + usize::from(phase.skip_with_proof);
                         // An entry that asks nothing of an unknown phase is refused once.
-                        let unknown = neverc_runtime::BUNDLED_PHASES.phase_by_name(&phase.name).is_none();
+                        let unknown = neverc_tables::BUNDLED_PHASES.phase_by_name(&phase.name).is_none();
                         if asked == 0 && unknown { 1 } else { asked }
                     })
                     .sum::<usize>();

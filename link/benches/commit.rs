@@ -57,7 +57,7 @@ fn context_with(symbols: usize) -> (LinkContext, ExecutionState) {
 }
 
 fn commit(c: &mut Criterion) {
-    let tables = &neverc_runtime::BUNDLED_PHASES;
+    let tables = &neverc_tables::BUNDLED_PHASES;
     let mut group = c.benchmark_group("commit one symbol");
     for symbols in [1_000usize, 1_000_000] {
         let (mut context, mut execution) = context_with(symbols);

@@ -10,10 +10,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use neverc_runtime::generated::phases::{
-    POLICY_INTERCEPTABLE, POLICY_OBSERVABLE, POLICY_REPLACEABLE, POLICY_SEALED_HOST_GATE, POLICY_SKIPPABLE_WITH_PROOF,
-};
-use neverc_runtime::tables::{PhaseRecord, PhaseTables, StateMachineRecord};
+use neverc_tables::policy::policy_names;
+use neverc_tables::{PhaseTables, StateMachineRecord};
 
 use crate::context::{LinkContext, PhaseError};
 use crate::frame::{ExecutionState, FrameMode, PhaseFrame, PhaseSite, current_proof};
@@ -89,23 +87,6 @@ impl LinkError {
             _ => StatusCode::InvalidState,
         }
     }
-}
-
-/// The policy flags of a phase, spelled as in the schema.
-pub fn policy_names(phase: &PhaseRecord) -> String {
-    let names = [
-        (POLICY_OBSERVABLE, "OBSERVABLE"),
-        (POLICY_INTERCEPTABLE, "INTERCEPTABLE"),
-        (POLICY_REPLACEABLE, "REPLACEABLE"),
-        (POLICY_SKIPPABLE_WITH_PROOF, "SKIPPABLE_WITH_PROOF"),
-        (POLICY_SEALED_HOST_GATE, "SEALED_HOST_GATE"),
-    ];
-    let spelled: Vec<&str> = names
-        .iter()
-        .filter(|(bit, _)| phase.policy & bit != 0)
-        .map(|(_, name)| *name)
-        .collect();
-    spelled.join("|")
 }
 
 /// The link state machine of `tables`.

@@ -6,7 +6,7 @@
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
-use neverc_runtime::tables::{PhaseRecord, StateMachineRecord};
+use neverc_tables::{PhaseRecord, StateMachineRecord};
 
 use crate::context::LinkContext;
 use crate::graph::{AtomId, Constraint, Content, EntityKind, LinkGraph, Origin, SymbolId, atom_flags};

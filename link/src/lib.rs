@@ -12,5 +12,5 @@ pub mod ordering;
 mod phases;
 pub mod plugin;
 pub mod read;
-pub mod status;
+pub use neverc_tables::status;
 mod x86_64;

@@ -15,10 +15,10 @@ use neverc_link::frame::{Handle, Proof};
 use neverc_link::graph::EntityKind;
 use neverc_link::plugin::{Capability, LinkPlugin, ObserverPoint, Registrar, Registry, check_request};
 use neverc_link::status::{Status, StatusCode};
-use neverc_runtime::tables::PhaseTables;
+use neverc_tables::PhaseTables;
 
 fn tables() -> &'static PhaseTables {
-    &neverc_runtime::BUNDLED_PHASES
+    &neverc_tables::BUNDLED_PHASES
 }
 
 fn fixtures() -> &'static Path {
@@ -537,7 +537,7 @@ fn rerun_budgets_come_from_the_schema_and_a_changed_copy_changes_them() {
     }
     let copy = out.join("PhaseSchema.json");
     std::fs::write(&copy, serde_json::to_string_pretty(&document).unwrap()).unwrap();
-    let changed = neverc_runtime::loaded::load_phase_tables(&copy).unwrap();
+    let changed = neverc_loader::load_phase_tables(&copy).unwrap();
     let runs = Rc::new(RefCell::new(0));
     let count = Rc::clone(&runs);
     let error = link_with("basics", &out.join("b.out"), changed, move |registrar| {

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use neverc_runtime::generated::phases::index::LINK_LAYOUT;
+use neverc_tables::generated::phases::index::LINK_LAYOUT;
 use rustc_hash::FxHashMap;
 
 use crate::context::{Layout, LinkContext, OutputSection, OutputSegment, PhaseError};

@@ -3,7 +3,7 @@
 //! the same graph, but on this 2-core machine its extra append pass costs more than the second core saves
 //! (BENCHMARKS.md), so it is not the default yet.
 
-use neverc_runtime::generated::phases::index::LINK_READ_INPUTS;
+use neverc_tables::generated::phases::index::LINK_READ_INPUTS;
 
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::InputId;

@@ -5,7 +5,7 @@
 //! input and the symbol. Common symbols get zero-filled atoms; names the linker defines (`__start_X`,
 //! `__init_array_start`, ...) get synthetic symbols whose values layout fills in.
 
-use neverc_runtime::generated::phases::index::LINK_RESOLVE_SYMBOLS;
+use neverc_tables::generated::phases::index::LINK_RESOLVE_SYMBOLS;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::context::{LinkContext, PhaseError};

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use neverc_runtime::generated::phases::index::LINK_SYNTHESIZE;
+use neverc_tables::generated::phases::index::LINK_SYNTHESIZE;
 
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{

@@ -8,7 +8,7 @@ use pest::iterators::Pair;
 use pest_derive::Parser;
 
 #[derive(Parser)]
-#[grammar = "cc/signature.pest"]
+#[grammar = "signature.pest"]
 pub(crate) struct SignatureGrammar;
 
 /// An IR type as far as calling conventions care.

@@ -5,10 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use neverc_runtime::cc::materialize::{ADDRESS_TAKEN_WARNING, MaterializeError, MaterializeOptions, materialize};
-use neverc_runtime::cc::plan::Plan;
-use neverc_runtime::cc::plan_validation::validate_plan;
-use neverc_runtime::target_by_name;
+use neverc_cc::materialize::{ADDRESS_TAKEN_WARNING, MaterializeError, MaterializeOptions, materialize};
+use neverc_cc::plan::Plan;
+use neverc_cc::plan_validation::validate_plan;
+use neverc_tables::target_by_name;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -7,10 +7,10 @@
 
 use std::collections::HashSet;
 
-use crate::cc::assignment::{Decider, Piece, Place, ValueAssignment, ValueRef};
-use crate::cc::layout::{Layout, LayoutError, TypeTable, layout_of, resolve};
-use crate::cc::signature::{IrType, Parameter, Signature};
-use crate::tables::{AbiRecord, TargetRecord};
+use crate::assignment::{Decider, Piece, Place, ValueAssignment, ValueRef};
+use crate::layout::{Layout, LayoutError, TypeTable, layout_of, resolve};
+use crate::signature::{IrType, Parameter, Signature};
+use neverc_tables::{AbiRecord, TargetRecord};
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum StandardAbiError {

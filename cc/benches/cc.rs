@@ -6,10 +6,10 @@ use std::fmt::Write as _;
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use neverc_runtime::cc::materialize::{MaterializeOptions, WriteOutput, materialize, materialize_to};
-use neverc_runtime::cc::plan::Plan;
-use neverc_runtime::cc::plan_validation::validate_plan;
-use neverc_runtime::target_by_name;
+use neverc_cc::materialize::{MaterializeOptions, WriteOutput, materialize, materialize_to};
+use neverc_cc::plan::Plan;
+use neverc_cc::plan_validation::validate_plan;
+use neverc_tables::target_by_name;
 
 const SIGNATURES: [(&str, &str, &str); 8] = [
     (
@@ -150,7 +150,7 @@ fn read_only(c: &mut Criterion) {
     group.sample_size(10);
     group.bench_function("read_module 1M", |b| {
         b.iter(|| {
-            neverc_runtime::cc::ll_reader::read_module(black_box(&text))
+            neverc_cc::ll_reader::read_module(black_box(&text))
                 .unwrap()
                 .functions
                 .len()

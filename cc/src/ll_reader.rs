@@ -11,8 +11,8 @@ use std::ops::Range;
 
 use rustc_hash::FxHashMap;
 
-use crate::cc::layout::TypeTable;
-use crate::cc::signature::{Signature, SignatureError, parse_type_definition};
+use crate::layout::TypeTable;
+use crate::signature::{Signature, SignatureError, parse_type_definition};
 
 /// The function attribute holding a spec.
 pub const SPEC_ATTRIBUTE: &str = "neverc-callconv";
@@ -594,7 +594,7 @@ fn read_header<'t>(
     };
     Ok(FunctionHeader {
         name,
-        name_hash: crate::cc::name_table::hash_of(name),
+        name_hash: crate::name_table::hash_of(name),
         line: line as u32,
         signature,
         convention_at: convention_at as u32,

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use crate::cc::signature::IrType;
+use crate::signature::IrType;
 
 /// Named struct types of a module (`%struct.Q = type { ... }`), by name including the `%`.
 pub type TypeTable = HashMap<String, IrType>;

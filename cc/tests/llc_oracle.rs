@@ -19,12 +19,12 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::Command;
 
-use neverc_runtime::cc::assignment::{Place, ValueRef};
-use neverc_runtime::cc::layout::TypeTable;
-use neverc_runtime::cc::signature::{IrType, Signature};
-use neverc_runtime::cc::standard_abi::standard_assignments;
-use neverc_runtime::tables::TargetRecord;
-use neverc_runtime::target_by_name;
+use neverc_cc::assignment::{Place, ValueRef};
+use neverc_cc::layout::TypeTable;
+use neverc_cc::signature::{IrType, Signature};
+use neverc_cc::standard_abi::standard_assignments;
+use neverc_tables::TargetRecord;
+use neverc_tables::target_by_name;
 
 const LLC: &str = "llc-14";
 const SEED: u64 = 0x6e65_7665_7263_0014;

@@ -1,8 +1,8 @@
 //! Checks of a plan against the current target (NeverC's four hard errors) and the record checks of every
 //! location list. Nothing is accepted silently: the first violated rule is reported with NeverC's text.
 
-use crate::cc::plan::{LOCATION_INDIRECT, Location, LocationKind, Plan, PlanId};
-use crate::tables::TargetRecord;
+use crate::plan::{LOCATION_INDIRECT, Location, LocationKind, Plan, PlanId};
+use neverc_tables::TargetRecord;
 
 /// Most locations a list may hold.
 pub const MAX_LOCATIONS: usize = 128;

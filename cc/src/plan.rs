@@ -12,7 +12,7 @@ use pest::iterators::Pair;
 use pest_derive::Parser;
 
 #[derive(Parser)]
-#[grammar = "cc/plan.pest"]
+#[grammar = "plan.pest"]
 struct PlanGrammar;
 
 /// The attribute name and the first segment of every plan.
@@ -52,8 +52,8 @@ pub struct PlanId {
     pub low: u64,
 }
 
-impl From<crate::tables::Id128> for PlanId {
-    fn from(id: crate::tables::Id128) -> PlanId {
+impl From<neverc_tables::Id128> for PlanId {
+    fn from(id: neverc_tables::Id128) -> PlanId {
         PlanId {
             high: id.high,
             low: id.low,

@@ -6,14 +6,14 @@
 //! asserted on the plan and on the resulting assignment. Tests that need a module (attributes, call
 //! sites, address-taken warnings) are covered by the materializer tests.
 
-use neverc_runtime::cc::assignment::{Decider, Place, ValueAssignment, ValueRef, register_view_name};
-use neverc_runtime::cc::layout::TypeTable;
-use neverc_runtime::cc::plan::{LOCATION_BYVAL, LOCATION_INDIRECT, LocationKind, Plan};
-use neverc_runtime::cc::plan_validation::{PlanRejection, ValueSizes, validate_plan};
-use neverc_runtime::cc::planner::{CSR_CONFLICT_WARNING, NoteSeverity, PlannedFunction, PlanningError, plan_from_spec};
-use neverc_runtime::cc::signature::{IrType, Signature};
-use neverc_runtime::tables::TargetRecord;
-use neverc_runtime::target_by_name;
+use neverc_cc::assignment::{Decider, Place, ValueAssignment, ValueRef, register_view_name};
+use neverc_cc::layout::TypeTable;
+use neverc_cc::plan::{LOCATION_BYVAL, LOCATION_INDIRECT, LocationKind, Plan};
+use neverc_cc::plan_validation::{PlanRejection, ValueSizes, validate_plan};
+use neverc_cc::planner::{CSR_CONFLICT_WARNING, NoteSeverity, PlannedFunction, PlanningError, plan_from_spec};
+use neverc_cc::signature::{IrType, Signature};
+use neverc_tables::TargetRecord;
+use neverc_tables::target_by_name;
 
 const ADD3: &str = "i32 (i32, i32, i32)";
 const ADD3L: &str = "i64 (i64, i64, i64)";
@@ -125,7 +125,7 @@ fn t06_i64_uses_the_wide_register() {
 #[test]
 fn t07_fallback_to_standard() {
     let signature = Signature::parse(ADD3).unwrap();
-    let standard = neverc_runtime::cc::standard_abi::standard_assignments(x86(), &signature, &types()).unwrap();
+    let standard = neverc_cc::standard_abi::standard_assignments(x86(), &signature, &types()).unwrap();
     let first = standard.iter().find(|a| a.value == ValueRef::Argument(0)).unwrap();
     assert_eq!(first.pieces[0].place.describe(x86()), "edi");
     assert!(standard.iter().all(|a| a.decider == Decider::Standard));

@@ -1,6 +1,6 @@
 //! Where each value of a call goes: the common output of the spec planner and the standard-ABI fallback.
 
-use crate::tables::TargetRecord;
+use neverc_tables::TargetRecord;
 
 /// Which value of a signature.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

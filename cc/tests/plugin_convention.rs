@@ -2,13 +2,13 @@
 //! A plugin convention plans functions directly; the host validates what it returns with NeverC's texts
 //! (the equivalents of NeverC's PluginCallingConventionTest, plus the other failure paths).
 
-use neverc_runtime::cc::assignment::{Decider, ValueRef};
-use neverc_runtime::cc::layout::TypeTable;
-use neverc_runtime::cc::plan::{Location, LocationKind, Plan, PlanId};
-use neverc_runtime::cc::plugin::{ConventionQuery, PlanCallingConvention, PluginPlanError, plan_with_plugin};
-use neverc_runtime::cc::signature::Signature;
-use neverc_runtime::tables::{Id128, TargetRecord};
-use neverc_runtime::target_by_name;
+use neverc_cc::assignment::{Decider, ValueRef};
+use neverc_cc::layout::TypeTable;
+use neverc_cc::plan::{Location, LocationKind, Plan, PlanId};
+use neverc_cc::plugin::{ConventionQuery, PlanCallingConvention, PluginPlanError, plan_with_plugin};
+use neverc_cc::signature::Signature;
+use neverc_tables::target_by_name;
+use neverc_tables::{Id128, TargetRecord};
 
 /// A convention for aarch64 that puts argument 0 in a register and argument 1 on the stack, with
 /// knobs to break the plan in the ways NeverC's host tests do.
@@ -78,10 +78,7 @@ fn convention() -> TestConvention {
     }
 }
 
-fn run(
-    convention: &TestConvention,
-    signature: &str,
-) -> Result<neverc_runtime::cc::planner::PlannedFunction, PluginPlanError> {
+fn run(convention: &TestConvention, signature: &str) -> Result<neverc_cc::planner::PlannedFunction, PluginPlanError> {
     let arm = target_by_name("aarch64").unwrap();
     plan_with_plugin(
         convention,

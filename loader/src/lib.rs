@@ -10,7 +10,7 @@ use neverc_schema::{
     lower_phase_schema, lower_target,
 };
 
-use crate::tables::{
+use neverc_tables::{
     AbiRecord, ExtensionFamilyRecord, Gate, Id128, MutationClassRecord, NameKind, PhaseKind, PhaseRecord, PhaseTables,
     RegisterClassKind, RegisterClassRecord, RegisterName, RegisterNumber, RegisterRecord, RegisterView, Stability,
     StateMachineRecord, SubRegisterRecord, TargetRecord, TransitionRecord,

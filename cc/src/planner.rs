@@ -6,12 +6,12 @@ use std::ops::Range;
 
 use neverc_schema::{Spec, SpecList, SpecToken, is_stack_token};
 
-use crate::cc::assignment::{Decider, Piece, Place, ValueAssignment, ValueRef};
-use crate::cc::layout::{LayoutError, TypeTable, layout_of};
-use crate::cc::plan::{LOCATION_BYVAL, LOCATION_INDIRECT, Location, LocationKind, Plan, PlanId};
-use crate::cc::signature::{IrType, Signature};
-use crate::cc::standard_abi::{AbiState, StandardAbiError, standard_return, value_width};
-use crate::tables::{RegisterClassKind, ResolvedRegister, TargetRecord};
+use crate::assignment::{Decider, Piece, Place, ValueAssignment, ValueRef};
+use crate::layout::{LayoutError, TypeTable, layout_of};
+use crate::plan::{LOCATION_BYVAL, LOCATION_INDIRECT, Location, LocationKind, Plan, PlanId};
+use crate::signature::{IrType, Signature};
+use crate::standard_abi::{AbiState, StandardAbiError, standard_return, value_width};
+use neverc_tables::{RegisterClassKind, ResolvedRegister, TargetRecord};
 
 /// NeverC's warning for a register that is both callee-saved and an argument or return register.
 pub const CSR_CONFLICT_WARNING: &str =
@@ -83,7 +83,7 @@ fn resolve_name(target: &TargetRecord, token: &SpecToken<'_>, notes: &mut Vec<Pl
         ));
         return None;
     }
-    if target.registers[resolved.register].flags & crate::generated::targets::REGISTER_FLAG_FRAME_POINTER != 0 {
+    if target.registers[resolved.register].flags & neverc_tables::generated::targets::REGISTER_FLAG_FRAME_POINTER != 0 {
         notes.push(note(
             NoteSeverity::Warning,
             format!(

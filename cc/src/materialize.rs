@@ -11,14 +11,14 @@ use std::ops::Range;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::cc::ll_reader::{
+use crate::ll_reader::{
     AttributeGroup, CallSite, Module, NONE, ReadError, encode_ir_string, for_each_reference, read_call, read_module,
 };
-use crate::cc::name_table::NameTable;
-use crate::cc::plan::{PLAN_TAG, Plan};
-use crate::cc::plan_validation::check_plan_identity;
-use crate::cc::planner::{PlanNote, PlanningError, plan_from_spec};
-use crate::tables::TargetRecord;
+use crate::name_table::NameTable;
+use crate::plan::{PLAN_TAG, Plan};
+use crate::plan_validation::check_plan_identity;
+use crate::planner::{PlanNote, PlanningError, plan_from_spec};
+use neverc_tables::TargetRecord;
 
 /// The one spelling of LLVM's number for NeverC's custom calling convention, for the constant and the text.
 macro_rules! never_c_custom_convention {

@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use neverc_runtime::generated::phases::{self, POLICY_OBSERVABLE, POLICY_SEALED_HOST_GATE, phase_by_name};
-use neverc_runtime::generated::state_machines::link;
-use neverc_runtime::generated::targets::{self, x86_64};
+use neverc_tables::generated::phases::{self, POLICY_OBSERVABLE, POLICY_SEALED_HOST_GATE, phase_by_name};
+use neverc_tables::generated::state_machines::link;
+use neverc_tables::generated::targets::{self, x86_64};
 use serde_json::Value;
 
 /// Evaluated by the compiler: a lookup in a generated table inside a `const` item.
@@ -13,7 +13,7 @@ const COMMIT_POLICY: u32 = match phase_by_name("neverc.link.commit") {
     Some(phase) => phase.policy,
     None => 0,
 };
-const ECX: Option<neverc_runtime::tables::ResolvedRegister> = x86_64::resolve("EcX");
+const ECX: Option<neverc_tables::ResolvedRegister> = x86_64::resolve("EcX");
 
 fn schema_json() -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../PhaseSchema.json");

@@ -3,12 +3,12 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::cc::layout::{TypeTable, layout_of};
-use crate::cc::plan::Plan;
-use crate::cc::plan_validation::{PlanRejection, ValueSizes, validate_plan};
-use crate::cc::planner::{PlannedFunction, PlanningError, assign};
-use crate::cc::signature::{IrType, Signature};
-use crate::tables::{Id128, TargetRecord};
+use crate::layout::{TypeTable, layout_of};
+use crate::plan::Plan;
+use crate::plan_validation::{PlanRejection, ValueSizes, validate_plan};
+use crate::planner::{PlannedFunction, PlanningError, assign};
+use crate::signature::{IrType, Signature};
+use neverc_tables::{Id128, TargetRecord};
 
 /// NeverC's status code for a plugin that failed (used when a plugin panics).
 pub const STATUS_PLUGIN_FAILURE: i32 = 20;
