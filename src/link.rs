@@ -2,6 +2,7 @@
 
 use std::ffi::OsString;
 
+use neverc_link::LinkPhase;
 use neverc_link::context::{IcfMode, LinkContext, LinkOptions};
 use neverc_link::execute::{LinkError, run_link};
 use neverc_link::ordering::SymbolOrderingPlugin;
@@ -49,7 +50,7 @@ pub(crate) fn run(args: &LinkArgs) -> Result<(), CommandError> {
     let trace =
         run_link(&mut context, &neverc_tables::BUNDLED_PHASES, &mut registry).map_err(|error| match &error {
             // Files that cannot be read or written are I/O failures (exit status 3).
-            LinkError::Phase(phase) if matches!(phase.phase, "input_probe" | "commit") => {
+            LinkError::Phase(phase) if matches!(phase.phase, LinkPhase::InputProbe | LinkPhase::Commit) => {
                 CommandError::Io(format!("link failed: {error}"))
             }
             _ => CommandError::Request(format!("link failed: {error}")),

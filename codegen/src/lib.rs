@@ -173,6 +173,93 @@ fn stability_name(stability: Stability) -> &'static str {
     }
 }
 
+/// `LINK_INPUT_PROBE` or `symbol_binding` → `LinkInputProbe`, `SymbolBinding`; already camel-cased names
+/// (`RebindSymbol`) stay as they are.
+fn camel_case(name: &str) -> String {
+    name.split(['_', '.'])
+        .filter(|part| !part.is_empty())
+        .map(|part| {
+            let mut chars = part.chars();
+            let first = chars.next().map(|c| c.to_ascii_uppercase());
+            let rest: String = if part.chars().any(|c| c.is_ascii_lowercase()) {
+                chars.collect()
+            } else {
+                chars.map(|c| c.to_ascii_lowercase()).collect()
+            };
+            first.into_iter().chain(rest.chars()).collect::<String>()
+        })
+        .collect()
+}
+
+/// Variant names for `names`, which must be distinct identifiers.
+fn variants<'a>(names: impl IntoIterator<Item = (&'a str, String)>) -> Result<Vec<String>, CodegenError> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut variants = Vec::new();
+    for (source, variant) in names {
+        if !variant.starts_with(|c: char| c.is_ascii_uppercase()) || !variant.chars().all(|c| c.is_ascii_alphanumeric())
+        {
+            return Err(CodegenError::InvalidIdentifier {
+                name: source.to_string(),
+                why: "its enum variant would not be a Rust identifier",
+            });
+        }
+        if !seen.insert(variant.clone()) {
+            return Err(CodegenError::InvalidIdentifier {
+                name: source.to_string(),
+                why: "two declarations would get the same enum variant",
+            });
+        }
+        variants.push(variant);
+    }
+    Ok(variants)
+}
+
+/// One enum per domain, variants named after the phases' symbols without the domain's prefix.
+fn domains_data(model: &PhaseSchemaModel) -> Result<Vec<Value>, CodegenError> {
+    let mut domains: Vec<&str> = Vec::new();
+    for phase in &model.phases {
+        if !domains.contains(&phase.domain.as_str()) {
+            domains.push(&phase.domain);
+        }
+    }
+    let mut data = Vec::new();
+    for domain in domains {
+        check_module_name(domain)?;
+        let prefix = format!("{}_", domain.to_ascii_uppercase());
+        let members: Vec<(usize, &neverc_schema::PhaseModel)> = model
+            .phases
+            .iter()
+            .enumerate()
+            .filter(|(_, phase)| phase.domain == domain)
+            .collect();
+        let names = variants(members.iter().map(|(_, phase)| {
+            let short = phase.symbol.strip_prefix(&prefix).unwrap_or(&phase.symbol);
+            let variant = camel_case(short);
+            let variant = if variant.starts_with(|c: char| c.is_ascii_digit()) {
+                camel_case(&phase.symbol)
+            } else {
+                variant
+            };
+            (phase.symbol.as_str(), variant)
+        }))?;
+        let phases: Vec<Value> = members
+            .iter()
+            .zip(names)
+            .map(|((index, phase), variant)| {
+                json!({
+                    "variant": variant,
+                    "symbol": phase.symbol,
+                    "name": phase.name,
+                    "short_name": phase.name.rsplit('.').next().unwrap_or(&phase.name),
+                    "index": index,
+                })
+            })
+            .collect();
+        data.push(json!({ "name": domain, "count": phases.len(), "phases": phases }));
+    }
+    Ok(data)
+}
+
 fn bits_expression(names: Vec<String>) -> String {
     if names.is_empty() {
         "0".to_string()
@@ -181,7 +268,7 @@ fn bits_expression(names: Vec<String>) -> String {
     }
 }
 
-fn phases_data(model: &PhaseSchemaModel) -> Value {
+fn phases_data(model: &PhaseSchemaModel) -> Result<Value, CodegenError> {
     let phases: Vec<Value> = model
         .phases
         .iter()
@@ -203,7 +290,8 @@ fn phases_data(model: &PhaseSchemaModel) -> Value {
             })
         })
         .collect();
-    json!({
+    Ok(json!({
+        "domains": domains_data(model)?,
         "policy_flags": PolicyFlag::ALL.iter().map(|flag| json!({"name": flag.schema_name(), "bit": flag.bit()})).collect::<Vec<_>>(),
         "observer_points": ObserverPoint::ALL.iter().map(|point| json!({"name": point.schema_name(), "bit": point.bit()})).collect::<Vec<_>>(),
         "schema_version": model.schema_version,
@@ -211,7 +299,7 @@ fn phases_data(model: &PhaseSchemaModel) -> Value {
         "family_count": model.extension_families.len(),
         "extension_families": model.extension_families,
         "phases": phases,
-    })
+    }))
 }
 
 fn state_machines_data(model: &PhaseSchemaModel) -> Result<Value, CodegenError> {
@@ -225,10 +313,32 @@ fn state_machines_data(model: &PhaseSchemaModel) -> Result<Value, CodegenError> 
                 .map(|phase| phase.symbol.clone())
                 .unwrap_or_default()
         };
+        let state_variants = variants(machine.states.iter().map(|state| (state.as_str(), camel_case(state))))?;
+        let class_variants = variants(
+            machine
+                .mutation_classes
+                .iter()
+                .map(|class| (class.name.as_str(), camel_case(&class.name))),
+        )?;
+        let mut operations = Vec::new();
+        for (class, variant) in machine.mutation_classes.iter().zip(&class_variants) {
+            for operation in &class.operations {
+                operations.push((operation.as_str(), (variant.clone(), class.name.clone())));
+            }
+        }
+        let operation_variants = variants(
+            operations
+                .iter()
+                .map(|(operation, _)| (*operation, camel_case(operation))),
+        )?;
         machines.push(json!({
             "name": machine.name,
             "domain": machine.domain,
             "states": machine.states,
+            "state_variants": machine.states.iter().zip(&state_variants).map(|(name, variant)| json!({"name": name, "variant": variant})).collect::<Vec<_>>(),
+            "class_variants": machine.mutation_classes.iter().zip(&class_variants).map(|(class, variant)| json!({"name": class.name, "variant": variant})).collect::<Vec<_>>(),
+            "operations": operations.iter().zip(&operation_variants).map(|((name, (class, class_name)), variant)| json!({"name": name, "variant": variant, "class": class, "class_name": class_name})).collect::<Vec<_>>(),
+            "operation_count": operations.len(),
             "state_count": machine.states.len(),
             "transition_count": machine.transitions.len(),
             "transitions": machine.transitions.iter().map(|transition| json!({
@@ -309,7 +419,7 @@ pub fn generate(declarations: &Declarations, root: &Path) -> Result<Vec<Generate
         render(
             "phases.rs.hbs",
             PHASES_TEMPLATE,
-            &phases_data(&model),
+            &phases_data(&model)?,
             "phases.rs",
             &schema_source,
         )?,

@@ -9,7 +9,7 @@ use neverc_link::execute::{Actor, LinkError, TraceEntry, run_link};
 use neverc_link::plugin::{LinkPlugin, ObserverPoint, Registrar, Registry, Request};
 use neverc_link::status::{Status, StatusCode};
 
-use crate::staging::{stage, stageable};
+use crate::staging::{DeclaredOperation, stage, stageable};
 use crate::{Case, Check, Environment, Outcome};
 
 /// A plugin made of a closure over the registrar.
@@ -94,12 +94,12 @@ fn linkable_machine(
 }
 
 /// The operation a mutation case stages, or why the case is not applicable here.
-fn mutation_operation<'o>(
+fn mutation_operation(
     environment: &Environment,
     machine: &str,
     class: &str,
-    operations: &'o [String],
-) -> Result<&'o str, Outcome> {
+    operations: &[String],
+) -> Result<DeclaredOperation, Outcome> {
     let tables = linkable_machine(environment, machine)?;
     // The vector's operations must be the ones the tables classify as this class.
     for operation in operations {
@@ -344,22 +344,20 @@ fn rerun_budget(
     environment: &Environment,
     case: &Case,
     phase: &str,
-    operation: &str,
+    operation: DeclaredOperation,
     fails_at: &str,
     expected_runs: u32,
 ) -> Result<Outcome, String> {
     let runs = Rc::new(Cell::new(0u32));
     let counter = Rc::clone(&runs);
-    let operation = operation.to_string();
     let result = link(environment, case, move |registrar| {
         let counter = Rc::clone(&counter);
-        let operation = operation.clone();
         registrar.intercept(
             phase,
             Box::new(move |frame, _next| {
                 counter.set(counter.get() + 1);
                 let mutation = frame.begin_mutation()?;
-                stage(frame, mutation, &operation)?;
+                stage(frame, mutation, operation)?;
                 frame.commit_mutation(mutation)
             }),
         )
@@ -382,15 +380,13 @@ fn mutation_lowers_state(
     environment: &Environment,
     case: &Case,
     at_phase: &str,
-    operation: &str,
+    operation: DeclaredOperation,
     expected_state: &str,
 ) -> Result<Outcome, String> {
     let state_after: Rc<RefCell<Option<Result<&'static str, Status>>>> = Rc::new(RefCell::new(None));
     let record = Rc::clone(&state_after);
-    let operation = operation.to_string();
     let result = link(environment, case, move |registrar| {
         let record = Rc::clone(&record);
-        let operation = operation.clone();
         registrar.intercept(
             at_phase,
             Box::new(move |frame, next| {
@@ -399,7 +395,7 @@ fn mutation_lowers_state(
                 }
                 let committed = frame
                     .begin_mutation()
-                    .and_then(|mutation| stage(frame, mutation, &operation).map(|()| mutation))
+                    .and_then(|mutation| stage(frame, mutation, operation).map(|()| mutation))
                     .and_then(|mutation| frame.commit_mutation(mutation))
                     .map(|()| frame.state());
                 let failed = committed.clone().err();

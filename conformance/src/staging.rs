@@ -5,26 +5,31 @@
 use neverc_link::frame::{Mutation, PhaseFrame, STAGING_OPERATIONS};
 use neverc_link::graph::EntityKind;
 use neverc_link::status::Status;
+pub(crate) use neverc_tables::generated::state_machines::link::Operation as DeclaredOperation;
 
 /// The first of `operations` this runtime can stage, if any.
-pub(crate) fn stageable(operations: &[String]) -> Option<&str> {
+pub(crate) fn stageable(operations: &[String]) -> Option<DeclaredOperation> {
     operations
         .iter()
-        .map(String::as_str)
+        .filter_map(|operation| DeclaredOperation::from_name(operation))
         .find(|operation| STAGING_OPERATIONS.contains(operation))
 }
 
 /// Stages `operation` in `mutation`. Fails if the graph has no entity to apply it to.
-pub(crate) fn stage(frame: &mut PhaseFrame<'_>, mutation: Mutation, operation: &str) -> Result<(), Status> {
+pub(crate) fn stage(
+    frame: &mut PhaseFrame<'_>,
+    mutation: Mutation,
+    operation: DeclaredOperation,
+) -> Result<(), Status> {
     let graph = frame.graph();
     let no_entity = || {
         Status::new(
             neverc_link::status::StatusCode::InvalidState,
-            format!("no entity for {operation}"),
+            format!("no entity for {}", operation.name()),
         )
     };
     match operation {
-        "RebindSymbol" => {
+        DeclaredOperation::RebindSymbol => {
             let (symbol, atom) = graph
                 .symbols
                 .iter()
@@ -35,7 +40,7 @@ pub(crate) fn stage(frame: &mut PhaseFrame<'_>, mutation: Mutation, operation: &
             let atom = frame.handle(EntityKind::Atom, atom)?;
             frame.rebind_symbol(mutation, symbol, atom)
         }
-        "SetSymbolResolution" => {
+        DeclaredOperation::SetSymbolResolution => {
             let (index, prevailing) = graph
                 .symbols
                 .iter()
@@ -50,7 +55,7 @@ pub(crate) fn stage(frame: &mut PhaseFrame<'_>, mutation: Mutation, operation: &
             };
             frame.set_symbol_resolution(mutation, symbol, prevailing)
         }
-        "SetSymbolRoot" => {
+        DeclaredOperation::SetSymbolRoot => {
             let (index, root) = graph
                 .symbols
                 .iter()
@@ -61,7 +66,7 @@ pub(crate) fn stage(frame: &mut PhaseFrame<'_>, mutation: Mutation, operation: &
             let symbol = frame.handle(EntityKind::Symbol, index)?;
             frame.set_symbol_root(mutation, symbol, root)
         }
-        "SetAtomLive" => {
+        DeclaredOperation::SetAtomLive => {
             let (index, live) = graph
                 .atoms
                 .iter()
@@ -72,7 +77,7 @@ pub(crate) fn stage(frame: &mut PhaseFrame<'_>, mutation: Mutation, operation: &
             let atom = frame.handle(EntityKind::Atom, index)?;
             frame.set_atom_live(mutation, atom, live)
         }
-        "SetFoldLeader" => {
+        DeclaredOperation::SetFoldLeader => {
             let (index, leader) = graph
                 .atoms
                 .iter()
@@ -87,7 +92,7 @@ pub(crate) fn stage(frame: &mut PhaseFrame<'_>, mutation: Mutation, operation: &
             };
             frame.set_fold_leader(mutation, atom, leader)
         }
-        "ReplaceAtomContent" => {
+        DeclaredOperation::ReplaceAtomContent => {
             let (index, bytes) = graph
                 .atoms
                 .iter()
@@ -101,10 +106,18 @@ pub(crate) fn stage(frame: &mut PhaseFrame<'_>, mutation: Mutation, operation: &
             let atom = frame.handle(EntityKind::Atom, index)?;
             frame.replace_atom_content(mutation, atom, &bytes)
         }
-        "CreateConstraint" => frame.create_constraint(mutation, "order", 0, 0, false),
-        _ => Err(Status::new(
+        DeclaredOperation::CreateConstraint => frame.create_constraint(mutation, "order", 0, 0, false),
+        DeclaredOperation::InputStructure
+        | DeclaredOperation::RetargetEdge
+        | DeclaredOperation::CreateSynthetic
+        | DeclaredOperation::ReplaceSynthetic
+        | DeclaredOperation::EraseSynthetic
+        | DeclaredOperation::ReplaceConstraint
+        | DeclaredOperation::EraseConstraint
+        | DeclaredOperation::Relocation
+        | DeclaredOperation::Image => Err(Status::new(
             neverc_link::status::StatusCode::InvalidArgument,
-            format!("this runtime has no staging call for {operation}"),
+            format!("this runtime has no staging call for {}", operation.name()),
         )),
     }
 }

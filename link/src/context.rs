@@ -8,6 +8,7 @@ use rustc_hash::FxHashMap;
 
 use crate::graph::{AtomId, EdgeId, LinkGraph, SymbolId};
 use crate::image::SegmentFlags;
+use crate::phases::LinkPhase;
 
 /// How identical code folding runs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -138,6 +139,12 @@ impl LinkContext {
         }
     }
 
+    /// Forgets the index of edges by target atom: after any change to edges, symbol bindings or
+    /// resolutions (a committed mutation, a builtin's work), it may name the wrong atoms.
+    pub(crate) fn invalidate_edge_index(&mut self) {
+        self.incoming.take();
+    }
+
     /// The edges that refer to `atom` (directly or through a symbol defined in it).
     pub fn incoming_edges(&self, atom: AtomId) -> Vec<EdgeId> {
         let graph = &self.graph;
@@ -168,14 +175,14 @@ impl LinkContext {
 
 /// A builtin phase failed; the message names the input, symbol or site.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{phase}: {message}")]
+#[error("{}: {message}", phase.short_name())]
 pub struct PhaseError {
-    pub phase: &'static str,
+    pub phase: LinkPhase,
     pub message: String,
 }
 
 impl PhaseError {
-    pub fn new(phase: &'static str, message: impl Into<String>) -> PhaseError {
+    pub fn new(phase: LinkPhase, message: impl Into<String>) -> PhaseError {
         PhaseError {
             phase,
             message: message.into(),

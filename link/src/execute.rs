@@ -15,9 +15,11 @@ use neverc_tables::{PhaseTables, StateMachineRecord};
 
 use crate::context::{LinkContext, PhaseError};
 use crate::frame::{ExecutionState, FrameMode, PhaseFrame, PhaseSite, current_proof};
-use crate::phases::builtin_for;
+use crate::phases::{LinkPhase, builtin_for};
 use crate::plugin::{Hook, Interceptor, ObserverPoint, Provider, Registry};
 use crate::status::{Status, StatusCode};
+use neverc_tables::generated::phases::link::DOMAIN as LINK_DOMAIN;
+use neverc_tables::generated::state_machines::link::State as LinkState;
 
 /// NeverC's error when no transition leaves the current state.
 pub const NO_TRANSITION: &str = "LinkGraph state has no registered outgoing transition";
@@ -71,6 +73,8 @@ pub enum LinkError {
     DidNotConverge(&'static str),
     #[error("phase {0} has no builtin implementation")]
     NoBuiltin(&'static str),
+    #[error("the link state machine declares no state {0}, which the builtin verifiers need")]
+    MissingState(&'static str),
     #[error(transparent)]
     Phase(#[from] PhaseError),
     #[error("{phase}: {status}")]
@@ -83,7 +87,7 @@ impl LinkError {
         match self {
             LinkError::Plugin { status, .. } => status.code,
             LinkError::DidNotConverge(_) | LinkError::NoTransition(_) => StatusCode::InvalidState,
-            LinkError::Phase(error) if error.phase == "image_verify" => StatusCode::VerificationFailed,
+            LinkError::Phase(error) if error.phase == LinkPhase::ImageVerify => StatusCode::VerificationFailed,
             _ => StatusCode::InvalidState,
         }
     }
@@ -91,7 +95,10 @@ impl LinkError {
 
 /// The link state machine of `tables`.
 pub fn link_state_machine(tables: &'static PhaseTables) -> Option<&'static StateMachineRecord> {
-    tables.state_machines.iter().find(|machine| machine.domain == "link")
+    tables
+        .state_machines
+        .iter()
+        .find(|machine| machine.domain == LINK_DOMAIN)
 }
 
 /// Links are numbered so that handles of one link are refused by another.
@@ -107,20 +114,21 @@ pub fn run_link(
     let mut execution = ExecutionState::new(SESSIONS.fetch_add(1, Ordering::Relaxed));
     let mut trace = Vec::new();
     let started = Instant::now();
-    let full = tables.phases.iter().position(|phase| phase.symbol == "LINK_FULL");
+    // The builtin verifiers check liveness from GC_COMPLETE on; a machine without it cannot run them.
+    if machine.state_by_name(LinkState::GcComplete.name()).is_none() {
+        return Err(LinkError::MissingState(LinkState::GcComplete.name()));
+    }
+    let full = LinkPhase::Full.index_in(tables);
     let full_provider = full.is_some_and(|full| {
         registry
             .registrations
             .iter()
             .any(|registration| registration.phase == full && matches!(registration.hook, Hook::Replace(_)))
     });
-    let merge = tables
-        .phases
-        .iter()
-        .position(|phase| phase.symbol == "LINK_OBJECT_MERGE");
+    let merge = LinkPhase::ObjectMerge.index_in(tables);
     if context.options.relocatable {
         // `-r`: an object-merge provider merges the inputs; there is no builtin merge.
-        let merge = merge.ok_or(LinkError::NoBuiltin("neverc.link.object_merge"))?;
+        let merge = merge.ok_or(LinkError::NoBuiltin(LinkPhase::ObjectMerge.name()))?;
         let provided = registry
             .registrations
             .iter()
@@ -228,7 +236,7 @@ pub fn run_link(
                 ),
             });
         }
-        if tables.phases[*phase_index].symbol == "LINK_IMAGE_VERIFY" {
+        if LinkPhase::ImageVerify.index_in(tables) == Some(*phase_index) {
             run_image_verifiers(context, registry, tables.phases[*phase_index].name)?;
         }
     }
@@ -286,6 +294,8 @@ fn run_phase(
         status,
     };
     let names = registry.plugin_names.clone();
+    // Builtins of earlier phases changed the graph directly; indexes built over it before are stale.
+    context.invalidate_edge_index();
     run_observers(context, execution, site, registry, ObserverPoint::Before, &names).map_err(plugin_error)?;
 
     // A skip request whose proof is valid for the current graph skips the work.
@@ -317,7 +327,7 @@ fn run_phase(
             }
         }
         intercepted = !interceptors.is_empty();
-        let builtin = builtin_for(phase.symbol);
+        let builtin = LinkPhase::from_symbol(phase.symbol).and_then(builtin_for);
         let mut builtin_error: Option<PhaseError> = None;
         let mut core_ran = false;
         let mut used_provider = false;
@@ -329,7 +339,7 @@ fn run_phase(
                 contained(&names, plugin, phase.name, || provider(frame))
             } else {
                 match builtin {
-                    Some(builtin) => builtin(frame.context).map_err(|error| {
+                    Some(builtin) => builtin(frame.context, site.index).map_err(|error| {
                         let status = Status::new(StatusCode::InvalidState, error.to_string());
                         builtin_error = Some(error);
                         status

@@ -6,6 +6,7 @@
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
+use neverc_tables::generated::state_machines::link::{Operation as DeclaredOperation, State as LinkState};
 use neverc_tables::{PhaseRecord, StateMachineRecord};
 
 use crate::context::LinkContext;
@@ -63,31 +64,35 @@ enum Operation {
     CreateConstraint(Constraint),
 }
 
-/// The operations a plugin can stage, by their names in the declared mutation classes (each has a method of
-/// [`PhaseFrame`]); in the order of [`Operation`]'s variants.
-pub const STAGING_OPERATIONS: [&str; 7] = [
-    "RebindSymbol",
-    "SetSymbolResolution",
-    "SetSymbolRoot",
-    "SetAtomLive",
-    "SetFoldLeader",
-    "ReplaceAtomContent",
-    "CreateConstraint",
+/// The declared operations a plugin can stage (each has a method of [`PhaseFrame`]), in the order of
+/// [`Operation`]'s variants.
+pub const STAGING_OPERATIONS: [DeclaredOperation; 7] = [
+    DeclaredOperation::RebindSymbol,
+    DeclaredOperation::SetSymbolResolution,
+    DeclaredOperation::SetSymbolRoot,
+    DeclaredOperation::SetAtomLive,
+    DeclaredOperation::SetFoldLeader,
+    DeclaredOperation::ReplaceAtomContent,
+    DeclaredOperation::CreateConstraint,
 ];
 
 impl Operation {
+    /// The declared operation this is.
+    const fn declared(&self) -> DeclaredOperation {
+        match self {
+            Operation::RebindSymbol(..) => DeclaredOperation::RebindSymbol,
+            Operation::SetSymbolResolution(..) => DeclaredOperation::SetSymbolResolution,
+            Operation::SetSymbolRoot(..) => DeclaredOperation::SetSymbolRoot,
+            Operation::SetAtomLive(..) => DeclaredOperation::SetAtomLive,
+            Operation::SetFoldLeader(..) => DeclaredOperation::SetFoldLeader,
+            Operation::ReplaceAtomContent(..) => DeclaredOperation::ReplaceAtomContent,
+            Operation::CreateConstraint(..) => DeclaredOperation::CreateConstraint,
+        }
+    }
+
     /// The operation's name in the declared mutation classes.
-    fn name(&self) -> &'static str {
-        let index = match self {
-            Operation::RebindSymbol(..) => 0,
-            Operation::SetSymbolResolution(..) => 1,
-            Operation::SetSymbolRoot(..) => 2,
-            Operation::SetAtomLive(..) => 3,
-            Operation::SetFoldLeader(..) => 4,
-            Operation::ReplaceAtomContent(..) => 5,
-            Operation::CreateConstraint(..) => 6,
-        };
-        STAGING_OPERATIONS[index]
+    const fn name(&self) -> &'static str {
+        self.declared().name()
     }
 }
 
@@ -394,6 +399,7 @@ impl<'a> PhaseFrame<'a> {
             earliest = earliest.min(class.earliest_invalidated);
         }
         verify_change(self.context, self.execution.state, self.machine, &operations)?;
+        self.context.invalidate_edge_index();
         let origin_phase = Some(self.phase_index);
         let plugin = self.plugin;
         let touched = |origin: &mut Origin| {
@@ -507,7 +513,8 @@ fn verify_change(
     machine: &StateMachineRecord,
     operations: &[Operation],
 ) -> Result<(), Status> {
-    let gc_complete = machine.state_by_name("GC_COMPLETE").unwrap_or(u32::MAX);
+    // `run_link` refuses a machine without the state; should one get here anyway, verify from the start.
+    let gc_complete = machine.state_by_name(LinkState::GcComplete.name()).unwrap_or(0);
     if state < gc_complete {
         return Ok(());
     }

@@ -10,6 +10,7 @@ pub mod graph;
 pub mod image;
 pub mod ordering;
 mod phases;
+pub use phases::LinkPhase;
 pub mod plugin;
 pub mod read;
 pub use neverc_tables::status;

@@ -784,3 +784,143 @@ fn an_object_merge_provider_does_minus_r_links_and_none_means_a_clear_error() {
     run_link(&mut context, tables(), &mut Registry::default()).unwrap();
     assert_eq!(run(&program), expected_output("basics"));
 }
+
+/// The bundled schema with its phase list reversed: the same phases and state machine, other indices.
+fn reversed_phase_tables(out: &Path) -> &'static PhaseTables {
+    let schema =
+        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../PhaseSchema.json")).unwrap();
+    let mut document: serde_json::Value = serde_json::from_str(&schema).unwrap();
+    document["phases"].as_array_mut().unwrap().reverse();
+    let copy = out.join("PhaseSchema.json");
+    std::fs::write(&copy, serde_json::to_string_pretty(&document).unwrap()).unwrap();
+    let tables = neverc_loader::load_phase_tables(&copy).unwrap();
+    assert_ne!(
+        tables.phase_index_by_name("neverc.link.read_inputs"),
+        neverc_tables::BUNDLED_PHASES.phase_index_by_name("neverc.link.read_inputs")
+    );
+    tables
+}
+
+#[test]
+fn origins_name_phases_of_the_tables_the_link_runs_with() {
+    let out = scratch("reordered-origins");
+    let reversed = reversed_phase_tables(&out);
+    let mut registry = Registry::default();
+    let mut context = LinkContext::new(options("basics", &out.join("a.out")));
+    run_link(&mut context, reversed, &mut registry).unwrap();
+    assert_eq!(run(&out.join("a.out")), expected_output("basics"));
+    let graph = &context.graph;
+    let creators: Vec<&str> = graph
+        .atoms
+        .iter()
+        .map(|atom| atom.origin)
+        .chain(graph.symbols.iter().map(|symbol| symbol.origin))
+        .filter_map(|origin| origin.created_by_phase)
+        .map(|phase| reversed.phases[usize::from(phase)].name)
+        .collect();
+    // Read entities name `read_inputs`, linker-defined symbols `resolve_symbols`, and nothing else is named.
+    for expected in ["neverc.link.read_inputs", "neverc.link.resolve_symbols"] {
+        assert!(creators.contains(&expected), "no entity names {expected}: {creators:?}");
+    }
+    let allowed = [
+        "neverc.link.read_inputs",
+        "neverc.link.resolve_symbols",
+        "neverc.link.synthesize",
+        "neverc.link.layout",
+    ];
+    assert!(
+        creators.iter().all(|name| allowed.contains(name)),
+        "an origin names a phase that creates nothing: {:?}",
+        creators
+            .iter()
+            .filter(|name| !allowed.contains(name))
+            .collect::<Vec<_>>()
+    );
+}
+
+/// What the liveness verifier answered, run by run of `icf`.
+#[derive(Debug, Default)]
+struct Verdicts {
+    runs: usize,
+    orphan_target_refused: Option<bool>,
+    orphan_new_target_refused: Option<bool>,
+}
+
+#[test]
+fn liveness_verifier_sees_edges_retargeted_by_a_rebound_symbol() {
+    let out = scratch("rebind-verifier");
+    let verdicts = Rc::new(RefCell::new(Verdicts::default()));
+    let seen = Rc::clone(&verdicts);
+    // Atom B, chosen in the first run.
+    let chosen: Rc<std::cell::Cell<Option<usize>>> = Rc::default();
+    let error = link_with("basics", &out.join("a.out"), tables(), move |registrar| {
+        let verdicts = Rc::clone(&seen);
+        let chosen = Rc::clone(&chosen);
+        registrar.intercept(
+            "neverc.link.icf",
+            Box::new(move |frame, next| {
+                let run = {
+                    let mut verdicts = verdicts.borrow_mut();
+                    verdicts.runs += 1;
+                    verdicts.runs
+                };
+                if run == 1 {
+                    let graph = frame.graph();
+                    let live = |atom: usize| graph.atoms[atom].is_live();
+                    let (source, symbol, target) = graph
+                        .edges
+                        .iter()
+                        .filter(|edge| live(edge.source.index()))
+                        .find_map(|edge| {
+                            let symbol = graph.resolved(edge.target_symbol?);
+                            let target = graph.symbols[symbol.index()].atom?;
+                            (target != edge.source && live(target.index())).then_some((
+                                edge.source.index(),
+                                symbol.index(),
+                                target.index(),
+                            ))
+                        })
+                        .unwrap();
+                    let other = (0..graph.atoms.len())
+                        .find(|&atom| atom != source && atom != target && live(atom))
+                        .unwrap();
+                    chosen.set(Some(other));
+                    // Orphaning X is refused (and the verifier has now indexed the edges).
+                    let mutation = frame.begin_mutation()?;
+                    frame.set_atom_live(mutation, frame.handle(EntityKind::Atom, target)?, false)?;
+                    let refused = frame.commit_mutation(mutation);
+                    verdicts.borrow_mut().orphan_target_refused =
+                        Some(refused.is_err_and(|status| status.code == StatusCode::VerificationFailed));
+                    // S now lives in B: A refers to B. The state drops, and icf runs again.
+                    let mutation = frame.begin_mutation()?;
+                    frame.rebind_symbol(
+                        mutation,
+                        frame.handle(EntityKind::Symbol, symbol)?,
+                        frame.handle(EntityKind::Atom, other)?,
+                    )?;
+                    return frame.commit_mutation(mutation);
+                }
+                if run == 2 {
+                    let other = chosen.get().unwrap();
+                    let mutation = frame.begin_mutation()?;
+                    frame.set_atom_live(mutation, frame.handle(EntityKind::Atom, other)?, false)?;
+                    let refused = frame.commit_mutation(mutation);
+                    verdicts.borrow_mut().orphan_new_target_refused =
+                        Some(refused.is_err_and(|status| status.code == StatusCode::VerificationFailed));
+                    return Err(Status::new(StatusCode::Cancelled, "seen enough"));
+                }
+                next(frame)
+            }),
+        )
+    })
+    .unwrap_err();
+    assert!(error.to_string().contains("seen enough"), "{error}");
+    let verdicts = verdicts.borrow();
+    assert_eq!(verdicts.runs, 2, "{verdicts:?}");
+    assert_eq!(verdicts.orphan_target_refused, Some(true), "{verdicts:?}");
+    assert_eq!(
+        verdicts.orphan_new_target_refused,
+        Some(true),
+        "making B dead orphans it: live atom A refers to it through the rebound symbol"
+    );
+}

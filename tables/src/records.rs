@@ -179,6 +179,17 @@ impl PhaseTables {
         None
     }
 
+    pub const fn phase_index_by_symbol(&self, symbol: &str) -> Option<usize> {
+        let mut index = 0;
+        while index < self.phases.len() {
+            if str_eq(self.phases[index].symbol, symbol) {
+                return Some(index);
+            }
+            index += 1;
+        }
+        None
+    }
+
     pub const fn phase_by_name(&self, name: &str) -> Option<&PhaseRecord> {
         match self.phase_index_by_name(name) {
             Some(index) => Some(&self.phases[index]),

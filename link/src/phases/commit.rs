@@ -7,10 +7,11 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::context::{LinkContext, PhaseError};
+use crate::phases::LinkPhase;
 
-const PHASE: &str = "commit";
+const PHASE: LinkPhase = LinkPhase::Commit;
 
-pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
+pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseError> {
     let image = context
         .image
         .as_ref()

@@ -7,11 +7,12 @@ use crate::image::{
     ImageLayout, SectionFlags, SectionKind, SectionLayout, SegmentLayout, SymbolBinding, SymbolKind, SymbolLayout,
     elf_file_size, write_elf,
 };
+use crate::phases::LinkPhase;
 use crate::phases::relocate::symbol_address;
 
-const PHASE: &str = "emit_image";
+const PHASE: LinkPhase = LinkPhase::EmitImage;
 
-pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
+pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseError> {
     let image_layout = image_layout(context)?;
     let bound = elf_file_size(&image_layout).map_err(|error| PhaseError::new(PHASE, error.to_string()))?;
     let bytes = write_elf(&image_layout, bound).map_err(|error| PhaseError::new(PHASE, error.to_string()))?;

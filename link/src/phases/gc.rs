@@ -7,7 +7,7 @@ use crate::context::{LinkContext, PhaseError};
 use crate::graph::{AtomId, LinkGraph, SectionKind, atom_flags, section_flags};
 use crate::phases::select_comdat::is_discarded;
 
-pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
+pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseError> {
     let gc = context.options.gc_sections;
     let graph = &mut context.graph;
     let count = graph.atoms.len();

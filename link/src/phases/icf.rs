@@ -15,7 +15,7 @@ const BRANCH: u32 = object::elf::R_X86_64_PLT32;
 /// leader, target symbol value).
 type FoldKey = (Vec<u8>, Vec<(u64, u32, i64, u32, u64)>);
 
-pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
+pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseError> {
     if context.options.icf == IcfMode::None {
         return Ok(());
     }

@@ -2,23 +2,24 @@
 //! finding is reported and none may remain.
 
 use crate::context::{LinkContext, PhaseError};
+use crate::phases::LinkPhase;
 use object::Object as _;
 
 use crate::image::verify_image;
 
-pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
+pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseError> {
     if context.options.relocatable {
         return verify_relocatable(context);
     }
     let (Some(image), Some(layout)) = (context.image.as_ref(), context.image_layout.as_ref()) else {
-        return Err(PhaseError::new("image_verify", "no emitted image"));
+        return Err(PhaseError::new(LinkPhase::ImageVerify, "no emitted image"));
     };
     let findings = verify_image(image, layout);
     if findings.is_empty() {
         Ok(())
     } else {
         let lines: Vec<String> = findings.iter().map(|finding| finding.to_string()).collect();
-        Err(PhaseError::new("image_verify", lines.join("\n")))
+        Err(PhaseError::new(LinkPhase::ImageVerify, lines.join("\n")))
     }
 }
 
@@ -27,12 +28,16 @@ fn verify_relocatable(context: &LinkContext) -> Result<(), PhaseError> {
     let image = context
         .image
         .as_ref()
-        .ok_or_else(|| PhaseError::new("image_verify", "no merged object"))?;
-    let file = object::File::parse(image.as_slice())
-        .map_err(|error| PhaseError::new("image_verify", format!("the merged output is not an object: {error}")))?;
+        .ok_or_else(|| PhaseError::new(LinkPhase::ImageVerify, "no merged object"))?;
+    let file = object::File::parse(image.as_slice()).map_err(|error| {
+        PhaseError::new(
+            LinkPhase::ImageVerify,
+            format!("the merged output is not an object: {error}"),
+        )
+    })?;
     if file.kind() != object::ObjectKind::Relocatable {
         return Err(PhaseError::new(
-            "image_verify",
+            LinkPhase::ImageVerify,
             "the merged output is not a relocatable object",
         ));
     }

@@ -6,14 +6,14 @@
 
 use std::sync::Arc;
 
-use neverc_tables::generated::phases::index::LINK_LAYOUT;
 use rustc_hash::FxHashMap;
 
 use crate::context::{Layout, LinkContext, OutputSection, OutputSegment, PhaseError};
 use crate::graph::{Atom, AtomId, Content, Definition, LinkGraph, Origin, atom_flags, section_flags};
 use crate::image::SegmentFlags;
+use crate::phases::LinkPhase;
 
-const PHASE: &str = "layout";
+const PHASE: LinkPhase = LinkPhase::Layout;
 
 /// Segment of an output section: 0 = R+X, 1 = R, 2 = R+W.
 fn segment_of(flags: u64) -> usize {
@@ -70,8 +70,8 @@ fn init_priority(name: &str) -> u32 {
         .unwrap_or(u32::MAX)
 }
 
-pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
-    merge_strings(context);
+pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseError> {
+    merge_strings(context, phase);
     let graph = &mut context.graph;
     let page = context.options.page_size.max(1);
     let base = context.options.image_base;
@@ -258,7 +258,7 @@ fn apply_order_constraints(graph: &LinkGraph, atoms: &mut [AtomId]) {
 
 /// Merges the strings of live `SHF_MERGE | SHF_STRINGS` sections (one-byte entries) that go to the same
 /// output section with the same alignment: each distinct string is kept once, in first-seen order.
-fn merge_strings(context: &mut LinkContext) {
+fn merge_strings(context: &mut LinkContext, phase: u16) {
     if !context.merged_strings.target.is_empty() {
         return;
     }
@@ -318,7 +318,7 @@ fn merge_strings(context: &mut LinkContext) {
             comdat: None,
             fold_leader: None,
             origin: Origin {
-                created_by_phase: Some(LINK_LAYOUT as u16),
+                created_by_phase: Some(phase),
                 ..Origin::default()
             },
         });

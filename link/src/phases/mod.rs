@@ -18,33 +18,39 @@ pub(crate) mod synthesize;
 
 use crate::context::{LinkContext, PhaseError};
 
-/// A builtin phase implementation.
-pub(crate) type Builtin = fn(&mut LinkContext) -> Result<(), PhaseError>;
+/// The link phases the bundled schema declares (generated): builtins are bound to this enum, never to strings.
+pub use neverc_tables::generated::phases::link::Phase as LinkPhase;
+
+/// A builtin phase implementation. `phase` is the phase's index in the tables the link runs with, which
+/// the builtin stamps on the entities it creates.
+pub(crate) type Builtin = fn(&mut LinkContext, u16) -> Result<(), PhaseError>;
 
 /// A phase whose builtin only advances the state (nothing to do for a static ELF link without bitcode).
-fn advance_only(_context: &mut LinkContext) -> Result<(), PhaseError> {
+fn advance_only(_context: &mut LinkContext, _phase: u16) -> Result<(), PhaseError> {
     Ok(())
 }
 
-/// The builtin for a link phase, by the phase's declared symbol (`LINK_RESOLVE_SYMBOLS`). The declaration
-/// says which phases exist and what they may do; this table only says which code implements each.
-pub(crate) fn builtin_for(symbol: &str) -> Option<Builtin> {
-    Some(match symbol {
-        "LINK_INPUT_PROBE" => input_probe::run,
-        "LINK_READ_INPUTS" => read_inputs::run,
-        "LINK_LTO_RESOLVE" | "LINK_LTO_GENERATE" | "LINK_RELAX_THUNKS" => advance_only,
-        "LINK_RESOLVE_SYMBOLS" => resolve_symbols::run,
-        "LINK_SELECT_COMDAT" => select_comdat::run,
-        "LINK_GC" => gc::run,
-        "LINK_ICF" => icf::run,
-        "LINK_SYNTHESIZE" => synthesize::run,
-        "LINK_LAYOUT" => layout::run,
-        "LINK_RELOCATE" => relocate::run,
-        "LINK_EMIT_IMAGE" => emit_image::run,
-        "LINK_POST_EMIT" | "LINK_AFTER_COMMIT" => advance_only,
-        "LINK_IMAGE_VERIFY" => image_verify::run,
-        "LINK_SIDE_OUTPUTS_VERIFY" => side_outputs_verify::run,
-        "LINK_COMMIT" => commit::run,
-        _ => return None,
+/// The builtin of a link phase. The declaration says which phases exist and what they may do; this match
+/// only says which code implements each, and it is exhaustive: a phase added to the schema does not compile
+/// until it has a builtin or is declared to have none.
+pub(crate) const fn builtin_for(phase: LinkPhase) -> Option<Builtin> {
+    Some(match phase {
+        LinkPhase::InputProbe => input_probe::run,
+        LinkPhase::ReadInputs => read_inputs::run,
+        LinkPhase::LtoResolve | LinkPhase::LtoGenerate | LinkPhase::RelaxThunks => advance_only,
+        LinkPhase::ResolveSymbols => resolve_symbols::run,
+        LinkPhase::SelectComdat => select_comdat::run,
+        LinkPhase::Gc => gc::run,
+        LinkPhase::Icf => icf::run,
+        LinkPhase::Synthesize => synthesize::run,
+        LinkPhase::Layout => layout::run,
+        LinkPhase::Relocate => relocate::run,
+        LinkPhase::EmitImage => emit_image::run,
+        LinkPhase::PostEmit | LinkPhase::AfterCommit => advance_only,
+        LinkPhase::ImageVerify => image_verify::run,
+        LinkPhase::SideOutputsVerify => side_outputs_verify::run,
+        LinkPhase::Commit => commit::run,
+        // A linker provider replaces `full`, an object-merge provider `object_merge`; neither has a builtin.
+        LinkPhase::Full | LinkPhase::ObjectMerge => return None,
     })
 }

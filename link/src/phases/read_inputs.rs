@@ -3,19 +3,18 @@
 //! the same graph, but on this 2-core machine its extra append pass costs more than the second core saves
 //! (BENCHMARKS.md), so it is not the default yet.
 
-use neverc_tables::generated::phases::index::LINK_READ_INPUTS;
-
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::InputId;
+use crate::phases::LinkPhase;
 use crate::read::read_input;
 
-pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
+pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseError> {
     if !context.graph.sections.is_empty() || !context.graph.archives.is_empty() {
         return Ok(());
     }
     for index in 0..context.graph.inputs.len() {
-        read_input(&mut context.graph, InputId(index as u32), LINK_READ_INPUTS as u16)
-            .map_err(|error| PhaseError::new("read_inputs", error.to_string()))?;
+        read_input(&mut context.graph, InputId(index as u32), phase)
+            .map_err(|error| PhaseError::new(LinkPhase::ReadInputs, error.to_string()))?;
     }
     context.graph.index_edges();
     Ok(())

@@ -7,10 +7,11 @@ use object::elf;
 
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{AtomId, Definition, Edge, SymbolId, SymbolType, atom_flags};
+use crate::phases::LinkPhase;
 use crate::phases::layout::merged_location;
 use crate::x86_64::{Relaxation, relaxation, relocation_name};
 
-const PHASE: &str = "relocate";
+const PHASE: LinkPhase = LinkPhase::Relocate;
 
 /// The address of an atom in the output (through folding).
 fn atom_address(context: &LinkContext, atom: AtomId) -> u64 {
@@ -59,7 +60,7 @@ fn target_value(context: &LinkContext, edge: &Edge) -> Option<i128> {
     Some(i128::from(atom_address(context, atom)) + addend)
 }
 
-pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
+pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseError> {
     let Some(layout) = context.layout.as_ref() else {
         return Err(PhaseError::new(PHASE, "no layout"));
     };

@@ -5,7 +5,6 @@
 //! input and the symbol. Common symbols get zero-filled atoms; names the linker defines (`__start_X`,
 //! `__init_array_start`, ...) get synthetic symbols whose values layout fills in.
 
-use neverc_tables::generated::phases::index::LINK_RESOLVE_SYMBOLS;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::context::{LinkContext, PhaseError};
@@ -13,11 +12,12 @@ use crate::graph::{
     Atom, AtomId, Binding, Content, Definition, LinkGraph, MaterializationReason, MemberId, Origin, Symbol, SymbolId,
     SymbolType, Synthetic, SyntheticRole, Visibility, atom_flags,
 };
+use crate::phases::LinkPhase;
 use crate::read::extract_member;
 
-const PHASE: &str = "resolve_symbols";
+const PHASE: LinkPhase = LinkPhase::ResolveSymbols;
 
-pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
+pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseError> {
     let graph = &mut context.graph;
     let mut table: FxHashMap<String, SymbolId> = FxHashMap::default();
     let mut seen_inputs = 0;
@@ -63,13 +63,8 @@ pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
         let mut extracted = FxHashSet::default();
         for (name, member) in wanted {
             if extracted.insert(member) && graph.archive_members[member.index()].materialized.is_none() {
-                extract_member(
-                    graph,
-                    member,
-                    MaterializationReason::Defines(name),
-                    LINK_RESOLVE_SYMBOLS as u16,
-                )
-                .map_err(|error| PhaseError::new(PHASE, error.to_string()))?;
+                extract_member(graph, member, MaterializationReason::Defines(name), phase)
+                    .map_err(|error| PhaseError::new(PHASE, error.to_string()))?;
             }
         }
     }
@@ -78,8 +73,8 @@ pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
     }
     // Extracted members brought edges of their own.
     graph.index_edges();
-    allocate_commons(graph, &table);
-    define_linker_symbols(graph, &mut table);
+    allocate_commons(graph, &table, phase);
+    define_linker_symbols(graph, &mut table, phase);
 
     // Every reference resolves to the prevailing definition; strong references must find one.
     let mut undefined: Vec<String> = Vec::new();
@@ -169,7 +164,7 @@ fn add_definition(
 }
 
 /// Gives each prevailing common symbol a zero-filled atom (the largest size, the strictest alignment).
-fn allocate_commons(graph: &mut LinkGraph, table: &FxHashMap<String, SymbolId>) {
+fn allocate_commons(graph: &mut LinkGraph, table: &FxHashMap<String, SymbolId>, phase: u16) {
     let mut alignments: FxHashMap<&str, u64> = FxHashMap::default();
     for symbol in &graph.symbols {
         if symbol.definition == Definition::Common {
@@ -199,7 +194,7 @@ fn allocate_commons(graph: &mut LinkGraph, table: &FxHashMap<String, SymbolId>) 
             comdat: None,
             fold_leader: None,
             origin: Origin {
-                created_by_phase: Some(LINK_RESOLVE_SYMBOLS as u16),
+                created_by_phase: Some(phase),
                 ..symbol.origin
             },
         });
@@ -237,7 +232,7 @@ pub(crate) fn is_linker_defined(name: &str, graph: &LinkGraph) -> bool {
     section.is_some_and(|section| graph.sections.iter().any(|candidate| candidate.name == section))
 }
 
-fn define_linker_symbols(graph: &mut LinkGraph, table: &mut FxHashMap<String, SymbolId>) {
+fn define_linker_symbols(graph: &mut LinkGraph, table: &mut FxHashMap<String, SymbolId>, phase: u16) {
     let mut names: Vec<String> = graph
         .symbols
         .iter()
@@ -268,7 +263,7 @@ fn define_linker_symbols(graph: &mut LinkGraph, table: &mut FxHashMap<String, Sy
             root: false,
             resolution: None,
             origin: Origin {
-                created_by_phase: Some(LINK_RESOLVE_SYMBOLS as u16),
+                created_by_phase: Some(phase),
                 ..Origin::default()
             },
         });
@@ -277,7 +272,7 @@ fn define_linker_symbols(graph: &mut LinkGraph, table: &mut FxHashMap<String, Sy
             section: None,
             atom: None,
             origin: Origin {
-                created_by_phase: Some(LINK_RESOLVE_SYMBOLS as u16),
+                created_by_phase: Some(phase),
                 ..Origin::default()
             },
         });

@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap;
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{AtomId, ComdatId, LinkGraph};
 
-pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
+pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseError> {
     let graph = &mut context.graph;
     let mut kept: FxHashMap<&str, ComdatId> = FxHashMap::default();
     let mut selections = Vec::with_capacity(graph.comdats.len());

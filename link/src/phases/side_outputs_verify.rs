@@ -4,13 +4,14 @@
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{LinkGraph, Symbol, SymbolType};
 use crate::image::{MapFile, MapInputPiece, MapOutputSection, MapSymbol, verify_map_file, write_map_file};
+use crate::phases::LinkPhase;
 
-pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
+pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseError> {
     if context.options.map_file.is_none() {
         return Ok(());
     }
     let (Some(layout), Some(image_layout)) = (context.layout.as_ref(), context.image_layout.as_ref()) else {
-        return Err(PhaseError::new("side_outputs_verify", "no emitted image"));
+        return Err(PhaseError::new(LinkPhase::SideOutputsVerify, "no emitted image"));
     };
     let graph = &context.graph;
     let symbols_by_atom = map_symbols_by_atom(graph);
@@ -54,7 +55,7 @@ pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
     let findings = verify_map_file(&text, image_layout);
     if !findings.is_empty() {
         let lines: Vec<String> = findings.iter().map(|finding| finding.to_string()).collect();
-        return Err(PhaseError::new("side_outputs_verify", lines.join("\n")));
+        return Err(PhaseError::new(LinkPhase::SideOutputsVerify, lines.join("\n")));
     }
     context.map_text = Some(text);
     Ok(())

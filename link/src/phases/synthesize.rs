@@ -4,8 +4,6 @@
 
 use std::sync::Arc;
 
-use neverc_tables::generated::phases::index::LINK_SYNTHESIZE;
-
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{
     Atom, AtomId, Content, Edge, EdgeKind, ObjectFormat, Origin, RelocationType, SymbolId, Synthetic, SyntheticRole,
@@ -13,7 +11,7 @@ use crate::graph::{
 };
 use crate::x86_64::{relaxation, uses_got};
 
-pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
+pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseError> {
     if context.got_atom.is_some() {
         return Ok(());
     }
@@ -34,7 +32,7 @@ pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
         return Ok(());
     }
     let origin = Origin {
-        created_by_phase: Some(LINK_SYNTHESIZE as u16),
+        created_by_phase: Some(phase),
         ..Origin::default()
     };
     let atom = AtomId(graph.atoms.len() as u32);
