@@ -472,15 +472,11 @@ pub fn materialize_to<'t>(
                     skip = Some(call.callee_at as usize..call.callee_at as usize + call.callee.len());
                     if let Some(plan_id) = function_plans.get(*found as usize) {
                         let base = (call.group != NONE).then(|| groups.get(&call.group).copied()).flatten();
-                        edit_call(
-                            call,
-                            base,
-                            *plan_id,
-                            &shared_plans,
-                            &mut replacements,
-                            &mut call_edits,
-                            &mut plan_groups,
-                        );
+                        let mut shared = SharedText {
+                            plans: &shared_plans,
+                            replacements: &mut replacements,
+                        };
+                        call_edits.extend(edit_call(call, base, *plan_id, &mut shared, &mut plan_groups).into_iter().flatten());
                     }
                 }
                 // A call whose callee is the line's only name refers to nothing else.
@@ -600,30 +596,36 @@ fn edits_of_header(module: &Module<'_>, edit: &HeaderEdit, plans: &[SharedPlan])
     (edits, count)
 }
 
+/// The edits of one call site of a materialized function: its convention and the group of its plan.
 fn edit_call(
     call: &CallSite<'_>,
     base: Option<&AttributeGroup>,
     plan_id: u32,
-    plans: &[SharedPlan],
-    replacements: &mut Replacements,
-    edits: &mut Vec<Edit>,
+    shared: &mut SharedText<'_>,
     plan_groups: &mut PlanGroups<'_>,
-) {
-    edits.push(convention_edit(call.convention(), call.convention_at as usize));
+) -> [Option<Edit>; 2] {
+    let convention = Some(convention_edit(call.convention(), call.convention_at as usize));
     if call.has_plan {
-        return;
+        return [convention, None];
     }
-    match base {
+    let group = match base {
         Some(base) if call.group != NONE => {
-            let (reference, _) = plan_groups.group_for(Some(base), plan_id, plans, replacements);
-            edits.push(Edit::new(call.group_start as usize, call.group_end as usize, reference));
+            let (reference, _) = plan_groups.group_for(Some(base), plan_id, shared.plans, shared.replacements);
+            Edit::new(call.group_start as usize, call.group_end as usize, reference)
         }
         _ => {
-            let (_, reference) = plan_groups.group_for(None, plan_id, plans, replacements);
+            let (_, reference) = plan_groups.group_for(None, plan_id, shared.plans, shared.replacements);
             let at = call.after_arguments as usize;
-            edits.push(Edit::new(at, at, reference));
+            Edit::new(at, at, reference)
         }
-    }
+    };
+    [convention, Some(group)]
+}
+
+/// The plans shared by the module and the replacement texts edits refer to.
+struct SharedText<'a> {
+    plans: &'a [SharedPlan],
+    replacements: &'a mut Replacements,
 }
 
 /// Attribute groups holding a spec whose every reference is a function header (those functions all take

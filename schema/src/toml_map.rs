@@ -41,97 +41,89 @@ pub(crate) fn parse_toml(file: &str, text: &str) -> Result<(Value, TomlSourceMap
             })
             .collect());
     }
-    let mut map = TomlSourceMap::default();
-    let mut problems = Vec::new();
-    let root_span = table.span();
-    map.values.insert(String::new(), root_span);
-    let value = convert_table(table.get_ref(), "", &mut map, &mut problems, file, text);
-    if problems.is_empty() {
-        Ok((value, map))
+    let mut converter = Converter {
+        file,
+        text,
+        map: TomlSourceMap::default(),
+        problems: Vec::new(),
+    };
+    converter.map.values.insert(String::new(), table.span());
+    let value = converter.table(table.get_ref(), "");
+    if converter.problems.is_empty() {
+        Ok((value, converter.map))
     } else {
-        Err(problems)
+        Err(converter.problems)
     }
 }
 
-fn convert_table(
-    table: &DeTable<'_>,
-    pointer: &str,
-    map: &mut TomlSourceMap,
-    problems: &mut Vec<Diagnostic>,
-    file: &str,
-    text: &str,
-) -> Value {
-    let mut object = Map::new();
-    for (key, value) in table.iter() {
-        let child = format!("{pointer}/{}", escape_token(key.get_ref()));
-        map.keys.insert(child.clone(), key.span());
-        map.values.insert(child.clone(), value.span());
-        let converted = convert_value(value.get_ref(), value.span(), &child, map, problems, file, text);
-        object.insert(key.get_ref().to_string(), converted);
-    }
-    Value::Object(object)
+/// Converts TOML to JSON values, recording where each pointer's key and value are and every problem.
+struct Converter<'t> {
+    file: &'t str,
+    text: &'t str,
+    map: TomlSourceMap,
+    problems: Vec<Diagnostic>,
 }
 
-fn convert_value(
-    value: &DeValue<'_>,
-    span: Range<usize>,
-    pointer: &str,
-    map: &mut TomlSourceMap,
-    problems: &mut Vec<Diagnostic>,
-    file: &str,
-    text: &str,
-) -> Value {
-    match value {
-        DeValue::String(text) => Value::String(text.to_string()),
-        DeValue::Integer(integer) => {
-            let digits = integer.as_str().replace('_', "");
-            match i64::from_str_radix(&digits, integer.radix()) {
-                Ok(number) => Value::Number(number.into()),
-                Err(_) => {
-                    problems.push(at_offset(
-                        file,
-                        text,
-                        "toml-integer",
-                        format!("integer `{}` does not fit in 64 bits", integer.as_str()),
-                        span,
-                    ));
-                    Value::Null
+impl Converter<'_> {
+    fn problem(&mut self, rule: &'static str, message: String, span: Range<usize>) {
+        self.problems.push(at_offset(self.file, self.text, rule, message, span));
+    }
+
+    fn table(&mut self, table: &DeTable<'_>, pointer: &str) -> Value {
+        let mut object = Map::new();
+        for (key, value) in table.iter() {
+            let child = format!("{pointer}/{}", escape_token(key.get_ref()));
+            self.map.keys.insert(child.clone(), key.span());
+            self.map.values.insert(child.clone(), value.span());
+            let converted = self.value(value.get_ref(), value.span(), &child);
+            object.insert(key.get_ref().to_string(), converted);
+        }
+        Value::Object(object)
+    }
+
+    fn value(&mut self, value: &DeValue<'_>, span: Range<usize>, pointer: &str) -> Value {
+        match value {
+            DeValue::String(text) => Value::String(text.to_string()),
+            DeValue::Integer(integer) => {
+                let digits = integer.as_str().replace('_', "");
+                match i64::from_str_radix(&digits, integer.radix()) {
+                    Ok(number) => Value::Number(number.into()),
+                    Err(_) => {
+                        let message = format!("integer `{}` does not fit in 64 bits", integer.as_str());
+                        self.problem("toml-integer", message, span);
+                        Value::Null
+                    }
                 }
             }
+            DeValue::Float(float) => match float
+                .as_str()
+                .replace('_', "")
+                .parse::<f64>()
+                .ok()
+                .and_then(Number::from_f64)
+            {
+                Some(number) => Value::Number(number),
+                None => {
+                    let message = format!("float `{}` is not a finite number", float.as_str());
+                    self.problem("toml-float", message, span);
+                    Value::Null
+                }
+            },
+            DeValue::Boolean(flag) => Value::Bool(*flag),
+            DeValue::Datetime(datetime) => Value::String(datetime.to_string()),
+            DeValue::Array(array) => Value::Array(
+                array
+                    .iter()
+                    .enumerate()
+                    .map(|(index, item)| {
+                        let child = format!("{pointer}/{index}");
+                        self.map.values.insert(child.clone(), item.span());
+                        self.value(item.get_ref(), item.span(), &child)
+                    })
+                    .collect(),
+            ),
+            DeValue::Table(table) => self.table(table, pointer),
         }
-        DeValue::Float(float) => match float
-            .as_str()
-            .replace('_', "")
-            .parse::<f64>()
-            .ok()
-            .and_then(Number::from_f64)
-        {
-            Some(number) => Value::Number(number),
-            None => {
-                problems.push(at_offset(
-                    file,
-                    text,
-                    "toml-float",
-                    format!("float `{}` is not a finite number", float.as_str()),
-                    span,
-                ));
-                Value::Null
-            }
-        },
-        DeValue::Boolean(flag) => Value::Bool(*flag),
-        DeValue::Datetime(datetime) => Value::String(datetime.to_string()),
-        DeValue::Array(array) => Value::Array(
-            array
-                .iter()
-                .enumerate()
-                .map(|(index, item)| {
-                    let child = format!("{pointer}/{index}");
-                    map.values.insert(child.clone(), item.span());
-                    convert_value(item.get_ref(), item.span(), &child, map, problems, file, text)
-                })
-                .collect(),
-        ),
-        DeValue::Table(table) => convert_table(table, pointer, map, problems, file, text),
     }
 }
 
