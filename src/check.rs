@@ -184,7 +184,7 @@ fn summarize(declarations: &Declarations) -> Report {
                 registers: declaration.registers.len(),
                 general_registers: count(true),
                 vector_registers: count(false),
-                spellings: lower_target(declaration).map_or(0, |model| model.names.len()),
+                spellings: lower_target(declaration, &neverc_schema::Bump::new()).map_or(0, |model| model.names.len()),
                 reserved: declaration.reserved.clone(),
             }
         })

@@ -476,7 +476,11 @@ pub fn materialize_to<'t>(
                             plans: &shared_plans,
                             replacements: &mut replacements,
                         };
-                        call_edits.extend(edit_call(call, base, *plan_id, &mut shared, &mut plan_groups).into_iter().flatten());
+                        call_edits.extend(
+                            edit_call(call, base, *plan_id, &mut shared, &mut plan_groups)
+                                .into_iter()
+                                .flatten(),
+                        );
                     }
                 }
                 // A call whose callee is the line's only name refers to nothing else.

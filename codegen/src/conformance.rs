@@ -5,9 +5,8 @@
 //! mutation-class cases; each target file gives its register, reserved-name and spec cases. Adding a phase
 //! or a target file adds cases, with nothing else to edit.
 
-use neverc_schema::{
-    Gate, NameKind, ObserverPoint, PhaseKind, PhaseSchemaModel, PolicyFlag, StateMachineModel, TargetModel,
-};
+use neverc_records::{Gate, NameKind, PhaseKind, PhaseRecordIn, PhaseTablesIn, StateMachineRecordIn, TargetRecordIn};
+use neverc_schema::{ObserverPoint, PolicyFlag};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -152,24 +151,32 @@ fn point_name(point: ObserverPoint) -> &'static str {
     point.schema_name()
 }
 
+/// Whether the phase's policy has `flag`.
+fn has(phase: &PhaseRecordIn<'_>, flag: PolicyFlag) -> bool {
+    phase.policy & flag.bit() != 0
+}
+
+/// Whether the phase offers observer point `point`.
+fn offers(phase: &PhaseRecordIn<'_>, point: ObserverPoint) -> bool {
+    phase.observer_points & point.bit() != 0
+}
+
 /// A case id segment: the phase name with its dots kept (ids are strings, not identifiers).
 fn id(parts: &[&str]) -> String {
     parts.join("/")
 }
 
 /// The cases of a phase schema.
-pub fn phase_schema_cases(model: &PhaseSchemaModel, source: &str) -> CaseSet {
+pub fn phase_schema_cases(model: &PhaseTablesIn<'_>, source: &str) -> CaseSet {
     let mut cases = Vec::new();
-    let has = |phase: &neverc_schema::PhaseModel, flag: PolicyFlag| phase.policy_flags.contains(&flag);
-    for phase in &model.phases {
+    for phase in model.phases {
         for request in REQUESTS {
             let allowed = match request.split_once(':') {
                 Some((_, point)) => {
                     has(phase, PolicyFlag::Observable)
-                        && phase
-                            .observer_point_flags
+                        && ObserverPoint::ALL
                             .iter()
-                            .any(|offered| point_name(*offered) == point)
+                            .any(|offered| offers(phase, *offered) && point_name(*offered) == point)
                 }
                 None => match request {
                     "intercept" => has(phase, PolicyFlag::Interceptable),
@@ -178,9 +185,9 @@ pub fn phase_schema_cases(model: &PhaseSchemaModel, source: &str) -> CaseSet {
                 },
             };
             cases.push(Case {
-                id: id(&["registration", &phase.name, request]),
+                id: id(&["registration", phase.name, request]),
                 check: Check::Registration {
-                    phase: phase.name.clone(),
+                    phase: phase.name.to_string(),
                     request: request.to_string(),
                     allowed,
                 },
@@ -194,14 +201,14 @@ pub fn phase_schema_cases(model: &PhaseSchemaModel, source: &str) -> CaseSet {
             .iter()
             .find(|machine| index.is_some_and(|index| steps(machine).any(|step| step == index)));
         cases.push(Case {
-            id: id(&["sealed_gate", &phase.name]),
+            id: id(&["sealed_gate", phase.name]),
             check: Check::SealedGate {
-                phase: phase.name.clone(),
-                machine: machine.map(|machine| machine.name.clone()),
+                phase: phase.name.to_string(),
+                machine: machine.map(|machine| machine.name.to_string()),
             },
         });
     }
-    for machine in &model.state_machines {
+    for machine in model.state_machines {
         machine_cases(model, machine, &mut cases);
     }
     CaseSet {
@@ -212,7 +219,7 @@ pub fn phase_schema_cases(model: &PhaseSchemaModel, source: &str) -> CaseSet {
 }
 
 /// The phases a run of the machine executes: its transitions, then its finalization.
-fn steps(machine: &StateMachineModel) -> impl Iterator<Item = usize> + '_ {
+fn steps<'m>(machine: &'m StateMachineRecordIn<'_>) -> impl Iterator<Item = usize> + 'm {
     machine
         .transitions
         .iter()
@@ -220,39 +227,39 @@ fn steps(machine: &StateMachineModel) -> impl Iterator<Item = usize> + '_ {
         .chain(machine.finalization.iter().copied())
 }
 
-fn machine_cases(model: &PhaseSchemaModel, machine: &StateMachineModel, cases: &mut Vec<Case>) {
+fn machine_cases(model: &PhaseTablesIn<'_>, machine: &StateMachineRecordIn<'_>, cases: &mut Vec<Case>) {
     for index in steps(machine) {
         let phase = &model.phases[index];
         let point = [ObserverPoint::Before, ObserverPoint::After]
             .into_iter()
-            .find(|point| phase.observer_point_flags.contains(point));
-        if let (true, Some(point)) = (phase.policy_flags.contains(&PolicyFlag::Observable), point) {
+            .find(|point| offers(phase, *point));
+        if let (true, Some(point)) = (has(phase, PolicyFlag::Observable), point) {
             cases.push(Case {
-                id: id(&["observer_read_only", &phase.name]),
+                id: id(&["observer_read_only", phase.name]),
                 check: Check::ObserverReadOnly {
-                    phase: phase.name.clone(),
+                    phase: phase.name.to_string(),
                     point: point_name(point).to_string(),
                 },
             });
         }
     }
-    for transition in &machine.transitions {
+    for transition in machine.transitions {
         let phase = &model.phases[transition.phase];
-        if phase.policy_flags.contains(&PolicyFlag::SkippableWithProof) && phase.kind == PhaseKind::Transition {
+        if has(phase, PolicyFlag::SkippableWithProof) && phase.kind == PhaseKind::Transition {
             cases.push(Case {
-                id: id(&["skip_needs_fresh_proof", &phase.name]),
+                id: id(&["skip_needs_fresh_proof", phase.name]),
                 check: Check::SkipNeedsFreshProof {
-                    phase: phase.name.clone(),
-                    machine: machine.name.clone(),
-                    from: machine.states[transition.from].clone(),
+                    phase: phase.name.to_string(),
+                    machine: machine.name.to_string(),
+                    from: machine.states[transition.from as usize].to_string(),
                     proof_available: transition.from >= machine.proof_state,
                 },
             });
         }
     }
-    for transition in &machine.transitions {
+    for transition in machine.transitions {
         let phase = &model.phases[transition.phase];
-        if !phase.policy_flags.contains(&PolicyFlag::Interceptable) {
+        if !has(phase, PolicyFlag::Interceptable) {
             continue;
         }
         // The mutation must send the machine back to (or before) the transition's own start state. Every
@@ -275,19 +282,19 @@ fn machine_cases(model: &PhaseSchemaModel, machine: &StateMachineModel, cases: &
                     .filter(|other| other.from >= back_to && other.from <= transition.from)
                     .min_by_key(|other| (other.rerun_budget, other.from))?;
                 Some(BudgetChoice {
-                    class: class.name.clone(),
-                    operations: class.operations.clone(),
-                    fails_at: model.phases[exhausted.phase].name.clone(),
+                    class: class.name.to_string(),
+                    operations: class.operations.iter().map(|operation| operation.to_string()).collect(),
+                    fails_at: model.phases[exhausted.phase].name.to_string(),
                     runs: exhausted.rerun_budget.saturating_add(1),
                 })
             })
             .collect();
         if !choices.is_empty() {
             cases.push(Case {
-                id: id(&["rerun_budget", &phase.name]),
+                id: id(&["rerun_budget", phase.name]),
                 check: Check::RerunBudget {
-                    phase: phase.name.clone(),
-                    machine: machine.name.clone(),
+                    phase: phase.name.to_string(),
+                    machine: machine.name.to_string(),
                     budget: transition.rerun_budget,
                     choices,
                 },
@@ -297,18 +304,18 @@ fn machine_cases(model: &PhaseSchemaModel, machine: &StateMachineModel, cases: &
     // Mutations are committed during the last transition, which every class can send back.
     if let Some(last) = machine.transitions.iter().max_by_key(|transition| transition.from) {
         let at_phase = &model.phases[last.phase];
-        if at_phase.policy_flags.contains(&PolicyFlag::Interceptable) {
-            for class in &machine.mutation_classes {
+        if has(at_phase, PolicyFlag::Interceptable) {
+            for class in machine.mutation_classes {
                 let expected = class.earliest_invalidated.saturating_sub(1).min(last.from);
                 cases.push(Case {
-                    id: id(&["mutation_lowers_state", &machine.name, &class.name]),
+                    id: id(&["mutation_lowers_state", machine.name, class.name]),
                     check: Check::MutationLowersState {
-                        machine: machine.name.clone(),
-                        class: class.name.clone(),
-                        operations: class.operations.clone(),
-                        earliest_invalidated: machine.states[class.earliest_invalidated].clone(),
-                        expected_state: machine.states[expected].clone(),
-                        at_phase: at_phase.name.clone(),
+                        machine: machine.name.to_string(),
+                        class: class.name.to_string(),
+                        operations: class.operations.iter().map(|operation| operation.to_string()).collect(),
+                        earliest_invalidated: machine.states[class.earliest_invalidated as usize].to_string(),
+                        expected_state: machine.states[expected as usize].to_string(),
+                        at_phase: at_phase.name.to_string(),
                     },
                 });
             }
@@ -325,14 +332,14 @@ fn name_kind(kind: NameKind) -> &'static str {
 }
 
 /// The cases of one target file.
-pub fn target_cases(model: &TargetModel, source: &str) -> CaseSet {
+pub fn target_cases(model: &TargetRecordIn<'_>, source: &str) -> CaseSet {
     let mut cases = Vec::new();
-    for name in &model.names {
+    for name in model.names {
         cases.push(Case {
-            id: id(&["register_resolves", &model.name, &name.name]),
+            id: id(&["register_resolves", model.name, name.name]),
             check: Check::RegisterResolves {
-                target: model.name.clone(),
-                name: name.name.clone(),
+                target: model.name.to_string(),
+                name: name.name.to_string(),
                 name_kind: name_kind(name.kind).to_string(),
                 number: name.plan_number,
                 width: name.width,
@@ -344,17 +351,17 @@ pub fn target_cases(model: &TargetModel, source: &str) -> CaseSet {
         .integer_arguments
         .first()
         .and_then(|index| model.registers.get(*index))
-        .map(|register| register.name.clone());
+        .map(|register| register.name.to_string());
     if let Some(first_argument) = first_argument {
-        for reserved in &model.reserved {
+        for reserved in model.reserved {
             let Some(register) = model.registers.get(*reserved) else {
                 continue;
             };
             cases.push(Case {
-                id: id(&["reserved_skipped", &model.name, &register.name]),
+                id: id(&["reserved_skipped", model.name, register.name]),
                 check: Check::ReservedSkipped {
-                    target: model.name.clone(),
-                    name: register.name.clone(),
+                    target: model.name.to_string(),
+                    name: register.name.to_string(),
                     spec: format!("gpr:{},{first_argument}", register.name),
                     signature: "void (i64)".to_string(),
                     expected_register: first_argument.clone(),
@@ -364,20 +371,20 @@ pub fn target_cases(model: &TargetModel, source: &str) -> CaseSet {
     }
     for (index, layout) in model.shuffle_layouts.iter().enumerate() {
         cases.push(Case {
-            id: id(&["spec_plans", &model.name, &format!("shuffle{index}")]),
+            id: id(&["spec_plans", model.name, &format!("shuffle{index}")]),
             check: Check::SpecPlans {
-                target: model.name.clone(),
-                spec: layout.clone(),
+                target: model.name.to_string(),
+                spec: layout.to_string(),
                 signature: PLAN_SIGNATURE.to_string(),
                 origin: format!("shuffle layout {index}"),
             },
         });
     }
     cases.push(Case {
-        id: id(&["spec_plans", &model.name, "default"]),
+        id: id(&["spec_plans", model.name, "default"]),
         check: Check::SpecPlans {
-            target: model.name.clone(),
-            spec: model.default_spec.clone(),
+            target: model.name.to_string(),
+            spec: model.default_spec.to_string(),
             signature: PLAN_SIGNATURE.to_string(),
             origin: "default spec".to_string(),
         },
@@ -455,13 +462,15 @@ pub fn conformance_case_sets(
     declarations: &neverc_schema::Declarations,
     root: &std::path::Path,
 ) -> Result<Vec<CaseSet>, CodegenError> {
-    let model = neverc_schema::lower_phase_schema(&declarations.phase_schema).map_err(CodegenError::Lowering)?;
+    let arena = neverc_schema::Bump::new();
+    let model =
+        neverc_schema::lower_phase_schema(&declarations.phase_schema, &arena).map_err(CodegenError::Lowering)?;
     let mut sets = vec![phase_schema_cases(
         &model,
         &crate::display_source(root, &declarations.phase_schema_path),
     )];
     for target in &declarations.targets {
-        let model = neverc_schema::lower_target(&target.declaration).map_err(CodegenError::Lowering)?;
+        let model = neverc_schema::lower_target(&target.declaration, &arena).map_err(CodegenError::Lowering)?;
         sets.push(target_cases(&model, &crate::display_source(root, &target.path)));
     }
     Ok(sets)

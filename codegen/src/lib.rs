@@ -10,10 +10,8 @@ pub mod conformance;
 use std::path::Path;
 
 use handlebars::{Context, Handlebars, Helper, HelperDef, HelperResult, Output, RenderContext, RenderErrorReason};
-use neverc_schema::{
-    Declarations, Gate, ObserverPoint, PhaseKind, PhaseSchemaModel, PolicyFlag, RegisterClassKind, RegisterFlag,
-    Stability, TargetModel, lower_phase_schema, lower_target,
-};
+use neverc_records::{PhaseRecordIn, PhaseTablesIn, TargetRecordIn};
+use neverc_schema::{Bump, Declarations, ObserverPoint, PolicyFlag, RegisterFlag, lower_phase_schema, lower_target};
 use serde_json::{Value, json};
 
 const PHASES_TEMPLATE: &str = include_str!("../templates/phases.rs.hbs");
@@ -70,6 +68,45 @@ fn registry() -> Handlebars<'static> {
         "hex",
         value_helper("hex", "u64", |value| {
             value.as_u64().map(|number| format!("0x{number:016x}"))
+        }),
+    );
+    handlebars.register_helper(
+        "policy_bits",
+        value_helper("policy_bits", "u32", |value| {
+            let bits = value.as_u64()?;
+            Some(bits_expression(
+                PolicyFlag::ALL
+                    .iter()
+                    .filter(|flag| bits & u64::from(flag.bit()) != 0)
+                    .map(|flag| format!("POLICY_{}", flag.schema_name()))
+                    .collect(),
+            ))
+        }),
+    );
+    handlebars.register_helper(
+        "point_bits",
+        value_helper("point_bits", "u32", |value| {
+            let bits = value.as_u64()?;
+            Some(bits_expression(
+                ObserverPoint::ALL
+                    .iter()
+                    .filter(|point| bits & u64::from(point.bit()) != 0)
+                    .map(|point| format!("POINT_{}", point.schema_name()))
+                    .collect(),
+            ))
+        }),
+    );
+    handlebars.register_helper(
+        "register_flags",
+        value_helper("register_flags", "u32", |value| {
+            let bits = value.as_u64()?;
+            Some(bits_expression(
+                RegisterFlag::ALL
+                    .iter()
+                    .filter(|flag| bits & u64::from(flag.bit()) != 0)
+                    .map(|flag| format!("super::REGISTER_FLAG_{}", flag.schema_name().to_ascii_uppercase()))
+                    .collect(),
+            ))
         }),
     );
     handlebars.register_helper(
@@ -151,28 +188,6 @@ fn render(
     })
 }
 
-fn kind_name(kind: PhaseKind) -> &'static str {
-    match kind {
-        PhaseKind::Transition => "Transition",
-        PhaseKind::Event => "Event",
-    }
-}
-
-fn gate_name(gate: Gate) -> &'static str {
-    match gate {
-        Gate::Transition => "Transition",
-        Gate::SealedVerifier => "SealedVerifier",
-        Gate::SealedCommit => "SealedCommit",
-    }
-}
-
-fn stability_name(stability: Stability) -> &'static str {
-    match stability {
-        Stability::Experimental => "Experimental",
-        Stability::Stable => "Stable",
-    }
-}
-
 /// `LINK_INPUT_PROBE` or `symbol_binding` → `LinkInputProbe`, `SymbolBinding`; already camel-cased names
 /// (`RebindSymbol`) stay as they are.
 fn camel_case(name: &str) -> String {
@@ -215,32 +230,32 @@ fn variants<'a>(names: impl IntoIterator<Item = (&'a str, String)>) -> Result<Ve
 }
 
 /// One enum per domain, variants named after the phases' symbols without the domain's prefix.
-fn domains_data(model: &PhaseSchemaModel) -> Result<Vec<Value>, CodegenError> {
+fn domains_data(model: &PhaseTablesIn<'_>) -> Result<Vec<Value>, CodegenError> {
     let mut domains: Vec<&str> = Vec::new();
-    for phase in &model.phases {
-        if !domains.contains(&phase.domain.as_str()) {
-            domains.push(&phase.domain);
+    for phase in model.phases {
+        if !domains.contains(&phase.domain) {
+            domains.push(phase.domain);
         }
     }
     let mut data = Vec::new();
     for domain in domains {
         check_module_name(domain)?;
         let prefix = format!("{}_", domain.to_ascii_uppercase());
-        let members: Vec<(usize, &neverc_schema::PhaseModel)> = model
+        let members: Vec<(usize, &PhaseRecordIn<'_>)> = model
             .phases
             .iter()
             .enumerate()
             .filter(|(_, phase)| phase.domain == domain)
             .collect();
         let names = variants(members.iter().map(|(_, phase)| {
-            let short = phase.symbol.strip_prefix(&prefix).unwrap_or(&phase.symbol);
+            let short = phase.symbol.strip_prefix(&prefix).unwrap_or(phase.symbol);
             let variant = camel_case(short);
             let variant = if variant.starts_with(|c: char| c.is_ascii_digit()) {
-                camel_case(&phase.symbol)
+                camel_case(phase.symbol)
             } else {
                 variant
             };
-            (phase.symbol.as_str(), variant)
+            (phase.symbol, variant)
         }))?;
         let phases: Vec<Value> = members
             .iter()
@@ -250,7 +265,7 @@ fn domains_data(model: &PhaseSchemaModel) -> Result<Vec<Value>, CodegenError> {
                     "variant": variant,
                     "symbol": phase.symbol,
                     "name": phase.name,
-                    "short_name": phase.name.rsplit('.').next().unwrap_or(&phase.name),
+                    "short_name": phase.name.rsplit('.').next().unwrap_or(phase.name),
                     "index": index,
                 })
             })
@@ -268,153 +283,75 @@ fn bits_expression(names: Vec<String>) -> String {
     }
 }
 
-fn phases_data(model: &PhaseSchemaModel) -> Result<Value, CodegenError> {
-    let phases: Vec<Value> = model
-        .phases
-        .iter()
-        .map(|phase| {
-            json!({
-                "name": phase.name,
-                "symbol": phase.symbol,
-                "id": [phase.id.0, phase.id.1],
-                "domain": phase.domain,
-                "kind": kind_name(phase.kind),
-                "verifier": phase.verifier,
-                "input": [phase.input_artifact.0, phase.input_artifact.1],
-                "output": [phase.output_artifact.0, phase.output_artifact.1],
-                "policy": bits_expression(phase.policy_flags.iter().map(|flag| format!("POLICY_{}", flag.schema_name())).collect()),
-                "points": bits_expression(phase.observer_point_flags.iter().map(|point| format!("POINT_{}", point.schema_name())).collect()),
-                "gate": gate_name(phase.gate),
-                "stability": stability_name(phase.stability),
-                "builtin_fallback": phase.builtin_fallback,
-            })
-        })
-        .collect();
-    Ok(json!({
-        "domains": domains_data(model)?,
-        "policy_flags": PolicyFlag::ALL.iter().map(|flag| json!({"name": flag.schema_name(), "bit": flag.bit()})).collect::<Vec<_>>(),
-        "observer_points": ObserverPoint::ALL.iter().map(|point| json!({"name": point.schema_name(), "bit": point.bit()})).collect::<Vec<_>>(),
-        "schema_version": model.schema_version,
-        "phase_count": model.phases.len(),
-        "family_count": model.extension_families.len(),
-        "extension_families": model.extension_families,
-        "phases": phases,
-    }))
+/// A record as the template sees it: its serialized fields, plus `extra` (names derived for the template).
+fn record_data(record: &impl serde::Serialize, extra: Value) -> Result<Value, CodegenError> {
+    let mut value = serde_json::to_value(record).map_err(|error| CodegenError::Lowering(error.to_string()))?;
+    if let (Value::Object(fields), Value::Object(extra)) = (&mut value, extra) {
+        fields.extend(extra);
+    }
+    Ok(value)
 }
 
-fn state_machines_data(model: &PhaseSchemaModel) -> Result<Value, CodegenError> {
+fn phases_data(model: &PhaseTablesIn<'_>) -> Result<Value, CodegenError> {
+    record_data(
+        model,
+        json!({
+            "domains": domains_data(model)?,
+            "policy_flags": PolicyFlag::ALL.iter().map(|flag| json!({"name": flag.schema_name(), "bit": flag.bit()})).collect::<Vec<_>>(),
+            "observer_points": ObserverPoint::ALL.iter().map(|point| json!({"name": point.schema_name(), "bit": point.bit()})).collect::<Vec<_>>(),
+        }),
+    )
+}
+
+fn state_machines_data(model: &PhaseTablesIn<'_>) -> Result<Value, CodegenError> {
     let mut machines = Vec::new();
-    for machine in &model.state_machines {
-        check_module_name(&machine.name)?;
-        let symbol = |index: usize| {
-            model
-                .phases
-                .get(index)
-                .map(|phase| phase.symbol.clone())
-                .unwrap_or_default()
-        };
-        let state_variants = variants(machine.states.iter().map(|state| (state.as_str(), camel_case(state))))?;
+    for machine in model.state_machines {
+        check_module_name(machine.name)?;
+        let symbol = |index: usize| model.phases.get(index).map(|phase| phase.symbol).unwrap_or_default();
+        let state_variants = variants(machine.states.iter().map(|state| (*state, camel_case(state))))?;
         let class_variants = variants(
             machine
                 .mutation_classes
                 .iter()
-                .map(|class| (class.name.as_str(), camel_case(&class.name))),
+                .map(|class| (class.name, camel_case(class.name))),
         )?;
         let mut operations = Vec::new();
         for (class, variant) in machine.mutation_classes.iter().zip(&class_variants) {
-            for operation in &class.operations {
-                operations.push((operation.as_str(), (variant.clone(), class.name.clone())));
+            for operation in class.operations {
+                operations.push((*operation, variant.clone(), class.name));
             }
         }
         let operation_variants = variants(
             operations
                 .iter()
-                .map(|(operation, _)| (*operation, camel_case(operation))),
+                .map(|(operation, ..)| (*operation, camel_case(operation))),
         )?;
-        machines.push(json!({
-            "name": machine.name,
-            "domain": machine.domain,
-            "states": machine.states,
-            "state_variants": machine.states.iter().zip(&state_variants).map(|(name, variant)| json!({"name": name, "variant": variant})).collect::<Vec<_>>(),
-            "class_variants": machine.mutation_classes.iter().zip(&class_variants).map(|(class, variant)| json!({"name": class.name, "variant": variant})).collect::<Vec<_>>(),
-            "operations": operations.iter().zip(&operation_variants).map(|((name, (class, class_name)), variant)| json!({"name": name, "variant": variant, "class": class, "class_name": class_name})).collect::<Vec<_>>(),
-            "operation_count": operations.len(),
-            "state_count": machine.states.len(),
-            "transition_count": machine.transitions.len(),
-            "transitions": machine.transitions.iter().map(|transition| json!({
-                "symbol": symbol(transition.phase),
-                "from": transition.from,
-                "to": transition.to,
-                "rerun_budget": transition.rerun_budget,
-            })).collect::<Vec<_>>(),
-            "class_count": machine.mutation_classes.len(),
-            "mutation_classes": machine.mutation_classes,
-            "proof_state": machine.proof_state,
-            "finalization_count": machine.finalization.len(),
-            "finalization": machine.finalization.iter().map(|index| symbol(*index)).collect::<Vec<_>>(),
-        }));
+        machines.push(record_data(
+            machine,
+            json!({
+                "transition_symbols": machine.transitions.iter().map(|transition| symbol(transition.phase)).collect::<Vec<_>>(),
+                "finalization_symbols": machine.finalization.iter().map(|index| symbol(*index)).collect::<Vec<_>>(),
+                "state_variants": machine.states.iter().zip(&state_variants).map(|(name, variant)| json!({"name": name, "variant": variant})).collect::<Vec<_>>(),
+                "class_variants": machine.mutation_classes.iter().zip(&class_variants).map(|(class, variant)| json!({"name": class.name, "variant": variant})).collect::<Vec<_>>(),
+                "operation_variants": operations.iter().zip(&operation_variants).map(|((name, class, class_name), variant)| json!({"name": name, "variant": variant, "class": class, "class_name": class_name})).collect::<Vec<_>>(),
+            }),
+        )?);
     }
-    Ok(json!({ "machine_count": machines.len(), "state_machines": machines }))
+    Ok(json!({ "state_machines": machines }))
 }
 
-fn class_kind_name(kind: RegisterClassKind) -> &'static str {
-    match kind {
-        RegisterClassKind::General => "General",
-        RegisterClassKind::Float => "Float",
-        RegisterClassKind::Vector => "Vector",
-    }
-}
-
-fn target_data(model: &TargetModel) -> Value {
-    let name_kind = |kind: neverc_schema::NameKind| match kind {
-        neverc_schema::NameKind::Canonical => "Canonical",
-        neverc_schema::NameKind::Alias => "Alias",
-        neverc_schema::NameKind::SubRegister => "SubRegister",
-    };
-    json!({
-        "name": model.name,
-        "aliases": model.aliases,
-        "triple": model.triple,
-        "target_id": [model.target_id.0, model.target_id.1],
-        "convention_id": [model.convention_id.0, model.convention_id.1],
-        "schema_digest": model.schema_digest,
-        "pointer_width": model.pointer_width,
-        "little_endian": model.little_endian,
-        "stack_alignment": model.stack_alignment,
-        "class_count": model.classes.len(),
-        "classes": model.classes.iter().map(|class| json!({
-            "name": class.name, "kind": class_kind_name(class.kind), "width": class.width, "widths": class.widths,
-        })).collect::<Vec<_>>(),
-        "register_count": model.registers.len(),
-        "has_subregisters": model.registers.iter().any(|register| !register.subregisters.is_empty()),
-        "registers": model.registers.iter().map(|register| json!({
-            "name": register.name,
-            "class": register.class,
-            "width": register.width,
-            "plan_number": register.plan_number,
-            "dwarf": register.dwarf,
-            "flags": bits_expression(RegisterFlag::ALL.iter().filter(|flag| register.flags & flag.bit() != 0).map(|flag| format!("super::REGISTER_FLAG_{}", flag.schema_name().to_ascii_uppercase())).collect()),
-            "aliases": register.aliases,
-            "subregisters": register.subregisters,
-        })).collect::<Vec<_>>(),
-        "name_count": model.names.len(),
-        "names": model.names.iter().map(|name| json!({
-            "name": name.name, "register": name.register, "width": name.width, "plan_number": name.plan_number, "kind": name_kind(name.kind),
-        })).collect::<Vec<_>>(),
-        "number_count": model.numbers.len(),
-        "numbers": model.numbers,
-        "reserved": model.reserved,
-        "callee_saved": model.callee_saved,
-        "abi": model.abi,
-        "default_spec": model.default_spec,
-        "shuffle_layouts": model.shuffle_layouts,
-    })
+fn target_data(model: &TargetRecordIn<'_>) -> Result<Value, CodegenError> {
+    record_data(
+        model,
+        json!({ "has_subregisters": model.registers.iter().any(|register| !register.subregisters.is_empty()) }),
+    )
 }
 
 /// Generates every output for the declarations. `root` is the directory source paths are shown relative to.
 pub fn generate(declarations: &Declarations, root: &Path) -> Result<Vec<GeneratedFile>, CodegenError> {
     let schema_source = display_source(root, &declarations.phase_schema_path);
-    let model = lower_phase_schema(&declarations.phase_schema).map_err(CodegenError::Lowering)?;
+    let arena = Bump::new();
+    let model = lower_phase_schema(&declarations.phase_schema, &arena).map_err(CodegenError::Lowering)?;
     let mut files = vec![
         render(
             "phases.rs.hbs",
@@ -435,12 +372,12 @@ pub fn generate(declarations: &Declarations, root: &Path) -> Result<Vec<Generate
     for target in &declarations.targets {
         check_module_name(&target.stem)?;
         let source = display_source(root, &target.path);
-        let model = lower_target(&target.declaration).map_err(CodegenError::Lowering)?;
+        let model = lower_target(&target.declaration, &arena).map_err(CodegenError::Lowering)?;
         let file = format!("target_{}.rs", target.stem);
         files.push(render(
             "target.rs.hbs",
             TARGET_TEMPLATE,
-            &target_data(&model),
+            &target_data(&model)?,
             &file,
             &source,
         )?);

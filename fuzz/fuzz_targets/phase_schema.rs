@@ -13,7 +13,7 @@ fuzz_target!(|data: &[u8]| {
     };
     match neverc_schema::parse_phase_schema("fuzz.json", text) {
         Ok(document) => {
-            let _ = neverc_schema::lower_phase_schema(&document);
+            let _ = neverc_schema::lower_phase_schema(&document, &neverc_schema::Bump::new());
         }
         Err(diagnostics) => check::check_diagnostics(text, &diagnostics),
     }

@@ -13,7 +13,7 @@ fuzz_target!(|data: &[u8]| {
     };
     match neverc_schema::parse_target("fuzz.toml", text) {
         Ok(declaration) => {
-            let _ = neverc_schema::lower_target(&declaration);
+            let _ = neverc_schema::lower_target(&declaration, &neverc_schema::Bump::new());
         }
         Err(diagnostics) => check::check_diagnostics(text, &diagnostics),
     }

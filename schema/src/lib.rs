@@ -18,25 +18,21 @@ mod target;
 mod target_checks;
 mod toml_map;
 
+/// The arena lowered records live in.
+pub use bumpalo::Bump;
 pub use diagnostic::{Diagnostic, Severity};
 pub use hex::{ColonId, HexU64, IdPair};
 pub use load::{
     Declarations, LoadError, LoadedTarget, SourceText, load_declarations, load_phase_schema, load_targets,
     parse_phase_schema, parse_phase_schema_for_audit, parse_target, target_files,
 };
-pub use model::{
-    AbiModel, ClassModel, NameKind, NameModel, NumberModel, RegisterModel, RegisterView, SubRegisterModel, TargetModel,
-    lower_target,
-};
+pub use model::lower_target;
 pub use phase::{
     ExtensionFamily, Gate, MutationClass, ObserverPoint, Phase, PhaseKind, PhaseSchemaDocument, PolicyFlag, Stability,
     StateMachine, StateTransition, observer_point_bits, policy_bits,
 };
 pub use phase_checks::PHASE_SCHEMA_INVARIANTS;
-pub use phase_model::{
-    ExtensionFamilyModel, MutationClassModel, PhaseModel, PhaseSchemaModel, StateMachineModel, TransitionModel,
-    lower_phase_schema,
-};
+pub use phase_model::lower_phase_schema;
 pub use spec_text::{Spec, SpecList, SpecSegment, SpecToken, is_stack_token};
 pub use structural::{
     COMMITTED_PHASE_SCHEMA, COMMITTED_TARGET_SCHEMA, generated_phase_schema, generated_target_schema,

@@ -1,79 +1,32 @@
-//! The lowered form of a validated phase schema: bits instead of flag lists, indices instead of names.
-//!
-//! The code generator and the run-time loader both build their tables from this one lowering.
+//! Lowering of a validated phase schema into the records of `neverc-records`: bits instead of flag lists,
+//! indices instead of names. The code generator and the run-time loader both build their tables with this
+//! one function, so generated and loaded tables cannot disagree.
 
-use serde::Serialize;
-
-use crate::phase::{
-    Gate, ObserverPoint, PhaseKind, PhaseSchemaDocument, PolicyFlag, Stability, observer_point_bits, policy_bits,
+use bumpalo::Bump;
+use neverc_records::{
+    ExtensionFamilyRecordIn, Gate as GateRecord, Id128, MutationClassRecordIn, PhaseKind as PhaseKindRecord,
+    PhaseRecordIn, PhaseTablesIn, Stability as StabilityRecord, StateMachineRecordIn, TransitionRecord,
 };
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct PhaseSchemaModel {
-    pub schema_version: u32,
-    pub extension_families: Vec<ExtensionFamilyModel>,
-    pub phases: Vec<PhaseModel>,
-    /// Sorted by machine name.
-    pub state_machines: Vec<StateMachineModel>,
+use crate::phase::{Gate, PhaseKind, PhaseSchemaDocument, Stability, observer_point_bits, policy_bits};
+
+/// Copies `items` into the arena.
+pub(crate) fn slice<'a, T: Copy>(arena: &'a Bump, items: &[T]) -> &'a [T] {
+    arena.alloc_slice_copy(items)
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ExtensionFamilyModel {
-    pub namespace: String,
-    pub id_high: u64,
-    pub id_low_min: u64,
-    pub id_low_max: u64,
+/// Copies each string into the arena.
+pub(crate) fn strs<'a>(arena: &'a Bump, items: &[String]) -> &'a [&'a str] {
+    arena.alloc_slice_fill_iter(items.iter().map(|item| &*arena.alloc_str(item)))
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct PhaseModel {
-    pub name: String,
-    pub symbol: String,
-    pub id: (u64, u64),
-    pub domain: String,
-    pub kind: PhaseKind,
-    pub verifier: String,
-    pub input_artifact: (u64, u64),
-    pub output_artifact: (u64, u64),
-    pub policy: u32,
-    pub policy_flags: Vec<PolicyFlag>,
-    pub observer_points: u32,
-    pub observer_point_flags: Vec<ObserverPoint>,
-    pub gate: Gate,
-    pub stability: Stability,
-    pub builtin_fallback: bool,
+fn index32(index: usize) -> Result<u32, String> {
+    u32::try_from(index).map_err(|_| format!("index {index} does not fit in 32 bits"))
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct StateMachineModel {
-    pub name: String,
-    pub domain: String,
-    pub states: Vec<String>,
-    pub transitions: Vec<TransitionModel>,
-    pub mutation_classes: Vec<MutationClassModel>,
-    pub proof_state: usize,
-    /// Indices into the phase list.
-    pub finalization: Vec<usize>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct TransitionModel {
-    /// Index into the phase list.
-    pub phase: usize,
-    pub from: usize,
-    pub to: usize,
-    pub rerun_budget: u32,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct MutationClassModel {
-    pub name: String,
-    pub earliest_invalidated: usize,
-    pub operations: Vec<String>,
-}
-
-/// Lowers a document that passed validation. Fails only if it did not (a name that does not resolve).
-pub fn lower_phase_schema(document: &PhaseSchemaDocument) -> Result<PhaseSchemaModel, String> {
+/// Lowers a document that passed validation into records allocated in `arena`. Fails only if it did not (a
+/// name that does not resolve).
+pub fn lower_phase_schema<'a>(document: &PhaseSchemaDocument, arena: &'a Bump) -> Result<PhaseTablesIn<'a>, String> {
     let phase_index = |name: &str| {
         document
             .phases
@@ -89,12 +42,13 @@ pub fn lower_phase_schema(document: &PhaseSchemaDocument) -> Result<PhaseSchemaM
                 .iter()
                 .position(|candidate| candidate == state)
                 .ok_or_else(|| format!("state `{state}` is not declared"))
+                .and_then(index32)
         };
         let mut transitions = machine
             .transitions
             .iter()
             .map(|transition| {
-                Ok(TransitionModel {
+                Ok(TransitionRecord {
                     phase: phase_index(&transition.phase)?,
                     from: state(&transition.from)?,
                     to: state(&transition.to)?,
@@ -103,63 +57,84 @@ pub fn lower_phase_schema(document: &PhaseSchemaDocument) -> Result<PhaseSchemaM
             })
             .collect::<Result<Vec<_>, String>>()?;
         transitions.sort_by_key(|transition| transition.from);
-        state_machines.push(StateMachineModel {
-            name: name.clone(),
-            domain: machine.domain.clone(),
-            states: machine.states.clone(),
-            transitions,
-            mutation_classes: machine
-                .mutation_classes
-                .iter()
-                .map(|class| {
-                    Ok(MutationClassModel {
-                        name: class.name.clone(),
-                        earliest_invalidated: state(&class.earliest_invalidated)?,
-                        operations: class.operations.clone(),
-                    })
+        let mutation_classes = machine
+            .mutation_classes
+            .iter()
+            .map(|class| {
+                Ok(MutationClassRecordIn {
+                    name: arena.alloc_str(&class.name),
+                    earliest_invalidated: state(&class.earliest_invalidated)?,
+                    operations: strs(arena, &class.operations),
                 })
-                .collect::<Result<_, String>>()?,
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        let finalization = machine
+            .finalization
+            .iter()
+            .map(|name| phase_index(name))
+            .collect::<Result<Vec<_>, _>>()?;
+        state_machines.push(StateMachineRecordIn {
+            name: arena.alloc_str(name),
+            domain: arena.alloc_str(&machine.domain),
+            states: strs(arena, &machine.states),
+            transitions: slice(arena, &transitions),
+            mutation_classes: slice(arena, &mutation_classes),
             proof_state: state(&machine.proof_state)?,
-            finalization: machine
-                .finalization
-                .iter()
-                .map(|name| phase_index(name))
-                .collect::<Result<_, _>>()?,
+            finalization: slice(arena, &finalization),
         });
     }
-    Ok(PhaseSchemaModel {
+    let extension_families: Vec<ExtensionFamilyRecordIn<'a>> = document
+        .extension_families
+        .iter()
+        .map(|family| ExtensionFamilyRecordIn {
+            namespace: arena.alloc_str(&family.namespace),
+            id_high: family.id_high.0,
+            id_low_min: family.id_low_min.0,
+            id_low_max: family.id_low_max.0,
+        })
+        .collect();
+    let phases: Vec<PhaseRecordIn<'a>> = document
+        .phases
+        .iter()
+        .map(|phase| PhaseRecordIn {
+            name: arena.alloc_str(&phase.name),
+            symbol: arena.alloc_str(&phase.symbol),
+            id: Id128 {
+                high: phase.id.high(),
+                low: phase.id.low(),
+            },
+            domain: arena.alloc_str(&phase.domain),
+            kind: match phase.kind {
+                PhaseKind::Transition => PhaseKindRecord::Transition,
+                PhaseKind::Event => PhaseKindRecord::Event,
+            },
+            verifier: arena.alloc_str(&phase.verifier),
+            input_artifact: Id128 {
+                high: phase.input_artifact.high(),
+                low: phase.input_artifact.low(),
+            },
+            output_artifact: Id128 {
+                high: phase.output_artifact.high(),
+                low: phase.output_artifact.low(),
+            },
+            policy: policy_bits(&phase.policy),
+            observer_points: observer_point_bits(&phase.observer_points),
+            gate: match phase.gate {
+                Gate::Transition => GateRecord::Transition,
+                Gate::SealedVerifier => GateRecord::SealedVerifier,
+                Gate::SealedCommit => GateRecord::SealedCommit,
+            },
+            stability: match phase.stability {
+                Stability::Experimental => StabilityRecord::Experimental,
+                Stability::Stable => StabilityRecord::Stable,
+            },
+            builtin_fallback: phase.builtin_fallback,
+        })
+        .collect();
+    Ok(PhaseTablesIn {
         schema_version: document.schema_version,
-        extension_families: document
-            .extension_families
-            .iter()
-            .map(|family| ExtensionFamilyModel {
-                namespace: family.namespace.clone(),
-                id_high: family.id_high.0,
-                id_low_min: family.id_low_min.0,
-                id_low_max: family.id_low_max.0,
-            })
-            .collect(),
-        phases: document
-            .phases
-            .iter()
-            .map(|phase| PhaseModel {
-                name: phase.name.clone(),
-                symbol: phase.symbol.clone(),
-                id: (phase.id.high(), phase.id.low()),
-                domain: phase.domain.clone(),
-                kind: phase.kind,
-                verifier: phase.verifier.clone(),
-                input_artifact: (phase.input_artifact.high(), phase.input_artifact.low()),
-                output_artifact: (phase.output_artifact.high(), phase.output_artifact.low()),
-                policy: policy_bits(&phase.policy),
-                policy_flags: phase.policy.clone(),
-                observer_points: observer_point_bits(&phase.observer_points),
-                observer_point_flags: phase.observer_points.clone(),
-                gate: phase.gate,
-                stability: phase.stability,
-                builtin_fallback: phase.builtin_fallback,
-            })
-            .collect(),
-        state_machines,
+        extension_families: slice(arena, &extension_families),
+        phases: slice(arena, &phases),
+        state_machines: slice(arena, &state_machines),
     })
 }

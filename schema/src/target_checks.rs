@@ -3,7 +3,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::diagnostic::Finding;
-use crate::model::{NameModel, name_table};
+use crate::model::{Spelling, name_table};
 use crate::spec_text::{Spec, SpecList, is_stack_token};
 use crate::target::{RegisterClassKind, TargetDeclaration};
 
@@ -258,7 +258,7 @@ fn check_registers(declaration: &TargetDeclaration, findings: &mut Vec<Finding>)
 
 fn check_reserved(
     declaration: &TargetDeclaration,
-    names: &HashMap<String, NameModel>,
+    names: &HashMap<String, Spelling>,
     findings: &mut Vec<Finding>,
 ) -> HashSet<usize> {
     let mut reserved = HashSet::new();
@@ -285,7 +285,7 @@ fn check_reserved(
 
 struct Context<'a> {
     declaration: &'a TargetDeclaration,
-    names: &'a HashMap<String, NameModel>,
+    names: &'a HashMap<String, Spelling>,
     reserved: &'a HashSet<usize>,
 }
 

@@ -6,10 +6,9 @@
 //! other files are built by `neverc-loader` through the same validation and lowering.
 
 pub mod policy;
-mod records;
 pub mod status;
 
-pub use records::*;
+pub use neverc_records::*;
 
 /// Tables generated at build time from the bundled declarations.
 pub mod generated {

@@ -6,8 +6,8 @@ use crate::generated::phases::{
     POINT_AFTER, POINT_AFTER_COMMIT, POINT_BEFORE, POLICY_INTERCEPTABLE, POLICY_OBSERVABLE, POLICY_REPLACEABLE,
     POLICY_SEALED_HOST_GATE, POLICY_SKIPPABLE_WITH_PROOF,
 };
-use crate::records::{PhaseRecord, PhaseTables};
 use crate::status::{Status, StatusCode};
+use crate::{PhaseRecord, PhaseTables};
 
 /// The policy flags of a phase, spelled as in the schema.
 pub fn policy_names(phase: &PhaseRecord) -> String {

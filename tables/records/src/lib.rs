@@ -1,22 +1,28 @@
-//! Record types of the generated tables, and their `const fn` lookups.
+//! Record types of the tables neverc-spec trusts, and their `const fn` lookups: the one definition of every
+//! record. The schema crate lowers validated declarations into these types (in an arena: `...In<'a>`), the
+//! code generator writes them out as `const` tables, and the runtime sees them as `'static` (the aliases
+//! without `In`).
 //!
 //! Every table the runtime trusts has one of these types. The bundled tables are generated at build time
-//! from `PhaseSchema.json` and `targets/*.toml` (see `build.rs`); tables loaded at run time from other files
-//! are built by [`crate::loaded`] from the same lowering, so both kinds behave identically.
+//! from `PhaseSchema.json` and `targets/*.toml` (`neverc-tables`' `build.rs`); tables loaded at run time from
+//! other files are built by `neverc-loader` from the same lowering, so both kinds behave identically.
 
 /// A 128-bit identifier.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Id128 {
     pub high: u64,
     pub low: u64,
 }
 
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PhaseKind {
     Transition,
     Event,
 }
 
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Gate {
     Transition,
@@ -24,6 +30,7 @@ pub enum Gate {
     SealedCommit,
 }
 
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Stability {
     Experimental,
@@ -31,14 +38,15 @@ pub enum Stability {
 }
 
 /// One phase of the phase schema.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PhaseRecord {
-    pub name: &'static str,
-    pub symbol: &'static str,
+pub struct PhaseRecordIn<'a> {
+    pub name: &'a str,
+    pub symbol: &'a str,
     pub id: Id128,
-    pub domain: &'static str,
+    pub domain: &'a str,
     pub kind: PhaseKind,
-    pub verifier: &'static str,
+    pub verifier: &'a str,
     pub input_artifact: Id128,
     pub output_artifact: Id128,
     /// Policy bits (see the generated `POLICY_*` constants).
@@ -50,7 +58,7 @@ pub struct PhaseRecord {
     pub builtin_fallback: bool,
 }
 
-impl PhaseRecord {
+impl<'a> PhaseRecordIn<'a> {
     /// Whether every bit of `policy_bits` is in the phase's policy.
     pub const fn allows(&self, policy_bits: u32) -> bool {
         self.policy & policy_bits == policy_bits
@@ -61,15 +69,17 @@ impl PhaseRecord {
     }
 }
 
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ExtensionFamilyRecord {
-    pub namespace: &'static str,
+pub struct ExtensionFamilyRecordIn<'a> {
+    pub namespace: &'a str,
     pub id_high: u64,
     pub id_low_min: u64,
     pub id_low_max: u64,
 }
 
 /// One step of a state machine.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TransitionRecord {
     /// Index of the driving phase in [`PhaseTables::phases`].
@@ -79,28 +89,30 @@ pub struct TransitionRecord {
     pub rerun_budget: u32,
 }
 
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MutationClassRecord {
-    pub name: &'static str,
+pub struct MutationClassRecordIn<'a> {
+    pub name: &'a str,
     /// The graph state drops to `min(current, earliest_invalidated - 1)` when such a mutation commits.
     pub earliest_invalidated: u32,
-    pub operations: &'static [&'static str],
+    pub operations: &'a [&'a str],
 }
 
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StateMachineRecord {
-    pub name: &'static str,
-    pub domain: &'static str,
-    pub states: &'static [&'static str],
+pub struct StateMachineRecordIn<'a> {
+    pub name: &'a str,
+    pub domain: &'a str,
+    pub states: &'a [&'a str],
     /// Sorted by `from`; transition `i` leaves state `i`.
-    pub transitions: &'static [TransitionRecord],
-    pub mutation_classes: &'static [MutationClassRecord],
+    pub transitions: &'a [TransitionRecord],
+    pub mutation_classes: &'a [MutationClassRecordIn<'a>],
     pub proof_state: u32,
     /// Indices of the phases that run after the final state, in order.
-    pub finalization: &'static [usize],
+    pub finalization: &'a [usize],
 }
 
-impl StateMachineRecord {
+impl<'a> StateMachineRecordIn<'a> {
     pub const fn state_by_name(&self, name: &str) -> Option<u32> {
         let mut index = 0;
         while index < self.states.len() {
@@ -125,7 +137,7 @@ impl StateMachineRecord {
     }
 
     /// The mutation class a staging operation belongs to.
-    pub const fn class_of_operation(&self, operation: &str) -> Option<&MutationClassRecord> {
+    pub const fn class_of_operation(&self, operation: &str) -> Option<&MutationClassRecordIn<'a>> {
         let mut class = 0;
         while class < self.mutation_classes.len() {
             let operations = self.mutation_classes[class].operations;
@@ -147,16 +159,17 @@ impl StateMachineRecord {
 }
 
 /// Everything generated from one phase schema.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PhaseTables {
+pub struct PhaseTablesIn<'a> {
     pub schema_version: u32,
-    pub extension_families: &'static [ExtensionFamilyRecord],
-    pub phases: &'static [PhaseRecord],
-    pub state_machines: &'static [StateMachineRecord],
+    pub extension_families: &'a [ExtensionFamilyRecordIn<'a>],
+    pub phases: &'a [PhaseRecordIn<'a>],
+    pub state_machines: &'a [StateMachineRecordIn<'a>],
 }
 
-impl PhaseTables {
-    pub const fn phase_by_id(&self, high: u64, low: u64) -> Option<&PhaseRecord> {
+impl<'a> PhaseTablesIn<'a> {
+    pub const fn phase_by_id(&self, high: u64, low: u64) -> Option<&PhaseRecordIn<'a>> {
         let mut index = 0;
         while index < self.phases.len() {
             let id = self.phases[index].id;
@@ -190,14 +203,14 @@ impl PhaseTables {
         None
     }
 
-    pub const fn phase_by_name(&self, name: &str) -> Option<&PhaseRecord> {
+    pub const fn phase_by_name(&self, name: &str) -> Option<&PhaseRecordIn<'a>> {
         match self.phase_index_by_name(name) {
             Some(index) => Some(&self.phases[index]),
             None => None,
         }
     }
 
-    pub const fn state_machine(&self, name: &str) -> Option<&StateMachineRecord> {
+    pub const fn state_machine(&self, name: &str) -> Option<&StateMachineRecordIn<'a>> {
         let mut index = 0;
         while index < self.state_machines.len() {
             if str_eq(self.state_machines[index].name, name) {
@@ -209,6 +222,7 @@ impl PhaseTables {
     }
 }
 
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum RegisterClassKind {
     General,
@@ -216,24 +230,27 @@ pub enum RegisterClassKind {
     Vector,
 }
 
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RegisterClassRecord {
-    pub name: &'static str,
+pub struct RegisterClassRecordIn<'a> {
+    pub name: &'a str,
     pub kind: RegisterClassKind,
     pub width: u32,
-    pub widths: &'static [u32],
+    pub widths: &'a [u32],
 }
 
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SubRegisterRecord {
-    pub name: &'static str,
+pub struct SubRegisterRecordIn<'a> {
+    pub name: &'a str,
     pub width: u32,
     pub plan_number: u32,
 }
 
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RegisterRecord {
-    pub name: &'static str,
+pub struct RegisterRecordIn<'a> {
+    pub name: &'a str,
     /// Index into [`TargetRecord::classes`].
     pub class: usize,
     pub width: u32,
@@ -241,10 +258,11 @@ pub struct RegisterRecord {
     pub dwarf: u32,
     /// Flag bits (see the generated `REGISTER_FLAG_*` constants).
     pub flags: u32,
-    pub aliases: &'static [&'static str],
-    pub subregisters: &'static [SubRegisterRecord],
+    pub aliases: &'a [&'a str],
+    pub subregisters: &'a [SubRegisterRecordIn<'a>],
 }
 
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NameKind {
     Canonical,
@@ -253,15 +271,17 @@ pub enum NameKind {
 }
 
 /// One accepted spelling of a register, lowercase.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RegisterName {
-    pub name: &'static str,
+pub struct RegisterNameIn<'a> {
+    pub name: &'a str,
     pub register: usize,
     pub width: u32,
     pub plan_number: u32,
     pub kind: NameKind,
 }
 
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RegisterNumber {
     pub number: u32,
@@ -270,6 +290,7 @@ pub struct RegisterNumber {
 }
 
 /// A register seen at a width.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RegisterView {
     pub register: usize,
@@ -277,6 +298,7 @@ pub struct RegisterView {
 }
 
 /// What a register name or number resolves to.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ResolvedRegister {
     /// Index into [`TargetRecord::registers`].
@@ -286,13 +308,14 @@ pub struct ResolvedRegister {
     pub kind: NameKind,
 }
 
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AbiRecord {
-    pub name: &'static str,
-    pub integer_arguments: &'static [usize],
-    pub float_arguments: &'static [usize],
-    pub integer_returns: &'static [usize],
-    pub float_returns: &'static [usize],
+pub struct AbiRecordIn<'a> {
+    pub name: &'a str,
+    pub integer_arguments: &'a [usize],
+    pub float_arguments: &'a [usize],
+    pub integer_returns: &'a [usize],
+    pub float_returns: &'a [usize],
     pub sret_register: usize,
     pub sret_takes_argument_register: bool,
     pub stack_slot_size: u32,
@@ -305,35 +328,36 @@ pub struct AbiRecord {
     pub homogeneous_aggregate_max_members: u32,
     pub stack_aggregate_exhausts_float_registers: bool,
     pub float_falls_back_to_integer_registers: bool,
-    pub stack_only_types: &'static [&'static str],
+    pub stack_only_types: &'a [&'a str],
 }
 
 /// One target, generated from `targets/<name>.toml` or loaded with `--target-file`.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TargetRecord {
-    pub name: &'static str,
-    pub aliases: &'static [&'static str],
-    pub triple: &'static str,
+pub struct TargetRecordIn<'a> {
+    pub name: &'a str,
+    pub aliases: &'a [&'a str],
+    pub triple: &'a str,
     pub target_id: Id128,
     pub convention_id: Id128,
-    pub schema_digest: &'static str,
+    pub schema_digest: &'a str,
     pub pointer_width: u32,
     pub little_endian: bool,
     pub stack_alignment: u32,
-    pub classes: &'static [RegisterClassRecord],
-    pub registers: &'static [RegisterRecord],
+    pub classes: &'a [RegisterClassRecordIn<'a>],
+    pub registers: &'a [RegisterRecordIn<'a>],
     /// Sorted by name (lowercase) for binary search.
-    pub names: &'static [RegisterName],
+    pub names: &'a [RegisterNameIn<'a>],
     /// Sorted by number for binary search.
-    pub numbers: &'static [RegisterNumber],
-    pub reserved: &'static [usize],
-    pub callee_saved: &'static [RegisterView],
-    pub abi: AbiRecord,
-    pub default_spec: &'static str,
-    pub shuffle_layouts: &'static [&'static str],
+    pub numbers: &'a [RegisterNumber],
+    pub reserved: &'a [usize],
+    pub callee_saved: &'a [RegisterView],
+    pub abi: AbiRecordIn<'a>,
+    pub default_spec: &'a str,
+    pub shuffle_layouts: &'a [&'a str],
 }
 
-impl TargetRecord {
+impl<'a> TargetRecordIn<'a> {
     /// Case-insensitive lookup of a register name, alias or sub-register name.
     pub const fn resolve_register(&self, name: &str) -> Option<ResolvedRegister> {
         let mut low = 0;
@@ -397,7 +421,7 @@ impl TargetRecord {
         false
     }
 
-    pub const fn register(&self, index: usize) -> Option<&RegisterRecord> {
+    pub const fn register(&self, index: usize) -> Option<&RegisterRecordIn<'a>> {
         if index < self.registers.len() {
             Some(&self.registers[index])
         } else {
@@ -405,7 +429,7 @@ impl TargetRecord {
         }
     }
 
-    pub const fn class_of(&self, register: usize) -> Option<&RegisterClassRecord> {
+    pub const fn class_of(&self, register: usize) -> Option<&RegisterClassRecordIn<'a>> {
         match self.register(register) {
             Some(record) if record.class < self.classes.len() => Some(&self.classes[record.class]),
             _ => None,
@@ -429,7 +453,7 @@ impl TargetRecord {
 }
 
 /// Finds a target by name or alias in a registry.
-pub const fn find_target<'a>(targets: &[&'a TargetRecord], name: &str) -> Option<&'a TargetRecord> {
+pub const fn find_target<'a>(targets: &[&'a TargetRecordIn<'a>], name: &str) -> Option<&'a TargetRecordIn<'a>> {
     let mut index = 0;
     while index < targets.len() {
         if targets[index].answers_to(name) {
@@ -489,3 +513,16 @@ pub const fn str_eq(a: &str, b: &str) -> bool {
     }
     true
 }
+
+// The records as the runtime sees them: generated, or loaded once and kept for the whole process.
+pub type PhaseRecord = PhaseRecordIn<'static>;
+pub type ExtensionFamilyRecord = ExtensionFamilyRecordIn<'static>;
+pub type MutationClassRecord = MutationClassRecordIn<'static>;
+pub type StateMachineRecord = StateMachineRecordIn<'static>;
+pub type PhaseTables = PhaseTablesIn<'static>;
+pub type RegisterClassRecord = RegisterClassRecordIn<'static>;
+pub type SubRegisterRecord = SubRegisterRecordIn<'static>;
+pub type RegisterRecord = RegisterRecordIn<'static>;
+pub type RegisterName = RegisterNameIn<'static>;
+pub type AbiRecord = AbiRecordIn<'static>;
+pub type TargetRecord = TargetRecordIn<'static>;
