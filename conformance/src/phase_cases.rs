@@ -85,9 +85,11 @@ fn linkable_machine(
         .phase_tables
         .state_machine(machine)
         .ok_or_else(|| Outcome::Failed(format!("the tables declare no state machine `{machine}`")))?;
-    if machine != "link" {
+    // The runtime executes the machine of the link domain (the one `run_link` finds), and no other.
+    if record.domain != neverc_link::LinkPhase::DOMAIN_NAME {
         return Err(Outcome::NotApplicable(format!(
-            "this runtime executes only the `link` state machine, not `{machine}`"
+            "this runtime executes only the `{}` state machine, not `{machine}`",
+            neverc_link::LinkPhase::DOMAIN_NAME
         )));
     }
     Ok(record)

@@ -8,6 +8,7 @@ pub mod execute;
 pub mod frame;
 pub mod graph;
 pub mod image;
+mod linker_defined;
 pub mod ordering;
 mod phases;
 pub use phases::LinkPhase;

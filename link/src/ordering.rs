@@ -3,6 +3,7 @@
 //! `neverc.link.layout` and, before the builtin runs, commits `order` layout constraints for the atoms that
 //! define the named symbols.
 
+use crate::LinkPhase;
 use crate::graph::{EntityKind, SymbolType};
 use crate::plugin::{LinkPlugin, Registrar};
 use crate::status::Status;
@@ -34,7 +35,7 @@ impl LinkPlugin for SymbolOrderingPlugin {
         let names = self.names.clone();
         let mut done = false;
         registrar.intercept(
-            "neverc.link.layout",
+            LinkPhase::Layout.name(),
             Box::new(move |frame, next| {
                 if !done {
                     done = true;

@@ -2,26 +2,20 @@
 //! phase's declared policy allows it. The link runtime's register step and the manifest audit both call
 //! [`check_phase_request`], so they accept and refuse the same requests with the same status.
 
+use crate::generated::phases::link::Phase as LinkPhase;
 use crate::generated::phases::{
-    POINT_AFTER, POINT_AFTER_COMMIT, POINT_BEFORE, POLICY_INTERCEPTABLE, POLICY_OBSERVABLE, POLICY_REPLACEABLE,
-    POLICY_SEALED_HOST_GATE, POLICY_SKIPPABLE_WITH_PROOF,
+    POINT_AFTER, POINT_AFTER_COMMIT, POINT_BEFORE, POLICY_FLAGS, POLICY_INTERCEPTABLE, POLICY_OBSERVABLE,
+    POLICY_REPLACEABLE, POLICY_SKIPPABLE_WITH_PROOF, observer_point_name, policy_flag_name,
 };
 use crate::status::{Status, StatusCode};
 use crate::{PhaseRecord, PhaseTables};
 
 /// The policy flags of a phase, spelled as in the schema.
 pub fn policy_names(phase: &PhaseRecord) -> String {
-    let names = [
-        (POLICY_OBSERVABLE, "OBSERVABLE"),
-        (POLICY_INTERCEPTABLE, "INTERCEPTABLE"),
-        (POLICY_REPLACEABLE, "REPLACEABLE"),
-        (POLICY_SKIPPABLE_WITH_PROOF, "SKIPPABLE_WITH_PROOF"),
-        (POLICY_SEALED_HOST_GATE, "SEALED_HOST_GATE"),
-    ];
-    let spelled: Vec<&str> = names
+    let spelled: Vec<&str> = POLICY_FLAGS
         .iter()
-        .filter(|(bit, _)| phase.policy & bit != 0)
-        .map(|(_, name)| *name)
+        .filter(|(_, bit)| phase.policy & bit != 0)
+        .map(|(name, _)| *name)
         .collect();
     spelled.join("|")
 }
@@ -38,12 +32,13 @@ pub enum Capability {
 impl Capability {
     /// The policy flag the capability needs, and its name in the schema.
     pub const fn policy(self) -> (u32, &'static str) {
-        match self {
-            Capability::Observe => (POLICY_OBSERVABLE, "OBSERVABLE"),
-            Capability::Intercept => (POLICY_INTERCEPTABLE, "INTERCEPTABLE"),
-            Capability::Replace => (POLICY_REPLACEABLE, "REPLACEABLE"),
-            Capability::SkipWithProof => (POLICY_SKIPPABLE_WITH_PROOF, "SKIPPABLE_WITH_PROOF"),
-        }
+        let bit = match self {
+            Capability::Observe => POLICY_OBSERVABLE,
+            Capability::Intercept => POLICY_INTERCEPTABLE,
+            Capability::Replace => POLICY_REPLACEABLE,
+            Capability::SkipWithProof => POLICY_SKIPPABLE_WITH_PROOF,
+        };
+        (bit, policy_flag_name(bit))
     }
 }
 
@@ -59,11 +54,12 @@ pub enum ObserverPoint {
 impl ObserverPoint {
     /// The point's bit (see the generated `POINT_*` constants) and its name in the schema.
     pub const fn point(self) -> (u32, &'static str) {
-        match self {
-            ObserverPoint::Before => (POINT_BEFORE, "BEFORE"),
-            ObserverPoint::After => (POINT_AFTER, "AFTER"),
-            ObserverPoint::AfterCommit => (POINT_AFTER_COMMIT, "AFTER_COMMIT"),
-        }
+        let bit = match self {
+            ObserverPoint::Before => POINT_BEFORE,
+            ObserverPoint::After => POINT_AFTER,
+            ObserverPoint::AfterCommit => POINT_AFTER_COMMIT,
+        };
+        (bit, observer_point_name(bit))
     }
 
     pub fn from_schema_name(name: &str) -> Option<ObserverPoint> {
@@ -108,10 +104,10 @@ impl ProviderKind {
     /// The phase the provider works in and the request that amounts to.
     pub const fn request(self) -> (&'static str, Request) {
         match self {
-            ProviderKind::Linker => ("neverc.link.full", Request::Replace),
-            ProviderKind::ObjectMerge => ("neverc.link.object_merge", Request::Replace),
-            ProviderKind::ImageVerifier => ("neverc.link.image_verify", Request::Observe(ObserverPoint::After)),
-            ProviderKind::Lto => ("neverc.link.lto_generate", Request::Replace),
+            ProviderKind::Linker => (LinkPhase::Full.name(), Request::Replace),
+            ProviderKind::ObjectMerge => (LinkPhase::ObjectMerge.name(), Request::Replace),
+            ProviderKind::ImageVerifier => (LinkPhase::ImageVerify.name(), Request::Observe(ObserverPoint::After)),
+            ProviderKind::Lto => (LinkPhase::LtoGenerate.name(), Request::Replace),
         }
     }
 }

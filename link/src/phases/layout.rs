@@ -11,6 +11,7 @@ use rustc_hash::FxHashMap;
 use crate::context::{Layout, LinkContext, OutputSection, OutputSegment, PhaseError};
 use crate::graph::{Atom, AtomId, Content, Definition, LinkGraph, Origin, atom_flags, section_flags};
 use crate::image::SegmentFlags;
+use crate::linker_defined::{LinkerDefined, linker_defined};
 use crate::phases::LinkPhase;
 
 const PHASE: LinkPhase = LinkPhase::Layout;
@@ -364,24 +365,20 @@ fn define_linker_symbol_values(context: &mut LinkContext, layout: &Layout) {
         let array = |section: &str, end: bool| {
             bounds(section).map_or(data_start, |(start, stop)| if end { stop } else { start })
         };
-        let value = match name.as_str() {
-            "__init_array_start" => array(".init_array", false),
-            "__init_array_end" => array(".init_array", true),
-            "__fini_array_start" => array(".fini_array", false),
-            "__fini_array_end" => array(".fini_array", true),
-            "__preinit_array_start" => array(".preinit_array", false),
-            "__preinit_array_end" => array(".preinit_array", true),
-            "__bss_start" => bounds(".bss").map_or(data_file_end, |(start, _)| start),
-            "_edata" | "edata" => data_file_end,
-            "_end" | "end" => memory_end,
-            "_etext" | "etext" => text_end,
-            "__executable_start" | "__ehdr_start" => context.options.image_base,
-            "_GLOBAL_OFFSET_TABLE_" => bounds(".got").map_or(0, |(start, _)| start),
-            other => match (other.strip_prefix("__start_"), other.strip_prefix("__stop_")) {
-                (Some(section), _) => bounds(section).map_or(0, |(start, _)| start),
-                (_, Some(section)) => bounds(section).map_or(0, |(_, end)| end),
-                _ => continue,
-            },
+        // Names defined for sections that were all discarded keep the value 0.
+        let Some(meaning) = linker_defined(&name, |_| true) else {
+            continue;
+        };
+        let value = match meaning {
+            LinkerDefined::ArrayBound { section, end } => array(section, end),
+            LinkerDefined::BssStart => bounds(".bss").map_or(data_file_end, |(start, _)| start),
+            LinkerDefined::DataEnd => data_file_end,
+            LinkerDefined::End => memory_end,
+            LinkerDefined::TextEnd => text_end,
+            LinkerDefined::ImageBase => context.options.image_base,
+            LinkerDefined::GlobalOffsetTable => bounds(".got").map_or(0, |(start, _)| start),
+            LinkerDefined::SectionBound { section, end: false } => bounds(section).map_or(0, |(start, _)| start),
+            LinkerDefined::SectionBound { section, end: true } => bounds(section).map_or(0, |(_, end)| end),
         };
         context.graph.symbols[symbol.index()].value = value;
     }

@@ -12,6 +12,7 @@ use crate::graph::{
     Atom, AtomId, Binding, Content, Definition, LinkGraph, MaterializationReason, MemberId, Origin, Symbol, SymbolId,
     SymbolType, Synthetic, SyntheticRole, Visibility, atom_flags,
 };
+use crate::linker_defined::linker_defined;
 use crate::phases::LinkPhase;
 use crate::read::extract_member;
 
@@ -205,31 +206,12 @@ fn allocate_commons(graph: &mut LinkGraph, table: &FxHashMap<String, SymbolId>, 
     graph.edges_by_atom.resize(graph.atoms.len(), 0..0);
 }
 
-/// Whether the linker defines `name` (as GNU ld's default script and lld do).
+/// Whether the linker defines `name` (see [`crate::linker_defined`]).
 pub(crate) fn is_linker_defined(name: &str, graph: &LinkGraph) -> bool {
-    const FIXED: &[&str] = &[
-        "__init_array_start",
-        "__init_array_end",
-        "__fini_array_start",
-        "__fini_array_end",
-        "__preinit_array_start",
-        "__preinit_array_end",
-        "__bss_start",
-        "_end",
-        "end",
-        "_edata",
-        "edata",
-        "_etext",
-        "etext",
-        "__executable_start",
-        "__ehdr_start",
-        "_GLOBAL_OFFSET_TABLE_",
-    ];
-    if FIXED.contains(&name) {
-        return true;
-    }
-    let section = name.strip_prefix("__start_").or_else(|| name.strip_prefix("__stop_"));
-    section.is_some_and(|section| graph.sections.iter().any(|candidate| candidate.name == section))
+    linker_defined(name, |section| {
+        graph.sections.iter().any(|candidate| candidate.name == section)
+    })
+    .is_some()
 }
 
 fn define_linker_symbols(graph: &mut LinkGraph, table: &mut FxHashMap<String, SymbolId>, phase: u16) {

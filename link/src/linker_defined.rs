@@ -1,0 +1,94 @@
+//! The names the linker defines (as GNU ld's default script and lld do), in one table: symbol resolution
+//! asks whether a name is one of them, layout asks what its value is.
+
+/// Where the value of a linker-defined name comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LinkerDefined<'n> {
+    /// The start or the end of an output section holding an array (`.init_array`), or the start of the data
+    /// segment if there is none.
+    ArrayBound { section: &'static str, end: bool },
+    /// The start of `.bss`, or the end of the data segment's file bytes.
+    BssStart,
+    /// The end of the data segment's file bytes.
+    DataEnd,
+    /// The end of the image in memory.
+    End,
+    /// The end of `.text`.
+    TextEnd,
+    /// The image base (where the ELF header is mapped).
+    ImageBase,
+    /// The start of `.got`.
+    GlobalOffsetTable,
+    /// `__start_SECTION` / `__stop_SECTION` of an output section named like a C identifier.
+    SectionBound { section: &'n str, end: bool },
+}
+
+/// The names with a fixed meaning, and what each means.
+const FIXED: [(&str, LinkerDefined<'static>); 16] = [
+    (
+        "__init_array_start",
+        LinkerDefined::ArrayBound {
+            section: ".init_array",
+            end: false,
+        },
+    ),
+    (
+        "__init_array_end",
+        LinkerDefined::ArrayBound {
+            section: ".init_array",
+            end: true,
+        },
+    ),
+    (
+        "__fini_array_start",
+        LinkerDefined::ArrayBound {
+            section: ".fini_array",
+            end: false,
+        },
+    ),
+    (
+        "__fini_array_end",
+        LinkerDefined::ArrayBound {
+            section: ".fini_array",
+            end: true,
+        },
+    ),
+    (
+        "__preinit_array_start",
+        LinkerDefined::ArrayBound {
+            section: ".preinit_array",
+            end: false,
+        },
+    ),
+    (
+        "__preinit_array_end",
+        LinkerDefined::ArrayBound {
+            section: ".preinit_array",
+            end: true,
+        },
+    ),
+    ("__bss_start", LinkerDefined::BssStart),
+    ("_end", LinkerDefined::End),
+    ("end", LinkerDefined::End),
+    ("_edata", LinkerDefined::DataEnd),
+    ("edata", LinkerDefined::DataEnd),
+    ("_etext", LinkerDefined::TextEnd),
+    ("etext", LinkerDefined::TextEnd),
+    ("__executable_start", LinkerDefined::ImageBase),
+    ("__ehdr_start", LinkerDefined::ImageBase),
+    ("_GLOBAL_OFFSET_TABLE_", LinkerDefined::GlobalOffsetTable),
+];
+
+/// What `name` means if the linker defines it; `has_section` tells whether an input section of that name
+/// exists (only then are `__start_`/`__stop_` names defined).
+pub(crate) fn linker_defined<'n>(name: &'n str, has_section: impl Fn(&str) -> bool) -> Option<LinkerDefined<'n>> {
+    if let Some((_, meaning)) = FIXED.iter().find(|(fixed, _)| *fixed == name) {
+        return Some(*meaning);
+    }
+    let (section, end) = match (name.strip_prefix("__start_"), name.strip_prefix("__stop_")) {
+        (Some(section), _) => (section, false),
+        (_, Some(section)) => (section, true),
+        _ => return None,
+    };
+    has_section(section).then_some(LinkerDefined::SectionBound { section, end })
+}
