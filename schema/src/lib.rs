@@ -1,14 +1,18 @@
 //! Declarations of neverc-spec: the phase schema (`PhaseSchema.json`) and target files (`targets/*.toml`).
 //!
 //! Loading goes in three steps and reports every problem it finds, each with its file, JSON pointer and
-//! line:column: syntax, structure (the committed JSON Schemas, checked with the `jsonschema` crate), then
-//! the semantic rules in [`phase_checks`](crate) and [`target_checks`](crate).
+//! line:column: syntax, structure (the committed JSON Schemas, checked by the validator of the JSON Schema
+//! subset they use, in `json_schema`), then the semantic rules in [`phase_checks`](crate) and
+//! [`target_checks`](crate).
 
 mod diagnostic;
 mod hex;
 mod json_map;
+mod json_schema;
 mod load;
 mod model;
+#[doc(hidden)]
+pub mod oracle;
 mod phase;
 mod phase_checks;
 mod phase_model;

@@ -1,13 +1,12 @@
-//! Structural validation against the committed JSON Schemas, with the `jsonschema` crate.
+//! Structural validation against the committed JSON Schemas, with the validator of [`crate::json_schema`].
 
 use std::sync::OnceLock;
 
-use jsonschema::Validator;
-use jsonschema::error::ValidationErrorKind;
 use schemars::schema_for;
 use serde_json::Value;
 
 use crate::diagnostic::{Finding, escape_token};
+use crate::json_schema::{ErrorKind, Validator};
 use crate::phase::PhaseSchemaDocument;
 use crate::target::TargetDeclaration;
 
@@ -48,7 +47,7 @@ fn validator(kind: DocumentKind) -> Result<&'static Validator, Finding> {
     };
     cell.get_or_init(|| {
         let schema: Value = serde_json::from_str(text).map_err(|error| error.to_string())?;
-        jsonschema::validator_for(&schema).map_err(|error| error.to_string())
+        Validator::compile(&schema)
     })
     .as_ref()
     .map_err(|message| {
@@ -67,10 +66,10 @@ pub(crate) fn structural_findings(kind: DocumentKind, instance: &Value) -> Vec<F
         Err(finding) => return vec![finding],
     };
     let mut findings = Vec::new();
-    for error in validator.iter_errors(instance) {
-        let pointer = error.instance_path().as_str().to_string();
-        match error.kind() {
-            ValidationErrorKind::AdditionalProperties { unexpected } => {
+    for error in validator.errors(instance) {
+        let pointer = &error.instance_path;
+        match &error.kind {
+            ErrorKind::AdditionalProperties { unexpected } => {
                 for key in unexpected {
                     findings.push(
                         Finding::error(
@@ -82,16 +81,24 @@ pub(crate) fn structural_findings(kind: DocumentKind, instance: &Value) -> Vec<F
                     );
                 }
             }
-            ValidationErrorKind::Required { property } => {
-                let name = property.as_str().map_or_else(|| property.to_string(), str::to_string);
-                findings.push(Finding::error(
-                    "missing-key",
-                    pointer,
-                    format!("missing required key `{name}`"),
-                ));
-            }
-            _ => findings.push(Finding::error("schema", pointer, error.to_string())),
+            ErrorKind::Required { property } => findings.push(Finding::error(
+                "missing-key",
+                pointer.clone(),
+                format!("missing required key `{property}`"),
+            )),
+            _ => findings.push(Finding::error("schema", pointer.clone(), error.to_string())),
         }
     }
     findings
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_committed_schemas_compile() {
+        assert!(validator(DocumentKind::PhaseSchema).is_ok());
+        assert!(validator(DocumentKind::Target).is_ok());
+    }
 }
