@@ -2,41 +2,14 @@
 //! `neverc-spec audit`, `gen conformance` and `conformance` as a user runs them: exit codes, what they print,
 //! files written whole.
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use neverc_test_support::{NEVERC_HISTORY, repo, run_in, scratch, text};
 
+/// Runs the CLI in the workspace root.
 fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_neverc-spec"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .unwrap()
+    run_in(env!("CARGO_BIN_EXE_neverc-spec"), &repo(), args)
 }
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("audit-cli-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-const HISTORY: [&str; 7] = [
-    "PhaseSchema.c3139b3.json",
-    "PhaseSchema.3b975d8.json",
-    "PhaseSchema.5cb5776.json",
-    "PhaseSchema.d8e95a6.json",
-    "PhaseSchema.b553b6d.json",
-    "PhaseSchema.7adbf41.json",
-    "PhaseSchema.json",
-];
 
 fn neverc(name: &str) -> String {
     format!("tests/fixtures/neverc/{name}")
@@ -44,7 +17,7 @@ fn neverc(name: &str) -> String {
 
 #[test]
 fn audit_of_our_schema_and_neverc_newest_in_every_format() {
-    let dir = scratch("formats");
+    let dir = scratch!("audit-cli-formats");
     for schema in ["PhaseSchema.json".to_string(), neverc("PhaseSchema.json")] {
         let output = run(&["audit", "--phase-schema", &schema]);
         assert!(output.status.success(), "{}", text(&output.stderr));
@@ -96,7 +69,7 @@ fn audit_of_our_schema_and_neverc_newest_in_every_format() {
 #[test]
 fn the_dot_output_renders_with_graphviz() {
     let output = run(&["audit", "--format", "dot"]);
-    let dir = scratch("dot");
+    let dir = scratch!("audit-cli-dot");
     let path = dir.join("audit.dot");
     std::fs::write(&path, &output.stdout).unwrap();
     let rendered = Command::new("dot").arg("-Tsvg").arg(&path).output().unwrap();
@@ -108,7 +81,7 @@ fn the_dot_output_renders_with_graphviz() {
 
 #[test]
 fn the_baseline_diff_over_neverc_history_finds_no_breaking_change() {
-    for pair in HISTORY.windows(2) {
+    for pair in NEVERC_HISTORY.windows(2) {
         let output = run(&[
             "audit",
             "--phase-schema",
@@ -175,7 +148,7 @@ fn a_deliberately_broken_history_fails_with_exit_5_and_names_each_break() {
 
 #[test]
 fn a_manifest_that_intercepts_the_commit_gate_is_refused_with_the_runtime_message() {
-    let dir = scratch("manifest");
+    let dir = scratch!("audit-cli-manifest");
     let manifest = dir.join("commit-hook.toml");
     std::fs::write(
         &manifest,
@@ -213,7 +186,7 @@ fn a_manifest_that_intercepts_the_commit_gate_is_refused_with_the_runtime_messag
 
 #[test]
 fn exported_vectors_run_against_this_implementation_and_count_per_source() {
-    let dir = scratch("vectors");
+    let dir = scratch!("audit-cli-vectors");
     let out = dir.join("vectors");
     let output = run(&["gen", "conformance", "--out", out.to_str().unwrap()]);
     assert!(output.status.success(), "{}", text(&output.stderr));

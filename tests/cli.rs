@@ -4,27 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use neverc_test_support::{repo, run_in, scratch, text};
 
+/// Runs the CLI in the workspace root.
 fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_neverc-spec"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .unwrap()
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("neverc-spec-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    run_in(env!("CARGO_BIN_EXE_neverc-spec"), &repo(), args)
 }
 
 fn json(output: &Output) -> serde_json::Value {
@@ -96,7 +80,7 @@ fn check_accepts_every_published_neverc_schema() {
 
 /// A copy of the declarations with five independent mistakes, one of each kind the issue names.
 fn broken_copy() -> PathBuf {
-    let dir = scratch("broken");
+    let dir = scratch!("neverc-spec-cli-broken");
     std::fs::create_dir_all(dir.join("targets")).unwrap();
     let schema = std::fs::read_to_string(repo().join("PhaseSchema.json")).unwrap();
     let mut document: serde_json::Value = serde_json::from_str(&schema).unwrap();
@@ -205,7 +189,7 @@ fn a_broken_copy_reports_every_problem_at_once_with_locations() {
 
 #[test]
 fn gen_writes_the_files_the_build_generates_and_nothing_on_failure() {
-    let out = scratch("gen");
+    let out = scratch!("neverc-spec-cli-gen");
     let output = run(&["gen", "--out", out.to_str().unwrap()]);
     assert!(output.status.success(), "{}", text(&output.stderr));
     let files = neverc_schema::target_files(&repo().join("targets")).unwrap();
@@ -218,7 +202,7 @@ fn gen_writes_the_files_the_build_generates_and_nothing_on_failure() {
     assert_eq!(std::fs::read_dir(&out).unwrap().count(), expected.len());
 
     let broken = broken_copy();
-    let empty = scratch("gen-broken");
+    let empty = scratch!("neverc-spec-cli-gen-broken");
     let output = run(&[
         "gen",
         "--phase-schema",
@@ -268,7 +252,7 @@ fn resolve_answers_names_aliases_sub_registers_and_numbers() {
 
 #[test]
 fn a_target_file_can_be_loaded_at_run_time() {
-    let dir = scratch("target-file");
+    let dir = scratch!("neverc-spec-cli-target-file");
     let toy = repo().join("codegen/tests/fixtures/targets/toy.toml");
     let output = run(&["targets", "--target-file", toy.to_str().unwrap(), "--format", "json"]);
     assert!(output.status.success(), "{}", text(&output.stderr));
@@ -385,7 +369,7 @@ fn cc_validate_gives_neverc_texts() {
 
 #[test]
 fn cc_materialize_writes_a_module_llvm_as_accepts_or_nothing() {
-    let dir = scratch("materialize");
+    let dir = scratch!("neverc-spec-cli-materialize");
     let source = repo().join("cc/tests/fixtures/cc/sample.c");
     let module = dir.join("sample.ll");
     let status = Command::new("clang-14")

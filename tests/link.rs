@@ -6,21 +6,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use neverc_test_support::{build_fixture_programs, repo, scratch, text};
 
 /// Builds the fixture programs once (objects, archives, ld.bfd references and expected output).
 fn fixtures() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
         let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("link-fixtures");
-        let status = Command::new("bash")
-            .arg(repo().join("link/tests/fixtures/programs/build.sh"))
-            .arg(&out)
-            .status()
-            .unwrap();
-        assert!(status.success(), "build.sh failed");
+        build_fixture_programs(&out);
         out
     })
 }
@@ -56,29 +49,22 @@ fn link(program: &str, output: &Path, extra: &[&str]) -> String {
     assert!(
         result.status.success(),
         "{program}: link failed: {}",
-        String::from_utf8_lossy(&result.stderr)
+        text(&result.stderr)
     );
-    String::from_utf8_lossy(&result.stdout).into_owned()
+    text(&result.stdout)
 }
 
 fn run_program(path: &Path) -> (String, i32) {
     let output = Command::new(path).output().unwrap();
     (
-        String::from_utf8_lossy(&output.stdout).into_owned(),
+        text(&output.stdout),
         output.status.code().expect("exited, not killed by a signal"),
     )
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("link-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 #[test]
 fn every_fixture_program_prints_what_the_ld_bfd_build_prints() {
-    let out = scratch("programs");
+    let out = scratch!("link-programs");
     let programs = programs();
     assert!(programs.len() >= 6, "{programs:?}");
     for program in programs {
@@ -107,7 +93,7 @@ fn every_fixture_program_prints_what_the_ld_bfd_build_prints() {
 
 #[test]
 fn output_is_byte_identical_across_runs_and_the_trace_lists_every_phase_in_order() {
-    let out = scratch("determinism");
+    let out = scratch!("link-determinism");
     let first = out.join("first");
     let second = out.join("second");
     let trace = link("symbols", &first, &["--trace-phases"]);
@@ -147,7 +133,7 @@ fn output_is_byte_identical_across_runs_and_the_trace_lists_every_phase_in_order
 
 #[test]
 fn an_undefined_symbol_names_the_referencing_input_and_nothing_is_written() {
-    let out = scratch("undefined");
+    let out = scratch!("link-undefined");
     let dir = fixtures().join("basics");
     let output = out.join("a.out");
     std::fs::write(&output, b"previous").unwrap();
@@ -192,7 +178,7 @@ fn symbols_of(path: &Path) -> Vec<(u64, String)> {
 
 #[test]
 fn gc_sections_drops_what_ld_bfd_drops_and_icf_folds_the_twins() {
-    let out = scratch("gc-icf");
+    let out = scratch!("link-gc-icf");
     let dir = fixtures().join("gc_icf");
     let names = |file: &str| -> Vec<String> {
         std::fs::read_to_string(dir.join(file))
@@ -242,7 +228,7 @@ fn gc_sections_drops_what_ld_bfd_drops_and_icf_folds_the_twins() {
 
 #[test]
 fn a_symbol_ordering_file_places_the_named_functions_first() {
-    let out = scratch("ordering");
+    let out = scratch!("link-ordering");
     let order = out.join("order.txt");
     std::fs::write(&order, "twin_b\n# comment\nprog_main\n").unwrap();
     let ordered = out.join("ordered");
@@ -257,7 +243,7 @@ fn a_symbol_ordering_file_places_the_named_functions_first() {
 
 #[test]
 fn a_missing_input_is_an_io_error_naming_it() {
-    let out = scratch("missing");
+    let out = scratch!("link-missing");
     let result = Command::new(env!("CARGO_BIN_EXE_neverc-spec"))
         .args(["link", "-o"])
         .arg(out.join("a.out"))

@@ -7,8 +7,10 @@
 //! test), uses the new target from every command, and runs the conformance tests the rebuild generated: the new
 //! target and the new phase have tests of their own, counted per source.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
+
+use neverc_test_support::{add_phase_like, repo, run_in, scratch, text};
 
 fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -28,21 +30,16 @@ fn copy_tree(from: &Path, to: &Path) {
 }
 
 fn run(binary: &Path, dir: &Path, args: &[&str]) -> String {
-    let output = Command::new(binary).args(args).current_dir(dir).output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "{args:?}: {stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let output = run_in(binary, dir, args);
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{args:?}: {stdout}{}", text(&output.stderr));
     stdout
 }
 
 #[test]
 fn a_new_toml_file_or_phase_and_a_rebuild_add_a_target_to_every_command_and_conformance_tests() {
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let copy = std::env::temp_dir().join(format!("neverc-spec-new-target-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&copy);
+    let repo = repo();
+    let copy = scratch!("neverc-spec-new-target");
     copy_tree(&repo, &copy);
     std::fs::copy(
         repo.join("codegen/tests/fixtures/targets/toy.toml"),
@@ -51,16 +48,13 @@ fn a_new_toml_file_or_phase_and_a_rebuild_add_a_target_to_every_command_and_conf
     .unwrap();
     let schema_path = copy.join("PhaseSchema.json");
     let mut schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&schema_path).unwrap()).unwrap();
-    let phases = schema["phases"].as_array_mut().unwrap();
-    let mut slot = phases
-        .iter()
-        .find(|phase| phase["name"] == "neverc.ir.pass.post_opt")
-        .unwrap()
-        .clone();
-    slot["name"] = "neverc.ir.pass.vectorize".into();
-    slot["symbol"] = "IR_PASS_VECTORIZE".into();
-    slot["id"][1] = "0x0000000000000077".into();
-    phases.push(slot);
+    add_phase_like(
+        &mut schema,
+        "neverc.ir.pass.post_opt",
+        "neverc.ir.pass.vectorize",
+        "IR_PASS_VECTORIZE",
+        "0x0000000000000077",
+    );
     std::fs::write(&schema_path, serde_json::to_string_pretty(&schema).unwrap()).unwrap();
 
     let target_dir = repo.join("target").join("new-target-test");
@@ -122,12 +116,8 @@ fn a_new_toml_file_or_phase_and_a_rebuild_add_a_target_to_every_command_and_conf
             .current_dir(&copy)
             .output()
             .unwrap();
-        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-        assert!(
-            output.status.success(),
-            "{stdout}{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        let stdout = text(&output.stdout);
+        assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
         stdout
     };
     let counts = conformance(&["--nocapture", "--exact", "generated_tests_per_source"]);

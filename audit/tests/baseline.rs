@@ -6,31 +6,15 @@
 //! the diff's code.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 
 use neverc_audit::baseline::{BaselineDiff, ChangeClass, diff_schemas};
 use neverc_schema::{PhaseSchemaDocument, parse_phase_schema_for_audit};
+use neverc_test_support::{NEVERC_HISTORY, add_phase_like, repo};
 use serde_json::Value;
 
-/// NeverC's seven schemas, oldest first.
-const HISTORY: [&str; 7] = [
-    "PhaseSchema.c3139b3.json",
-    "PhaseSchema.3b975d8.json",
-    "PhaseSchema.5cb5776.json",
-    "PhaseSchema.d8e95a6.json",
-    "PhaseSchema.b553b6d.json",
-    "PhaseSchema.7adbf41.json",
-    "PhaseSchema.json",
-];
-
-fn path(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/neverc")
-        .join(name)
-}
-
+/// One of NeverC's published schemas.
 fn text(name: &str) -> String {
-    std::fs::read_to_string(path(name)).unwrap()
+    std::fs::read_to_string(repo().join("tests/fixtures/neverc").join(name)).unwrap()
 }
 
 fn document(name: &str, text: &str) -> PhaseSchemaDocument {
@@ -76,7 +60,7 @@ fn rules(diff: &BaselineDiff, class: ChangeClass) -> Vec<&'static str> {
 
 #[test]
 fn neverc_history_has_no_breaking_change_and_every_addition_and_promotion_is_named() {
-    for pair in HISTORY.windows(2) {
+    for pair in NEVERC_HISTORY.windows(2) {
         let (old, new) = (pair[0], pair[1]);
         let result = diff(old, new);
         let old_phases = stabilities(old);
@@ -307,16 +291,13 @@ fn deliberately_broken_copies_are_caught_with_the_rule_they_break() {
 
     // Compatible edits stay compatible.
     let more = broken_copy(|value| {
-        let phases = value["phases"].as_array_mut().unwrap();
-        let mut added = phases
-            .iter()
-            .find(|phase| phase["name"] == "neverc.link.commit")
-            .unwrap()
-            .clone();
-        added["name"] = Value::from("neverc.link.audit_trail");
-        added["symbol"] = Value::from("LINK_AUDIT_TRAIL");
-        added["id"][1] = Value::from("0x000000000000fff0");
-        phases.push(added);
+        add_phase_like(
+            value,
+            "neverc.link.commit",
+            "neverc.link.audit_trail",
+            "LINK_AUDIT_TRAIL",
+            "0x000000000000fff0",
+        );
     });
     assert!(!more.is_breaking(), "{:#?}", more.changes);
     assert_eq!(rules(&more, ChangeClass::Compatible), vec!["phase-added"]);
@@ -324,8 +305,7 @@ fn deliberately_broken_copies_are_caught_with_the_rule_they_break() {
 
 /// Applies `edit` to our schema (which declares the link state machine) and diffs ours → edited.
 fn machine_edit(edit: impl FnOnce(&mut Value)) -> BaselineDiff {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../PhaseSchema.json");
-    let original = std::fs::read_to_string(path).unwrap();
+    let original = std::fs::read_to_string(repo().join("PhaseSchema.json")).unwrap();
     let mut value: Value = serde_json::from_str(&original).unwrap();
     edit(&mut value);
     let edited = serde_json::to_string_pretty(&value).unwrap();
@@ -348,17 +328,14 @@ fn state_machine_changes_follow_the_stability_of_the_phases_they_involve() {
     // An experimental transition appended after the old final state: compatible, and removing it again is
     // allowed.
     let extended = machine_edit(|value| {
-        let phases = value["phases"].as_array_mut().unwrap();
-        let mut strip = phases
-            .iter()
-            .find(|phase| phase["name"] == "neverc.link.emit_image")
-            .unwrap()
-            .clone();
-        strip["name"] = "neverc.link.strip".into();
-        strip["symbol"] = "LINK_STRIP".into();
-        strip["id"][1] = "0x00000000000000f0".into();
+        let strip = add_phase_like(
+            value,
+            "neverc.link.emit_image",
+            "neverc.link.strip",
+            "LINK_STRIP",
+            "0x00000000000000f0",
+        );
         strip["stability"] = "experimental".into();
-        phases.push(strip);
         let machine = link_machine(value);
         machine["states"].as_array_mut().unwrap().push("IMAGE_STRIPPED".into());
         machine["transitions"].as_array_mut().unwrap().push(serde_json::json!({

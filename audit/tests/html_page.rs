@@ -19,6 +19,7 @@ use neverc_audit::html::audit_html;
 use neverc_audit::manifest::{ManifestAudit, RequestVerdict};
 use neverc_audit::sealing::audit_sealing;
 use neverc_schema::{PhaseSchemaDocument, parse_phase_schema_for_audit};
+use neverc_test_support::{read_text, repo, scratch};
 
 const WIDTH: u32 = 1400;
 const HEIGHT: u32 = 2400;
@@ -30,16 +31,14 @@ const TOLERANCE: u8 = 4;
 
 /// Reads a schema relative to the workspace root and parses it for an audit.
 fn load(relative: &str) -> PhaseSchemaDocument {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(relative);
-    let text = fs::read_to_string(&path).unwrap_or_else(|error| panic!("reading {}: {error}", path.display()));
+    let text = read_text(&repo().join(relative));
     let (document, _) = parse_phase_schema_for_audit(relative, &text)
         .unwrap_or_else(|diagnostics| panic!("{relative} does not parse: {diagnostics:?}"));
     document
 }
 
 fn report_of(relative: &str, baseline: Option<BaselineDiff>) -> (PhaseSchemaDocument, AuditReport) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(relative);
-    let text = fs::read_to_string(&path).unwrap();
+    let text = fs::read_to_string(repo().join(relative)).unwrap();
     let (document, diagnostics) = parse_phase_schema_for_audit(relative, &text).unwrap();
     let report = AuditReport {
         sealing: audit_sealing(relative, &document, &diagnostics),
@@ -47,14 +46,6 @@ fn report_of(relative: &str, baseline: Option<BaselineDiff>) -> (PhaseSchemaDocu
         manifest: None,
     };
     (document, report)
-}
-
-/// A fresh directory for one page under `CARGO_TARGET_TMPDIR`.
-fn page_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("html_page").join(name);
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// Runs Chromium headless with `arguments` and a profile of its own; fails the test if Chromium is missing, fails,
@@ -131,7 +122,7 @@ struct Rendered {
 
 /// Writes the page, dumps its DOM after load and takes a screenshot of the window.
 fn render(name: &str, page: &str) -> Rendered {
-    let dir = page_dir(name);
+    let dir = scratch!("html_page/{name}");
     let html = dir.join("audit.html");
     fs::write(&html, page).unwrap();
     let url = format!("file://{}", html.display());
@@ -339,8 +330,7 @@ fn neverc_schema_page_shows_breaking_changes_of_reversed_baseline() {
 
 #[test]
 fn page_is_deterministic_and_escapes_text() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../PhaseSchema.json");
-    let text = fs::read_to_string(path).unwrap();
+    let text = fs::read_to_string(repo().join("PhaseSchema.json")).unwrap();
     let source = "<script>alert(\"x\")</script> & 'co'.json";
     let (document, diagnostics) = parse_phase_schema_for_audit(source, &text).unwrap();
     let manifest = ManifestAudit {

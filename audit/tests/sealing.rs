@@ -2,16 +2,11 @@
 //! The sealing audit and the policy smells, on our schema, on NeverC's newest, and on copies edited to show
 //! each smell and a broken invariant.
 
-use std::path::PathBuf;
-
 use neverc_audit::sealing::{SealingAudit, audit_sealing};
 use neverc_audit::smells::SMELL_RULES;
 use neverc_schema::parse_phase_schema_for_audit;
+use neverc_test_support::repo;
 use serde_json::{Value, json};
-
-fn repo(path: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join(path)
-}
 
 fn audit_text(name: &str, text: &str) -> SealingAudit {
     let (document, semantic) = parse_phase_schema_for_audit(name, text).unwrap();
@@ -19,12 +14,12 @@ fn audit_text(name: &str, text: &str) -> SealingAudit {
 }
 
 fn audit_file(path: &str) -> (SealingAudit, Value) {
-    let text = std::fs::read_to_string(repo(path)).unwrap();
+    let text = std::fs::read_to_string(repo().join(path)).unwrap();
     (audit_text(path, &text), serde_json::from_str(&text).unwrap())
 }
 
 fn edited(path: &str, edit: impl FnOnce(&mut Value)) -> SealingAudit {
-    let mut value: Value = serde_json::from_str(&std::fs::read_to_string(repo(path)).unwrap()).unwrap();
+    let mut value: Value = serde_json::from_str(&std::fs::read_to_string(repo().join(path)).unwrap()).unwrap();
     edit(&mut value);
     audit_text("edited.json", &serde_json::to_string_pretty(&value).unwrap())
 }

@@ -25,11 +25,12 @@ use neverc_cc::signature::{IrType, Signature};
 use neverc_cc::standard_abi::standard_assignments;
 use neverc_tables::TargetRecord;
 use neverc_tables::target_by_name;
+use neverc_test_support::{Rng, read_text};
 
 const LLC: &str = "llc-14";
 const SEED: u64 = 0x6e65_7665_7263_0014;
 const RANDOM_SIGNATURES: usize = 600;
-const MAX_PARAMETERS: u64 = 12;
+const MAX_PARAMETERS: usize = 12;
 const BYVAL_S24: &str = "ptr byval(%struct.S24) align 8";
 
 /// How LLVM 14 is known to differ from the psABI on a target.
@@ -58,7 +59,7 @@ struct OracleTarget {
     /// Bytes between the stack pointer at entry and the incoming argument area (x86-64: the return address).
     entry_sp_below_arguments: i64,
     /// Parameter types and their weights.
-    menu: &'static [(&'static str, u64)],
+    menu: &'static [(&'static str, usize)],
     quirk: Llvm14Quirk,
 }
 
@@ -139,23 +140,6 @@ fn aarch64_standard_abi_matches_llc_14() {
 // ---------------------------------------------------------------------------------------------------------
 // Signatures
 
-/// splitmix64: a fixed sequence, the same on every machine.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, bound: u64) -> u64 {
-        self.next() % bound
-    }
-}
-
 fn types() -> TypeTable {
     TypeTable::from([(
         "%struct.S24".to_string(),
@@ -169,7 +153,7 @@ fn types() -> TypeTable {
 /// The parameter lists to check: the hand-picked edge cases, then the random ones.
 fn signatures(oracle: &OracleTarget) -> Vec<Vec<String>> {
     let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/oracle/edge_cases.txt");
-    let text = std::fs::read_to_string(&fixture).unwrap_or_else(|error| panic!("{}: {error}", fixture.display()));
+    let text = read_text(&fixture);
     let mut lists = Vec::new();
     for line in text
         .lines()
@@ -183,8 +167,9 @@ fn signatures(oracle: &OracleTarget) -> Vec<Vec<String>> {
             lists.push(parameter_texts(signature.trim()));
         }
     }
-    let total_weight: u64 = oracle.menu.iter().map(|(_, weight)| weight).sum();
-    let mut rng = Rng(SEED ^ oracle.name.len() as u64);
+    let total_weight: usize = oracle.menu.iter().map(|(_, weight)| weight).sum();
+    // A fixed sequence, the same on every machine.
+    let mut rng = Rng::new(SEED ^ oracle.name.len() as u64);
     for _ in 0..RANDOM_SIGNATURES {
         // Biased toward many parameters, so that registers run out and the stack is exercised.
         let count = 1 + rng.below(MAX_PARAMETERS).max(rng.below(MAX_PARAMETERS));

@@ -9,6 +9,7 @@ use neverc_cc::materialize::{ADDRESS_TAKEN_WARNING, MaterializeError, Materializ
 use neverc_cc::plan::Plan;
 use neverc_cc::plan_validation::validate_plan;
 use neverc_tables::target_by_name;
+use neverc_test_support::scratch;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -28,17 +29,16 @@ fn tool(name: &str) -> String {
     name.to_string()
 }
 
-fn scratch(name: &str) -> PathBuf {
+/// A fresh directory for every call: the tests run in parallel and each compiles and assembles several times.
+fn unique_scratch(name: &str) -> PathBuf {
     static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let unique = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("neverc-materialize-{name}-{}-{unique}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    scratch!("neverc-materialize-{name}-{unique}")
 }
 
 /// `clang-14 -S -emit-llvm -O2` of a C source (from a fixture file or inline text).
 fn compile(source: &str, triple: &str, extra: &[&str]) -> String {
-    let dir = scratch("clang");
+    let dir = unique_scratch("clang");
     let input = if source.ends_with(".c") {
         fixture(source)
     } else {
@@ -60,7 +60,7 @@ fn compile(source: &str, triple: &str, extra: &[&str]) -> String {
 }
 
 fn assemble(text: &str) {
-    let dir = scratch("as");
+    let dir = unique_scratch("as");
     let path = dir.join("module.ll");
     std::fs::write(&path, text).unwrap();
     let output = Command::new(tool("llvm-as-14"))

@@ -7,18 +7,8 @@ use std::path::{Path, PathBuf};
 use neverc_codegen::conformance::{CaseSet, conformance_case_sets, conformance_tests};
 use neverc_conformance::{Environment, fixture_link_inputs, run_case_set};
 use neverc_schema::load_declarations;
+use neverc_test_support::{add_phase_like, repo, scratch};
 use serde_json::Value;
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("sources-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn bundled_targets() -> Vec<PathBuf> {
     neverc_schema::target_files(&repo().join("targets")).unwrap()
@@ -54,23 +44,20 @@ fn print_counts(label: &str, sets: &[CaseSet]) {
 
 #[test]
 fn a_phase_added_to_a_schema_copy_adds_its_cases_and_tests() {
-    let dir = scratch("phase");
+    let dir = scratch!("sources-phase");
     let original = repo().join("PhaseSchema.json");
     let before = sets(&original, &bundled_targets());
     print_counts("bundled", &before);
 
     // A new link event, declared after the commit, and a new observe-and-intercept IR pass slot.
     let mut value: Value = serde_json::from_str(&std::fs::read_to_string(&original).unwrap()).unwrap();
-    let phases = value["phases"].as_array_mut().unwrap();
-    let mut slot = phases
-        .iter()
-        .find(|phase| phase["name"] == "neverc.ir.pass.post_opt")
-        .unwrap()
-        .clone();
-    slot["name"] = "neverc.ir.pass.vectorize".into();
-    slot["symbol"] = "IR_PASS_VECTORIZE".into();
-    slot["id"][1] = "0x0000000000000077".into();
-    phases.push(slot);
+    add_phase_like(
+        &mut value,
+        "neverc.ir.pass.post_opt",
+        "neverc.ir.pass.vectorize",
+        "IR_PASS_VECTORIZE",
+        "0x0000000000000077",
+    );
     let copy = dir.join("PhaseSchema.json");
     std::fs::write(&copy, serde_json::to_string_pretty(&value).unwrap()).unwrap();
     let after = sets(&copy, &bundled_targets());
@@ -105,7 +92,7 @@ fn a_phase_added_to_a_schema_copy_adds_its_cases_and_tests() {
 
 #[test]
 fn a_target_file_adds_a_source_of_register_reserved_and_spec_cases() {
-    let dir = scratch("target");
+    let dir = scratch!("sources-target");
     let toy = repo().join("codegen/tests/fixtures/targets/toy.toml");
     let mut targets = bundled_targets();
     let before = sets(&repo().join("PhaseSchema.json"), &targets);

@@ -5,11 +5,11 @@
 //! (`load_bytes`) and objects/s (`load_objects`). Run with `cargo bench -p neverc-link --bench load`.
 
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
 use criterion::{BatchSize, BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use neverc_link::read::{extract_all_members, graph_from_inputs, graph_from_inputs_in_parallel};
+use neverc_test_support::build_fixture_programs;
 
 /// How often the fixture objects are repeated for the larger sets.
 const REPEATS: [usize; 3] = [1, 16, 128];
@@ -22,18 +22,7 @@ struct Fixtures {
 /// Builds the fixture programs (once per `cargo bench`) and reads every object and archive.
 fn fixtures() -> Fixtures {
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("link-bench");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/programs/build.sh");
-    let status = Command::new("bash")
-        .arg(&script)
-        .arg(&out)
-        .stdout(std::process::Stdio::null())
-        .status()
-        .expect("run build.sh");
-    assert!(
-        status.success(),
-        "{} failed (gcc, g++ and binutils are needed)",
-        script.display()
-    );
+    build_fixture_programs(&out);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&out)
         .expect("fixture directory")
         .filter_map(Result::ok)

@@ -2,15 +2,14 @@
 //! Reading on several threads builds the same graph, entity for entity, as reading one input after another.
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use neverc_link::read::{graph_from_inputs, graph_from_inputs_in_parallel};
+use neverc_test_support::build_fixture_programs;
 
 #[test]
 fn parallel_reading_equals_sequential_reading_on_every_fixture_program() {
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("parallel-fixtures");
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/programs/build.sh");
-    assert!(Command::new("bash").arg(script).arg(&out).status().unwrap().success());
+    build_fixture_programs(&out);
     let programs = std::fs::read_to_string(out.join("programs.txt")).unwrap();
     for program in programs.split_whitespace() {
         let dir = out.join(program);

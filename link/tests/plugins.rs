@@ -16,6 +16,7 @@ use neverc_link::graph::EntityKind;
 use neverc_link::plugin::{Capability, LinkPlugin, ObserverPoint, Registrar, Registry, check_request};
 use neverc_link::status::{Status, StatusCode};
 use neverc_tables::PhaseTables;
+use neverc_test_support::{build_fixture_programs, repo, scratch};
 
 fn tables() -> &'static PhaseTables {
     &neverc_tables::BUNDLED_PHASES
@@ -25,17 +26,9 @@ fn fixtures() -> &'static Path {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
     BUILT.get_or_init(|| {
         let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("plugin-fixtures");
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/programs/build.sh");
-        assert!(Command::new("bash").arg(script).arg(&out).status().unwrap().success());
+        build_fixture_programs(&out);
         out
     })
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("plugins-{name}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// Link options for a fixture program, writing to `output`.
@@ -165,7 +158,7 @@ fn sealed_gates_can_only_be_observed_and_registration_fails_cleanly() {
 
 #[test]
 fn observers_see_every_phase_read_only_and_cannot_mutate() {
-    let out = scratch("observers");
+    let out = scratch!("plugins-observers");
     let seen = Rc::new(RefCell::new(Vec::new()));
     let record = Rc::clone(&seen);
     let trace = link_with("basics", &out.join("a.out"), tables(), move |registrar| {
@@ -204,7 +197,7 @@ fn observers_see_every_phase_read_only_and_cannot_mutate() {
 
 #[test]
 fn a_panicking_plugin_fails_the_link_cleanly_and_writes_nothing() {
-    let out = scratch("panic");
+    let out = scratch!("plugins-panic");
     let output = out.join("a.out");
     std::fs::write(&output, b"previous").unwrap();
     let error = link_with("basics", &output, tables(), |registrar| {
@@ -224,7 +217,7 @@ fn a_panicking_plugin_fails_the_link_cleanly_and_writes_nothing() {
 
 #[test]
 fn an_image_verifier_can_reject_the_image_and_nothing_is_written() {
-    let out = scratch("verifier");
+    let out = scratch!("plugins-verifier");
     let output = out.join("a.out");
     let error = link_with("basics", &output, tables(), |registrar| {
         registrar.image_verifier(Box::new(|image, layout| {
@@ -243,7 +236,7 @@ fn an_image_verifier_can_reject_the_image_and_nothing_is_written() {
 
 #[test]
 fn interceptors_chain_call_their_continuation_once_and_providers_replace_the_builtin() {
-    let out = scratch("chain");
+    let out = scratch!("plugins-chain");
     let order = Rc::new(RefCell::new(Vec::new()));
     let (first, second) = (Rc::clone(&order), Rc::clone(&order));
     let trace = link_with("gc_icf", &out.join("a.out"), tables(), move |registrar| {
@@ -278,7 +271,7 @@ fn interceptors_chain_call_their_continuation_once_and_providers_replace_the_bui
 
 #[test]
 fn stale_forged_and_foreign_handles_give_statuses() {
-    let out = scratch("handles");
+    let out = scratch!("plugins-handles");
     let saved: Rc<RefCell<Option<Handle>>> = Rc::new(RefCell::new(None));
     let keep = Rc::clone(&saved);
     link_with("basics", &out.join("first"), tables(), move |registrar| {
@@ -335,7 +328,7 @@ fn stale_forged_and_foreign_handles_give_statuses() {
 
 #[test]
 fn pages_cover_every_entity_once_with_a_caller_owned_buffer() {
-    let out = scratch("pages");
+    let out = scratch!("plugins-pages");
     link_with("cxx_comdat", &out.join("a.out"), tables(), |registrar| {
         registrar.observe(
             "neverc.link.layout",
@@ -373,7 +366,7 @@ fn pages_cover_every_entity_once_with_a_caller_owned_buffer() {
 
 #[test]
 fn the_gc_verifier_rejects_a_commit_that_orphans_a_live_atom_and_nothing_changes() {
-    let out = scratch("verify");
+    let out = scratch!("plugins-verify");
     link_with("basics", &out.join("a.out"), tables(), |registrar| {
         registrar.intercept(
             "neverc.link.icf",
@@ -425,7 +418,7 @@ fn reorder_on_relocate(times: usize) -> impl FnMut(&mut Registrar<'_>) -> Result
 
 #[test]
 fn a_committed_mutation_lowers_the_state_and_earlier_transitions_run_again() {
-    let out = scratch("rerun");
+    let out = scratch!("plugins-rerun");
     let trace = link_with("basics", &out.join("a.out"), tables(), reorder_on_relocate(2)).unwrap();
     // Constraints invalidate LAYOUT_COMPLETE: layout runs again after each commit, relocate too.
     assert_eq!(runs_of(&trace, "neverc.link.layout"), 3);
@@ -453,7 +446,7 @@ fn commit_symbol_root(frame: &mut neverc_link::frame::PhaseFrame<'_>) -> Result<
 
 #[test]
 fn commits_before_or_during_a_transitions_work_keep_it_and_a_later_commit_reruns_it() {
-    let out = scratch("rerun-rules");
+    let out = scratch!("plugins-rerun-rules");
     // A commit before the work: the work sees it, gc runs once.
     let before = link_with("basics", &out.join("before"), tables(), |registrar| {
         registrar.intercept(
@@ -495,7 +488,7 @@ fn commits_before_or_during_a_transitions_work_keep_it_and_a_later_commit_reruns
 
 #[test]
 fn a_commit_during_finalization_fails_the_link_and_nothing_is_written() {
-    let out = scratch("finalization-commit");
+    let out = scratch!("plugins-finalization-commit");
     let output = out.join("a.out");
     let error = link_with("basics", &output, tables(), |registrar| {
         registrar.intercept(
@@ -516,7 +509,7 @@ fn a_commit_during_finalization_fails_the_link_and_nothing_is_written() {
 
 #[test]
 fn rerun_budgets_come_from_the_schema_and_a_changed_copy_changes_them() {
-    let out = scratch("budget");
+    let out = scratch!("plugins-budget");
     // The bundled schema gives relocate a budget of 8: nine runs, then NeverC's error.
     let error = link_with("basics", &out.join("a.out"), tables(), reorder_on_relocate(usize::MAX)).unwrap_err();
     assert!(
@@ -524,8 +517,7 @@ fn rerun_budgets_come_from_the_schema_and_a_changed_copy_changes_them() {
         "{error}"
     );
     // A copy of the schema with a budget of 2 for relocate: the runtime follows it.
-    let schema =
-        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../PhaseSchema.json")).unwrap();
+    let schema = std::fs::read_to_string(repo().join("PhaseSchema.json")).unwrap();
     let mut document: serde_json::Value = serde_json::from_str(&schema).unwrap();
     for transition in document["state_machines"]["link"]["transitions"]
         .as_array_mut()
@@ -613,7 +605,7 @@ fn caching(cache: Rc<RefCell<RelocationCache>>) -> impl FnMut(&mut Registrar<'_>
 
 #[test]
 fn a_valid_proof_skips_a_phase_and_a_stale_one_makes_it_run() {
-    let out = scratch("proofs");
+    let out = scratch!("plugins-proofs");
     let cache = Rc::new(RefCell::new(RelocationCache::default()));
     let first = link_with("basics", &out.join("first"), tables(), caching(Rc::clone(&cache))).unwrap();
     let relocate = |trace: &[TraceEntry]| {
@@ -659,7 +651,7 @@ fn a_linker_provider_replaces_the_whole_link_and_the_sealed_gates_still_run() {
         EM_X86_64, ImageLayout, SectionFlags, SectionKind, SectionLayout, SegmentFlags, SegmentLayout, elf_file_size,
         write_elf,
     };
-    let out = scratch("provider");
+    let out = scratch!("plugins-provider");
     let output = out.join("a.out");
     let trace = link_with("basics", &output, tables(), |registrar| {
         registrar.linker_provider(Box::new(|frame| {
@@ -717,7 +709,7 @@ fn a_linker_provider_replaces_the_whole_link_and_the_sealed_gates_still_run() {
 
 #[test]
 fn a_relocation_that_overflows_is_an_error_naming_the_site_and_nothing_is_written() {
-    let out = scratch("overflow");
+    let out = scratch!("plugins-overflow");
     let output = out.join("a.out");
     let mut options = options("basics", &output);
     // Above 4 GiB, the absolute 32-bit relocations gcc emits for -mcmodel=small code cannot hold addresses.
@@ -735,7 +727,7 @@ fn a_relocation_that_overflows_is_an_error_naming_the_site_and_nothing_is_writte
 
 #[test]
 fn an_object_merge_provider_does_minus_r_links_and_none_means_a_clear_error() {
-    let out = scratch("merge");
+    let out = scratch!("plugins-merge");
     let merged = out.join("merged.o");
     let mut options = options("basics", &merged);
     options.relocatable = true;
@@ -787,8 +779,7 @@ fn an_object_merge_provider_does_minus_r_links_and_none_means_a_clear_error() {
 
 /// The bundled schema with its phase list reversed: the same phases and state machine, other indices.
 fn reversed_phase_tables(out: &Path) -> &'static PhaseTables {
-    let schema =
-        std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../PhaseSchema.json")).unwrap();
+    let schema = std::fs::read_to_string(repo().join("PhaseSchema.json")).unwrap();
     let mut document: serde_json::Value = serde_json::from_str(&schema).unwrap();
     document["phases"].as_array_mut().unwrap().reverse();
     let copy = out.join("PhaseSchema.json");
@@ -803,7 +794,7 @@ fn reversed_phase_tables(out: &Path) -> &'static PhaseTables {
 
 #[test]
 fn origins_name_phases_of_the_tables_the_link_runs_with() {
-    let out = scratch("reordered-origins");
+    let out = scratch!("plugins-reordered-origins");
     let reversed = reversed_phase_tables(&out);
     let mut registry = Registry::default();
     let mut context = LinkContext::new(options("basics", &out.join("a.out")));
@@ -848,7 +839,7 @@ struct Verdicts {
 
 #[test]
 fn liveness_verifier_sees_edges_retargeted_by_a_rebound_symbol() {
-    let out = scratch("rebind-verifier");
+    let out = scratch!("plugins-rebind-verifier");
     let verdicts = Rc::new(RefCell::new(Verdicts::default()));
     let seen = Rc::clone(&verdicts);
     // Atom B, chosen in the first run.

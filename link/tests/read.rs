@@ -15,6 +15,7 @@ use neverc_link::graph::{
     MaterializationReason, ObjectFormat, SectionId, SectionKind, SymbolType, Visibility, section_flags,
 };
 use neverc_link::read::{ReadError, extract_all_members, graph_from_inputs, probe};
+use neverc_test_support::{Rng, scratch, seed_of};
 use support::*;
 
 /// Reads files into one graph, named by their paths.
@@ -813,9 +814,7 @@ fn extracted_archive_members_match_readelf() {
 /// symbols and common symbols too (ld extracts members for all of them).
 #[test]
 fn archive_definitions_match_the_index_for_every_symbol_kind() {
-    let dir = scratch().join("kinds");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch directory");
+    let dir = scratch!("link-read/kinds");
     let source = "__thread int kinds_tls = 1;\n\
                   int kinds_common;\n\
                   static int kinds_impl(void) { return 3; }\n\

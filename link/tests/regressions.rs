@@ -2,13 +2,12 @@
 //! Inputs that once broke a reader (saved under `fuzz/regressions/link_inputs`) are read again: each gives
 //! a graph or an error naming the input, never a panic, a hang or unbounded memory.
 
-use std::path::PathBuf;
-
 use neverc_link::read::{extract_all_members, graph_from_inputs};
+use neverc_test_support::repo;
 
 #[test]
 fn saved_fuzz_regressions_read_without_failing_badly() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/regressions/link_inputs");
+    let dir = repo().join("fuzz/regressions/link_inputs");
     let mut count = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();

@@ -1,14 +1,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Generated tables and tables loaded at run time from the same files must agree, name by name.
 
-use std::path::{Path, PathBuf};
-
 use neverc_loader::{load_phase_tables, load_target_file};
 use neverc_tables::{BUNDLED_PHASES, BUNDLED_TARGETS, target_by_name};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use neverc_test_support::repo;
 
 #[test]
 fn every_bundled_target_agrees_with_its_runtime_loaded_file() {

@@ -2,13 +2,8 @@
 
 //! The bundled declarations and NeverC's published schemas, through the real loader.
 
-use std::path::{Path, PathBuf};
-
 use neverc_schema::{LoadError, load_declarations, load_phase_schema, target_files};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use neverc_test_support::repo;
 
 fn show(error: &LoadError) -> String {
     match error {

@@ -1,14 +1,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! Each semantic rule, broken on purpose in a copy of the bundled declarations, is reported at the right place.
 
-use std::path::{Path, PathBuf};
-
 use neverc_schema::{Diagnostic, parse_phase_schema, parse_target};
+use neverc_test_support::repo;
 use serde_json::{Value, json};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 fn schema_with(change: impl FnOnce(&mut Value)) -> Vec<Diagnostic> {
     let text = std::fs::read_to_string(repo().join("PhaseSchema.json")).unwrap();

@@ -1,11 +1,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The generated tables are usable in `const` context and say what the JSON says, read independently.
 
-use std::path::Path;
-
 use neverc_tables::generated::phases::{self, POLICY_OBSERVABLE, POLICY_SEALED_HOST_GATE, phase_by_name};
 use neverc_tables::generated::state_machines::link;
 use neverc_tables::generated::targets::{self, x86_64};
+use neverc_test_support::repo;
 use serde_json::Value;
 
 /// Evaluated by the compiler: a lookup in a generated table inside a `const` item.
@@ -16,8 +15,7 @@ const COMMIT_POLICY: u32 = match phase_by_name("neverc.link.commit") {
 const ECX: Option<neverc_tables::ResolvedRegister> = x86_64::resolve("EcX");
 
 fn schema_json() -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../PhaseSchema.json");
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    serde_json::from_str(&std::fs::read_to_string(repo().join("PhaseSchema.json")).unwrap()).unwrap()
 }
 
 #[test]

@@ -1,11 +1,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The tables this crate was built with are exactly what the code generator produces now, every time.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use neverc_test_support::repo;
 
 #[test]
 fn generated_files_are_what_codegen_produces_now() {

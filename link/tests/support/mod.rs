@@ -7,34 +7,15 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use neverc_test_support::{read_text, run_script, text};
+
 /// Where the tests build their fixtures: a directory of the target directory's test scratch space.
-pub fn scratch() -> PathBuf {
+fn fixture_root() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("link-read")
 }
 
 fn fixture_sources() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/programs")
-}
-
-/// Runs `script OUTDIR` once; the error names the script and carries its output.
-fn run_build(script: &Path, out: &Path) -> Result<(), String> {
-    let output = Command::new("bash")
-        .arg(script)
-        .arg(out)
-        .output()
-        .map_err(|error| format!("cannot run {}: {error}", script.display()))?;
-    if output.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{} {} failed ({}):\n{}\n{}",
-            script.display(),
-            out.display(),
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        ))
-    }
 }
 
 static PROGRAMS: OnceLock<Result<PathBuf, String>> = OnceLock::new();
@@ -43,8 +24,8 @@ static FOREIGN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
 /// `build.sh`'s output directory (built on first use).
 pub fn programs() -> &'static Path {
     let built = PROGRAMS.get_or_init(|| {
-        let out = scratch().join("programs");
-        run_build(&fixture_sources().join("build.sh"), &out).map(|()| out)
+        let out = fixture_root().join("programs");
+        run_script(&fixture_sources().join("build.sh"), &out).map(|()| out)
     });
     match built {
         Ok(path) => path,
@@ -55,8 +36,8 @@ pub fn programs() -> &'static Path {
 /// `foreign.sh`'s output directory `OUTDIR/foreign` (built on first use).
 pub fn foreign() -> &'static Path {
     let built = FOREIGN.get_or_init(|| {
-        let out = scratch().join("foreign-out");
-        run_build(&fixture_sources().join("foreign/foreign.sh"), &out).map(|()| out.join("foreign"))
+        let out = fixture_root().join("foreign-out");
+        run_script(&fixture_sources().join("foreign/foreign.sh"), &out).map(|()| out.join("foreign"))
     });
     match built {
         Ok(path) => path,
@@ -127,13 +108,6 @@ pub fn program_inputs(program: &str) -> Vec<PathBuf> {
         .collect()
 }
 
-pub fn read_text(path: &Path) -> String {
-    match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(error) => panic!("cannot read {}: {error}", path.display()),
-    }
-}
-
 pub fn read_bytes(path: &Path) -> Vec<u8> {
     match std::fs::read(path) {
         Ok(bytes) => bytes,
@@ -164,7 +138,7 @@ pub fn tool(program: &str, args: &[&str], cwd: Option<&Path>) -> String {
             String::from_utf8_lossy(&output.stderr)
         );
     }
-    String::from_utf8_lossy(&output.stdout).into_owned()
+    text(&output.stdout)
 }
 
 fn path_arg(path: &Path) -> String {
@@ -595,35 +569,4 @@ pub fn llvm_sections(path: &Path) -> Vec<ObjdumpSection> {
             })
         })
         .collect()
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Deterministic pseudo-random numbers (SplitMix64)
-
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..bound` (`bound` > 0).
-    pub fn below(&mut self, bound: usize) -> usize {
-        (self.next_u64() % bound as u64) as usize
-    }
-}
-
-/// A seed made from a file name, so every fixture gets its own sequence.
-pub fn seed_of(name: &str) -> u64 {
-    name.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3)
-    })
 }

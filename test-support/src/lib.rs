@@ -1,0 +1,168 @@
+//! Helpers shared by the tests of the workspace, so that each exists once: where the workspace is, fresh
+//! scratch directories, reading files and running programs with useful failure messages, building the link
+//! fixture programs, NeverC's published schema history, adding a phase to a schema copy, and a deterministic
+//! random number generator.
+//!
+//! Crates use this crate only as a dev-dependency; it is never published. Everything here fails by panicking
+//! with a message that names what went wrong, since a failing helper means a failing test.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// Returns the root of the workspace, the directory that holds `PhaseSchema.json`, `targets/` and every crate.
+///
+/// It is the parent of this crate's own directory, fixed when this crate is compiled.
+pub fn repo() -> PathBuf {
+    match Path::new(env!("CARGO_MANIFEST_DIR")).parent() {
+        Some(root) => root.to_path_buf(),
+        None => panic!("{} has no parent directory", env!("CARGO_MANIFEST_DIR")),
+    }
+}
+
+/// Returns a fresh, empty directory for one test under the calling test's `CARGO_TARGET_TMPDIR`, named by the
+/// arguments as `format!` would name it: `scratch!("plugins-{name}")`.
+///
+/// It is a macro because Cargo sets `CARGO_TARGET_TMPDIR` only while it compiles integration tests and
+/// benchmarks, so the variable must be read where the macro is used. That directory is shared by every crate
+/// of the workspace, so each test file gives its names a prefix of its own.
+#[macro_export]
+macro_rules! scratch {
+    ($($name:tt)+) => {
+        $crate::fresh_dir(::std::path::Path::new(::std::env!("CARGO_TARGET_TMPDIR")).join(::std::format!($($name)+)))
+    };
+}
+
+/// Removes `dir` with whatever an earlier run left in it, creates it empty and returns it.
+pub fn fresh_dir(dir: PathBuf) -> PathBuf {
+    match std::fs::remove_dir_all(&dir) {
+        // A directory that is not there yet is the usual case.
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+            panic!("cannot empty {}: {error}", dir.display())
+        }
+        _ => {}
+    }
+    if let Err(error) = std::fs::create_dir_all(&dir) {
+        panic!("cannot create {}: {error}", dir.display());
+    }
+    dir
+}
+
+/// Reads a text file; a failure panics with the path and the reason.
+pub fn read_text(path: &Path) -> String {
+    match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(error) => panic!("cannot read {}: {error}", path.display()),
+    }
+}
+
+/// Decodes what a program printed, replacing invalid UTF-8 rather than failing.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Runs `program` with `args` in `dir` and returns how it exited and what it printed; a program that cannot be
+/// started panics.
+///
+/// The integration tests of the root package pass `env!("CARGO_BIN_EXE_neverc-spec")`, which Cargo sets
+/// only for them.
+pub fn run_in(program: impl AsRef<OsStr>, dir: &Path, args: &[&str]) -> Output {
+    let program = program.as_ref();
+    match Command::new(program).args(args).current_dir(dir).output() {
+        Ok(output) => output,
+        Err(error) => panic!("cannot run {}: {error}", Path::new(program).display()),
+    }
+}
+
+/// Runs `bash script out`, the way every fixture build script is run; the error names the script and carries
+/// everything it printed.
+pub fn run_script(script: &Path, out: &Path) -> Result<(), String> {
+    let output = Command::new("bash")
+        .arg(script)
+        .arg(out)
+        .output()
+        .map_err(|error| format!("cannot run {}: {error}", script.display()))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} {} failed ({}):\n{}\n{}",
+            script.display(),
+            out.display(),
+            output.status,
+            text(&output.stdout),
+            text(&output.stderr)
+        ))
+    }
+}
+
+/// Builds the link fixture programs (`link/tests/fixtures/programs/build.sh`: objects, archives, ld.bfd
+/// references and expected output) into `out`; a failure panics with the script's output.
+pub fn build_fixture_programs(out: &Path) {
+    let script = repo().join("link/tests/fixtures/programs/build.sh");
+    if let Err(message) = run_script(&script, out) {
+        panic!("building the fixture programs failed (gcc, g++ and binutils are needed): {message}");
+    }
+}
+
+/// NeverC's published phase schemas in `tests/fixtures/neverc/`, oldest first.
+pub const NEVERC_HISTORY: [&str; 7] = [
+    "PhaseSchema.c3139b3.json",
+    "PhaseSchema.3b975d8.json",
+    "PhaseSchema.5cb5776.json",
+    "PhaseSchema.d8e95a6.json",
+    "PhaseSchema.b553b6d.json",
+    "PhaseSchema.7adbf41.json",
+    "PhaseSchema.json",
+];
+
+/// Appends to a phase schema document a copy of the phase named `model`, renamed to `name` with `symbol` and
+/// `id` as the low half of its identifier, and returns the copy for further edits.
+pub fn add_phase_like<'a>(schema: &'a mut Value, model: &str, name: &str, symbol: &str, id: &str) -> &'a mut Value {
+    let Some(phases) = schema["phases"].as_array_mut() else {
+        panic!("the document has no `phases` array");
+    };
+    let Some(mut phase) = phases.iter().find(|phase| phase["name"] == model).cloned() else {
+        panic!("the document has no phase `{model}`");
+    };
+    phase["name"] = name.into();
+    phase["symbol"] = symbol.into();
+    phase["id"][1] = id.into();
+    phases.push(phase);
+    let last = phases.len() - 1;
+    &mut phases[last]
+}
+
+/// A deterministic pseudo-random number generator (SplitMix64): the same seed gives the same sequence on every
+/// machine, so a failure found with it can be reproduced.
+pub struct Rng(u64);
+
+impl Rng {
+    /// Starts the sequence of `seed`.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    /// Returns the next number of the sequence.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Returns a number in `0..bound`; `bound` must not be zero.
+    pub fn below(&mut self, bound: usize) -> usize {
+        (self.next_u64() % bound as u64) as usize
+    }
+}
+
+/// Makes a seed from a name (64-bit FNV-1a), so that every file or case named gets a sequence of its own.
+pub fn seed_of(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3)
+    })
+}
