@@ -9,7 +9,7 @@ use crate::CommandError;
 pub(crate) fn print_diagnostics(diagnostics: &[Diagnostic], sources: &[SourceText]) {
     for diagnostic in diagnostics {
         let mut report = MietteDiagnostic::new(diagnostic.message.clone())
-            .with_code(diagnostic.rule)
+            .with_code(diagnostic.rule.code())
             .with_severity(match diagnostic.severity {
                 Severity::Warning => MietteSeverity::Warning,
                 Severity::Error => MietteSeverity::Error,
@@ -24,7 +24,8 @@ pub(crate) fn print_diagnostics(diagnostics: &[Diagnostic], sources: &[SourceTex
                     .end
                     .saturating_sub(span.start)
                     .min(source.text.len().saturating_sub(span.start));
-                let report = report.with_label(LabeledSpan::at(span.start..span.start + length, diagnostic.rule));
+                let report =
+                    report.with_label(LabeledSpan::at(span.start..span.start + length, diagnostic.rule.code()));
                 let report =
                     Report::new(report).with_source_code(NamedSource::new(&diagnostic.file, source.text.clone()));
                 errln!("{}:{}:{}:", diagnostic.file, diagnostic.line, diagnostic.column);

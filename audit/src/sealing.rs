@@ -157,7 +157,7 @@ pub fn audit_sealing(source: &str, document: &PhaseSchemaDocument, semantic: &[D
     let invariants = PHASE_SCHEMA_INVARIANTS
         .iter()
         .map(|(rule, statement)| InvariantStatus {
-            rule,
+            rule: rule.code(),
             statement,
             violations: semantic
                 .iter()

@@ -5,6 +5,8 @@ use std::ops::Range;
 
 use serde::Serialize;
 
+use crate::rule::Rule;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
@@ -17,7 +19,7 @@ pub enum Severity {
 pub struct Diagnostic {
     pub severity: Severity,
     /// Short stable name of the violated rule, such as `duplicate-id` or `unknown-key`.
-    pub rule: &'static str,
+    pub rule: Rule,
     pub message: String,
     /// The file as it was named to the loader.
     pub file: String,
@@ -53,7 +55,7 @@ impl fmt::Display for Diagnostic {
 /// A problem before it is placed in a file: a pointer, a rule and a message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Finding {
-    pub(crate) rule: &'static str,
+    pub(crate) rule: Rule,
     pub(crate) pointer: String,
     pub(crate) message: String,
     /// Point at the key of the member rather than at its value.
@@ -62,7 +64,7 @@ pub(crate) struct Finding {
 }
 
 impl Finding {
-    pub(crate) fn error(rule: &'static str, pointer: impl Into<String>, message: impl Into<String>) -> Finding {
+    pub(crate) fn error(rule: Rule, pointer: impl Into<String>, message: impl Into<String>) -> Finding {
         Finding {
             rule,
             pointer: pointer.into(),
@@ -162,7 +164,7 @@ fn nearest_ancestor_span(map: &dyn SourceMap, pointer: &str) -> Option<Range<usi
 }
 
 /// A diagnostic for a whole-file problem at a byte offset (syntax errors).
-pub(crate) fn at_offset(file: &str, text: &str, rule: &'static str, message: String, span: Range<usize>) -> Diagnostic {
+pub(crate) fn at_offset(file: &str, text: &str, rule: Rule, message: String, span: Range<usize>) -> Diagnostic {
     let (line, column) = LineIndex::new(text).line_column(span.start);
     Diagnostic {
         severity: Severity::Error,

@@ -16,6 +16,7 @@ pub mod oracle;
 mod phase;
 mod phase_checks;
 mod phase_model;
+mod rule;
 mod spec_text;
 mod structural;
 mod target;
@@ -37,6 +38,7 @@ pub use phase::{
 };
 pub use phase_checks::PHASE_SCHEMA_INVARIANTS;
 pub use phase_model::lower_phase_schema;
+pub use rule::Rule;
 pub use spec_text::{Spec, SpecList, SpecSegment, SpecToken, is_stack_token};
 pub use structural::{
     COMMITTED_PHASE_SCHEMA, COMMITTED_TARGET_SCHEMA, generated_phase_schema, generated_target_schema,

@@ -10,6 +10,7 @@ use crate::diagnostic::{Diagnostic, Finding, LineIndex, SourceMap, at_offset, pl
 use crate::json_map::JsonSourceMap;
 use crate::phase::PhaseSchemaDocument;
 use crate::phase_checks::phase_schema_findings;
+use crate::rule::Rule;
 use crate::structural::{DocumentKind, structural_findings};
 use crate::target::TargetDeclaration;
 use crate::target_checks::{registry_findings, target_findings};
@@ -55,8 +56,14 @@ pub struct Declarations {
 }
 
 fn typed<T: DeserializeOwned>(value: Value, file: &str, text: &str, map: &dyn SourceMap) -> Result<T, Vec<Diagnostic>> {
-    serde_json::from_value(value)
-        .map_err(|error| place(file, text, map, vec![Finding::error("schema", "", error.to_string())]))
+    serde_json::from_value(value).map_err(|error| {
+        place(
+            file,
+            text,
+            map,
+            vec![Finding::error(Rule::Schema, "", error.to_string())],
+        )
+    })
 }
 
 /// Unknown keys do not stop validation: they are reported, removed, and the rest is checked too.
@@ -64,11 +71,11 @@ fn typed<T: DeserializeOwned>(value: Value, file: &str, text: &str, map: &dyn So
 fn only_unknown_keys(findings: &[Finding]) -> bool {
     findings
         .iter()
-        .all(|finding| finding.rule == "unknown-key" || finding.rule == "duplicate-key")
+        .all(|finding| finding.rule == Rule::UnknownKey || finding.rule == Rule::DuplicateKey)
 }
 
 fn remove_unknown_keys(value: &mut Value, findings: &[Finding]) {
-    for finding in findings.iter().filter(|finding| finding.rule == "unknown-key") {
+    for finding in findings.iter().filter(|finding| finding.rule == Rule::UnknownKey) {
         let Some((parent, key)) = finding.pointer.rsplit_once('/') else {
             continue;
         };
@@ -83,7 +90,13 @@ fn remove_unknown_keys(value: &mut Value, findings: &[Finding]) {
 pub fn parse_phase_schema(file: &str, text: &str) -> Result<PhaseSchemaDocument, Vec<Diagnostic>> {
     let value: Value = serde_json::from_str(text).map_err(|error| {
         let offset = LineIndex::new(text).offset(error.line(), error.column());
-        vec![at_offset(file, text, "json-syntax", error.to_string(), offset..offset)]
+        vec![at_offset(
+            file,
+            text,
+            Rule::JsonSyntax,
+            error.to_string(),
+            offset..offset,
+        )]
     })?;
     let map = JsonSourceMap::build(text);
     let mut findings: Vec<Finding> = map
@@ -91,7 +104,7 @@ pub fn parse_phase_schema(file: &str, text: &str) -> Result<PhaseSchemaDocument,
         .iter()
         .map(|pointer| {
             Finding::error(
-                "duplicate-key",
+                Rule::DuplicateKey,
                 pointer.clone(),
                 "this key repeats an earlier key of the same object",
             )
@@ -120,7 +133,13 @@ pub fn parse_phase_schema_for_audit(
 ) -> Result<(PhaseSchemaDocument, Vec<Diagnostic>), Vec<Diagnostic>> {
     let value: Value = serde_json::from_str(text).map_err(|error| {
         let offset = LineIndex::new(text).offset(error.line(), error.column());
-        vec![at_offset(file, text, "json-syntax", error.to_string(), offset..offset)]
+        vec![at_offset(
+            file,
+            text,
+            Rule::JsonSyntax,
+            error.to_string(),
+            offset..offset,
+        )]
     })?;
     let map = JsonSourceMap::build(text);
     let findings = structural_findings(DocumentKind::PhaseSchema, &value);
@@ -231,7 +250,7 @@ pub fn load_targets(paths: &[PathBuf]) -> Result<Vec<LoadedTarget>, LoadError> {
             diagnostics.push(at_offset(
                 &source.file,
                 &source.text,
-                "target-file-name",
+                Rule::TargetFileName,
                 format!("target file name `{stem}` must be lowercase letters, digits and `_` (it names a Rust module)"),
                 0..0,
             ));

@@ -13,7 +13,7 @@ pub type FindingParts = (&'static str, String, String, bool);
 fn parts(kind: DocumentKind, value: &Value) -> Vec<FindingParts> {
     structural_findings(kind, value)
         .into_iter()
-        .map(|finding| (finding.rule, finding.pointer, finding.message, finding.at_key))
+        .map(|finding| (finding.rule.code(), finding.pointer, finding.message, finding.at_key))
         .collect()
 }
 

@@ -4,66 +4,79 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::diagnostic::{Finding, escape_token};
 use crate::phase::{Gate, ObserverPoint, Phase, PhaseKind, PhaseSchemaDocument, PolicyFlag, StateMachine};
+use crate::rule::Rule;
 
 /// The invariant each semantic rule keeps, by rule name, in the order the checks run. A schema that loads
 /// satisfies all of them; an audit lists them and the places a schema breaks them.
-pub const PHASE_SCHEMA_INVARIANTS: &[(&str, &str)] = &[
-    ("duplicate-family", "every extension family namespace is declared once"),
-    ("family-range", "every extension family's low id range is non-empty"),
+pub const PHASE_SCHEMA_INVARIANTS: &[(Rule, &str)] = &[
     (
-        "family-overlap",
+        Rule::DuplicateFamily,
+        "every extension family namespace is declared once",
+    ),
+    (Rule::FamilyRange, "every extension family's low id range is non-empty"),
+    (
+        Rule::FamilyOverlap,
         "extension families with the same high id do not overlap",
     ),
-    ("duplicate-name", "phase names are unique"),
-    ("duplicate-symbol", "phase symbols are unique"),
-    ("duplicate-id", "phase ids are unique"),
+    (Rule::DuplicateName, "phase names are unique"),
+    (Rule::DuplicateSymbol, "phase symbols are unique"),
+    (Rule::DuplicateId, "phase ids are unique"),
     (
-        "id-family",
+        Rule::IdFamily,
         "built-in phase ids stay out of the extension families' ranges",
     ),
-    ("name-domain", "a phase of domain D is named `neverc.D.…`"),
-    ("verifier-domain", "a phase's verifier is named in the phase's domain"),
-    ("duplicate-flag", "no policy flag or observer point is listed twice"),
-    ("policy-observable", "every phase is OBSERVABLE"),
+    (Rule::NameDomain, "a phase of domain D is named `neverc.D.…`"),
     (
-        "sealed-gate",
+        Rule::VerifierDomain,
+        "a phase's verifier is named in the phase's domain",
+    ),
+    (Rule::DuplicateFlag, "no policy flag or observer point is listed twice"),
+    (Rule::PolicyObservable, "every phase is OBSERVABLE"),
+    (
+        Rule::SealedGate,
         "SEALED_HOST_GATE phases have a sealed gate and are not INTERCEPTABLE, REPLACEABLE or SKIPPABLE_WITH_PROOF, and only they have one",
     ),
-    ("event-policy", "events are only OBSERVABLE, and only AFTER"),
-    ("skippable-kind", "only transitions are SKIPPABLE_WITH_PROOF"),
-    ("commit-points", "exactly the sealed_commit gates offer AFTER_COMMIT"),
-    ("state-name", "state names are UPPER_SNAKE"),
-    ("duplicate-state", "state names are unique within a machine"),
+    (Rule::EventPolicy, "events are only OBSERVABLE, and only AFTER"),
+    (Rule::SkippableKind, "only transitions are SKIPPABLE_WITH_PROOF"),
+    (Rule::CommitPoints, "exactly the sealed_commit gates offer AFTER_COMMIT"),
+    (Rule::StateName, "state names are UPPER_SNAKE"),
+    (Rule::DuplicateState, "state names are unique within a machine"),
     (
-        "unknown-state",
+        Rule::UnknownState,
         "transitions, mutation classes and the proof state name declared states",
     ),
-    ("duplicate-transition", "a phase drives at most one step of a machine"),
-    ("unknown-phase", "transitions and finalization name declared phases"),
     (
-        "transition-phase",
+        Rule::DuplicateTransition,
+        "a phase drives at most one step of a machine",
+    ),
+    (Rule::UnknownPhase, "transitions and finalization name declared phases"),
+    (
+        Rule::TransitionPhase,
         "a machine's steps are transitions of the machine's domain",
     ),
-    ("transition-step", "each transition advances the state by exactly one"),
     (
-        "state-reached-twice",
+        Rule::TransitionStep,
+        "each transition advances the state by exactly one",
+    ),
+    (
+        Rule::StateReachedTwice,
         "no state is entered by two transitions, and the initial state by none",
     ),
     (
-        "state-unreached",
+        Rule::StateUnreached,
         "every state but the initial one is entered by a transition",
     ),
     (
-        "artifact-chain",
+        Rule::ArtifactChain,
         "each step consumes the artifact the previous step produces",
     ),
-    ("duplicate-mutation-class", "mutation class names are unique"),
+    (Rule::DuplicateMutationClass, "mutation class names are unique"),
     (
-        "mutation-class-state",
+        Rule::MutationClassState,
         "no mutation class invalidates the initial state",
     ),
     (
-        "duplicate-operation",
+        Rule::DuplicateOperation,
         "every staging operation belongs to one mutation class",
     ),
 ];
@@ -91,7 +104,7 @@ fn check_extension_families(document: &PhaseSchemaDocument, findings: &mut Vec<F
         let pointer = format!("/extension_families/{index}");
         if let Some(first) = namespaces.insert(family.namespace.as_str(), index) {
             findings.push(Finding::error(
-                "duplicate-family",
+                Rule::DuplicateFamily,
                 format!("{pointer}/namespace"),
                 format!(
                     "extension family `{}` is declared twice (first at /extension_families/{first})",
@@ -101,7 +114,7 @@ fn check_extension_families(document: &PhaseSchemaDocument, findings: &mut Vec<F
         }
         if family.id_low_min > family.id_low_max {
             findings.push(Finding::error(
-                "family-range",
+                Rule::FamilyRange,
                 format!("{pointer}/id_low_min"),
                 format!(
                     "extension family `{}` has id_low_min {} above id_low_max {}",
@@ -115,7 +128,7 @@ fn check_extension_families(document: &PhaseSchemaDocument, findings: &mut Vec<F
                 && family.id_low_min <= other.id_low_max;
             if overlaps {
                 findings.push(Finding::error(
-                    "family-overlap",
+                    Rule::FamilyOverlap,
                     format!("{pointer}/id_high"),
                     format!(
                         "extension family `{}` overlaps `{}` (/extension_families/{other_index}): both use id high {} with intersecting low ranges",
@@ -135,21 +148,21 @@ fn check_uniqueness(document: &PhaseSchemaDocument, findings: &mut Vec<Finding>)
         let pointer = format!("/phases/{index}");
         if let Some(first) = names.insert(phase.name.as_str(), index) {
             findings.push(Finding::error(
-                "duplicate-name",
+                Rule::DuplicateName,
                 format!("{pointer}/name"),
                 format!("phase name `{}` is already used by /phases/{first}", phase.name),
             ));
         }
         if let Some(first) = symbols.insert(phase.symbol.as_str(), index) {
             findings.push(Finding::error(
-                "duplicate-symbol",
+                Rule::DuplicateSymbol,
                 format!("{pointer}/symbol"),
                 format!("phase symbol `{}` is already used by /phases/{first}", phase.symbol),
             ));
         }
         if let Some(first) = ids.insert(phase.id, index) {
             findings.push(Finding::error(
-                "duplicate-id",
+                Rule::DuplicateId,
                 format!("{pointer}/id"),
                 format!(
                     "phase `{}` reuses id {} of `{}` (/phases/{first})",
@@ -177,7 +190,7 @@ fn check_domain_namespaces(document: &PhaseSchemaDocument, findings: &mut Vec<Fi
                 .and_then(|rest| rest.strip_suffix(".extension"));
             if family_domain != Some(phase.domain.as_str()) {
                 findings.push(Finding::error(
-                    "id-family",
+                    Rule::IdFamily,
                     pointer.clone(),
                     format!(
                         "phase `{}` of domain `{}` has an id in extension family `{}`",
@@ -186,7 +199,7 @@ fn check_domain_namespaces(document: &PhaseSchemaDocument, findings: &mut Vec<Fi
                 ));
             } else if phase.id.low() < family.id_low_min.0 || phase.id.low() > family.id_low_max.0 {
                 findings.push(Finding::error(
-                    "id-family",
+                    Rule::IdFamily,
                     pointer.clone(),
                     format!(
                         "phase `{}` has id low {:#x} outside its family `{}` [{}, {}]",
@@ -202,7 +215,7 @@ fn check_domain_namespaces(document: &PhaseSchemaDocument, findings: &mut Vec<Fi
         }
         match domain_high.get(phase.domain.as_str()) {
             Some((high, first)) if *high != phase.id.high() => findings.push(Finding::error(
-                "id-family",
+                Rule::IdFamily,
                 pointer,
                 format!(
                     "phase `{}` uses id high {:#018x}, but domain `{}` uses {:#018x} (/phases/{first})",
@@ -219,7 +232,7 @@ fn check_domain_namespaces(document: &PhaseSchemaDocument, findings: &mut Vec<Fi
         }
         if phase.id.low() == 0 {
             findings.push(Finding::error(
-                "id-family",
+                Rule::IdFamily,
                 format!("/phases/{index}/id"),
                 format!("phase `{}` has id low 0, which is reserved", phase.name),
             ));
@@ -233,14 +246,14 @@ fn check_phase(index: usize, phase: &Phase, findings: &mut Vec<Finding>) {
     let prefix = format!("neverc.{}.", phase.domain);
     if !phase.name.starts_with(&prefix) {
         findings.push(Finding::error(
-            "name-domain",
+            Rule::NameDomain,
             format!("{pointer}/name"),
             format!("phase `{name}` of domain `{}` must be named `{prefix}…`", phase.domain),
         ));
     }
     if !phase.verifier.starts_with(&prefix) {
         findings.push(Finding::error(
-            "verifier-domain",
+            Rule::VerifierDomain,
             format!("{pointer}/verifier"),
             format!(
                 "verifier `{}` of phase `{name}` must be named `{prefix}…`",
@@ -262,7 +275,7 @@ fn check_phase(index: usize, phase: &Phase, findings: &mut Vec<Finding>) {
         for (position, value) in values.iter().enumerate() {
             if !seen.insert(*value) {
                 findings.push(Finding::error(
-                    "duplicate-flag",
+                    Rule::DuplicateFlag,
                     format!("{pointer}/{list}/{position}"),
                     format!("phase `{name}` lists {value} twice in {list}"),
                 ));
@@ -272,7 +285,7 @@ fn check_phase(index: usize, phase: &Phase, findings: &mut Vec<Finding>) {
     let has = |flag: PolicyFlag| phase.policy.contains(&flag);
     if !has(PolicyFlag::Observable) {
         findings.push(Finding::error(
-            "policy-observable",
+            Rule::PolicyObservable,
             format!("{pointer}/policy"),
             format!("phase `{name}` is not OBSERVABLE; every phase must be observable"),
         ));
@@ -286,18 +299,18 @@ fn check_phase(index: usize, phase: &Phase, findings: &mut Vec<Finding>) {
             if has(forbidden) {
                 let position = phase.policy.iter().position(|flag| *flag == forbidden).unwrap_or(0);
                 findings.push(Finding::error(
-                    "sealed-gate",
+                    Rule::SealedGate,
                     format!("{pointer}/policy/{position}"),
                     format!("sealed phase `{name}` must not be {}: SEALED_HOST_GATE excludes INTERCEPTABLE, REPLACEABLE and SKIPPABLE_WITH_PROOF", forbidden.schema_name()),
                 ));
             }
         }
         if !phase.gate.is_sealed() {
-            findings.push(Finding::error("sealed-gate", format!("{pointer}/gate"), format!("phase `{name}` is SEALED_HOST_GATE but its gate is `transition`; it needs sealed_verifier or sealed_commit")));
+            findings.push(Finding::error(Rule::SealedGate, format!("{pointer}/gate"), format!("phase `{name}` is SEALED_HOST_GATE but its gate is `transition`; it needs sealed_verifier or sealed_commit")));
         }
     } else if phase.gate.is_sealed() {
         findings.push(Finding::error(
-            "sealed-gate",
+            Rule::SealedGate,
             format!("{pointer}/policy"),
             format!("phase `{name}` has a sealed gate but its policy lacks SEALED_HOST_GATE"),
         ));
@@ -305,14 +318,14 @@ fn check_phase(index: usize, phase: &Phase, findings: &mut Vec<Finding>) {
     if phase.kind == PhaseKind::Event {
         if phase.policy.iter().any(|flag| *flag != PolicyFlag::Observable) {
             findings.push(Finding::error(
-                "event-policy",
+                Rule::EventPolicy,
                 format!("{pointer}/policy"),
                 format!("event `{name}` may only be OBSERVABLE"),
             ));
         }
         if phase.observer_points.iter().any(|point| *point != ObserverPoint::After) {
             findings.push(Finding::error(
-                "event-policy",
+                Rule::EventPolicy,
                 format!("{pointer}/observer_points"),
                 format!("event `{name}` may only be observed AFTER"),
             ));
@@ -320,7 +333,7 @@ fn check_phase(index: usize, phase: &Phase, findings: &mut Vec<Finding>) {
     }
     if has(PolicyFlag::SkippableWithProof) && phase.kind != PhaseKind::Transition {
         findings.push(Finding::error(
-            "skippable-kind",
+            Rule::SkippableKind,
             format!("{pointer}/policy"),
             format!("only transitions can be SKIPPABLE_WITH_PROOF; `{name}` is an event"),
         ));
@@ -333,7 +346,7 @@ fn check_phase(index: usize, phase: &Phase, findings: &mut Vec<Finding>) {
             format!("sealed_commit gate `{name}` must offer the AFTER_COMMIT observer point")
         };
         findings.push(Finding::error(
-            "commit-points",
+            Rule::CommitPoints,
             format!("{pointer}/observer_points"),
             message,
         ));
@@ -351,14 +364,14 @@ fn check_state_machine(
     for (index, state) in machine.states.iter().enumerate() {
         if !is_upper_snake(state) {
             findings.push(Finding::error(
-                "state-name",
+                Rule::StateName,
                 format!("{base}/states/{index}"),
                 format!("state `{state}` must be UPPER_SNAKE"),
             ));
         }
         if state_index.insert(state.as_str(), index).is_some() {
             findings.push(Finding::error(
-                "duplicate-state",
+                Rule::DuplicateState,
                 format!("{base}/states/{index}"),
                 format!("state `{state}` is declared twice"),
             ));
@@ -368,7 +381,7 @@ fn check_state_machine(
         let found = state_index.get(state).copied();
         if found.is_none() {
             findings.push(Finding::error(
-                "unknown-state",
+                Rule::UnknownState,
                 pointer,
                 format!("state `{state}` is not declared in {base}/states"),
             ));
@@ -383,7 +396,7 @@ fn check_state_machine(
         let pointer = format!("{base}/transitions/{index}");
         if let Some(first) = phases_seen.insert(transition.phase.as_str(), index) {
             findings.push(Finding::error(
-                "duplicate-transition",
+                Rule::DuplicateTransition,
                 format!("{pointer}/phase"),
                 format!("phase `{}` already drives {base}/transitions/{first}", transition.phase),
             ));
@@ -391,14 +404,14 @@ fn check_state_machine(
         let phase = document.phase_by_name(&transition.phase);
         match phase {
             None => findings.push(Finding::error(
-                "unknown-phase",
+                Rule::UnknownPhase,
                 format!("{pointer}/phase"),
                 format!("transition phase `{}` is not declared in /phases", transition.phase),
             )),
             Some(phase) => {
                 if phase.kind != PhaseKind::Transition || phase.gate.is_sealed() {
                     findings.push(Finding::error(
-                        "transition-phase",
+                        Rule::TransitionPhase,
                         format!("{pointer}/phase"),
                         format!(
                             "`{}` must be an unsealed phase of kind transition to drive a state transition",
@@ -408,7 +421,7 @@ fn check_state_machine(
                 }
                 if phase.domain != machine.domain {
                     findings.push(Finding::error(
-                        "transition-phase",
+                        Rule::TransitionPhase,
                         format!("{pointer}/phase"),
                         format!(
                             "`{}` belongs to domain `{}`, not `{}`",
@@ -423,7 +436,7 @@ fn check_state_machine(
         if let (Some(from), Some(to)) = (from, to) {
             if to != from + 1 {
                 findings.push(Finding::error(
-                    "transition-step",
+                    Rule::TransitionStep,
                     format!("{pointer}/to"),
                     format!(
                         "transition `{}` goes from {} to {}; a transition advances exactly one state",
@@ -433,7 +446,7 @@ fn check_state_machine(
             }
             if let Some(first) = reached.insert(to, index) {
                 findings.push(Finding::error(
-                    "state-reached-twice",
+                    Rule::StateReachedTwice,
                     format!("{pointer}/to"),
                     format!(
                         "state {} is already reached by {base}/transitions/{first}",
@@ -449,7 +462,7 @@ fn check_state_machine(
     for (index, state) in machine.states.iter().enumerate().skip(1) {
         if !reached.contains_key(&index) {
             findings.push(Finding::error(
-                "state-unreached",
+                Rule::StateUnreached,
                 format!("{base}/states/{index}"),
                 format!("no transition reaches state {state}"),
             ));
@@ -457,7 +470,7 @@ fn check_state_machine(
     }
     if reached.contains_key(&0) {
         findings.push(Finding::error(
-            "state-reached-twice",
+            Rule::StateReachedTwice,
             format!("{base}/states/0"),
             format!(
                 "initial state {} must not be the target of a transition",
@@ -471,7 +484,7 @@ fn check_state_machine(
         let (_, after, index) = pair[1];
         if before.output_artifact != after.input_artifact {
             findings.push(Finding::error(
-                "artifact-chain",
+                Rule::ArtifactChain,
                 format!("{base}/transitions/{index}/phase"),
                 format!(
                     "`{}` consumes {} but the previous transition `{}` produces {}",
@@ -487,7 +500,7 @@ fn check_state_machine(
         let pointer = format!("{base}/mutation_classes/{index}");
         if class_names.insert(class.name.as_str(), index).is_some() {
             findings.push(Finding::error(
-                "duplicate-mutation-class",
+                Rule::DuplicateMutationClass,
                 format!("{pointer}/name"),
                 format!("mutation class `{}` is declared twice", class.name),
             ));
@@ -499,7 +512,7 @@ fn check_state_machine(
         ) && state == 0
         {
             findings.push(Finding::error(
-                "mutation-class-state",
+                Rule::MutationClassState,
                 format!("{pointer}/earliest_invalidated"),
                 format!("mutation class `{}` cannot invalidate the initial state", class.name),
             ));
@@ -507,7 +520,7 @@ fn check_state_machine(
         for (position, operation) in class.operations.iter().enumerate() {
             if let Some(other) = operations.insert(operation.as_str(), class.name.as_str()) {
                 findings.push(Finding::error(
-                    "duplicate-operation",
+                    Rule::DuplicateOperation,
                     format!("{pointer}/operations/{position}"),
                     format!("operation `{operation}` is already classified as `{other}`"),
                 ));
@@ -521,7 +534,7 @@ fn check_state_machine(
         let pointer = format!("{base}/finalization/{index}");
         let Some(phase) = document.phase_by_name(name) else {
             findings.push(Finding::error(
-                "unknown-phase",
+                Rule::UnknownPhase,
                 pointer,
                 format!("finalization phase `{name}` is not declared in /phases"),
             ));
@@ -530,7 +543,7 @@ fn check_state_machine(
         };
         if phase.domain != machine.domain {
             findings.push(Finding::error(
-                "transition-phase",
+                Rule::TransitionPhase,
                 pointer.clone(),
                 format!(
                     "`{name}` belongs to domain `{}`, not `{}`",
@@ -540,7 +553,7 @@ fn check_state_machine(
         }
         if phases_seen.contains_key(name.as_str()) {
             findings.push(Finding::error(
-                "duplicate-transition",
+                Rule::DuplicateTransition,
                 pointer.clone(),
                 format!("`{name}` already drives a state transition"),
             ));
@@ -549,7 +562,7 @@ fn check_state_machine(
             && before.output_artifact != phase.input_artifact
         {
             findings.push(Finding::error(
-                "artifact-chain",
+                Rule::ArtifactChain,
                 pointer,
                 format!(
                     "`{name}` consumes {} but `{}` before it produces {}",

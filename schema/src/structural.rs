@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::diagnostic::{Finding, escape_token};
 use crate::json_schema::{ErrorKind, Validator};
 use crate::phase::PhaseSchemaDocument;
+use crate::rule::Rule;
 use crate::target::TargetDeclaration;
 
 /// The committed JSON Schema of `PhaseSchema.json` (kept fresh by a test).
@@ -52,7 +53,7 @@ fn validator(kind: DocumentKind) -> Result<&'static Validator, Finding> {
     .as_ref()
     .map_err(|message| {
         Finding::error(
-            "internal-schema",
+            Rule::InternalSchema,
             "",
             format!("the committed JSON Schema is unusable: {message}"),
         )
@@ -73,7 +74,7 @@ pub(crate) fn structural_findings(kind: DocumentKind, instance: &Value) -> Vec<F
                 for key in unexpected {
                     findings.push(
                         Finding::error(
-                            "unknown-key",
+                            Rule::UnknownKey,
                             format!("{pointer}/{}", escape_token(key)),
                             format!("unknown key `{key}`"),
                         )
@@ -82,11 +83,11 @@ pub(crate) fn structural_findings(kind: DocumentKind, instance: &Value) -> Vec<F
                 }
             }
             ErrorKind::Required { property } => findings.push(Finding::error(
-                "missing-key",
+                Rule::MissingKey,
                 pointer.clone(),
                 format!("missing required key `{property}`"),
             )),
-            _ => findings.push(Finding::error("schema", pointer.clone(), error.to_string())),
+            _ => findings.push(Finding::error(Rule::Schema, pointer.clone(), error.to_string())),
         }
     }
     findings

@@ -4,6 +4,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::diagnostic::Finding;
 use crate::model::{Spelling, name_table};
+use crate::rule::Rule;
 use crate::spec_text::{Spec, SpecList, is_stack_token};
 use crate::target::{RegisterClassKind, TargetDeclaration};
 
@@ -56,14 +57,14 @@ fn check_identity(declaration: &TargetDeclaration, findings: &mut Vec<Finding>) 
     let identity = &declaration.identity;
     if !power_of_two(identity.stack_alignment) {
         findings.push(Finding::error(
-            "identity",
+            Rule::Identity,
             "/identity/stack_alignment",
             format!("stack alignment {} is not a power of two", identity.stack_alignment),
         ));
     }
     if !matches!(identity.pointer_width, 16 | 32 | 64) {
         findings.push(Finding::error(
-            "identity",
+            Rule::Identity,
             "/identity/pointer_width",
             format!("pointer width {} is not 16, 32 or 64 bits", identity.pointer_width),
         ));
@@ -72,7 +73,7 @@ fn check_identity(declaration: &TargetDeclaration, findings: &mut Vec<Finding>) 
     for (index, alias) in identity.aliases.iter().enumerate() {
         if !seen.insert(alias.to_ascii_lowercase()) {
             findings.push(Finding::error(
-                "duplicate-name",
+                Rule::DuplicateName,
                 format!("/identity/aliases/{index}"),
                 format!("target name `{alias}` is listed twice"),
             ));
@@ -82,7 +83,7 @@ fn check_identity(declaration: &TargetDeclaration, findings: &mut Vec<Finding>) 
         && identity.schema_digest != format!("{LLVM_DIGEST_PREFIX}{}", identity.triple)
     {
         findings.push(Finding::error(
-            "schema-digest",
+            Rule::SchemaDigest,
             "/identity/schema_digest",
             format!(
                 "an LLVM numbering digest must be `{LLVM_DIGEST_PREFIX}{}`, the triple's",
@@ -94,7 +95,7 @@ fn check_identity(declaration: &TargetDeclaration, findings: &mut Vec<Finding>) 
         for (index, register) in declaration.registers.iter().enumerate() {
             if u64::from(register.plan_number) != u64::from(register.dwarf) + 1 {
                 findings.push(Finding::error(
-                    "schema-digest",
+                    Rule::SchemaDigest,
                     format!("/registers/{index}/plan_number"),
                     format!(
                         "digest `{}` promises plan number = DWARF + 1, but `{}` has plan number {} and DWARF {}",
@@ -112,14 +113,14 @@ fn check_classes(declaration: &TargetDeclaration, findings: &mut Vec<Finding>) {
         let pointer = format!("/register_classes/{index}");
         if names.insert(class.name.as_str(), index).is_some() {
             findings.push(Finding::error(
-                "duplicate-class",
+                Rule::DuplicateClass,
                 format!("{pointer}/name"),
                 format!("register class `{}` is declared twice", class.name),
             ));
         }
         if !power_of_two(class.width) || class.width < 8 {
             findings.push(Finding::error(
-                "width",
+                Rule::Width,
                 format!("{pointer}/width"),
                 format!("class width {} is not a power of two of at least 8 bits", class.width),
             ));
@@ -127,7 +128,7 @@ fn check_classes(declaration: &TargetDeclaration, findings: &mut Vec<Finding>) {
         for (position, width) in class.widths.iter().enumerate() {
             if !power_of_two(*width) || *width < 8 || *width > class.width {
                 findings.push(Finding::error(
-                    "width",
+                    Rule::Width,
                     format!("{pointer}/widths/{position}"),
                     format!(
                         "width {width} of class `{}` must be a power of two between 8 and {}",
@@ -151,7 +152,7 @@ fn check_registers(declaration: &TargetDeclaration, findings: &mut Vec<Finding>)
             .find(|class| class.name == register.class);
         if class.is_none() {
             findings.push(Finding::error(
-                "unknown-class",
+                Rule::UnknownClass,
                 format!("{pointer}/class"),
                 format!(
                     "register `{}` names undeclared class `{}`",
@@ -164,7 +165,7 @@ fn check_registers(declaration: &TargetDeclaration, findings: &mut Vec<Finding>)
             && (own > class.width || !class.widths.contains(&own))
         {
             findings.push(Finding::error(
-                "width",
+                Rule::Width,
                 format!("{pointer}/width"),
                 format!(
                     "width {own} of `{}` is not legal for class `{}`",
@@ -176,7 +177,7 @@ fn check_registers(declaration: &TargetDeclaration, findings: &mut Vec<Finding>)
             let key = spelling.to_ascii_lowercase();
             if let Some(owner) = spellings.get(&key) {
                 findings.push(Finding::error(
-                    "duplicate-register-name",
+                    Rule::DuplicateRegisterName,
                     at,
                     format!("register name `{spelling}` is already used by `{owner}`"),
                 ));
@@ -194,7 +195,7 @@ fn check_registers(declaration: &TargetDeclaration, findings: &mut Vec<Finding>)
                 && (!class.widths.contains(&sub.width) || sub.width > width)
             {
                 findings.push(Finding::error(
-                    "width",
+                    Rule::Width,
                     format!("{pointer}/subregisters/{position}/width"),
                     format!("sub-register `{}` has width {}, which is not legal for class `{}` (widths {:?}) or exceeds `{}` ({width} bits)", sub.name, sub.width, class.name, class.widths, register.name),
                 ));
@@ -203,13 +204,13 @@ fn check_registers(declaration: &TargetDeclaration, findings: &mut Vec<Finding>)
         let mut number = |value: u32, what: &str, at: String, findings: &mut Vec<Finding>| {
             if value == 0 {
                 findings.push(Finding::error(
-                    "register-number",
+                    Rule::RegisterNumber,
                     at,
                     format!("{what} has plan number 0, which plans reserve for `no register`"),
                 ));
             } else if let Some(owner) = numbers.get(&value) {
                 findings.push(Finding::error(
-                    "duplicate-register-number",
+                    Rule::DuplicateRegisterNumber,
                     at,
                     format!("{what} reuses plan number {value} of {owner}"),
                 ));
@@ -235,7 +236,7 @@ fn check_registers(declaration: &TargetDeclaration, findings: &mut Vec<Finding>)
         }
         if let Some(first) = dwarf.insert(register.dwarf, index) {
             findings.push(Finding::error(
-                "duplicate-dwarf-number",
+                Rule::DuplicateDwarfNumber,
                 format!("{pointer}/dwarf"),
                 format!(
                     "`{}` reuses DWARF number {} of `{}`",
@@ -247,7 +248,7 @@ fn check_registers(declaration: &TargetDeclaration, findings: &mut Vec<Finding>)
         for (position, flag) in register.flags.iter().enumerate() {
             if !flags.insert(*flag) {
                 findings.push(Finding::error(
-                    "duplicate-flag",
+                    Rule::DuplicateFlag,
                     format!("{pointer}/flags/{position}"),
                     format!("flag `{}` is listed twice", flag.schema_name()),
                 ));
@@ -267,14 +268,14 @@ fn check_reserved(
             Some(entry) => {
                 if !reserved.insert(entry.register) {
                     findings.push(Finding::error(
-                        "duplicate-reserved",
+                        Rule::DuplicateReserved,
                         format!("/reserved/{index}"),
                         format!("reserved register `{name}` is listed twice"),
                     ));
                 }
             }
             None => findings.push(Finding::error(
-                "unknown-register",
+                Rule::UnknownRegister,
                 format!("/reserved/{index}"),
                 format!("reserved register `{name}` is not declared"),
             )),
@@ -318,7 +319,7 @@ impl Context<'_> {
     ) -> Option<usize> {
         let Some(entry) = self.names.get(&name.to_ascii_lowercase()) else {
             findings.push(Finding::error(
-                "unknown-register",
+                Rule::UnknownRegister,
                 pointer,
                 format!("{what} names `{name}`, which is not a declared register, alias or sub-register"),
             ));
@@ -326,7 +327,7 @@ impl Context<'_> {
         };
         if self.reserved.contains(&entry.register) {
             findings.push(Finding::error(
-                "reserved-register",
+                Rule::ReservedRegister,
                 pointer.clone(),
                 format!("{what} names reserved register `{name}`"),
             ));
@@ -344,7 +345,7 @@ impl Context<'_> {
                 "a floating-point or vector"
             };
             findings.push(Finding::error(
-                "register-class",
+                Rule::RegisterClass,
                 pointer,
                 format!("{what} needs {expected} register, but `{name}` is not one"),
             ));
@@ -359,7 +360,7 @@ impl Context<'_> {
                 && !seen.insert(register)
             {
                 findings.push(Finding::error(
-                    "duplicate-register",
+                    Rule::DuplicateRegister,
                     format!("{pointer}/{index}"),
                     format!("{what} lists `{name}` twice"),
                 ));
@@ -416,14 +417,14 @@ impl Context<'_> {
         );
         if !power_of_two(abi.stack.slot_size) {
             findings.push(Finding::error(
-                "abi-stack",
+                Rule::AbiStack,
                 "/abi/stack/slot_size",
                 format!("stack slot size {} is not a power of two", abi.stack.slot_size),
             ));
         }
         if !power_of_two(abi.stack.max_alignment) || abi.stack.max_alignment < abi.stack.slot_size {
             findings.push(Finding::error(
-                "abi-stack",
+                Rule::AbiStack,
                 "/abi/stack/max_alignment",
                 format!(
                     "maximum stack alignment {} must be a power of two no smaller than the slot size",
@@ -433,7 +434,7 @@ impl Context<'_> {
         }
         if abi.rules.vector_register_bytes != 0 && !power_of_two(abi.rules.vector_register_bytes) {
             findings.push(Finding::error(
-                "abi-rule",
+                Rule::AbiRule,
                 "/abi/rules/vector_register_bytes",
                 format!("{} is not a power of two", abi.rules.vector_register_bytes),
             ));
@@ -441,7 +442,7 @@ impl Context<'_> {
         for (index, ty) in abi.rules.stack_only_types.iter().enumerate() {
             if !IR_SCALAR_TYPES.contains(&ty.as_str()) {
                 findings.push(Finding::error(
-                    "abi-rule",
+                    Rule::AbiRule,
                     format!("/abi/rules/stack_only_types/{index}"),
                     format!("`{ty}` is not an IR scalar type ({})", IR_SCALAR_TYPES.join(", ")),
                 ));
@@ -455,7 +456,7 @@ impl Context<'_> {
             && self.names.get(&first.to_ascii_lowercase()).map(|entry| entry.register) != Some(sret.register)
         {
             findings.push(Finding::error(
-                "abi-sret",
+                Rule::AbiSret,
                 "/abi/sret_register",
                 format!("the sret pointer takes an argument register, so it must be the first one, `{first}`"),
             ));
@@ -485,7 +486,7 @@ impl Context<'_> {
         for segment in &parsed.segments {
             let Some(list) = segment.list else {
                 findings.push(Finding::error(
-                    "spec",
+                    Rule::Spec,
                     pointer,
                     format!("{what} `{spec}` has unknown key `{}`", segment.key.text),
                 ));
@@ -506,7 +507,7 @@ impl Context<'_> {
         let has_registers = !parsed.is_empty();
         if !has_registers {
             findings.push(Finding::error(
-                "spec",
+                Rule::Spec,
                 pointer,
                 format!("{what} `{spec}` has no argument or return registers"),
             ));
@@ -535,7 +536,7 @@ pub(crate) fn registry_findings(targets: &[&TargetDeclaration]) -> Vec<(usize, F
                 findings.push((
                     file,
                     Finding::error(
-                        "duplicate-target",
+                        Rule::DuplicateTarget,
                         pointer,
                         format!(
                             "target name `{spelling}` is already used by target `{}`",
@@ -549,7 +550,7 @@ pub(crate) fn registry_findings(targets: &[&TargetDeclaration]) -> Vec<(usize, F
             findings.push((
                 file,
                 Finding::error(
-                    "duplicate-target",
+                    Rule::DuplicateTarget,
                     "/identity/target_id",
                     format!(
                         "target id {} is already used by target `{}`",

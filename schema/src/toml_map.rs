@@ -10,6 +10,7 @@ use serde_json::{Map, Number, Value};
 use toml::de::{DeTable, DeValue};
 
 use crate::diagnostic::{Diagnostic, SourceMap, at_offset, escape_token};
+use crate::rule::Rule;
 
 #[derive(Debug, Default)]
 pub(crate) struct TomlSourceMap {
@@ -37,7 +38,7 @@ pub(crate) fn parse_toml(file: &str, text: &str) -> Result<(Value, TomlSourceMap
             .iter()
             .map(|error| {
                 let span = error.span().unwrap_or(0..0);
-                at_offset(file, text, "toml-syntax", error.message().trim().to_string(), span)
+                at_offset(file, text, Rule::TomlSyntax, error.message().trim().to_string(), span)
             })
             .collect());
     }
@@ -65,7 +66,7 @@ struct Converter<'t> {
 }
 
 impl Converter<'_> {
-    fn problem(&mut self, rule: &'static str, message: String, span: Range<usize>) {
+    fn problem(&mut self, rule: Rule, message: String, span: Range<usize>) {
         self.problems.push(at_offset(self.file, self.text, rule, message, span));
     }
 
@@ -90,7 +91,7 @@ impl Converter<'_> {
                     Ok(number) => Value::Number(number.into()),
                     Err(_) => {
                         let message = format!("integer `{}` does not fit in 64 bits", integer.as_str());
-                        self.problem("toml-integer", message, span);
+                        self.problem(Rule::TomlInteger, message, span);
                         Value::Null
                     }
                 }
@@ -105,7 +106,7 @@ impl Converter<'_> {
                 Some(number) => Value::Number(number),
                 None => {
                     let message = format!("float `{}` is not a finite number", float.as_str());
-                    self.problem("toml-float", message, span);
+                    self.problem(Rule::TomlFloat, message, span);
                     Value::Null
                 }
             },
@@ -147,6 +148,6 @@ mod tests {
         let text = "a = \nb = [1,\nc = \"ok\"\n";
         let problems = parse_toml("t.toml", text).unwrap_err();
         assert!(!problems.is_empty());
-        assert!(problems.iter().all(|d| d.rule == "toml-syntax" && d.line >= 1));
+        assert!(problems.iter().all(|d| d.rule == Rule::TomlSyntax && d.line >= 1));
     }
 }

@@ -44,7 +44,7 @@ fn index_of(name: &str) -> usize {
 }
 
 fn rules(diagnostics: &[Diagnostic]) -> Vec<(&'static str, String)> {
-    diagnostics.iter().map(|d| (d.rule, d.pointer.clone())).collect()
+    diagnostics.iter().map(|d| (d.rule.code(), d.pointer.clone())).collect()
 }
 
 #[test]
