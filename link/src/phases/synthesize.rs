@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use neverc_tables::generated::phases::index::LINK_SYNTHESIZE;
+use rustc_hash::FxHashMap;
 
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{
@@ -18,7 +19,9 @@ pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
         return Ok(());
     }
     let graph = &mut context.graph;
+    // Slots in the order of first use; `index` holds the slot of each symbol already given one.
     let mut slots: Vec<SymbolId> = Vec::new();
+    let mut index: FxHashMap<SymbolId, usize> = FxHashMap::default();
     for edge in &graph.edges {
         if !uses_got(edge) || !graph.atoms[edge.source.index()].is_live() || relaxation(graph, edge).is_some() {
             continue;
@@ -26,9 +29,10 @@ pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
         let Some(symbol) = edge.target_symbol.map(|symbol| graph.resolved(symbol)) else {
             continue;
         };
-        if !slots.contains(&symbol) {
+        index.entry(symbol).or_insert_with(|| {
             slots.push(symbol);
-        }
+            slots.len() - 1
+        });
     }
     if slots.is_empty() {
         return Ok(());
@@ -76,7 +80,7 @@ pub(crate) fn run(context: &mut LinkContext) -> Result<(), PhaseError> {
         });
     }
     graph.index_edges();
-    context.got = slots;
+    context.set_got(slots, index);
     context.got_atom = Some(atom);
     Ok(())
 }
