@@ -1,12 +1,15 @@
 //! What a link works on: the options, the graph, and the products the builtin phases hand to each other
 //! (the global symbol table, the layout, the relocated section contents, the emitted image).
 
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
+use std::hash::{DefaultHasher, Hash};
+use std::ops::Range;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use crate::graph::{AtomId, EdgeId, LinkGraph, SymbolId};
+use crate::graph::{AtomId, EdgeId, Input, LinkGraph, SymbolId};
 use crate::image::SegmentFlags;
 use crate::phases::LinkPhase;
 
@@ -107,6 +110,10 @@ pub struct LinkContext {
     /// Global offset table slots: the symbol whose address each slot holds.
     pub got: Vec<SymbolId>,
     pub got_atom: Option<AtomId>,
+    /// The slot of each symbol of `got`, built with it by `set_got` (see [`LinkContext::got_slot_of`]).
+    got_slots: FxHashMap<SymbolId, usize>,
+    /// The proof digest's hashing of the inputs so far (see [`LinkContext::input_digest`]).
+    input_digest: RefCell<Option<InputDigest>>,
     pub merged_strings: MergedStrings,
     pub layout: Option<Layout>,
     /// Relocated contents, one buffer per output section (empty for `.bss`).
@@ -128,6 +135,8 @@ impl LinkContext {
             global_symbols: FxHashMap::default(),
             got: Vec::new(),
             got_atom: None,
+            got_slots: FxHashMap::default(),
+            input_digest: RefCell::new(None),
             merged_strings: MergedStrings::default(),
             layout: None,
             section_bytes: Vec::new(),
@@ -187,5 +196,95 @@ impl PhaseError {
             phase,
             message: message.into(),
         }
+    }
+}
+
+impl LinkContext {
+    /// The slot of `symbol` (a resolved symbol) in `got`, found in constant time through the index built
+    /// with the table when synthesize builds it. A table assigned directly (the field is public) has no index
+    /// of its length and is searched.
+    pub fn got_slot_of(&self, symbol: SymbolId) -> Option<usize> {
+        if self.got_slots.len() != self.got.len() {
+            return self.got.iter().position(|entry| *entry == symbol);
+        }
+        match self.got_slots.get(&symbol) {
+            Some(slot) if self.got.get(*slot) == Some(&symbol) => Some(*slot),
+            Some(_) => self.got.iter().position(|entry| *entry == symbol),
+            None => None,
+        }
+    }
+
+    /// Sets the GOT: its slots in order, and `index`, the slot of each of their symbols.
+    pub(crate) fn set_got(&mut self, slots: Vec<SymbolId>, index: FxHashMap<SymbolId, usize>) {
+        self.got = slots;
+        self.got_slots = index;
+    }
+
+    /// The proof digest's two hashers (one per round) after the round number and every input's name and
+    /// object bytes. The bytes are hashed once per link: inputs are only ever appended to the graph and their
+    /// data is read-only `Arc` data, so a later call hashes only the inputs added since. A graph replaced by
+    /// another (its inputs no longer start with the ones hashed) is hashed again from the start.
+    pub(crate) fn input_digest(&self) -> [DefaultHasher; 2] {
+        let inputs = &self.graph.inputs;
+        let mut cache = self.input_digest.borrow_mut();
+        if cache.as_ref().is_some_and(|digest| !digest.is_prefix_of(inputs)) {
+            *cache = None;
+        }
+        let digest = cache.get_or_insert_with(InputDigest::new);
+        if let Some(added) = inputs.get(digest.inputs..)
+            && let Some(last) = added.last()
+        {
+            for input in added {
+                for hasher in &mut digest.hashers {
+                    input.logical_name.hash(hasher);
+                    input.data.get(input.object_range.clone()).unwrap_or(&[]).hash(hasher);
+                }
+            }
+            digest.inputs = inputs.len();
+            digest.last = Some((
+                Arc::clone(&last.data),
+                last.object_range.clone(),
+                last.logical_name.clone(),
+            ));
+        }
+        digest.hashers.clone()
+    }
+}
+
+/// How far the proof digest has hashed the inputs.
+#[derive(Clone, Debug)]
+struct InputDigest {
+    /// How many inputs the hashers have seen.
+    inputs: usize,
+    /// The data, object range and name of the last of them (the data is held, so its address cannot be
+    /// reused by another input).
+    last: Option<(Arc<[u8]>, Range<usize>, String)>,
+    hashers: [DefaultHasher; 2],
+}
+
+impl InputDigest {
+    fn new() -> InputDigest {
+        let mut hashers = [DefaultHasher::new(), DefaultHasher::new()];
+        for (round, hasher) in hashers.iter_mut().enumerate() {
+            round.hash(hasher);
+        }
+        InputDigest {
+            inputs: 0,
+            last: None,
+            hashers,
+        }
+    }
+
+    /// Whether `inputs` start with the inputs hashed so far (checked by the last of them).
+    fn is_prefix_of(&self, inputs: &[Input]) -> bool {
+        let Some((data, range, name)) = &self.last else {
+            return true;
+        };
+        self.inputs
+            .checked_sub(1)
+            .and_then(|last| inputs.get(last))
+            .is_some_and(|input| {
+                Arc::ptr_eq(data, &input.data) && *range == input.object_range && *name == input.logical_name
+            })
     }
 }

@@ -298,9 +298,16 @@ fn run_phase(
     context.invalidate_edge_index();
     run_observers(context, execution, site, registry, ObserverPoint::Before, &names).map_err(plugin_error)?;
 
-    // A skip request whose proof is valid for the current graph skips the work.
+    // A skip request whose proof is valid for the current graph skips the work. The proof is computed only
+    // when the phase has a skip request.
     let mut actor = None;
-    if let Some(current) = (execution.state >= machine.proof_state).then(|| current_proof(context, execution)) {
+    let skippable = registry
+        .registrations
+        .iter()
+        .any(|registration| registration.phase == phase_index && matches!(registration.hook, Hook::Skip(_)));
+    if let Some(current) =
+        (skippable && execution.state >= machine.proof_state).then(|| current_proof(context, execution))
+    {
         for registration in registry.registrations.iter_mut().filter(|r| r.phase == phase_index) {
             if let Hook::Skip(skipper) = &mut registration.hook {
                 let plugin = registration.plugin;

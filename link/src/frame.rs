@@ -3,7 +3,7 @@
 //! mutations are staged, classified by the declared invalidation table, verified and committed as deltas.
 //! Observers get read-only frames: their mutation attempts fail with `POLICY_VIOLATION`.
 
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use neverc_tables::generated::state_machines::link::{Operation as DeclaredOperation, State as LinkState};
@@ -544,16 +544,11 @@ fn verify_change(
     Ok(())
 }
 
-/// The proof of the current state: what it pins, with a digest of the inputs and options.
+/// The proof of the current state: what it pins, with a digest of the inputs and options. The inputs are
+/// hashed once per link ([`LinkContext::input_digest`]); each call hashes only the options on top.
 pub(crate) fn current_proof(context: &LinkContext, execution: &ExecutionState) -> Proof {
     let mut digests = [0u64; 2];
-    for (round, digest) in digests.iter_mut().enumerate() {
-        let mut hasher = DefaultHasher::new();
-        round.hash(&mut hasher);
-        for input in &context.graph.inputs {
-            input.logical_name.hash(&mut hasher);
-            input.data[input.object_range.clone()].hash(&mut hasher);
-        }
+    for (digest, mut hasher) in digests.iter_mut().zip(context.input_digest()) {
         context.options.entry.hash(&mut hasher);
         context.options.gc_sections.hash(&mut hasher);
         (context.options.icf as u8).hash(&mut hasher);

@@ -122,9 +122,7 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
             .map(|symbol| context.graph.resolved(symbol))
             .ok_or_else(|| "GOT load without a symbol".to_string())?;
         let slot = context
-            .got
-            .iter()
-            .position(|entry| *entry == symbol)
+            .got_slot_of(symbol)
             .ok_or_else(|| format!("no GOT slot for `{}`", name()))?;
         let got = context.got_atom.ok_or_else(|| "no GOT".to_string())?;
         Ok(i128::from(context.graph.atoms[got.index()].address + slot as u64 * 8) + i128::from(edge.addend))

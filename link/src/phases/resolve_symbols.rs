@@ -21,7 +21,6 @@ const PHASE: LinkPhase = LinkPhase::ResolveSymbols;
 pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseError> {
     let graph = &mut context.graph;
     let mut table: FxHashMap<String, SymbolId> = FxHashMap::default();
-    let mut seen_inputs = 0;
     let mut duplicates = Vec::new();
     // Members by the names they define, first archive and first member first.
     let mut providers: FxHashMap<String, MemberId> = FxHashMap::default();
@@ -30,20 +29,25 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
             providers.entry(name.clone()).or_insert(MemberId(index as u32));
         }
     }
+    // The symbols the next round adds to the table: on the first, all from the first one read from an input
+    // on; on each later one, those of the members extracted by the round before (appended to the graph).
+    let mut first_new_symbol = graph
+        .symbols
+        .iter()
+        .position(|symbol| symbol.origin.input.is_some())
+        .unwrap_or(graph.symbols.len());
+    // The symbols the next round looks at for references that want a member: on the first, all of them. A
+    // reference that wants no member in a round never will (names only ever become defined and members only
+    // ever extracted), and one that wants a member has it extracted in that round; so each later round looks
+    // only at the symbols of the members extracted by the round before, and the work is linear overall.
+    let mut first_new_reference = 0;
     loop {
         // Add the symbols of inputs read since the last round.
-        let first_new_symbol = graph
-            .symbols
-            .iter()
-            .position(|symbol| symbol.origin.input.is_some_and(|input| input.index() >= seen_inputs))
-            .unwrap_or(graph.symbols.len());
         for id in first_new_symbol..graph.symbols.len() {
             add_definition(graph, &mut table, SymbolId(id as u32), &mut duplicates);
         }
-        seen_inputs = graph.inputs.len();
         // Extract the members that define a strongly referenced, still undefined name.
-        let wanted: Vec<(String, MemberId)> = graph
-            .symbols
+        let wanted: Vec<(String, MemberId)> = graph.symbols[first_new_reference..]
             .iter()
             .filter(|symbol| {
                 symbol.definition == Definition::Undefined
@@ -58,6 +62,8 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
                     .map(|member| (symbol.name.clone(), *member))
             })
             .collect();
+        first_new_symbol = graph.symbols.len();
+        first_new_reference = graph.symbols.len();
         if wanted.is_empty() {
             break;
         }

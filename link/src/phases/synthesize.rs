@@ -4,6 +4,8 @@
 
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap;
+
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{
     Atom, AtomId, Content, Edge, EdgeKind, ObjectFormat, Origin, RelocationType, SymbolId, Synthetic, SyntheticRole,
@@ -16,7 +18,9 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         return Ok(());
     }
     let graph = &mut context.graph;
+    // Slots in the order of first use; `index` holds the slot of each symbol already given one.
     let mut slots: Vec<SymbolId> = Vec::new();
+    let mut index: FxHashMap<SymbolId, usize> = FxHashMap::default();
     for edge in &graph.edges {
         if !uses_got(edge) || !graph.atoms[edge.source.index()].is_live() || relaxation(graph, edge).is_some() {
             continue;
@@ -24,9 +28,10 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         let Some(symbol) = edge.target_symbol.map(|symbol| graph.resolved(symbol)) else {
             continue;
         };
-        if !slots.contains(&symbol) {
+        index.entry(symbol).or_insert_with(|| {
             slots.push(symbol);
-        }
+            slots.len() - 1
+        });
     }
     if slots.is_empty() {
         return Ok(());
@@ -74,7 +79,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         });
     }
     graph.index_edges();
-    context.got = slots;
+    context.set_got(slots, index);
     context.got_atom = Some(atom);
     Ok(())
 }
