@@ -10,7 +10,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use crate::graph::{AtomId, EdgeId, Input, LinkGraph, SymbolId};
-use crate::image::SegmentFlags;
+use crate::image::{ImageLayout, SegmentFlags};
 use crate::phases::LinkPhase;
 
 /// How identical code folding runs.
@@ -100,6 +100,22 @@ pub struct MergedStrings {
     pub target: FxHashMap<AtomId, AtomId>,
 }
 
+/// What the builtin phases hand to each other. A phase that needs another's product asks for it by the
+/// phase that makes it, so a missing product is an error naming both phases, never a silent default.
+#[derive(Clone, Debug, Default)]
+struct Products {
+    /// From `layout`.
+    layout: Option<Layout>,
+    /// From `relocate` (or a provider that publishes section bytes): one buffer per output section, empty
+    /// for `.bss`.
+    section_bytes: Option<Vec<Vec<u8>>>,
+    /// From `emit_image` (or a provider): the image, not yet written to its file, and the layout it was
+    /// written from (none for a merged relocatable object).
+    image: Option<(Vec<u8>, Option<ImageLayout>)>,
+    /// From `side_outputs_verify`: the `-Map` text, checked and ready to write.
+    map_text: Option<String>,
+}
+
 /// The state every phase reads and writes.
 #[derive(Clone, Debug)]
 pub struct LinkContext {
@@ -107,21 +123,16 @@ pub struct LinkContext {
     pub graph: LinkGraph,
     /// Global names to the prevailing symbol.
     pub global_symbols: FxHashMap<String, SymbolId>,
-    /// Global offset table slots: the symbol whose address each slot holds.
-    pub got: Vec<SymbolId>,
+    /// Global offset table slots: the symbol whose address each slot holds (see [`LinkContext::got`]).
+    got: Vec<SymbolId>,
     pub got_atom: Option<AtomId>,
     /// The slot of each symbol of `got`, built with it by `set_got` (see [`LinkContext::got_slot_of`]).
     got_slots: FxHashMap<SymbolId, usize>,
     /// The proof digest's hashing of the inputs so far (see [`LinkContext::input_digest`]).
     input_digest: RefCell<Option<InputDigest>>,
     pub merged_strings: MergedStrings,
-    pub layout: Option<Layout>,
-    /// Relocated contents, one buffer per output section (empty for `.bss`).
-    pub section_bytes: Vec<Vec<u8>>,
-    /// The emitted image, not yet written to its file, and the layout it was written from.
-    pub image: Option<Vec<u8>>,
-    pub image_layout: Option<crate::image::ImageLayout>,
-    pub map_text: Option<String>,
+    /// The products phases hand to each other, each set only by the phase that makes it.
+    products: Products,
     pub warnings: Vec<String>,
     /// Edges by target atom, built once when a verifier first needs it (for as many edges as there were).
     incoming: OnceCell<(usize, Vec<Vec<EdgeId>>)>,
@@ -138,14 +149,73 @@ impl LinkContext {
             got_slots: FxHashMap::default(),
             input_digest: RefCell::new(None),
             merged_strings: MergedStrings::default(),
-            layout: None,
-            section_bytes: Vec::new(),
-            image: None,
-            image_layout: None,
-            map_text: None,
+            products: Products::default(),
             warnings: Vec::new(),
             incoming: OnceCell::new(),
         }
+    }
+
+    /// The layout, once `layout` has made it.
+    pub fn layout(&self) -> Option<&Layout> {
+        self.products.layout.as_ref()
+    }
+
+    /// The layout, for a phase that cannot run without it.
+    pub(crate) fn required_layout(&self, needed_by: LinkPhase) -> Result<&Layout, PhaseError> {
+        self.products
+            .layout
+            .as_ref()
+            .ok_or_else(|| missing(needed_by, "the layout", LinkPhase::Layout))
+    }
+
+    pub(crate) fn set_layout(&mut self, layout: Layout) {
+        self.products.layout = Some(layout);
+    }
+
+    /// The relocated contents of the output sections, once `relocate` has made them.
+    pub fn section_bytes(&self) -> Option<&[Vec<u8>]> {
+        self.products.section_bytes.as_deref()
+    }
+
+    pub(crate) fn set_section_bytes(&mut self, bytes: Vec<Vec<u8>>) {
+        self.products.section_bytes = Some(bytes);
+    }
+
+    /// Takes the relocated contents, for a phase that consumes them.
+    pub(crate) fn take_section_bytes(&mut self, needed_by: LinkPhase) -> Result<Vec<Vec<u8>>, PhaseError> {
+        self.products
+            .section_bytes
+            .take()
+            .ok_or_else(|| missing(needed_by, "the relocated sections", LinkPhase::Relocate))
+    }
+
+    /// The emitted image (or merged object), once made.
+    pub fn image(&self) -> Option<&[u8]> {
+        self.products.image.as_ref().map(|(bytes, _)| bytes.as_slice())
+    }
+
+    /// The layout the image was emitted from (none for a merged relocatable object).
+    pub fn image_layout(&self) -> Option<&ImageLayout> {
+        self.products.image.as_ref().and_then(|(_, layout)| layout.as_ref())
+    }
+
+    /// The image, for a phase that cannot run without it.
+    pub(crate) fn required_image(&self, needed_by: LinkPhase) -> Result<&[u8], PhaseError> {
+        self.image()
+            .ok_or_else(|| missing(needed_by, "the emitted image", LinkPhase::EmitImage))
+    }
+
+    pub(crate) fn set_image(&mut self, bytes: Vec<u8>, layout: Option<ImageLayout>) {
+        self.products.image = Some((bytes, layout));
+    }
+
+    /// The checked `-Map` text, once `side_outputs_verify` has made it.
+    pub fn map_text(&self) -> Option<&str> {
+        self.products.map_text.as_deref()
+    }
+
+    pub(crate) fn set_map_text(&mut self, text: String) {
+        self.products.map_text = Some(text);
     }
 
     /// Forgets the index of edges by target atom: after any change to edges, symbol bindings or
@@ -182,6 +252,14 @@ impl LinkContext {
     }
 }
 
+/// The error of a phase that needs a product no phase has made yet.
+fn missing(needed_by: LinkPhase, product: &str, producer: LinkPhase) -> PhaseError {
+    PhaseError::new(
+        needed_by,
+        format!("needs {product}, which {} has not produced", producer.name()),
+    )
+}
+
 /// A builtin phase failed; the message names the input, symbol or site.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{}: {message}", phase.short_name())]
@@ -204,14 +282,12 @@ impl LinkContext {
     /// with the table when synthesize builds it. A table assigned directly (the field is public) has no index
     /// of its length and is searched.
     pub fn got_slot_of(&self, symbol: SymbolId) -> Option<usize> {
-        if self.got_slots.len() != self.got.len() {
-            return self.got.iter().position(|entry| *entry == symbol);
-        }
-        match self.got_slots.get(&symbol) {
-            Some(slot) if self.got.get(*slot) == Some(&symbol) => Some(*slot),
-            Some(_) => self.got.iter().position(|entry| *entry == symbol),
-            None => None,
-        }
+        self.got_slots.get(&symbol).copied()
+    }
+
+    /// The global offset table's slots: the symbol whose address each holds, in slot order.
+    pub fn got(&self) -> &[SymbolId] {
+        &self.got
     }
 
     /// Sets the GOT: its slots in order, and `index`, the slot of each of their symbols.

@@ -111,8 +111,6 @@ pub fn run_link(
     registry: &mut Registry,
 ) -> Result<Vec<TraceEntry>, LinkError> {
     let machine = link_state_machine(tables).ok_or(LinkError::NoStateMachine)?;
-    let mut execution = ExecutionState::new(SESSIONS.fetch_add(1, Ordering::Relaxed));
-    let mut trace = Vec::new();
     let started = Instant::now();
     // The builtin verifiers check liveness from GC_COMPLETE on; a machine without it cannot run them.
     if machine.state_by_name(LinkState::GcComplete.name()).is_none() {
@@ -126,10 +124,20 @@ pub fn run_link(
             .any(|registration| registration.phase == full && matches!(registration.hook, Hook::Replace(_)))
     });
     let merge = LinkPhase::ObjectMerge.index_in(tables);
-    if context.options.relocatable {
+    let relocatable = context.options.relocatable;
+    let mut run = Run {
+        context,
+        registry,
+        tables,
+        machine,
+        execution: ExecutionState::new(SESSIONS.fetch_add(1, Ordering::Relaxed)),
+        trace: Vec::new(),
+    };
+    if relocatable {
         // `-r`: an object-merge provider merges the inputs; there is no builtin merge.
         let merge = merge.ok_or(LinkError::NoBuiltin(LinkPhase::ObjectMerge.name()))?;
-        let provided = registry
+        let provided = run
+            .registry
             .registrations
             .iter()
             .any(|registration| registration.phase == merge && matches!(registration.hook, Hook::Replace(_)));
@@ -142,16 +150,16 @@ pub fn run_link(
                 ),
             });
         }
-        run_phase(context, &mut execution, machine, tables, registry, merge, &mut trace)?;
-        execution.state = machine.final_state();
+        run_phase(&mut run, merge)?;
+        run.execution.state = machine.final_state();
     } else if let (true, Some(full)) = (full_provider, full) {
         // A linker provider does the whole link; the sealed gates below still run.
-        run_phase(context, &mut execution, machine, tables, registry, full, &mut trace)?;
-        execution.state = machine.final_state();
+        run_phase(&mut run, full)?;
+        run.execution.state = machine.final_state();
     } else {
         let mut runs = vec![0u32; machine.transitions.len()];
-        while execution.state < machine.final_state() {
-            let state = execution.state;
+        while run.execution.state < machine.final_state() {
+            let state = run.execution.state;
             let (index, transition) = machine
                 .transitions
                 .iter()
@@ -162,67 +170,48 @@ pub fn run_link(
             if runs[index] > transition.rerun_budget.saturating_add(1) {
                 return Err(LinkError::DidNotConverge(tables.phases[transition.phase].name));
             }
-            execution.lowered_to = u32::MAX;
-            run_phase(
-                context,
-                &mut execution,
-                machine,
-                tables,
-                registry,
-                transition.phase,
-                &mut trace,
-            )?;
+            run.execution.lowered_to = u32::MAX;
+            run_phase(&mut run, transition.phase)?;
             // A commit that lowered the state below the transition's start sends the loop back through earlier
             // transitions. One that invalidated only this transition's own product (after its work ran, or
             // with no work run at all) runs it again. Otherwise the transition is done.
-            if execution.state >= state && execution.lowered_to > state {
-                execution.state = transition.to;
+            if run.execution.state >= state && run.execution.lowered_to > state {
+                run.execution.state = transition.to;
             }
-            if let Some(entry) = trace.last_mut() {
-                entry.state_after = state_name(machine, execution.state);
+            if let Some(entry) = run.trace.last_mut() {
+                entry.state_after = state_name(machine, run.execution.state);
             }
         }
         if let Some(full) = full {
             let phase = &tables.phases[full];
-            trace.push(TraceEntry {
+            run.trace.push(TraceEntry {
                 phase: phase.name,
                 policy: policy_names(phase),
                 actor: Actor::Builtin,
                 intercepted: false,
                 state_before: state_name(machine, 0),
-                state_after: state_name(machine, execution.state),
+                state_after: state_name(machine, run.execution.state),
                 duration: started.elapsed(),
             });
         }
     }
-    if let Some(merge) = merge
-        .map(|merge| &tables.phases[merge])
-        .filter(|_| !context.options.relocatable)
-    {
-        trace.push(TraceEntry {
+    if let Some(merge) = merge.map(|merge| &tables.phases[merge]).filter(|_| !relocatable) {
+        run.trace.push(TraceEntry {
             phase: merge.name,
             policy: policy_names(merge),
             actor: Actor::NotRequested,
             intercepted: false,
-            state_before: state_name(machine, execution.state),
-            state_after: state_name(machine, execution.state),
+            state_before: state_name(machine, run.execution.state),
+            state_after: state_name(machine, run.execution.state),
             duration: Duration::ZERO,
         });
     }
     for phase_index in machine.finalization {
-        execution.lowered_to = u32::MAX;
-        run_phase(
-            context,
-            &mut execution,
-            machine,
-            tables,
-            registry,
-            *phase_index,
-            &mut trace,
-        )?;
+        run.execution.lowered_to = u32::MAX;
+        run_phase(&mut run, *phase_index)?;
         // The sealed gates verify and commit the image emitted from the graph; a change to the graph now would
         // let them pass an image that no longer matches it.
-        if execution.lowered_to != u32::MAX {
+        if run.execution.lowered_to != u32::MAX {
             let phase = tables.phases[*phase_index].name;
             return Err(LinkError::Plugin {
                 phase,
@@ -231,16 +220,16 @@ pub fn run_link(
                     format!(
                         "a commit during finalization invalidated {}; the emitted image would no longer match \
                          the link graph",
-                        state_name(machine, execution.lowered_to.saturating_add(1))
+                        state_name(machine, run.execution.lowered_to.saturating_add(1))
                     ),
                 ),
             });
         }
         if LinkPhase::ImageVerify.index_in(tables) == Some(*phase_index) {
-            run_image_verifiers(context, registry, tables.phases[*phase_index].name)?;
+            run_image_verifiers(run.context, run.registry, tables.phases[*phase_index].name)?;
         }
     }
-    Ok(trace)
+    Ok(run.trace)
 }
 
 fn state_name(machine: &StateMachineRecord, state: u32) -> &'static str {
@@ -271,16 +260,23 @@ fn contained<T>(
     }
 }
 
-/// One phase: observers, skip, interceptors around provider or builtin, observers.
-fn run_phase(
-    context: &mut LinkContext,
-    execution: &mut ExecutionState,
-    machine: &'static StateMachineRecord,
+/// One run of the link state machine: what every phase of it works with.
+struct Run<'r> {
+    context: &'r mut LinkContext,
+    registry: &'r mut Registry,
     tables: &'static PhaseTables,
-    registry: &mut Registry,
-    phase_index: usize,
-    trace: &mut Vec<TraceEntry>,
-) -> Result<(), LinkError> {
+    machine: &'static StateMachineRecord,
+    execution: ExecutionState,
+    trace: Vec<TraceEntry>,
+}
+
+/// One phase: observers, skip, interceptors around provider or builtin, observers.
+fn run_phase(run: &mut Run<'_>, phase_index: usize) -> Result<(), LinkError> {
+    let context = &mut *run.context;
+    let registry = &mut *run.registry;
+    let execution = &mut run.execution;
+    let trace = &mut run.trace;
+    let (machine, tables) = (run.machine, run.tables);
     let phase = &tables.phases[phase_index];
     let site = PhaseSite {
         machine,
@@ -447,7 +443,7 @@ fn run_observers(
 }
 
 fn run_image_verifiers(context: &LinkContext, registry: &mut Registry, phase: &'static str) -> Result<(), LinkError> {
-    let (Some(image), Some(layout)) = (context.image.as_ref(), context.image_layout.as_ref()) else {
+    let (Some(image), Some(layout)) = (context.image(), context.image_layout()) else {
         return Ok(());
     };
     let names = registry.plugin_names.clone();

@@ -65,7 +65,7 @@ enum Operation {
 }
 
 /// The declared operations a plugin can stage (each has a method of [`PhaseFrame`]), in the order of
-/// [`Operation`]'s variants.
+/// the variants of the staged `Operation`.
 pub const STAGING_OPERATIONS: [DeclaredOperation; 7] = [
     DeclaredOperation::RebindSymbol,
     DeclaredOperation::SetSymbolResolution,
@@ -471,7 +471,7 @@ impl<'a> PhaseFrame<'a> {
                 format!("observers of {} may not publish products", self.phase.name),
             ));
         }
-        self.context.section_bytes = bytes;
+        self.context.set_section_bytes(bytes);
         Ok(())
     }
 }
@@ -486,8 +486,7 @@ impl PhaseFrame<'_> {
                 format!("observers of {} may not publish products", self.phase.name),
             ));
         }
-        self.context.image = Some(bytes);
-        self.context.image_layout = Some(layout);
+        self.context.set_image(bytes, Some(layout));
         Ok(())
     }
 
@@ -499,8 +498,7 @@ impl PhaseFrame<'_> {
                 format!("observers of {} may not publish products", self.phase.name),
             ));
         }
-        self.context.image = Some(bytes);
-        self.context.image_layout = None;
+        self.context.set_image(bytes, None);
         Ok(())
     }
 }
@@ -573,6 +571,6 @@ pub(crate) fn current_proof(context: &LinkContext, execution: &ExecutionState) -
         target: machine,
         format: 1,
         image_base: context.options.image_base,
-        entry: context.layout.as_ref().map_or(0, |layout| layout.entry),
+        entry: context.layout().map_or(0, |layout| layout.entry),
     }
 }

@@ -583,7 +583,7 @@ fn caching(cache: Rc<RefCell<RelocationCache>>) -> impl FnMut(&mut Registrar<'_>
                 let mut cache = after.borrow_mut();
                 if let Some(proof) = cache.pending.take() {
                     cache.proof = Some(proof);
-                    cache.bytes = frame.context().section_bytes.clone();
+                    cache.bytes = frame.context().section_bytes().unwrap_or_default().to_vec();
                 }
                 Ok(())
             }),

@@ -50,13 +50,13 @@ fn got_slots_of_20000_symbols_follow_first_use_and_every_load_reads_its_own_slot
     let mut context = context_for(&inputs, "got");
     link(&mut context, &mut Registry::default());
     let names: Vec<&str> = context
-        .got
+        .got()
         .iter()
         .map(|symbol| context.graph.symbols[symbol.index()].name.as_str())
         .collect();
     assert_eq!(names.len(), 20_000);
     assert!(names.iter().zip(&first_use).all(|(slot, expected)| slot == expected));
-    for (slot, symbol) in context.got.iter().enumerate() {
+    for (slot, symbol) in context.got().iter().enumerate() {
         assert_eq!(context.got_slot_of(*symbol), Some(slot));
     }
 
@@ -66,14 +66,14 @@ fn got_slots_of_20000_symbols_follow_first_use_and_every_load_reads_its_own_slot
         .enumerate()
         .map(|(slot, name)| (name.as_str(), slot as u64))
         .collect();
-    let layout = context.layout.as_ref().unwrap();
+    let layout = context.layout().unwrap();
     let text = layout
         .sections
         .iter()
         .position(|section| section.name == ".text")
         .unwrap();
     let (text_address, text_offset) = (layout.sections[text].address, layout.sections[text].file_offset);
-    let image = context.image.as_ref().unwrap();
+    let image = context.image().unwrap();
     let got_address = context.graph.atoms[context.got_atom.unwrap().index()].address;
     let mut checked = 0;
     for edge in &context.graph.edges {

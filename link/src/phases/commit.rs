@@ -12,14 +12,11 @@ use crate::phases::LinkPhase;
 const PHASE: LinkPhase = LinkPhase::Commit;
 
 pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseError> {
-    let image = context
-        .image
-        .as_ref()
-        .ok_or_else(|| PhaseError::new(PHASE, "no emitted image"))?;
+    let image = context.required_image(PHASE)?;
     let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
     let result = (|| {
         staged.push(stage(&context.options.output, image, !context.options.relocatable)?);
-        if let (Some(path), Some(text)) = (&context.options.map_file, &context.map_text) {
+        if let (Some(path), Some(text)) = (&context.options.map_file, context.map_text()) {
             staged.push(stage(path, text.as_bytes(), false)?);
         }
         // The side outputs first, the image last: the image appears only when everything is in place.

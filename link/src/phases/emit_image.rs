@@ -16,21 +16,17 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
     let image_layout = image_layout(context)?;
     let bound = elf_file_size(&image_layout).map_err(|error| PhaseError::new(PHASE, error.to_string()))?;
     let bytes = write_elf(&image_layout, bound).map_err(|error| PhaseError::new(PHASE, error.to_string()))?;
-    context.image = Some(bytes);
-    context.image_layout = Some(image_layout);
+    context.set_image(bytes, Some(image_layout));
     Ok(())
 }
 
 fn image_layout(context: &mut LinkContext) -> Result<ImageLayout, PhaseError> {
-    let layout = context
-        .layout
-        .as_ref()
-        .ok_or_else(|| PhaseError::new(PHASE, "no layout"))?;
+    let mut buffers = context.take_section_bytes(PHASE)?;
+    let layout = context.required_layout(PHASE)?;
     let machine = match context.graph.inputs.iter().find_map(|input| input.machine) {
         Some(Machine::Aarch64) => object::elf::EM_AARCH64,
         _ => object::elf::EM_X86_64,
     };
-    let mut buffers = std::mem::take(&mut context.section_bytes);
     let segments = layout
         .segments
         .iter()
@@ -98,7 +94,7 @@ fn image_layout(context: &mut LinkContext) -> Result<ImageLayout, PhaseError> {
 /// The symbols written to `.symtab`: named functions and objects of the output, sorted by address, then
 /// name (so that two links write the same table).
 fn symbol_table(context: &LinkContext) -> Vec<SymbolLayout> {
-    let Some(layout) = context.layout.as_ref() else {
+    let Some(layout) = context.layout() else {
         return Vec::new();
     };
     let section_of = |address: u64| {

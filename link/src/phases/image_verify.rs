@@ -11,8 +11,12 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
     if context.options.relocatable {
         return verify_relocatable(context);
     }
-    let (Some(image), Some(layout)) = (context.image.as_ref(), context.image_layout.as_ref()) else {
-        return Err(PhaseError::new(LinkPhase::ImageVerify, "no emitted image"));
+    let image = context.required_image(LinkPhase::ImageVerify)?;
+    let Some(layout) = context.image_layout() else {
+        return Err(PhaseError::new(
+            LinkPhase::ImageVerify,
+            "the emitted image has no layout",
+        ));
     };
     let findings = verify_image(image, layout);
     if findings.is_empty() {
@@ -25,11 +29,8 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
 
 /// A merged object (`-r`) must be a relocatable object for the machine of the inputs.
 fn verify_relocatable(context: &LinkContext) -> Result<(), PhaseError> {
-    let image = context
-        .image
-        .as_ref()
-        .ok_or_else(|| PhaseError::new(LinkPhase::ImageVerify, "no merged object"))?;
-    let file = object::File::parse(image.as_slice()).map_err(|error| {
+    let image = context.required_image(LinkPhase::ImageVerify)?;
+    let file = object::File::parse(image).map_err(|error| {
         PhaseError::new(
             LinkPhase::ImageVerify,
             format!("the merged output is not an object: {error}"),

@@ -232,7 +232,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
             )
         })?;
     layout.entry = entry;
-    context.layout = Some(layout);
+    context.set_layout(layout);
     Ok(())
 }
 

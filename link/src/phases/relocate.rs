@@ -61,9 +61,7 @@ fn target_value(context: &LinkContext, edge: &Edge) -> Option<i128> {
 }
 
 pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseError> {
-    let Some(layout) = context.layout.as_ref() else {
-        return Err(PhaseError::new(PHASE, "no layout"));
-    };
+    let layout = context.required_layout(PHASE)?;
     let mut buffers: Vec<Vec<u8>> = layout
         .sections
         .iter()
@@ -95,7 +93,7 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
     if !errors.is_empty() {
         return Err(PhaseError::new(PHASE, errors.join("\n")));
     }
-    context.section_bytes = buffers;
+    context.set_section_bytes(buffers);
     Ok(())
 }
 
@@ -128,46 +126,63 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
         Ok(i128::from(context.graph.atoms[got.index()].address + slot as u64 * 8) + i128::from(edge.addend))
     };
     match raw {
-        elf::R_X86_64_64 => write(buffer, at, value()?, 8, false, raw, &name),
-        elf::R_X86_64_PC64 => write(buffer, at, value()? - place, 8, true, raw, &name),
-        elf::R_X86_64_PC32 | elf::R_X86_64_PLT32 => write(buffer, at, value()? - place, 4, true, raw, &name),
-        elf::R_X86_64_32 => write(buffer, at, value()?, 4, false, raw, &name),
-        elf::R_X86_64_32S => write(buffer, at, value()?, 4, true, raw, &name),
-        elf::R_X86_64_GOTPCREL => write(buffer, at, got_slot()? - place, 4, true, raw, &name),
+        elf::R_X86_64_64 => write(buffer, at, value()?, FIELD64, raw, &name),
+        elf::R_X86_64_PC64 => write(buffer, at, value()? - place, FIELD64, raw, &name),
+        elf::R_X86_64_PC32 | elf::R_X86_64_PLT32 => write(buffer, at, value()? - place, SIGNED32, raw, &name),
+        elf::R_X86_64_32 => write(buffer, at, value()?, UNSIGNED32, raw, &name),
+        elf::R_X86_64_32S => write(buffer, at, value()?, SIGNED32, raw, &name),
+        elf::R_X86_64_GOTPCREL => write(buffer, at, got_slot()? - place, SIGNED32, raw, &name),
         elf::R_X86_64_GOTPCRELX | elf::R_X86_64_REX_GOTPCRELX => match relaxation(&context.graph, edge) {
             Some(Relaxation::MovToLea) => {
                 buffer[at - 2] = 0x8d;
-                write(buffer, at, value()? - place, 4, true, raw, &name)
+                write(buffer, at, value()? - place, SIGNED32, raw, &name)
             }
             Some(Relaxation::Call) => {
                 buffer[at - 2] = 0x67;
                 buffer[at - 1] = 0xe8;
-                write(buffer, at, value()? - place, 4, true, raw, &name)
+                write(buffer, at, value()? - place, SIGNED32, raw, &name)
             }
             Some(Relaxation::Jump) => {
                 buffer[at - 2] = 0xe9;
-                let result = write(buffer, at - 1, value()? - place + 1, 4, true, raw, &name);
+                let result = write(buffer, at - 1, value()? - place + 1, SIGNED32, raw, &name);
                 if let Some(byte) = buffer.get_mut(at + 3) {
                     *byte = 0x90;
                 }
                 result
             }
-            None => write(buffer, at, got_slot()? - place, 4, true, raw, &name),
+            None => write(buffer, at, got_slot()? - place, SIGNED32, raw, &name),
         },
         _ => Err(format!("unsupported {} against `{}`", relocation_name(raw), name())),
     }
 }
 
-/// Writes `value` as a `width`-byte little-endian field, checking that it fits (signed or unsigned).
+/// A patched field: its width in bytes and whether its value is signed (a 64-bit field holds either).
+#[derive(Clone, Copy)]
+struct Field {
+    width: usize,
+    signed: bool,
+}
+
+const FIELD64: Field = Field {
+    width: 8,
+    signed: false,
+};
+const SIGNED32: Field = Field { width: 4, signed: true };
+const UNSIGNED32: Field = Field {
+    width: 4,
+    signed: false,
+};
+
+/// Writes `value` into `field` at `at`, little-endian, checking that it fits.
 fn write(
     buffer: &mut [u8],
     at: usize,
     value: i128,
-    width: usize,
-    signed: bool,
+    field: Field,
     raw: u32,
     name: &dyn Fn() -> String,
 ) -> Result<(), String> {
+    let Field { width, signed } = field;
     let bits = (width * 8) as u32;
     let fits = if width == 8 {
         value >= i128::from(i64::MIN) && value <= i128::from(u64::MAX)

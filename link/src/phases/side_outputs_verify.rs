@@ -10,8 +10,12 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
     if context.options.map_file.is_none() {
         return Ok(());
     }
-    let (Some(layout), Some(image_layout)) = (context.layout.as_ref(), context.image_layout.as_ref()) else {
-        return Err(PhaseError::new(LinkPhase::SideOutputsVerify, "no emitted image"));
+    let layout = context.required_layout(LinkPhase::SideOutputsVerify)?;
+    let Some(image_layout) = context.image_layout() else {
+        return Err(PhaseError::new(
+            LinkPhase::SideOutputsVerify,
+            "needs the emitted image's layout, which neverc.link.emit_image has not produced",
+        ));
     };
     let graph = &context.graph;
     let symbols_by_atom = map_symbols_by_atom(graph);
@@ -57,7 +61,7 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
         let lines: Vec<String> = findings.iter().map(|finding| finding.to_string()).collect();
         return Err(PhaseError::new(LinkPhase::SideOutputsVerify, lines.join("\n")));
     }
-    context.map_text = Some(text);
+    context.set_map_text(text);
     Ok(())
 }
 
