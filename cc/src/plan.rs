@@ -608,13 +608,8 @@ mod tests {
             "neverc-cc-plan-v1;callee-saved= 12 ,13;arguments=r,0,0,4,4,11,0,0|s, 1,0,8,8,0,0,0;returns=;stack=16;cc=768:1024;target= 256 :512;schema=a=b",
         ];
         let alphabet: &[u8] = b"0123456789,;|:=rs \tabc-";
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = neverc_test_support::Rng::new(neverc_test_support::seed_of("plan fast path"));
+        let mut next = || rng.next_u64();
         let mut agreed_valid = 0;
         for round in 0..20_000 {
             let mut bytes = seeds[round % seeds.len()].as_bytes().to_vec();

@@ -8,6 +8,7 @@
 //! the two must report the same errors in the same order (instance path, keyword, and the message or the
 //! keys it names), and the findings the loader makes from them must be identical.
 
+use neverc_test_support::Rng;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -31,27 +32,6 @@ fn sorted_files(dir: &Path, extension: &str) -> Vec<PathBuf> {
         .collect();
     files.sort();
     files
-}
-
-/// A small deterministic random number generator (splitmix64).
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, bound: usize) -> usize {
-        (self.next() % bound as u64) as usize
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
 }
 
 fn escape(token: &str) -> String {
@@ -129,7 +109,7 @@ fn palette() -> Vec<Value> {
     ]
 }
 
-fn tweak_string(rng: &mut SplitMix64, text: &str) -> String {
+fn tweak_string(rng: &mut Rng, text: &str) -> String {
     match rng.below(11) {
         0 => text.to_uppercase(),
         1 => format!(" {text}"),
@@ -160,7 +140,7 @@ fn applies(operation: usize, kind: Kind) -> bool {
 /// Applies one random mutation to `document`: deletes a member or item, adds an unknown key, replaces a
 /// value (by a wrong type, a number past a limit, a string that breaks a pattern, or a subtree from
 /// elsewhere in the document), empties or grows an array, or reorders or mixes up the members of an object.
-fn mutate(rng: &mut SplitMix64, document: &mut Value, palette: &[Value]) {
+fn mutate(rng: &mut Rng, document: &mut Value, palette: &[Value]) {
     let mut all = Vec::new();
     pointers(document, String::new(), &mut all);
     let mut operation = rng.below(10);
@@ -369,7 +349,7 @@ fn trimmed(value: &Value) -> Value {
 
 fn run(oracle: &Oracle, sources: &[(String, Value)], seed: u64, tally: &mut Tally) {
     let palette = palette();
-    let mut rng = SplitMix64(seed);
+    let mut rng = Rng::new(seed);
     for (label, document) in sources {
         tally.add(oracle.compare(label, document), false);
         let document = &trimmed(document);

@@ -158,6 +158,11 @@ impl Rng {
     pub fn below(&mut self, bound: usize) -> usize {
         (self.next_u64() % bound as u64) as usize
     }
+
+    /// Returns one of `items`, which must not be empty.
+    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
 }
 
 /// Makes a seed from a name (64-bit FNV-1a), so that every file or case named gets a sequence of its own.
