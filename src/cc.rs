@@ -31,12 +31,12 @@ fn caret(what: &str, text: &str, span: Range<usize>, message: &str) {
 }
 
 fn caret_with(what: &str, text: &str, span: Range<usize>, message: &str, severity: Severity) {
-    let end = span.end.max(span.start).min(text.len());
-    let start = span.start.min(end);
+    // Only the part around the span is shown, so a long spec or signature stays readable and renderable.
+    let (shown, span) = crate::render::excerpt(text, span);
     let diagnostic = MietteDiagnostic::new(message.to_string())
         .with_severity(severity)
-        .with_label(LabeledSpan::at(start..end.max(start), "here"));
-    let report = Report::new(diagnostic).with_source_code(NamedSource::new(what, text.to_string()));
+        .with_label(LabeledSpan::at(span, "here"));
+    let report = Report::new(diagnostic).with_source_code(NamedSource::new(what, shown));
     errln!("{report:?}");
 }
 

@@ -80,6 +80,13 @@ pub(crate) fn declarations_root(args: &DeclarationArgs) -> &std::path::Path {
 pub(crate) fn declared_target_files(args: &DeclarationArgs) -> Result<Vec<PathBuf>, CommandError> {
     let mut files = target_files(&args.targets).map_err(|error| CommandError::Io(error.to_string()))?;
     files.extend(args.target_files.iter().cloned());
+    // Declarations without a single target describe no machine: almost always a wrong directory.
+    if files.is_empty() {
+        return Err(CommandError::Request(format!(
+            "no target files: `{}` holds no `*.toml` and no --target-file was given",
+            args.targets.display()
+        )));
+    }
     Ok(files)
 }
 

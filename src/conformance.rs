@@ -137,11 +137,22 @@ pub(crate) fn run(args: &ConformanceArgs) -> Result<(), CommandError> {
         scratch: scratch.0.clone(),
     };
     let mut results = Vec::new();
+    let mut seen: std::collections::HashMap<String, PathBuf> = std::collections::HashMap::new();
     for path in vector_files(&args.vectors)? {
         let set = read_case_set(&path).map_err(|error| match error {
             VectorFileError::Io(message) => CommandError::Io(message),
             VectorFileError::Format(message) => CommandError::Request(message),
         })?;
+        for case in &set.cases {
+            if let Some(first) = seen.insert(case.id.clone(), path.clone()) {
+                return Err(CommandError::Request(format!(
+                    "case `{}` is in both `{}` and `{}`",
+                    case.id,
+                    first.display(),
+                    path.display()
+                )));
+            }
+        }
         let summary = run_case_set(&environment, &set);
         results.push(SourceResult {
             source: set.source.clone(),

@@ -57,7 +57,22 @@ pub struct ManifestError {
 
 /// Parses a manifest; JSON if the text starts with `{`, TOML otherwise.
 pub fn parse_manifest(file: &str, text: &str) -> Result<PluginManifest, ManifestError> {
-    if text.trim_start().starts_with('{') {
+    // JSON when it looks like JSON: an object, or anything else that is valid JSON (an array must not be read
+    // as TOML, where `[` opens a table header); TOML otherwise.
+    let trimmed = text.trim_start();
+    let is_json = trimmed.starts_with('{')
+        || (trimmed.starts_with('[') && serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok());
+    if is_json && !trimmed.starts_with('{') {
+        let (line, column) = line_column(text, text.len() - trimmed.len());
+        return Err(ManifestError {
+            file: file.to_string(),
+            line,
+            column,
+            message: "a JSON plugin manifest is one object (`{\"plugin\": ..., \"phases\": [...]}`), not an array"
+                .to_string(),
+        });
+    }
+    if is_json {
         return serde_json::from_str(text).map_err(|error| ManifestError {
             file: file.to_string(),
             line: error.line(),

@@ -103,6 +103,18 @@ pub fn read_case_set(path: &Path) -> Result<CaseSet, VectorFileError> {
             set.format
         )));
     }
+    // A file without cases proves nothing, and a repeated id would let one verdict hide another.
+    if set.cases.is_empty() {
+        return Err(VectorFileError::Format(format!("`{}` holds no cases", path.display())));
+    }
+    let mut ids = std::collections::HashSet::new();
+    if let Some(case) = set.cases.iter().find(|case| !ids.insert(case.id.as_str())) {
+        return Err(VectorFileError::Format(format!(
+            "`{}` holds case `{}` more than once",
+            path.display(),
+            case.id
+        )));
+    }
     Ok(set)
 }
 

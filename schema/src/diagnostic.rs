@@ -141,9 +141,9 @@ pub(crate) fn place(file: &str, text: &str, map: &dyn SourceMap, findings: Vec<F
             Diagnostic {
                 severity: finding.severity,
                 rule: finding.rule,
-                message: finding.message,
+                message: clip(finding.message),
                 file: file.to_string(),
-                pointer: finding.pointer,
+                pointer: clip(finding.pointer),
                 line,
                 column,
                 span,
@@ -169,13 +169,32 @@ pub(crate) fn at_offset(file: &str, text: &str, rule: Rule, message: String, spa
     Diagnostic {
         severity: Severity::Error,
         rule,
-        message,
+        message: clip(message),
         file: file.to_string(),
         pointer: String::new(),
         line,
         column,
         span: Some(span),
     }
+}
+
+/// The most of a message or pointer a diagnostic keeps: values a declaration echoes into messages can be
+/// megabytes long, and a diagnostic should stay readable (and its output bounded).
+pub const DIAGNOSTIC_TEXT_LIMIT: usize = 1000;
+
+/// `text` cut to [`DIAGNOSTIC_TEXT_LIMIT`] bytes at a character boundary, saying how much was left out.
+pub(crate) fn clip(mut text: String) -> String {
+    if text.len() <= DIAGNOSTIC_TEXT_LIMIT {
+        return text;
+    }
+    let mut at = DIAGNOSTIC_TEXT_LIMIT;
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    let omitted = text.len() - at;
+    text.truncate(at);
+    text.push_str(&format!("… ({omitted} more bytes)"));
+    text
 }
 
 /// Escapes one JSON pointer reference token.

@@ -25,7 +25,7 @@ mod toml_map;
 
 /// The arena lowered records live in.
 pub use bumpalo::Bump;
-pub use diagnostic::{Diagnostic, Severity};
+pub use diagnostic::{DIAGNOSTIC_TEXT_LIMIT, Diagnostic, Severity};
 pub use hex::{ColonId, HexU64, IdPair};
 pub use load::{
     Declarations, LoadError, LoadedTarget, SourceText, load_declarations, load_phase_schema, load_targets,

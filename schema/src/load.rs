@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::diagnostic::{Diagnostic, Finding, LineIndex, SourceMap, at_offset, place};
+use crate::diagnostic::{Diagnostic, Finding, LineIndex, SourceMap, at_offset, escape_token, place};
 use crate::json_map::JsonSourceMap;
 use crate::phase::PhaseSchemaDocument;
 use crate::phase_checks::phase_schema_findings;
@@ -56,12 +56,22 @@ pub struct Declarations {
 }
 
 fn typed<T: DeserializeOwned>(value: Value, file: &str, text: &str, map: &dyn SourceMap) -> Result<T, Vec<Diagnostic>> {
-    serde_json::from_value(value).map_err(|error| {
+    serde_path_to_error::deserialize(value).map_err(|error| {
+        // The path of the value serde refused, as a JSON pointer, so the diagnostic points at it.
+        let pointer: String = error
+            .path()
+            .iter()
+            .filter_map(|segment| match segment {
+                serde_path_to_error::Segment::Seq { index } => Some(format!("/{index}")),
+                serde_path_to_error::Segment::Map { key } => Some(format!("/{}", escape_token(key))),
+                serde_path_to_error::Segment::Enum { .. } | serde_path_to_error::Segment::Unknown => None,
+            })
+            .collect();
         place(
             file,
             text,
             map,
-            vec![Finding::error(Rule::Schema, "", error.to_string())],
+            vec![Finding::error(Rule::Schema, pointer, error.into_inner().to_string())],
         )
     })
 }
