@@ -266,6 +266,9 @@ fn missing(needed_by: LinkPhase, product: &str, producer: LinkPhase) -> PhaseErr
 pub struct PhaseError {
     pub phase: LinkPhase,
     pub message: String,
+    /// Whether the phase failed because a file could not be read or written (an input that is missing,
+    /// not a regular file or too large), rather than because of what a file holds.
+    pub io: bool,
 }
 
 impl PhaseError {
@@ -273,6 +276,24 @@ impl PhaseError {
         PhaseError {
             phase,
             message: message.into(),
+            io: false,
+        }
+    }
+
+    /// The error of a phase that could not read (or write) a file.
+    pub fn io(phase: LinkPhase, message: impl Into<String>) -> PhaseError {
+        PhaseError {
+            io: true,
+            ..PhaseError::new(phase, message)
+        }
+    }
+
+    /// The error of a phase whose input could not be read or was malformed, keeping which it was.
+    pub(crate) fn from_read(phase: LinkPhase, error: &crate::read::ReadError) -> PhaseError {
+        if error.io {
+            PhaseError::io(phase, error.to_string())
+        } else {
+            PhaseError::new(phase, error.to_string())
         }
     }
 }

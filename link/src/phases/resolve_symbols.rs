@@ -71,7 +71,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         for (name, member) in wanted {
             if extracted.insert(member) && graph.archive_members[member.index()].materialized.is_none() {
                 extract_member(graph, member, MaterializationReason::Defines(name), phase)
-                    .map_err(|error| PhaseError::new(PHASE, error.to_string()))?;
+                    .map_err(|error| PhaseError::from_read(PHASE, &error))?;
             }
         }
     }
