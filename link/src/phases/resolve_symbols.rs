@@ -176,7 +176,7 @@ fn allocate_commons(graph: &mut LinkGraph, table: &FxHashMap<String, SymbolId>, 
     for symbol in &graph.symbols {
         if symbol.definition == Definition::Common {
             let entry = alignments.entry(symbol.name.as_str()).or_insert(1);
-            *entry = (*entry).max(symbol.value.max(1));
+            *entry = (*entry).max(crate::graph::effective_alignment(symbol.value));
         }
     }
     let alignments: FxHashMap<String, u64> = alignments.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
