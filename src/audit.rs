@@ -15,9 +15,10 @@ use crate::cli::{AuditArgs, AuditFormat};
 use crate::files::write_bytes_atomically;
 use crate::render::print_diagnostics;
 
+/// The text of a schema or manifest file: a regular file of at most [`neverc_userfile::TEXT_LIMIT`] bytes.
 fn read_text(path: &Path) -> Result<String, CommandError> {
-    std::fs::read_to_string(path)
-        .map_err(|error| CommandError::Io(format!("cannot read `{}`: {error}", path.display())))
+    neverc_userfile::read_user_text(path, neverc_userfile::TEXT_LIMIT)
+        .map_err(|error| CommandError::Io(error.to_string()))
 }
 
 /// Reads a schema for the audit: syntax and structure must hold; semantic problems come back with it.

@@ -292,8 +292,8 @@ fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
     use crate::files::AtomicWriteError;
     use neverc_cc::materialize::{MaterializeError, MaterializeOptions, WriteOutput, materialize_to};
     let json = args.format == Format::Json;
-    let text = std::fs::read_to_string(&args.input)
-        .map_err(|error| CommandError::Io(format!("cannot read `{}`: {error}", args.input.display())))?;
+    let text = neverc_userfile::read_user_text(&args.input, neverc_userfile::MODULE_LIMIT)
+        .map_err(|error| CommandError::Io(error.to_string()))?;
     let target = match &args.target {
         Some(name) => target_by_name(name).ok_or_else(|| CommandError::Request(format!("unknown target `{name}`")))?,
         None => {

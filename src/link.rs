@@ -40,8 +40,8 @@ pub(crate) fn run(args: &LinkArgs) -> Result<(), CommandError> {
     let mut context = LinkContext::new(options);
     let mut registry = Registry::default();
     if let Some(path) = &args.symbol_ordering_file {
-        let text = std::fs::read_to_string(path)
-            .map_err(|error| CommandError::Io(format!("cannot read `{}`: {error}", path.display())))?;
+        let text = neverc_userfile::read_user_text(path, neverc_userfile::TEXT_LIMIT)
+            .map_err(|error| CommandError::Io(error.to_string()))?;
         let mut plugin = SymbolOrderingPlugin::from_text(&text);
         registry
             .register(&neverc_tables::BUNDLED_PHASES, &mut plugin)
@@ -50,7 +50,7 @@ pub(crate) fn run(args: &LinkArgs) -> Result<(), CommandError> {
     let trace =
         run_link(&mut context, &neverc_tables::BUNDLED_PHASES, &mut registry).map_err(|error| match &error {
             // Files that cannot be read or written are I/O failures (exit status 3).
-            LinkError::Phase(phase) if matches!(phase.phase, LinkPhase::InputProbe | LinkPhase::Commit) => {
+            LinkError::Phase(phase) if phase.io || matches!(phase.phase, LinkPhase::InputProbe | LinkPhase::Commit) => {
                 CommandError::Io(format!("link failed: {error}"))
             }
             _ => CommandError::Request(format!("link failed: {error}")),

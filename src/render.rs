@@ -34,7 +34,7 @@ pub(crate) fn print_diagnostics(diagnostics: &[Diagnostic], sources: &[SourceTex
 /// Turns a load error into a command error, printing diagnostics in text mode.
 pub(crate) fn load_failure(error: LoadError, json: bool) -> (CommandError, Vec<Diagnostic>) {
     match error {
-        LoadError::Io { .. } => (CommandError::Io(error.to_string()), Vec::new()),
+        LoadError::Io { .. } | LoadError::Read(_) => (CommandError::Io(error.to_string()), Vec::new()),
         LoadError::Invalid { diagnostics, sources } => {
             if !json {
                 print_diagnostics(&diagnostics, &sources);

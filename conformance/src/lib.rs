@@ -92,8 +92,8 @@ impl std::fmt::Display for VectorFileError {
 
 /// Reads a vector file.
 pub fn read_case_set(path: &Path) -> Result<CaseSet, VectorFileError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|error| VectorFileError::Io(format!("cannot read `{}`: {error}", path.display())))?;
+    let text = neverc_userfile::read_user_text(path, neverc_userfile::TEXT_LIMIT)
+        .map_err(|error| VectorFileError::Io(error.to_string()))?;
     let set: CaseSet = serde_json::from_str(&text)
         .map_err(|error| VectorFileError::Format(format!("`{}` is not a vector file: {error}", path.display())))?;
     if set.format != VECTOR_FORMAT {

@@ -1,11 +1,21 @@
 //! Linker inputs: arbitrary bytes read as a file (probed: object, archive or anything else), then as the
 //! only member of a GNU archive whose members are all extracted. Properties: no panic; an error names the
-//! input (or, for a member, `archive(member)`); a graph that reads has every id in range.
+//! input (or, for a member, `archive(member)`); a graph that reads has every id in range. A graph that reads
+//! is then laid out and relocated (symbol resolution through relocation) under a 1 MiB output limit, so that
+//! sizes, alignments and addresses derived from the input are checked too: they must give a layout within
+//! the limit or an error, never a panic or an allocation past the limit.
 #![no_main]
 
+use std::path::PathBuf;
+
 use libfuzzer_sys::fuzz_target;
-use neverc_link::graph::{AtomId, LinkGraph};
+use neverc_link::context::LinkOptions;
+use neverc_link::graph::{AtomId, Definition, LinkGraph};
+use neverc_link::lay_out_and_relocate;
 use neverc_link::read::{ReadError, extract_all_members, graph_from_inputs};
+
+/// The output limit of the layout runs: small, so that the fuzzer cannot make the linker allocate gigabytes.
+const OUTPUT_LIMIT: u64 = 1 << 20;
 
 /// Input names live in a directory that does not exist, so a thin archive's relative member paths
 /// resolve to nothing instead of to the fuzzer's working directory.
@@ -32,13 +42,33 @@ fn check_graph(graph: &LinkGraph) {
     assert_eq!(edges, graph.edges.len());
 }
 
-/// Reads `data` as input `name`, then extracts every archive member.
+/// Lays out and relocates `graph` under [`OUTPUT_LIMIT`], with the first defined named symbol as the entry
+/// (a fuzzed object rarely defines `_start`); the laid-out file must respect the limit.
+fn lay_out(graph: LinkGraph) {
+    let mut options = LinkOptions::new(Vec::new(), PathBuf::from("/nonexistent-neverc-fuzz/a.out"));
+    options.max_output_size = OUTPUT_LIMIT;
+    if let Some(symbol) = graph
+        .symbols
+        .iter()
+        .find(|symbol| !symbol.name.is_empty() && symbol.definition != Definition::Undefined)
+    {
+        options.entry = symbol.name.clone();
+    }
+    if let Ok(file_size) = lay_out_and_relocate(graph, options) {
+        assert!(file_size <= OUTPUT_LIMIT, "a layout of {file_size} bytes passed the limit");
+    }
+}
+
+/// Reads `data` as input `name`, extracts every archive member, then lays the graph out.
 fn read(name: &str, data: Vec<u8>) {
     match graph_from_inputs(vec![(name.to_string(), data)]) {
         Ok(mut graph) => {
             check_graph(&graph);
             match extract_all_members(&mut graph) {
-                Ok(()) => check_graph(&graph),
+                Ok(()) => {
+                    check_graph(&graph);
+                    lay_out(graph);
+                }
                 Err(error) => check_error(name, &error),
             }
         }

@@ -35,7 +35,14 @@ pub struct LinkOptions {
     pub page_size: u64,
     /// `-r`: merge the inputs into one relocatable object (an object-merge provider does the work).
     pub relocatable: bool,
+    /// The largest image layout may lay out, in bytes from the image base, in the file and in memory
+    /// ([`MAX_OUTPUT_SIZE`] by default). Every size and address derived from the inputs is checked against
+    /// it before anything is allocated for it.
+    pub max_output_size: u64,
 }
+
+/// The largest executable this static x86-64 ELF writer produces: 4 GiB from the image base.
+pub const MAX_OUTPUT_SIZE: u64 = 4 << 30;
 
 impl LinkOptions {
     pub fn new(inputs: Vec<PathBuf>, output: PathBuf) -> LinkOptions {
@@ -49,6 +56,7 @@ impl LinkOptions {
             image_base: 0x40_0000,
             page_size: 0x1000,
             relocatable: false,
+            max_output_size: MAX_OUTPUT_SIZE,
         }
     }
 }
@@ -266,6 +274,9 @@ fn missing(needed_by: LinkPhase, product: &str, producer: LinkPhase) -> PhaseErr
 pub struct PhaseError {
     pub phase: LinkPhase,
     pub message: String,
+    /// Whether the phase failed because a file could not be read or written (an input that is missing,
+    /// not a regular file or too large), rather than because of what a file holds.
+    pub io: bool,
 }
 
 impl PhaseError {
@@ -273,6 +284,24 @@ impl PhaseError {
         PhaseError {
             phase,
             message: message.into(),
+            io: false,
+        }
+    }
+
+    /// The error of a phase that could not read (or write) a file.
+    pub fn io(phase: LinkPhase, message: impl Into<String>) -> PhaseError {
+        PhaseError {
+            io: true,
+            ..PhaseError::new(phase, message)
+        }
+    }
+
+    /// The error of a phase whose input could not be read or was malformed, keeping which it was.
+    pub(crate) fn from_read(phase: LinkPhase, error: &crate::read::ReadError) -> PhaseError {
+        if error.io {
+            PhaseError::io(phase, error.to_string())
+        } else {
+            PhaseError::new(phase, error.to_string())
         }
     }
 }

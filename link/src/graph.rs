@@ -641,3 +641,10 @@ impl LinkGraph {
             .map_or("<linker>", |input| input.logical_name.as_str())
     }
 }
+
+/// The alignment an input's `sh_addralign` (or a common symbol's alignment) stands for, as ld.bfd reads it:
+/// 0 means 1 (as ELF says), and a value that is not a power of two counts as its lowest set bit (3 as 1,
+/// 24 as 8), which is the largest power of two it is a multiple of.
+pub fn effective_alignment(raw: u64) -> u64 {
+    if raw == 0 { 1 } else { raw & raw.wrapping_neg() }
+}

@@ -11,7 +11,7 @@ pub mod image;
 mod linker_defined;
 pub mod ordering;
 mod phases;
-pub use phases::LinkPhase;
+pub use phases::{LinkPhase, lay_out_and_relocate};
 pub mod plugin;
 pub mod read;
 pub use neverc_tables::status;

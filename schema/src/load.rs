@@ -3,6 +3,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use neverc_userfile::{TEXT_LIMIT, UserFileError, read_user_text};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -31,6 +32,9 @@ pub enum LoadError {
         #[source]
         source: std::io::Error,
     },
+    /// A declaration file could not be read: missing, unreadable, not a regular file, too large, not UTF-8.
+    #[error(transparent)]
+    Read(#[from] UserFileError),
     #[error("{count} problem(s) in the declarations", count = diagnostics.len())]
     Invalid {
         diagnostics: Vec<Diagnostic>,
@@ -183,11 +187,9 @@ pub fn parse_target(file: &str, text: &str) -> Result<TargetDeclaration, Vec<Dia
     }
 }
 
+/// The text of a declaration file: a regular file of at most [`TEXT_LIMIT`] bytes.
 fn read(path: &Path) -> Result<String, LoadError> {
-    fs::read_to_string(path).map_err(|source| LoadError::Io {
-        path: path.display().to_string(),
-        source,
-    })
+    Ok(read_user_text(path, TEXT_LIMIT)?)
 }
 
 /// Reads and validates a phase schema file.
@@ -298,6 +300,7 @@ pub fn load_declarations(schema_path: &Path, target_paths: &[PathBuf]) -> Result
         (Err(LoadError::Io { path, source }), _) | (_, Err(LoadError::Io { path, source })) => {
             Err(LoadError::Io { path, source })
         }
+        (Err(LoadError::Read(error)), _) | (_, Err(LoadError::Read(error))) => Err(LoadError::Read(error)),
         (schema, targets) => {
             let mut diagnostics = Vec::new();
             let mut sources = Vec::new();

@@ -171,3 +171,96 @@ pub fn seed_of(name: &str) -> u64 {
         (hash ^ u64::from(byte)).wrapping_mul(0x100_0000_01b3)
     })
 }
+
+/// How long and how much memory a program run by [`run_bounded`] may take.
+#[derive(Clone, Copy, Debug)]
+pub struct Bounds {
+    /// The run is killed (and the calling test fails) after this long.
+    pub timeout: std::time::Duration,
+    /// The address space the program may use, in KiB (`ulimit -v`), so that a program that reads without
+    /// bound fails instead of taking the machine's memory.
+    pub memory_kib: u64,
+}
+
+impl Default for Bounds {
+    /// 20 seconds and 2 GiB of address space.
+    fn default() -> Bounds {
+        Bounds {
+            timeout: std::time::Duration::from_secs(20),
+            memory_kib: 2 << 20,
+        }
+    }
+}
+
+/// Runs `program` with `args` in `dir` under `bounds` and returns how it exited and what it printed; a program
+/// that does not finish in time is killed and the call panics, naming the program and its arguments, so that a
+/// hang fails the test instead of blocking it.
+///
+/// The program runs under `sh -c 'ulimit -v ...; exec ...'`, so a run past the memory bound ends with an
+/// allocation failure (a signal or an error), never with the machine out of memory.
+pub fn run_bounded(program: impl AsRef<OsStr>, dir: &Path, args: &[&str], bounds: Bounds) -> Output {
+    use std::io::Read as _;
+    use std::process::Stdio;
+    let program = program.as_ref();
+    let script = format!("ulimit -v {}; exec \"$0\" \"$@\"", bounds.memory_kib);
+    let mut child = match Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg(program)
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(error) => panic!("cannot run {}: {error}", Path::new(program).display()),
+    };
+    // The pipes are drained on threads so that a chatty program cannot block on a full pipe.
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|pipe| Box::new(pipe) as Box<dyn std::io::Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|pipe| Box::new(pipe) as Box<dyn std::io::Read + Send>),
+    );
+    let started = std::time::Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() < bounds.timeout => std::thread::sleep(std::time::Duration::from_millis(20)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "{} {} did not finish within {:?} and was killed",
+                    Path::new(program).display(),
+                    args.join(" "),
+                    bounds.timeout
+                );
+            }
+            Err(error) => panic!("cannot wait for {}: {error}", Path::new(program).display()),
+        }
+    };
+    let joined = |handle: std::thread::JoinHandle<Vec<u8>>| handle.join().unwrap_or_default();
+    Output {
+        status,
+        stdout: joined(stdout),
+        stderr: joined(stderr),
+    }
+}

@@ -14,7 +14,7 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
     }
     for path in context.options.inputs.clone() {
         add_input_file(&mut context.graph, &path, 0)
-            .map_err(|error| PhaseError::new(LinkPhase::InputProbe, error.to_string()))?;
+            .map_err(|error| PhaseError::from_read(LinkPhase::InputProbe, &error))?;
     }
     Ok(())
 }

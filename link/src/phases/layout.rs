@@ -9,7 +9,9 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use crate::context::{Layout, LinkContext, OutputSection, OutputSegment, PhaseError};
-use crate::graph::{Atom, AtomId, Content, Definition, LinkGraph, Origin, atom_flags, section_flags};
+use crate::graph::{
+    Atom, AtomId, Content, Definition, LinkGraph, Origin, atom_flags, effective_alignment, section_flags,
+};
 use crate::image::SegmentFlags;
 use crate::linker_defined::{LinkerDefined, linker_defined};
 use crate::phases::LinkPhase;
@@ -126,7 +128,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         });
         let output = &mut sections[slot].0;
         output.flags |= flags & (section_flags::ALLOCATED | section_flags::WRITABLE | section_flags::EXECUTABLE);
-        output.alignment = output.alignment.max(atom.alignment);
+        output.alignment = output.alignment.max(effective_alignment(atom.alignment));
         output.atoms.push(AtomId(index as u32));
     }
     // Init and fini arrays: priorities first, ascending, then the plain sections in link order.
@@ -146,7 +148,11 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     sections.sort_by_key(|(section, rank)| (section.segment, *rank));
 
     let mut layout = Layout::default();
-    let mut address = base + page;
+    let limit = Limit {
+        base,
+        max: context.options.max_output_size,
+    };
+    let mut address = limit.check(base.checked_add(page), || "the image headers".to_string())?;
     for segment in 0..3 {
         let members: Vec<usize> = (0..sections.len())
             .filter(|index| sections[*index].0.segment == segment)
@@ -154,19 +160,33 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         if members.is_empty() {
             continue;
         }
-        address = align(address, page);
+        address = limit.check(align(address, page), || "a segment start".to_string())?;
         let start = address;
         let mut file_end = address;
         for index in &members {
             let section = &mut sections[*index].0;
-            address = align(address, section.alignment);
+            // The output section is aligned as strictly as its most strictly aligned input section, which is
+            // the one to blame when the alignment does not fit.
+            address = limit.check(align(address, section.alignment), || {
+                section
+                    .atoms
+                    .iter()
+                    .map(|atom| &graph.atoms[atom.index()])
+                    .max_by_key(|atom| atom.alignment)
+                    .map_or_else(
+                        || format!("output section `{}`", section.name),
+                        |atom| describe(graph, atom),
+                    )
+            })?;
             section.address = address;
             for atom in &section.atoms {
+                let entry = &graph.atoms[atom.index()];
+                let placed = limit.check(align(address, entry.alignment), || describe(graph, entry))?;
+                let end = limit.check(placed.checked_add(entry.size()), || describe(graph, entry))?;
                 let entry = &mut graph.atoms[atom.index()];
-                address = align(address, entry.alignment.max(1));
-                entry.address = address;
-                entry.file_offset = address - base;
-                address += entry.size();
+                entry.address = placed;
+                entry.file_offset = placed - base;
+                address = end;
             }
             section.size = address - section.address;
             section.file_offset = section.address - base;
@@ -236,9 +256,55 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     Ok(())
 }
 
-fn align(value: u64, alignment: u64) -> u64 {
-    let alignment = alignment.max(1);
-    value.div_ceil(alignment) * alignment
+/// `value` rounded up to a multiple of `alignment` (read as ld.bfd reads an input alignment, so a power of
+/// two), or `None` when that overflows.
+fn align(value: u64, alignment: u64) -> Option<u64> {
+    let mask = effective_alignment(alignment) - 1;
+    value.checked_add(mask).map(|value| value & !mask)
+}
+
+/// The output limit: every address laid out lies at most `max` bytes past `base`.
+struct Limit {
+    base: u64,
+    max: u64,
+}
+
+impl Limit {
+    /// `address` if it exists (no overflow) and lies within the limit; otherwise an error naming `what`.
+    fn check(&self, address: Option<u64>, what: impl FnOnce() -> String) -> Result<u64, PhaseError> {
+        match address {
+            Some(address) if address.checked_sub(self.base).is_some_and(|offset| offset <= self.max) => Ok(address),
+            Some(address) => Err(PhaseError::new(
+                PHASE,
+                format!(
+                    "{}: the output would extend to address {address:#x}, past the limit of {:#x} bytes from the image base {:#x}",
+                    what(),
+                    self.max,
+                    self.base
+                ),
+            )),
+            None => Err(PhaseError::new(
+                PHASE,
+                format!(
+                    "{}: the output address overflows 64 bits (the limit is {:#x} bytes from the image base {:#x})",
+                    what(),
+                    self.max,
+                    self.base
+                ),
+            )),
+        }
+    }
+}
+
+/// An input section (an atom) for an error: its input, name, alignment and size.
+fn describe(graph: &LinkGraph, atom: &Atom) -> String {
+    format!(
+        "{}: section `{}` (alignment {:#x}, size {:#x})",
+        graph.input_name(atom.origin.input),
+        atom.name,
+        atom.alignment,
+        atom.size()
+    )
 }
 
 /// Atoms named by `order` constraints come first, by the constraint's value; the rest keep their order.
@@ -390,5 +456,5 @@ pub(crate) fn merged_location(context: &LinkContext, atom: AtomId, offset: u64) 
     let pieces = context.merged_strings.pieces.get(&atom)?;
     let index = pieces.partition_point(|(start, _)| *start <= offset).checked_sub(1)?;
     let (start, at) = pieces[index];
-    Some((target, at + (offset - start)))
+    Some((target, at.checked_add(offset - start)?))
 }

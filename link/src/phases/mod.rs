@@ -54,3 +54,31 @@ pub(crate) const fn builtin_for(phase: LinkPhase) -> Option<Builtin> {
         LinkPhase::Full | LinkPhase::ObjectMerge => return None,
     })
 }
+
+/// Runs the builtins from symbol resolution through relocation over `graph` (its inputs already read), with
+/// `options`, whose output limit bounds every size laid out: what a link does between reading its inputs and
+/// emitting the image, for fuzzing and tests. Returns the file size of the laid-out image.
+pub fn lay_out_and_relocate(
+    graph: crate::graph::LinkGraph,
+    options: crate::context::LinkOptions,
+) -> Result<u64, PhaseError> {
+    let mut context = LinkContext::new(options);
+    context.graph = graph;
+    for phase in [
+        LinkPhase::ResolveSymbols,
+        LinkPhase::SelectComdat,
+        LinkPhase::Gc,
+        LinkPhase::Icf,
+        LinkPhase::Synthesize,
+        LinkPhase::Layout,
+        LinkPhase::Relocate,
+    ] {
+        if let Some(builtin) = builtin_for(phase) {
+            builtin(&mut context, 0)?;
+        }
+    }
+    context
+        .layout()
+        .map(|layout| layout.file_size)
+        .ok_or_else(|| PhaseError::new(LinkPhase::Relocate, "no layout was made"))
+}

@@ -14,7 +14,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     }
     for index in 0..context.graph.inputs.len() {
         read_input(&mut context.graph, InputId(index as u32), phase)
-            .map_err(|error| PhaseError::new(LinkPhase::ReadInputs, error.to_string()))?;
+            .map_err(|error| PhaseError::from_read(LinkPhase::ReadInputs, &error))?;
     }
     context.graph.index_edges();
     Ok(())

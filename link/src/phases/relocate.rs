@@ -27,10 +27,10 @@ pub(crate) fn symbol_address(context: &LinkContext, symbol: SymbolId) -> Option<
     let symbol = &context.graph.symbols[context.graph.resolved(symbol).index()];
     match (symbol.definition, symbol.atom) {
         (Definition::Undefined, _) => Some(0),
-        (_, Some(atom)) => Some(match merged_location(context, atom, symbol.value) {
-            Some((merged, offset)) => atom_address(context, merged) + offset,
-            None => atom_address(context, atom) + symbol.value,
-        }),
+        (_, Some(atom)) => match merged_location(context, atom, symbol.value) {
+            Some((merged, offset)) => atom_address(context, merged).checked_add(offset),
+            None => atom_address(context, atom).checked_add(symbol.value),
+        },
         (Definition::Absolute, None) => Some(symbol.value),
         _ => None,
     }
@@ -47,7 +47,7 @@ fn target_value(context: &LinkContext, edge: &Edge) -> Option<i128> {
             && let Some(offset) = u64::try_from(edge.addend).ok()
             && let Some((merged, at)) = merged_location(context, atom, offset)
         {
-            return Some(i128::from(atom_address(context, merged) + at));
+            return Some(i128::from(atom_address(context, merged)) + i128::from(at));
         }
         return symbol_address(context, symbol).map(|address| i128::from(address) + addend);
     }
@@ -55,18 +55,33 @@ fn target_value(context: &LinkContext, edge: &Edge) -> Option<i128> {
     if let Some(offset) = u64::try_from(edge.addend).ok()
         && let Some((merged, at)) = merged_location(context, atom, offset)
     {
-        return Some(i128::from(atom_address(context, merged) + at));
+        return Some(i128::from(atom_address(context, merged)) + i128::from(at));
     }
     Some(i128::from(atom_address(context, atom)) + addend)
 }
 
 pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseError> {
     let layout = context.required_layout(PHASE)?;
-    let mut buffers: Vec<Vec<u8>> = layout
-        .sections
-        .iter()
-        .map(|section| vec![0; section.file_size as usize])
-        .collect();
+    // Layout bounded every section by the output limit; the buffers are still allocated fallibly, so that
+    // a layout a plugin made cannot abort the link.
+    let mut buffers: Vec<Vec<u8>> = Vec::with_capacity(layout.sections.len());
+    for section in &layout.sections {
+        let size = usize::try_from(section.file_size)
+            .ok()
+            .filter(|size| *size as u64 <= context.options.max_output_size);
+        let mut buffer = Vec::new();
+        let Some(size) = size.filter(|size| buffer.try_reserve_exact(*size).is_ok()) else {
+            return Err(PhaseError::new(
+                PHASE,
+                format!(
+                    "output section `{}`: cannot allocate {:#x} bytes (the output limit is {:#x} bytes)",
+                    section.name, section.file_size, context.options.max_output_size
+                ),
+            ));
+        };
+        buffer.resize(size, 0);
+        buffers.push(buffer);
+    }
     let mut errors = Vec::new();
     for (section_index, section) in layout.sections.iter().enumerate() {
         if section.file_size == 0 {
@@ -74,10 +89,14 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
         }
         for atom in &section.atoms {
             let entry = &context.graph.atoms[atom.index()];
-            let start = (entry.address - section.address) as usize;
             let bytes = context.graph.atom_bytes(entry);
             let buffer = &mut buffers[section_index];
-            let Some(destination) = buffer.get_mut(start..start + bytes.len()) else {
+            let range = entry
+                .address
+                .checked_sub(section.address)
+                .and_then(|start| usize::try_from(start).ok())
+                .and_then(|start| Some(start..start.checked_add(bytes.len())?));
+            let Some((start, destination)) = range.and_then(|range| Some((range.start, buffer.get_mut(range)?))) else {
                 errors.push(format!("atom `{}` does not fit its output section", entry.name));
                 continue;
             };
@@ -103,8 +122,17 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
     if raw == elf::R_X86_64_NONE {
         return Ok(());
     }
-    let at = start + edge.offset as usize;
-    let place = i128::from(atom_address + edge.offset);
+    let at = usize::try_from(edge.offset)
+        .ok()
+        .and_then(|offset| start.checked_add(offset))
+        .ok_or_else(|| {
+            format!(
+                "{} at offset {:#x} lies past its section",
+                relocation_name(raw),
+                edge.offset
+            )
+        })?;
+    let place = i128::from(atom_address) + i128::from(edge.offset);
     let name = || {
         edge.target_symbol
             .map(|symbol| context.graph.symbols[symbol.index()].name.clone())
@@ -123,7 +151,7 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
             .got_slot_of(symbol)
             .ok_or_else(|| format!("no GOT slot for `{}`", name()))?;
         let got = context.got_atom.ok_or_else(|| "no GOT".to_string())?;
-        Ok(i128::from(context.graph.atoms[got.index()].address + slot as u64 * 8) + i128::from(edge.addend))
+        Ok(i128::from(context.graph.atoms[got.index()].address) + slot as i128 * 8 + i128::from(edge.addend))
     };
     match raw {
         elf::R_X86_64_64 => write(buffer, at, value()?, FIELD64, raw, &name),
@@ -134,16 +162,16 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
         elf::R_X86_64_GOTPCREL => write(buffer, at, got_slot()? - place, SIGNED32, raw, &name),
         elf::R_X86_64_GOTPCRELX | elf::R_X86_64_REX_GOTPCRELX => match relaxation(&context.graph, edge) {
             Some(Relaxation::MovToLea) => {
-                buffer[at - 2] = 0x8d;
+                *opcode(buffer, at, 2, raw)? = 0x8d;
                 write(buffer, at, value()? - place, SIGNED32, raw, &name)
             }
             Some(Relaxation::Call) => {
-                buffer[at - 2] = 0x67;
-                buffer[at - 1] = 0xe8;
+                *opcode(buffer, at, 2, raw)? = 0x67;
+                *opcode(buffer, at, 1, raw)? = 0xe8;
                 write(buffer, at, value()? - place, SIGNED32, raw, &name)
             }
             Some(Relaxation::Jump) => {
-                buffer[at - 2] = 0xe9;
+                *opcode(buffer, at, 2, raw)? = 0xe9;
                 let result = write(buffer, at - 1, value()? - place + 1, SIGNED32, raw, &name);
                 if let Some(byte) = buffer.get_mut(at + 3) {
                     *byte = 0x90;
@@ -154,6 +182,18 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
         },
         _ => Err(format!("unsupported {} against `{}`", relocation_name(raw), name())),
     }
+}
+
+/// The instruction byte `back` bytes before the field at `at`, which a GOT relaxation rewrites.
+fn opcode(buffer: &mut [u8], at: usize, back: usize, raw: u32) -> Result<&mut u8, String> {
+    at.checked_sub(back)
+        .and_then(|index| buffer.get_mut(index))
+        .ok_or_else(|| {
+            format!(
+                "{} at the start of its section has no instruction to relax",
+                relocation_name(raw)
+            )
+        })
 }
 
 /// A patched field: its width in bytes and whether its value is signed (a 64-bit field holds either).
@@ -199,13 +239,16 @@ fn write(
         ));
     }
     let bytes = (value as u64).to_le_bytes();
-    let field = buffer.get_mut(at..at + width).ok_or_else(|| {
-        format!(
-            "{} against `{}` patches past the end of its section",
-            relocation_name(raw),
-            name()
-        )
-    })?;
+    let field = at
+        .checked_add(width)
+        .and_then(|end| buffer.get_mut(at..end))
+        .ok_or_else(|| {
+            format!(
+                "{} against `{}` patches past the end of its section",
+                relocation_name(raw),
+                name()
+            )
+        })?;
     field.copy_from_slice(&bytes[..width]);
     Ok(())
 }

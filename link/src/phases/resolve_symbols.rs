@@ -71,7 +71,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         for (name, member) in wanted {
             if extracted.insert(member) && graph.archive_members[member.index()].materialized.is_none() {
                 extract_member(graph, member, MaterializationReason::Defines(name), phase)
-                    .map_err(|error| PhaseError::new(PHASE, error.to_string()))?;
+                    .map_err(|error| PhaseError::from_read(PHASE, &error))?;
             }
         }
     }
@@ -176,7 +176,7 @@ fn allocate_commons(graph: &mut LinkGraph, table: &FxHashMap<String, SymbolId>, 
     for symbol in &graph.symbols {
         if symbol.definition == Definition::Common {
             let entry = alignments.entry(symbol.name.as_str()).or_insert(1);
-            *entry = (*entry).max(symbol.value.max(1));
+            *entry = (*entry).max(crate::graph::effective_alignment(symbol.value));
         }
     }
     let alignments: FxHashMap<String, u64> = alignments.into_iter().map(|(k, v)| (k.to_string(), v)).collect();

@@ -6,8 +6,10 @@ use std::sync::Arc;
 
 use object::{Object, ObjectSymbol};
 
-use crate::graph::{Archive, ArchiveId, ArchiveMember, InputId, LinkGraph, MemberId, Origin};
-use crate::read::ReadError;
+use neverc_userfile::{LINK_INPUT_LIMIT, read_user_file};
+
+use crate::graph::{Archive, ArchiveId, ArchiveMember, InputId, InputKind, LinkGraph, MemberId, Origin};
+use crate::read::{ReadError, probe};
 
 pub(crate) fn read_archive(graph: &mut LinkGraph, input: InputId, phase: u16) -> Result<ArchiveId, ReadError> {
     let entry = &graph.inputs[input.index()];
@@ -22,25 +24,21 @@ pub(crate) fn read_archive(graph: &mut LinkGraph, input: InputId, phase: u16) ->
         let member = member.map_err(|error| ReadError::new(&name, format!("malformed archive member: {error}")))?;
         let member_name = String::from_utf8_lossy(member.name()).into_owned();
         let (member_data, range): (Arc<[u8]>, std::ops::Range<usize>) = if member.is_thin() {
+            // The member is a file of its own: read like a top-level input (only a regular file, since a
+            // device or a pipe named by a crafted archive would never end, and up to the input limit).
             let path = directory.join(&member_name);
-            // Only regular files: a device or a pipe named by a crafted archive would never end.
-            if !std::fs::metadata(&path).is_ok_and(|metadata| metadata.is_file()) {
+            let member_input = format!("{name}({member_name})");
+            let bytes: Arc<[u8]> = read_user_file(&path, LINK_INPUT_LIMIT)
+                .map_err(|error| ReadError::unreadable(&member_input, &error))?
+                .into();
+            // ld.bfd refuses a member it cannot recognize; a thin archive is read member by member here,
+            // so the member is refused when the archive is read.
+            if probe(&bytes) != InputKind::Object || object::File::parse(&*bytes).is_err() {
                 return Err(ReadError::new(
-                    &name,
-                    format!(
-                        "thin archive member `{}` is not a readable regular file",
-                        path.display()
-                    ),
+                    &member_input,
+                    format!("member `{member_name}` of the thin archive is not an object: file format not recognized"),
                 ));
             }
-            let bytes: Arc<[u8]> = std::fs::read(&path)
-                .map_err(|error| {
-                    ReadError::new(
-                        &name,
-                        format!("thin archive member `{}`: cannot read: {error}", path.display()),
-                    )
-                })?
-                .into();
             let length = bytes.len();
             (bytes, 0..length)
         } else {

@@ -9,6 +9,8 @@ pub(crate) mod parallel;
 use std::path::Path;
 use std::sync::Arc;
 
+use neverc_userfile::{LINK_INPUT_LIMIT, UserFileError, read_user_file};
+
 use crate::graph::{ArchiveId, Input, InputId, InputKind, LinkGraph, MemberId, Origin};
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -16,6 +18,9 @@ use crate::graph::{ArchiveId, Input, InputId, InputKind, LinkGraph, MemberId, Or
 pub struct ReadError {
     pub input: String,
     pub message: String,
+    /// Whether the file could not be read at all (missing, not a regular file, too large), rather than read
+    /// and found malformed.
+    pub io: bool,
 }
 
 impl ReadError {
@@ -23,6 +28,16 @@ impl ReadError {
         ReadError {
             input: input.to_string(),
             message: message.into(),
+            io: false,
+        }
+    }
+
+    /// The error for a file of input `input` that could not be read.
+    pub(crate) fn unreadable(input: &str, error: &UserFileError) -> ReadError {
+        ReadError {
+            input: input.to_string(),
+            message: error.to_string(),
+            io: true,
         }
     }
 
@@ -64,11 +79,12 @@ pub fn probe(data: &[u8]) -> InputKind {
     }
 }
 
-/// Reads the file at `path` and adds it to the graph as input `ordinal` (probed, not yet parsed).
+/// Reads the file at `path` (a regular file of at most [`LINK_INPUT_LIMIT`] bytes) and adds it to the graph
+/// as input `ordinal` (probed, not yet parsed).
 pub fn add_input_file(graph: &mut LinkGraph, path: &Path, phase: u16) -> Result<InputId, ReadError> {
     let name = path.display().to_string();
-    let data: Arc<[u8]> = std::fs::read(path)
-        .map_err(|error| ReadError::new(&name, format!("cannot read: {error}")))?
+    let data: Arc<[u8]> = read_user_file(path, LINK_INPUT_LIMIT)
+        .map_err(|error| ReadError::unreadable(&name, &error))?
         .into();
     Ok(add_input(graph, name, data, phase))
 }

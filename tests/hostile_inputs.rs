@@ -1,0 +1,329 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Hostile inputs on the command line: files that are not regular files (devices that never end, FIFOs
+//! that never get a writer) wherever a file is expected, thin-archive members that are neither, and objects
+//! whose section alignments are huge, zero or not powers of two. Every run is bounded in time and memory
+//! (`run_bounded`), so that a hang or an unbounded read fails the test instead of blocking it.
+
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use neverc_test_support::{Bounds, repo, run_bounded, scratch, text};
+
+/// Runs the CLI in `dir` with the default bounds (20 seconds, 2 GiB of address space).
+fn run_in(dir: &Path, args: &[&str]) -> Output {
+    run_bounded(env!("CARGO_BIN_EXE_neverc-spec"), dir, args, Bounds::default())
+}
+
+/// Runs the CLI in the workspace root.
+fn run(args: &[&str]) -> Output {
+    run_in(&repo(), args)
+}
+
+/// Runs a tool the test needs (gcc, ar, mkfifo, ld.bfd) and fails the test when it fails.
+fn tool(dir: &Path, program: &str, args: &[&str]) {
+    let output = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|error| panic!("cannot run {program}: {error}"));
+    assert!(
+        output.status.success(),
+        "{program} {}: {}",
+        args.join(" "),
+        text(&output.stderr)
+    );
+}
+
+/// A FIFO with no writer: opening it for reading blocks forever.
+fn fifo(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    tool(dir, "mkfifo", &[name]);
+    path
+}
+
+/// The special files every reader must refuse: two devices that never end and a FIFO without a writer.
+fn special_files(dir: &Path) -> Vec<String> {
+    vec![
+        "/dev/zero".to_string(),
+        "/dev/urandom".to_string(),
+        fifo(dir, "fifo").display().to_string(),
+    ]
+}
+
+/// The run exited with status 3 (I/O) and named `path` as not a regular file.
+fn assert_refused(output: &Output, path: &str) {
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{path}: {stderr}");
+    assert!(
+        stderr.contains(&format!("`{path}`")) && stderr.contains("not a regular file"),
+        "{path}: {stderr}"
+    );
+}
+
+/// A freestanding program (`_start` exits with status 7), compiled by gcc into `dir/name.o`.
+fn exit7_object(dir: &Path, name: &str) -> PathBuf {
+    let source = dir.join(format!("{name}.c"));
+    std::fs::write(
+        &source,
+        "void _start(void) { __asm__ volatile(\"mov $60, %eax; mov $7, %edi; syscall\"); }\n",
+    )
+    .unwrap();
+    let object = format!("{name}.o");
+    tool(
+        dir,
+        "gcc",
+        &[
+            "-c",
+            "-O2",
+            "-fno-pie",
+            "-fno-asynchronous-unwind-tables",
+            &format!("{name}.c"),
+            "-o",
+            &object,
+        ],
+    );
+    dir.join(object)
+}
+
+/// A copy of the ELF64 object `object` whose section `section` has `sh_addralign` = `alignment`.
+fn with_alignment(object: &Path, section: &str, alignment: u64, out: &Path) -> PathBuf {
+    let mut bytes = std::fs::read(object).unwrap();
+    let u16_at = |bytes: &[u8], at: usize| u16::from_le_bytes(bytes[at..at + 2].try_into().unwrap()) as usize;
+    let u32_at = |bytes: &[u8], at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+    let u64_at = |bytes: &[u8], at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+    let section_headers = u64_at(&bytes, 0x28);
+    let count = u16_at(&bytes, 0x3c);
+    let names = u64_at(&bytes, section_headers + 64 * u16_at(&bytes, 0x3e) + 24);
+    let mut patched = false;
+    for index in 0..count {
+        let header = section_headers + 64 * index;
+        let name_start = names + u32_at(&bytes, header);
+        let name_end = name_start + bytes[name_start..].iter().position(|byte| *byte == 0).unwrap();
+        if &bytes[name_start..name_end] == section.as_bytes() {
+            bytes[header + 48..header + 56].copy_from_slice(&alignment.to_le_bytes());
+            patched = true;
+        }
+    }
+    assert!(patched, "{} has no section {section}", object.display());
+    std::fs::write(out, bytes).unwrap();
+    out.to_path_buf()
+}
+
+#[test]
+fn special_files_are_refused_as_phase_schemas() {
+    let dir = scratch!("hostile-phase-schema");
+    for path in special_files(&dir) {
+        assert_refused(&run(&["check", "--phase-schema", &path]), &path);
+        assert_refused(&run(&["audit", "--phase-schema", &path]), &path);
+    }
+}
+
+#[test]
+fn special_files_are_refused_as_target_files() {
+    let dir = scratch!("hostile-target-file");
+    for path in special_files(&dir) {
+        assert_refused(&run(&["check", "--target-file", &path]), &path);
+        assert_refused(
+            &run(&["cc", "plan", "--target-file", &path, "--sig", "i32 (i32)"]),
+            &path,
+        );
+    }
+    // A FIFO among the `*.toml` files of a target directory.
+    let targets = dir.join("targets");
+    std::fs::create_dir(&targets).unwrap();
+    std::fs::copy(repo().join("targets/x86_64.toml"), targets.join("x86_64.toml")).unwrap();
+    let fifo = fifo(&targets, "x.toml").display().to_string();
+    assert_refused(&run(&["check", "--targets", &targets.display().to_string()]), &fifo);
+}
+
+#[test]
+fn special_files_are_refused_as_llvm_modules() {
+    let dir = scratch!("hostile-ll");
+    let out = dir.join("out.ll").display().to_string();
+    for path in special_files(&dir) {
+        assert_refused(
+            &run(&["cc", "materialize", &path, "-o", &out, "--target", "x86_64"]),
+            &path,
+        );
+    }
+}
+
+#[test]
+fn special_files_are_refused_as_link_inputs_and_ordering_files() {
+    let dir = scratch!("hostile-link-input");
+    let object = exit7_object(&dir, "p").display().to_string();
+    let out = dir.join("a.out").display().to_string();
+    for path in special_files(&dir) {
+        assert_refused(&run(&["link", "-static", "-o", &out, &path]), &path);
+        assert_refused(&run(&["link", "-o", &out, &object, &path]), &path);
+        assert_refused(
+            &run(&["link", "--symbol-ordering-file", &path, "-o", &out, &object]),
+            &path,
+        );
+    }
+    assert!(!Path::new(&out).exists(), "a refused link wrote {out}");
+}
+
+#[test]
+fn thin_archive_members_that_are_special_files_are_refused() {
+    let dir = scratch!("hostile-thin-special");
+    let object = exit7_object(&dir, "p");
+    // `ar` records the member by name; the member is then replaced by a FIFO and by a link to a device.
+    std::fs::copy(&object, dir.join("pipe.o")).unwrap();
+    std::fs::copy(&object, dir.join("device.o")).unwrap();
+    tool(&dir, "ar", &["rcsT", "pipe.a", "pipe.o"]);
+    tool(&dir, "ar", &["rcsT", "device.a", "device.o"]);
+    std::fs::remove_file(dir.join("pipe.o")).unwrap();
+    fifo(&dir, "pipe.o");
+    std::fs::remove_file(dir.join("device.o")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", dir.join("device.o")).unwrap();
+    let out = dir.join("a.out").display().to_string();
+    for (archive, member) in [("pipe.a", "pipe.o"), ("device.a", "device.o")] {
+        let archive = dir.join(archive).display().to_string();
+        let output = run(&["link", "-o", &out, "-e", "_start", &archive]);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(3), "{archive}: {stderr}");
+        assert!(
+            stderr.contains(&format!("{archive}({member})")) && stderr.contains("not a regular file"),
+            "{archive}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn thin_archive_members_that_are_not_objects_are_refused() {
+    let dir = scratch!("hostile-thin-text");
+    let object = exit7_object(&dir, "p").display().to_string();
+    std::fs::write(dir.join("notes.txt"), "not an object\n").unwrap();
+    tool(&dir, "ar", &["rcsT", "mixed.a", "notes.txt"]);
+    let archive = dir.join("mixed.a").display().to_string();
+    let out = dir.join("a.out").display().to_string();
+    let output = run(&["link", "-o", &out, &object, &archive]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{archive}(notes.txt)")) && stderr.contains("file format not recognized"),
+        "{stderr}"
+    );
+}
+
+/// The size ld.bfd gives the executable it links from `object`, if ld.bfd is installed and succeeds.
+fn ld_bfd_size(dir: &Path, object: &Path) -> Option<u64> {
+    let out = dir.join("bfd.out");
+    let status = Command::new("ld.bfd")
+        .args(["-static", "-o"])
+        .arg(&out)
+        .arg(object)
+        .status()
+        .ok()?;
+    let size = status
+        .success()
+        .then(|| std::fs::metadata(&out).ok().map(|metadata| metadata.len()));
+    let _ = std::fs::remove_file(&out);
+    size.flatten()
+}
+
+#[test]
+#[ignore = "the image is still staged densely in memory (emit_image, image_verify, commit): zero-fill is not yet written as holes"]
+fn a_section_alignment_of_2_pow_32_gives_a_sparse_executable() {
+    let dir = scratch!("hostile-align-32");
+    let object = exit7_object(&dir, "p");
+    let patched = with_alignment(&object, ".text", 1 << 32, &dir.join("p32.o"));
+    let out = dir.join("a.out");
+    let output = run_in(
+        &dir,
+        &[
+            "link",
+            "-static",
+            "-o",
+            &out.display().to_string(),
+            &patched.display().to_string(),
+        ],
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let metadata = std::fs::metadata(&out).unwrap();
+    let allocated = metadata.blocks() * 512;
+    eprintln!(
+        "2^32: size {} bytes, {allocated} bytes allocated; ld.bfd: {:?}",
+        metadata.len(),
+        ld_bfd_size(&dir, &patched)
+    );
+    assert!(metadata.len() > 1 << 31, "size {}", metadata.len());
+    assert!(
+        allocated < 1 << 20,
+        "{allocated} bytes allocated for {} bytes",
+        metadata.len()
+    );
+    let status = Command::new(&out).status().unwrap();
+    assert_eq!(status.code(), Some(7));
+}
+
+#[test]
+fn section_alignments_past_the_output_limit_are_refused_naming_the_section() {
+    let dir = scratch!("hostile-align-huge");
+    let object = exit7_object(&dir, "p");
+    for (power, alignment) in [(36, 1u64 << 36), (63, 1u64 << 63)] {
+        let patched = with_alignment(&object, ".text", alignment, &dir.join(format!("p{power}.o")));
+        let out = dir.join("a.out").display().to_string();
+        let output = run_in(&dir, &["link", "-static", "-o", &out, &patched.display().to_string()]);
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "2^{power}: {stderr}");
+        assert!(
+            stderr.contains(&format!("p{power}.o")) && stderr.contains("`.text`") && stderr.contains("limit"),
+            "2^{power}: {stderr}"
+        );
+        assert!(!Path::new(&out).exists(), "2^{power}: a refused link wrote {out}");
+    }
+}
+
+#[test]
+fn zero_and_non_power_of_two_alignments_are_read_as_ld_bfd_reads_them() {
+    let dir = scratch!("hostile-align-odd");
+    let main = exit7_object(&dir, "p");
+    let source = dir.join("q.c");
+    std::fs::write(&source, "int q(void) { return 3; }\n").unwrap();
+    tool(
+        &dir,
+        "gcc",
+        &["-c", "-O2", "-fno-asynchronous-unwind-tables", "q.c", "-o", "q.o"],
+    );
+    // ld.bfd reads `sh_addralign` as its lowest set bit (0 as 1): 3 as 1, 24 as 8, 48 as 16.
+    for (alignment, address) in [(0u64, 0x40_100d_u64), (3, 0x40_100d), (24, 0x40_1010), (48, 0x40_1010)] {
+        let q = with_alignment(
+            &dir.join("q.o"),
+            ".text",
+            alignment,
+            &dir.join(format!("q{alignment}.o")),
+        );
+        let out = dir.join(format!("a{alignment}.out"));
+        let map = dir.join(format!("a{alignment}.map"));
+        let output = run_in(
+            &dir,
+            &[
+                "link",
+                "-static",
+                "-o",
+                &out.display().to_string(),
+                "-Map",
+                &map.display().to_string(),
+                &main.display().to_string(),
+                &q.display().to_string(),
+            ],
+        );
+        assert!(
+            output.status.success(),
+            "alignment {alignment}: {}",
+            text(&output.stderr)
+        );
+        let map = std::fs::read_to_string(&map).unwrap();
+        assert!(
+            map.lines().any(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                fields.first() == Some(&format!("{address:x}").as_str()) && fields.last() == Some(&"q")
+            }),
+            "alignment {alignment}: q not at {address:#x}:\n{map}"
+        );
+        assert_eq!(Command::new(&out).status().unwrap().code(), Some(7));
+    }
+}

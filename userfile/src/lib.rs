@@ -1,0 +1,180 @@
+//! Reading a file a user named — a declaration, a target file, an LLVM module, a link input, a thin-archive
+//! member, an ordering file — the one way every reader of the workspace does it.
+//!
+//! A path may name anything: `/dev/zero` and `/dev/urandom` never end, a FIFO blocks until someone writes
+//! to it, a directory cannot be read at all. So [`read_user_file`] reads only regular files (symbolic links
+//! are followed), and at most a declared number of bytes: a file larger than its reader's limit is refused
+//! before a byte of it is read. Every error names the file.
+//!
+//! The file type is checked before the file is opened (opening a FIFO for reading blocks until it has a
+//! writer) and again on the opened file, so that a path replaced in between is still refused; the read is
+//! bounded too, for files whose reported size is not their contents (as in `/proc`).
+
+use std::fs::{self, File, Metadata};
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+/// The limit for declaration files (phase schemas, target files, plugin manifests), ordering files and
+/// other small text inputs: 64 MiB.
+pub const TEXT_LIMIT: u64 = 64 << 20;
+
+/// The limit for LLVM IR modules read by `cc materialize`: 4 GiB.
+pub const MODULE_LIMIT: u64 = 4 << 30;
+
+/// The limit for one link input (an object, an archive or a thin-archive member): 4 GiB.
+pub const LINK_INPUT_LIMIT: u64 = 4 << 30;
+
+/// Why a user file could not be read. Every variant names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum UserFileError {
+    /// The file system refused (no such file, permission denied, ...).
+    #[error("cannot read `{}`: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The path names a device, a FIFO, a socket or a directory, which a reader that expects a file refuses.
+    #[error("cannot read `{}`: it is {kind}, not a regular file", path.display())]
+    NotRegularFile { path: PathBuf, kind: &'static str },
+    /// The file is larger than the reader's declared limit.
+    #[error("cannot read `{}`: it is larger than the limit of {limit} bytes for this input", path.display())]
+    TooLarge { path: PathBuf, limit: u64 },
+    /// A text file is not UTF-8.
+    #[error("cannot read `{}`: it is not UTF-8 text", path.display())]
+    NotUtf8 { path: PathBuf },
+}
+
+impl UserFileError {
+    /// The file the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            UserFileError::Io { path, .. }
+            | UserFileError::NotRegularFile { path, .. }
+            | UserFileError::TooLarge { path, .. }
+            | UserFileError::NotUtf8 { path } => path,
+        }
+    }
+}
+
+/// The bytes of the regular file at `path`, which may be at most `limit` bytes long.
+pub fn read_user_file(path: &Path, limit: u64) -> Result<Vec<u8>, UserFileError> {
+    let io = |source: std::io::Error| UserFileError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    check_regular(path, &fs::metadata(path).map_err(io)?, limit)?;
+    let file = File::open(path).map_err(io)?;
+    let metadata = file.metadata().map_err(io)?;
+    check_regular(path, &metadata, limit)?;
+    let mut bytes = Vec::new();
+    // The size is a hint only; reading one byte past the limit tells a file that grew from one that fits.
+    let hint = usize::try_from(metadata.len()).unwrap_or(0);
+    bytes.try_reserve_exact(hint).map_err(|_| UserFileError::TooLarge {
+        path: path.to_path_buf(),
+        limit,
+    })?;
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(io)?;
+    if bytes.len() as u64 > limit {
+        return Err(UserFileError::TooLarge {
+            path: path.to_path_buf(),
+            limit,
+        });
+    }
+    Ok(bytes)
+}
+
+/// The text of the regular file at `path` (UTF-8), which may be at most `limit` bytes long.
+pub fn read_user_text(path: &Path, limit: u64) -> Result<String, UserFileError> {
+    String::from_utf8(read_user_file(path, limit)?).map_err(|_| UserFileError::NotUtf8 {
+        path: path.to_path_buf(),
+    })
+}
+
+/// Refuses anything but a regular file of at most `limit` bytes.
+fn check_regular(path: &Path, metadata: &Metadata, limit: u64) -> Result<(), UserFileError> {
+    if !metadata.is_file() {
+        return Err(UserFileError::NotRegularFile {
+            path: path.to_path_buf(),
+            kind: file_kind(metadata),
+        });
+    }
+    if metadata.len() > limit {
+        return Err(UserFileError::TooLarge {
+            path: path.to_path_buf(),
+            limit,
+        });
+    }
+    Ok(())
+}
+
+/// What a non-regular file is, for the error message.
+fn file_kind(metadata: &Metadata) -> &'static str {
+    let file_type = metadata.file_type();
+    if file_type.is_dir() {
+        return "a directory";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        if file_type.is_fifo() {
+            return "a FIFO";
+        }
+        if file_type.is_char_device() {
+            return "a character device";
+        }
+        if file_type.is_block_device() {
+            return "a block device";
+        }
+        if file_type.is_socket() {
+            return "a socket";
+        }
+    }
+    "a special file"
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn devices_and_directories_are_refused_with_their_kind() {
+        let error = read_user_file(Path::new("/dev/zero"), TEXT_LIMIT).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                UserFileError::NotRegularFile {
+                    kind: "a character device",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(error.to_string().contains("`/dev/zero`"), "{error}");
+        let error = read_user_file(Path::new("/"), TEXT_LIMIT).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                UserFileError::NotRegularFile {
+                    kind: "a directory",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_file_over_the_limit_is_refused_and_one_at_the_limit_is_read() {
+        let path = std::env::temp_dir().join(format!("neverc-userfile-{}", std::process::id()));
+        fs::write(&path, b"12345").unwrap();
+        assert_eq!(read_user_file(&path, 5).unwrap(), b"12345");
+        let error = read_user_file(&path, 4).unwrap_err();
+        assert!(matches!(error, UserFileError::TooLarge { limit: 4, .. }), "{error}");
+        fs::write(&path, [0xff, 0xfe]).unwrap();
+        assert!(matches!(read_user_text(&path, 5), Err(UserFileError::NotUtf8 { .. })));
+        fs::remove_file(&path).unwrap();
+    }
+}
