@@ -302,6 +302,23 @@ fn an_output_that_is_an_input_or_another_output_is_refused_and_nothing_is_writte
         &[p("link"), p("-o"), &executable, p("-Map"), &rt, &rt, &lib],
         ["-Map", "rt.o"],
     );
+    let order = dir.join("order.txt");
+    fs::write(&order, "answer\n").unwrap();
+    refused(
+        &[
+            p("link"),
+            p("-o"),
+            &executable,
+            p("-Map"),
+            &order,
+            p("--symbol-ordering-file"),
+            &order,
+            &rt,
+            &lib,
+        ],
+        ["-Map", "--symbol-ordering-file"],
+    );
+    assert_eq!(fs::read_to_string(&order).unwrap(), "answer\n");
     let map = dir.join("same");
     refused(&[p("link"), p("-o"), &map, p("-Map"), &map, &rt, &lib], ["-o", "-Map"]);
     assert!(!map.exists());
