@@ -12,7 +12,6 @@ use neverc_schema::{PhaseSchemaDocument, SourceText, parse_phase_schema_for_audi
 
 use crate::CommandError;
 use crate::cli::{AuditArgs, AuditFormat};
-use crate::files::write_bytes_atomically;
 use crate::render::print_diagnostics;
 
 /// The text of a schema or manifest file: a regular file of at most [`neverc_userfile::TEXT_LIMIT`] bytes.
@@ -33,6 +32,17 @@ fn read_schema(path: &Path) -> Result<(PhaseSchemaDocument, Vec<neverc_schema::D
 }
 
 pub(crate) fn run(args: &AuditArgs) -> Result<(), CommandError> {
+    if let Some(output) = &args.output {
+        let inputs: Vec<(&str, &Path)> = [
+            ("--phase-schema", Some(&args.phase_schema)),
+            ("--baseline", args.baseline.as_ref()),
+            ("--plugin-manifest", args.plugin_manifest.as_ref()),
+        ]
+        .into_iter()
+        .filter_map(|(role, path)| Some((role, path?.as_path())))
+        .collect();
+        neverc_output::check_distinct(&[("-o", output)], &inputs)?;
+    }
     let (document, semantic) = read_schema(&args.phase_schema)?;
     let source = args.phase_schema.display().to_string();
     let sealing = audit_sealing(&source, &document, &semantic);
@@ -85,7 +95,7 @@ pub(crate) fn run(args: &AuditArgs) -> Result<(), CommandError> {
         AuditFormat::Html => neverc_audit::html::audit_html(&report),
     };
     match &args.output {
-        Some(path) => write_bytes_atomically(path, rendered.as_bytes())?,
+        Some(path) => neverc_output::write_bytes(path, neverc_output::Mode::Data, rendered.as_bytes())?,
         None => {
             let mut stdout = std::io::stdout().lock();
             let _ = stdout.write_all(rendered.as_bytes());

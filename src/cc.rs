@@ -289,9 +289,10 @@ fn target_for_triple(triple: &str) -> Option<&'static TargetRecord> {
 }
 
 fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
-    use crate::files::AtomicWriteError;
     use neverc_cc::materialize::{MaterializeError, MaterializeOptions, WriteOutput, materialize_to};
+    use neverc_output::WriteError;
     let json = args.format == Format::Json;
+    neverc_output::check_distinct(&[("-o", &args.output)], &[("the input", &args.input)])?;
     let text = neverc_userfile::read_user_text(&args.input, neverc_userfile::MODULE_LIMIT)
         .map_err(|error| CommandError::Io(error.to_string()))?;
     let target = match &args.target {
@@ -315,19 +316,19 @@ fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
         spec: args.ccspec.clone(),
         shuffle: args.ccshuffle,
     };
-    let produced = crate::files::write_atomically_with(&args.output, |file| {
+    let produced = neverc_output::write_with(&args.output, neverc_output::Mode::Data, |file| {
         materialize_to(&text, target, &options, &mut WriteOutput(file))
     });
     let result = match produced {
         Ok(result) => result,
-        Err(AtomicWriteError::Io(message)) => return Err(CommandError::Io(message)),
-        Err(AtomicWriteError::Produce(MaterializeError::Write(error))) => {
+        Err(WriteError::Output(error)) => return Err(error.into()),
+        Err(WriteError::Produce(MaterializeError::Write(error))) => {
             return Err(CommandError::Io(format!(
                 "cannot write `{}`: {error}",
                 args.output.display()
             )));
         }
-        Err(AtomicWriteError::Produce(error)) => {
+        Err(WriteError::Produce(error)) => {
             if !json {
                 let line = match &error {
                     MaterializeError::Read(read) => read.line,

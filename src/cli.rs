@@ -9,11 +9,19 @@ Exit status:
   0  success
   1  the declarations are invalid, a request cannot be answered (unknown target or register), or a link
      fails (an undefined symbol, a policy violation, a verifier)
-  2  usage error
+  2  usage error, such as an output that is the same file as an input or another output (nothing is written)
   3  a file could not be read or written
   4  internal error while generating code
   5  an audit or conformance run failed: a broken invariant, a breaking change against the baseline, a plugin
-     manifest request the declared policy refuses, or a failed conformance case";
+     manifest request the declared policy refuses, or a failed conformance case
+  128+N  killed by signal N
+
+Outputs are written to a temporary file beside the destination (`.<name>.<pid>.<random>.tmp`, created
+exclusively) and renamed into place when complete, so a failure leaves the previous file untouched; a device
+or a FIFO (such as /dev/null) is written in place, never replaced. New files get mode 0777 (a linked
+executable) or 0666, less the umask. SIGINT, SIGTERM and SIGHUP remove the temporary file before the process
+dies; SIGKILL cannot be caught and leaves it, and the next run writing the same output removes temporaries
+whose process is gone.";
 
 /// Calling conventions and compiler/linker phase policies, declared as data.
 ///

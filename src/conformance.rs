@@ -11,7 +11,6 @@ use serde::Serialize;
 use crate::CommandError;
 use crate::check::{declarations_root, declared_target_files};
 use crate::cli::{ConformanceArgs, DeclarationArgs, Format, GenConformanceArgs};
-use crate::files::write_bytes_atomically;
 use crate::render::load_failure;
 
 /// The file a source's vectors go to: `PhaseSchema.json` → `PhaseSchema.conformance.json`,
@@ -48,7 +47,7 @@ pub(crate) fn export(args: &GenConformanceArgs) -> Result<(), CommandError> {
             .map_err(|error| CommandError::Internal(format!("cannot render vectors: {error}")))?;
         json.push('\n');
         let path = args.out.join(vector_file_name(&set.source));
-        write_bytes_atomically(&path, json.as_bytes())?;
+        neverc_output::write_bytes(&path, neverc_output::Mode::Data, json.as_bytes())?;
         exported.push(Exported {
             source: set.source.clone(),
             file: path.display().to_string(),

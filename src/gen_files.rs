@@ -2,6 +2,7 @@
 
 use std::fs;
 
+use neverc_output::{Mode, Output};
 use neverc_schema::load_declarations;
 
 use crate::CommandError;
@@ -22,27 +23,19 @@ pub(crate) fn run(args: &GenArgs) -> Result<(), CommandError> {
     let generated =
         neverc_codegen::generate(&declarations, root).map_err(|error| CommandError::Internal(error.to_string()))?;
     fs::create_dir_all(out).map_err(|error| CommandError::Io(format!("cannot create `{}`: {error}", out.display())))?;
-    // Everything is generated before anything is written; each file is written beside its final name
-    // and renamed into place, so a failure leaves no half-written file behind.
+    // Everything is generated before anything is written; each file is written beside its final name and
+    // renamed into place only when all are complete, so a failure leaves no half-written file behind. A
+    // non-regular file in the directory (a device, a FIFO) is written in place, like any other output.
     let mut staged = Vec::new();
     for file in &generated {
-        let final_path = out.join(&file.name);
-        let temporary = out.join(format!(".{}.tmp", file.name));
-        if let Err(error) = fs::write(&temporary, &file.contents) {
-            for (path, _) in &staged {
-                let _ = fs::remove_file(path);
-            }
-            let _ = fs::remove_file(&temporary);
-            return Err(CommandError::Io(format!(
-                "cannot write `{}`: {error}",
-                temporary.display()
-            )));
-        }
-        staged.push((temporary, final_path));
+        staged.push(Output::staged(
+            &out.join(&file.name),
+            Mode::Data,
+            file.contents.as_bytes(),
+        )?);
     }
-    for (temporary, final_path) in &staged {
-        fs::rename(temporary, final_path)
-            .map_err(|error| CommandError::Io(format!("cannot write `{}`: {error}", final_path.display())))?;
+    for output in staged {
+        output.commit()?;
     }
     for file in &generated {
         outln!(

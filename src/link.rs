@@ -29,6 +29,17 @@ pub(crate) fn gnu_style_arguments(arguments: impl Iterator<Item = OsString>) -> 
 }
 
 pub(crate) fn run(args: &LinkArgs) -> Result<(), CommandError> {
+    // Refused before the link runs, so that nothing is read twice or written at all.
+    let mut outputs = vec![("-o", args.output.as_path())];
+    outputs.extend(args.map.as_deref().map(|map| ("-Map", map)));
+    let mut inputs: Vec<(&str, &std::path::Path)> =
+        args.inputs.iter().map(|input| ("the input", input.as_path())).collect();
+    inputs.extend(
+        args.symbol_ordering_file
+            .as_deref()
+            .map(|path| ("--symbol-ordering-file", path)),
+    );
+    neverc_output::check_distinct(&outputs, &inputs)?;
     let mut options = LinkOptions::new(args.inputs.clone(), args.output.clone());
     options.entry = args.entry.clone();
     options.gc_sections = args.gc_sections;

@@ -1,7 +1,9 @@
 //! `neverc-spec`: validate declarations, generate tables, inspect targets, plan calling conventions, link.
 //!
-//! Exit codes: 0 success; 1 the declarations (or the request, or the link) are invalid; 2 usage error;
-//! 3 a file could not be read or written; 4 internal error in code generation; 5 an audit failed.
+//! Exit codes: 0 success; 1 the declarations (or the request, or the link) are invalid; 2 usage error (an
+//! output that is also an input or another output among them); 3 a file could not be read or written;
+//! 4 internal error in code generation; 5 an audit failed; 128 + N killed by signal N (SIGINT, SIGTERM and
+//! SIGHUP remove the temporary files of a write first).
 
 /// `println!` that never panics: output to a closed pipe (`| head`) is dropped.
 macro_rules! outln {
@@ -24,7 +26,6 @@ mod cc;
 mod check;
 mod cli;
 mod conformance;
-mod files;
 mod gen_files;
 mod link;
 mod render;
@@ -45,6 +46,9 @@ pub(crate) enum CommandError {
     Invalid,
     #[error("{0}")]
     Request(String),
+    /// The command line asks for something that cannot be done, such as an output that is also an input.
+    #[error("{0}")]
+    Usage(String),
     #[error("{0}")]
     Io(String),
     #[error("{0}")]
@@ -59,6 +63,7 @@ impl CommandError {
     fn exit_code(&self) -> u8 {
         match self {
             CommandError::Invalid | CommandError::Request(_) => 1,
+            CommandError::Usage(_) => 2,
             CommandError::Io(_) => 3,
             CommandError::Internal(_) => 4,
             CommandError::AuditFailed(_) => 5,
@@ -66,7 +71,21 @@ impl CommandError {
     }
 }
 
+impl From<neverc_output::OutputError> for CommandError {
+    fn from(error: neverc_output::OutputError) -> CommandError {
+        match error {
+            neverc_output::OutputError::SameFile { .. } => CommandError::Usage(error.to_string()),
+            _ => CommandError::Io(error.to_string()),
+        }
+    }
+}
+
 fn main() -> ExitCode {
+    // A run interrupted by SIGINT, SIGTERM or SIGHUP leaves no temporary file behind (SIGKILL cannot be caught:
+    // the next write to the same output removes what such a run left).
+    if let Err(error) = neverc_output::remove_temporaries_on_signals() {
+        errln!("warning: {error}");
+    }
     let cli = Cli::parse_from(link::gnu_style_arguments(std::env::args_os()));
     let result = match &cli.command {
         Command::Check(args) => check::run(args),

@@ -772,9 +772,15 @@ fn an_object_merge_provider_does_minus_r_links_and_none_means_a_clear_error() {
     assert_eq!(runs_of(&trace, "neverc.link.layout"), 0);
     // The merged object links on its own into the same program.
     let program = out.join("a.out");
-    let mut context = LinkContext::new(LinkOptions::new(vec![merged], program.clone()));
+    let mut context = LinkContext::new(LinkOptions::new(vec![merged.clone()], program.clone()));
     run_link(&mut context, tables(), &mut Registry::default()).unwrap();
     assert_eq!(run(&program), expected_output("basics"));
+    // As with ld, a `-r` output is not executable (0666 less the umask) and a program is (0777 less the umask).
+    use std::os::unix::fs::MetadataExt as _;
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().mode() & 0o7777;
+    assert_eq!(mode(&merged) & 0o111, 0, "{:o}", mode(&merged));
+    assert_eq!(mode(&program) & 0o666, mode(&merged));
+    assert_ne!(mode(&program) & 0o111, 0, "{:o}", mode(&program));
 }
 
 /// The bundled schema with its phase list reversed: the same phases and state machine, other indices.

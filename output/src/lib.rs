@@ -1,0 +1,405 @@
+//! Writing output files completely or not at all, the one way every command and the linker write them.
+//!
+//! - A destination that is a regular file, a symbolic link or missing is written to a temporary file beside it
+//!   and renamed into place when it is complete, so a failure leaves the previous file untouched and no partial
+//!   file behind. The temporary is created exclusively (`O_CREAT | O_EXCL`, which never follows a symbolic
+//!   link) under an unpredictable name, `.<name>.<pid>.<16 hex digits>.tmp`, in the destination's directory.
+//! - Any other destination (a character device such as `/dev/null`, a FIFO) is opened for writing and written
+//!   directly, without truncation and without a rename, as ld.bfd and lld do: replacing it would destroy it.
+//! - A file is created with mode `0o777` (an executable, [`Mode::Executable`]) or `0o666` ([`Mode::Data`]), less
+//!   the process's umask, which the kernel applies, as ld.bfd does.
+//! - Temporaries of this process are recorded while they exist; after [`remove_temporaries_on_signals`], SIGINT,
+//!   SIGTERM and SIGHUP remove them before the process dies of the signal. SIGKILL cannot be caught: the next
+//!   write to the same destination removes the temporaries whose creating process is gone (read from the pid in
+//!   the name and `/proc`).
+//! - [`check_distinct`] refuses an output that is also an input or another output before anything is written.
+
+use std::collections::hash_map::RandomState;
+use std::fs::{self, File, OpenOptions};
+use std::hash::{BuildHasher as _, Hasher as _};
+use std::io::{self, BufWriter, Write};
+use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+
+/// Why an output could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    /// The file system refused: creating, writing, syncing or renaming failed.
+    #[error("cannot write `{}`: {source}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// The destination is a directory.
+    #[error("cannot write `{}`: it is a directory", path.display())]
+    Directory { path: PathBuf },
+    /// An output names the same file as an input or as another output.
+    #[error(
+        "{role} `{}` is the same file as {other_role} `{}`; refusing to overwrite it (nothing was written)",
+        path.display(),
+        other.display()
+    )]
+    SameFile {
+        role: String,
+        path: PathBuf,
+        other_role: String,
+        other: PathBuf,
+    },
+    /// The signal handlers that remove temporaries could not be installed.
+    #[error("cannot install the signal handlers that remove temporary files: {0}")]
+    Signals(#[source] io::Error),
+}
+
+/// Why [`write_with`] failed: the producer of the contents, or the output.
+#[derive(Debug)]
+pub enum WriteError<E> {
+    Produce(E),
+    Output(OutputError),
+}
+
+/// The mode a new output file gets, less the umask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// `0o777`: a linked executable.
+    Executable,
+    /// `0o666`: everything else (relocatable objects, maps, reports, generated text).
+    Data,
+}
+
+impl Mode {
+    fn bits(self) -> u32 {
+        match self {
+            Mode::Executable => 0o777,
+            Mode::Data => 0o666,
+        }
+    }
+}
+
+/// An output being written: to a temporary beside the destination, or directly to a non-regular destination.
+///
+/// Dropped without [`Output::commit`], it removes its temporary and leaves the destination untouched.
+#[derive(Debug)]
+pub struct Output {
+    destination: PathBuf,
+    file: File,
+    /// The temporary, while it exists; `None` for a direct write.
+    temporary: Option<PathBuf>,
+}
+
+impl Output {
+    /// Opens `destination` for writing (see the crate documentation for how).
+    pub fn create(destination: &Path, mode: Mode) -> Result<Output, OutputError> {
+        let failed = |source| OutputError::Write {
+            path: destination.to_path_buf(),
+            source,
+        };
+        match fs::metadata(destination) {
+            Ok(metadata) if metadata.is_dir() => {
+                return Err(OutputError::Directory {
+                    path: destination.to_path_buf(),
+                });
+            }
+            Ok(metadata) if !metadata.is_file() => {
+                // A device or a FIFO: written in place, never truncated, created or replaced.
+                let file = OpenOptions::new().write(true).open(destination).map_err(failed)?;
+                return Ok(Output {
+                    destination: destination.to_path_buf(),
+                    file,
+                    temporary: None,
+                });
+            }
+            _ => {}
+        }
+        let directory = destination
+            .parent()
+            .filter(|parent| !parent.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = destination
+            .file_name()
+            .map_or_else(|| "output".into(), |name| name.to_string_lossy().into_owned());
+        remove_stale_temporaries(directory, &name);
+        let (temporary, file) = create_temporary(directory, &name, mode).map_err(failed)?;
+        Ok(Output {
+            destination: destination.to_path_buf(),
+            file,
+            temporary: Some(temporary),
+        })
+    }
+
+    /// Creates an output for `destination` holding `bytes`, to be committed (or dropped) later: several outputs
+    /// staged first and committed together appear only when all of them could be written.
+    pub fn staged(destination: &Path, mode: Mode, bytes: &[u8]) -> Result<Output, OutputError> {
+        let mut output = Output::create(destination, mode)?;
+        output.write_all(bytes).map_err(|source| OutputError::Write {
+            path: destination.to_path_buf(),
+            source,
+        })?;
+        Ok(output)
+    }
+
+    /// The destination this output replaces.
+    pub fn destination(&self) -> &Path {
+        &self.destination
+    }
+
+    /// Whether this output is written directly to a non-regular destination (a device, a FIFO).
+    pub fn is_direct(&self) -> bool {
+        self.temporary.is_none()
+    }
+
+    /// Syncs the temporary and renames it over the destination (a direct write is complete already).
+    pub fn commit(mut self) -> Result<(), OutputError> {
+        let failed = |source| OutputError::Write {
+            path: self.destination.clone(),
+            source,
+        };
+        self.file.flush().map_err(failed)?;
+        let Some(temporary) = &self.temporary else {
+            return Ok(());
+        };
+        self.file.sync_all().map_err(failed)?;
+        // Renamed under the lock, so that a signal either finds the temporary (and removes it) or finds it gone.
+        let mut live = live_temporaries();
+        fs::rename(temporary, &self.destination).map_err(failed)?;
+        live.retain(|path| path != temporary);
+        drop(live);
+        self.temporary = None;
+        Ok(())
+    }
+}
+
+impl Write for Output {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.file.write(bytes)
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.file.write_all(bytes)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl Drop for Output {
+    fn drop(&mut self) {
+        if let Some(temporary) = self.temporary.take() {
+            let mut live = live_temporaries();
+            let _ = fs::remove_file(&temporary);
+            live.retain(|path| *path != temporary);
+        }
+    }
+}
+
+/// Streams a file's contents (written by `produce`) to `destination` completely or not at all.
+pub fn write_with<T, E>(
+    destination: &Path,
+    mode: Mode,
+    produce: impl FnOnce(&mut BufWriter<&mut Output>) -> Result<T, E>,
+) -> Result<T, WriteError<E>> {
+    let mut output = Output::create(destination, mode).map_err(WriteError::Output)?;
+    let mut writer = BufWriter::with_capacity(1 << 20, &mut output);
+    let produced = produce(&mut writer).map_err(WriteError::Produce)?;
+    writer.flush().map_err(|source| {
+        WriteError::Output(OutputError::Write {
+            path: destination.to_path_buf(),
+            source,
+        })
+    })?;
+    drop(writer);
+    output.commit().map_err(WriteError::Output)?;
+    Ok(produced)
+}
+
+/// Writes `bytes` to `destination` completely or not at all.
+pub fn write_bytes(destination: &Path, mode: Mode, bytes: &[u8]) -> Result<(), OutputError> {
+    Output::staged(destination, mode, bytes)?.commit()
+}
+
+/// How a path is compared with others: by (device, inode) where the file exists, by absolute path otherwise.
+#[derive(PartialEq, Eq)]
+enum Identity {
+    File(u64, u64),
+    Path(PathBuf),
+}
+
+fn identity(path: &Path) -> Identity {
+    match fs::metadata(path) {
+        Ok(metadata) => Identity::File(metadata.dev(), metadata.ino()),
+        Err(_) => {
+            let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+            // The parent may exist under another spelling (a symbolic link, `..`): resolve it where it can be.
+            let resolved = match (absolute.parent(), absolute.file_name()) {
+                (Some(parent), Some(name)) => fs::canonicalize(parent).map(|parent| parent.join(name)).ok(),
+                _ => None,
+            };
+            Identity::Path(resolved.unwrap_or(absolute))
+        }
+    }
+}
+
+/// Refuses an output that is the same file as an input or as another output, before anything is written.
+///
+/// `outputs` and `inputs` are (role, path) pairs; the roles name the paths in the error, such as `-o` or
+/// `input`. An output that exists and is not a regular file (a device, a FIFO) is written in place and never
+/// replaced, so it may be shared (`-o /dev/null -Map /dev/null`).
+pub fn check_distinct(outputs: &[(&str, &Path)], inputs: &[(&str, &Path)]) -> Result<(), OutputError> {
+    let replaced = |path: &Path| fs::metadata(path).map_or(true, |metadata| metadata.is_file());
+    let inputs: Vec<(&str, &Path, Identity)> = inputs
+        .iter()
+        .map(|&(role, path)| (role, path, identity(path)))
+        .collect();
+    let mut earlier: Vec<(&str, &Path, Identity)> = Vec::new();
+    for &(role, path) in outputs.iter().filter(|(_, path)| replaced(path)) {
+        let this = identity(path);
+        if let Some((other_role, other, _)) = inputs.iter().chain(&earlier).find(|(_, _, other)| *other == this) {
+            return Err(OutputError::SameFile {
+                role: role.to_string(),
+                path: path.to_path_buf(),
+                other_role: other_role.to_string(),
+                other: other.to_path_buf(),
+            });
+        }
+        earlier.push((role, path, this));
+    }
+    Ok(())
+}
+
+/// The temporaries this process has created and not yet renamed or removed.
+fn live_temporaries() -> MutexGuard<'static, Vec<PathBuf>> {
+    static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+    LIVE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Creates a new temporary for `name` in `directory`, exclusively, under a name nobody can predict.
+fn create_temporary(directory: &Path, name: &str, mode: Mode) -> io::Result<(PathBuf, File)> {
+    let pid = std::process::id();
+    let mut last_error = io::Error::from(io::ErrorKind::AlreadyExists);
+    for attempt in 0u32..64 {
+        let mut hasher = RandomState::new().build_hasher();
+        hasher.write_u32(attempt);
+        let path = directory.join(format!(".{name}.{pid}.{:016x}.tmp", hasher.finish()));
+        // Created and recorded under the lock, so that a signal cannot come between the two.
+        let mut live = live_temporaries();
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode.bits())
+            .open(&path)
+        {
+            Ok(file) => {
+                live.push(path.clone());
+                return Ok((path, file));
+            }
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => last_error = error,
+            Err(error) => return Err(error),
+        }
+    }
+    Err(last_error)
+}
+
+/// The pid in the name of one of our temporaries for `name` (`.<name>.<pid>.<16 hex digits>.tmp`), if it is one.
+fn temporary_pid(file_name: &str, name: &str) -> Option<u32> {
+    let middle = file_name
+        .strip_prefix('.')?
+        .strip_prefix(name)?
+        .strip_prefix('.')?
+        .strip_suffix(".tmp")?;
+    let (pid, random) = middle.split_once('.')?;
+    let digits = |text: &str, radix| !text.is_empty() && text.chars().all(|c| c.is_digit(radix));
+    if random.len() != 16 || !digits(random, 16) || !digits(pid, 10) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+/// Removes the temporaries for `name` in `directory` left by processes that are gone (killed by SIGKILL, say).
+///
+/// Only regular files named by our pattern are removed, and only when `/proc` shows that their pid is not
+/// running; without `/proc` nothing is removed.
+fn remove_stale_temporaries(directory: &Path, name: &str) {
+    let proc = Path::new("/proc");
+    if !proc.join("self").exists() {
+        return;
+    }
+    let Ok(entries) = fs::read_dir(directory) else {
+        return;
+    };
+    let own = std::process::id();
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(pid) = file_name.to_str().and_then(|file_name| temporary_pid(file_name, name)) else {
+            continue;
+        };
+        let is_file = entry.file_type().is_ok_and(|kind| kind.is_file());
+        if pid != own && is_file && !proc.join(pid.to_string()).exists() {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Makes SIGINT, SIGTERM and SIGHUP remove this process's temporaries before it dies of the signal (or, should
+/// re-raising it fail, exits with status 128 + the signal number). Calling it again does nothing.
+///
+/// A process that handles these signals itself should not call it.
+pub fn remove_temporaries_on_signals() -> Result<(), OutputError> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    if INSTALLED.get().is_some() {
+        return Ok(());
+    }
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]).map_err(OutputError::Signals)?;
+    std::thread::Builder::new()
+        .name("neverc-output-signals".into())
+        .spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                // The lock is kept until the process is gone, so no new temporary appears and none is renamed.
+                let mut live = live_temporaries();
+                for path in live.drain(..) {
+                    let _ = fs::remove_file(path);
+                }
+                let _ = signal_hook::low_level::emulate_default_handler(signal);
+                std::process::exit(128 + signal);
+            }
+        })
+        .map_err(OutputError::Signals)?;
+    let _ = INSTALLED.set(());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn temporary_names_are_recognized_exactly() {
+        assert_eq!(temporary_pid(".a.out.12.0123456789abcdef.tmp", "a.out"), Some(12));
+        assert_eq!(temporary_pid(".a.out.12.0123456789abcdef.tmp", "a"), None);
+        assert_eq!(temporary_pid(".a.out.12.tmp", "a.out"), None);
+        assert_eq!(temporary_pid(".a.out.x.0123456789abcdef.tmp", "a.out"), None);
+        assert_eq!(temporary_pid(".a.out.12.0123456789abcdeg.tmp", "a.out"), None);
+    }
+
+    #[test]
+    fn a_dropped_output_leaves_no_temporary_and_a_committed_one_replaces_the_file() {
+        let dir = std::env::temp_dir().join(format!("neverc-output-unit-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let destination = dir.join("out");
+        fs::write(&destination, "old").unwrap();
+        let mut output = Output::create(&destination, Mode::Data).unwrap();
+        output.write_all(b"new").unwrap();
+        drop(output);
+        assert_eq!(fs::read_to_string(&destination).unwrap(), "old");
+        write_bytes(&destination, Mode::Data, b"new").unwrap();
+        assert_eq!(fs::read_to_string(&destination).unwrap(), "new");
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+        assert!(live_temporaries().is_empty());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
