@@ -256,6 +256,9 @@ fn ll_inputs(dir: &Path) -> Vec<(String, String)> {
         };
         for entry in entries {
             let path = entry.unwrap().path();
+            if path.extension().is_some_and(|ext| ext == "md") {
+                continue;
+            }
             if let Ok(module) = std::fs::read_to_string(&path) {
                 inputs.push((path.display().to_string(), module));
             }
