@@ -7,7 +7,7 @@ use neverc_cc::assignment::{Decider, ValueRef};
 use neverc_cc::layout::TypeTable;
 use neverc_cc::plan::{LocationKind, Plan};
 use neverc_cc::plan_validation::{ValueSizes, validate_plan};
-use neverc_cc::planner::{NoteSeverity, plan_from_spec};
+use neverc_cc::planner::{NoteSeverity, PlanNote, PlanningError, plan_from_spec};
 use neverc_cc::signature::{Signature, parse_type_definition};
 use neverc_tables::TargetRecord;
 use neverc_tables::target_by_name;
@@ -38,6 +38,32 @@ fn caret_with(what: &str, text: &str, span: Range<usize>, message: &str, severit
         .with_label(LabeledSpan::at(span, "here"));
     let report = Report::new(diagnostic).with_source_code(NamedSource::new(what, shown));
     errln!("{report:?}");
+}
+
+/// Prints a planner note the same way on every path (`cc plan`, `cc materialize`): with a caret under the
+/// spec token it is about (the spec shown as `source`), or as one line; `prefix` says where the spec came from.
+fn report_note(source: &str, prefix: &str, spec: &str, note: &PlanNote) {
+    let (word, severity) = match note.severity {
+        NoteSeverity::Warning => ("warning", Severity::Warning),
+        NoteSeverity::Note => ("note", Severity::Advice),
+    };
+    match &note.span {
+        Some(span) => caret_with(
+            source,
+            spec,
+            span.clone(),
+            &format!("{prefix}{word}: {}", note.message),
+            severity,
+        ),
+        None => errln!("{prefix}{word}: {}", note.message),
+    }
+}
+
+/// Prints a planning error, with a caret under the spec token when the spec is at fault.
+fn report_planning_error(source: &str, spec: &str, error: &PlanningError) {
+    if let PlanningError::MalformedSpec { span, .. } = error {
+        caret(source, spec, span.clone(), &error.to_string());
+    }
 }
 
 fn types(definitions: &[String]) -> Result<TypeTable, CommandError> {
@@ -104,8 +130,10 @@ fn plan(args: &CcPlanArgs) -> Result<(), CommandError> {
     let spec = args.spec.as_deref().unwrap_or(target.default_spec);
     let signature = signature(&args.sig)?;
     let types = types(&args.types)?;
-    let planned = plan_from_spec(target, spec, &signature, &types, &args.function)
-        .map_err(|error| CommandError::Request(error.to_string()))?;
+    let planned = plan_from_spec(target, spec, &signature, &types, &args.function).map_err(|error| {
+        report_planning_error("--spec", spec, &error);
+        CommandError::Request(error.to_string())
+    })?;
     let values: Vec<PlanRow> = planned
         .assignments
         .iter()
@@ -188,25 +216,7 @@ fn plan(args: &CcPlanArgs) -> Result<(), CommandError> {
         }
     }
     for note in &planned.notes {
-        match &note.span {
-            Some(span) => {
-                let severity = if note.severity == NoteSeverity::Warning {
-                    Severity::Warning
-                } else {
-                    Severity::Advice
-                };
-                caret_with("--spec", spec, span.clone(), &note.message, severity);
-            }
-            None => errln!(
-                "{}: {}",
-                if note.severity == NoteSeverity::Warning {
-                    "warning"
-                } else {
-                    "note"
-                },
-                note.message
-            ),
-        }
+        report_note("--spec", "", spec, note);
     }
     Ok(())
 }
@@ -360,10 +370,10 @@ fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
             warning.message
         );
     }
-    for (function, note) in &result.notes {
-        if note.severity == NoteSeverity::Warning {
-            errln!("{}: warning: {function}: {}", args.input.display(), note.message);
-        }
+    for noted in &result.notes {
+        let prefix = format!("{}:{}: {}: ", args.input.display(), noted.line, noted.function);
+        let source = format!("spec of {} ({}:{})", noted.function, args.input.display(), noted.line);
+        report_note(&source, &prefix, &noted.spec, &noted.note);
     }
     if json {
         let value = serde_json::json!({
@@ -371,6 +381,12 @@ fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
             "plans": result.plans().map(|(name, plan)| (name, plan.to_string())).collect::<std::collections::BTreeMap<_, _>>(),
             "validated": result.validated,
             "warnings": result.warnings.iter().map(|w| serde_json::json!({"function": w.function, "line": w.line, "message": w.message})).collect::<Vec<_>>(),
+            "notes": result.notes.iter().map(|n| serde_json::json!({
+                "function": n.function,
+                "line": n.line,
+                "severity": if n.note.severity == NoteSeverity::Warning { "warning" } else { "note" },
+                "message": n.note.message,
+            })).collect::<Vec<_>>(),
         });
         outln!("{value}");
     } else {
@@ -379,7 +395,7 @@ fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
             args.input.display(),
             result.plan_count(),
             result.validated.len(),
-            result.warnings.len(),
+            result.warning_count(),
             args.output.display()
         );
     }

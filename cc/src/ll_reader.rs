@@ -351,6 +351,29 @@ fn string_attribute(text: &str, range: Range<usize>, key: &str) -> Option<(Range
     ))
 }
 
+/// Like [`string_attribute`], but a `"key"` in `text[range]` that does not start a well-formed `"key"="value"`
+/// entry (a missing value, a value without its closing quote) is an error: such an attribute would otherwise
+/// be ignored without a word.
+fn checked_string_attribute(
+    text: &str,
+    range: Range<usize>,
+    key: &str,
+    line: usize,
+) -> Result<Option<(Range<usize>, String)>, ReadError> {
+    let found = string_attribute(text, range.clone(), key);
+    if found.is_none()
+        && let Some(slice) = text.get(range.clone())
+        && let Some(at) = slice.find(&format!("\"{key}\""))
+    {
+        return Err(ReadError {
+            line,
+            message: format!("malformed `\"{key}\"` attribute: expected `\"{key}\"=\"…\"` with a closing quote"),
+            span: range.start + at..range.end,
+        });
+    }
+    Ok(found)
+}
+
 /// Index just past the parenthesis that closes the one at `open`.
 fn matching_paren(text: &str, open: usize) -> Option<usize> {
     let bytes = &text.as_bytes()[open..];
@@ -582,10 +605,14 @@ fn read_header<'t>(
     };
     // Most headers carry no string attribute at all.
     let quoted = memchr::memchr(b'"', &text.as_bytes()[tail.clone()]).is_some();
-    let spec = quoted
-        .then(|| string_attribute(text, tail.clone(), SPEC_ATTRIBUTE))
-        .flatten();
-    let plan = quoted.then(|| string_attribute(text, tail, PLAN_ATTRIBUTE)).flatten();
+    let (spec, plan) = if quoted {
+        (
+            checked_string_attribute(text, tail.clone(), SPEC_ATTRIBUTE, line)?,
+            checked_string_attribute(text, tail, PLAN_ATTRIBUTE, line)?,
+        )
+    } else {
+        (None, None)
+    };
     let inline_attributes = if spec.is_some() || plan.is_some() {
         module.inline_attributes.push(InlineAttributes { spec, plan });
         module.inline_attributes.len() as u32 - 1
@@ -623,8 +650,8 @@ fn read_attribute_group(text: &str, span: Range<usize>, line: usize) -> Result<A
     Ok(AttributeGroup {
         id,
         line,
-        spec: string_attribute(text, body.clone(), SPEC_ATTRIBUTE),
-        plan: string_attribute(text, body.clone(), PLAN_ATTRIBUTE),
+        spec: checked_string_attribute(text, body.clone(), SPEC_ATTRIBUTE, line)?,
+        plan: checked_string_attribute(text, body.clone(), PLAN_ATTRIBUTE, line)?,
         span,
         body,
     })

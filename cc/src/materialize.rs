@@ -6,7 +6,6 @@
 //! call sites get `cc 1000`, call sites inherit the callee's plan, and functions whose address escapes are
 //! reported. The output differs from the input only by these edits.
 
-use std::collections::HashSet;
 use std::ops::Range;
 
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -17,7 +16,7 @@ use crate::ll_reader::{
 use crate::name_table::NameTable;
 use crate::plan::{PLAN_TAG, Plan};
 use crate::plan_validation::check_plan_identity;
-use crate::planner::{PlanNote, PlanningError, plan_from_spec};
+use crate::planner::{NoteSeverity, PlanNote, PlanningError, plan_from_spec};
 use neverc_tables::TargetRecord;
 
 /// The one spelling of LLVM's number for NeverC's custom calling convention, for the constant and the text.
@@ -66,8 +65,17 @@ pub struct MaterializeReport<'t> {
     /// Functions whose existing plan was validated.
     pub validated: Vec<&'t str>,
     pub warnings: Vec<Warning>,
-    /// Planner notes, once per distinct (spec, signature), with the first function that had them.
-    pub notes: Vec<(String, PlanNote)>,
+    /// Planner notes, once per planned (spec, signature), with the first function that had them.
+    pub notes: Vec<FunctionNote>,
+}
+
+/// A planner note about a function: the same note `cc plan` gives, with the spec its span points into.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FunctionNote {
+    pub function: String,
+    pub line: usize,
+    pub spec: String,
+    pub note: PlanNote,
 }
 
 impl<'t> MaterializeReport<'t> {
@@ -80,6 +88,16 @@ impl<'t> MaterializeReport<'t> {
                 let (text, existing) = &self.plan_texts[*plan as usize];
                 (!existing).then_some((*function, &**text))
             })
+    }
+
+    /// Address-taken warnings and planner warnings together.
+    pub fn warning_count(&self) -> usize {
+        self.warnings.len()
+            + self
+                .notes
+                .iter()
+                .filter(|noted| noted.note.severity == NoteSeverity::Warning)
+                .count()
     }
 
     /// How many functions were given a plan.
@@ -216,8 +234,10 @@ struct HeaderEdit {
 /// `#N` reference and the plan text is written once per group rather than once per use.
 struct PlanGroups<'a> {
     text: &'a str,
-    exclusive: HashSet<u32>,
-    cleaned: HashSet<u32>,
+    /// Groups with a spec referenced by function headers only, with the number of those headers.
+    exclusive: FxHashMap<u32, usize>,
+    /// How many headers of each exclusive group moved to a new group.
+    moved: FxHashMap<u32, usize>,
     /// (original group or [`NONE`], plan) → the new group's `#N` and ` #N` replacements.
     assigned: FxHashMap<(u32, u32), (u32, u32)>,
     /// The last lookup, which neighbouring functions usually repeat.
@@ -264,14 +284,28 @@ impl PlanGroups<'_> {
         references
     }
 
-    /// Removes a spec from a group in place when only spec carriers use the group (they all move away).
+    /// Notes that a header referencing `group` moved to a new group.
     fn clean(&mut self, group: &AttributeGroup) {
-        if self.exclusive.contains(&group.id)
-            && self.cleaned.insert(group.id)
-            && let Some((range, _)) = &group.spec
-        {
-            self.edits
-                .push(Edit::new(range.start.saturating_sub(1), range.end, REMOVE));
+        if self.exclusive.contains_key(&group.id) {
+            *self.moved.entry(group.id).or_default() += 1;
+        }
+    }
+
+    /// Removes the spec from every exclusive group a header moved away from. A group left without attributes
+    /// is removed whole when no reference to it remains (LLVM refuses `attributes #N = { }`), and keeps its
+    /// spec when one does (a header whose existing plan wins over the spec).
+    fn finish_cleaning(&mut self, groups: &[AttributeGroup]) {
+        for group in groups {
+            let (Some(moved), Some((range, _))) = (self.moved.get(&group.id), &group.spec) else {
+                continue;
+            };
+            if !group_body_without_spec(self.text, group).is_empty() {
+                self.edits
+                    .push(Edit::new(range.start.saturating_sub(1), range.end, REMOVE));
+            } else if self.exclusive.get(&group.id) == Some(moved) {
+                let end = group.span.end + usize::from(self.text.as_bytes().get(group.span.end) == Some(&b'\n'));
+                self.edits.push(Edit::new(group.span.start, end, REMOVE));
+            }
         }
     }
 }
@@ -311,7 +345,7 @@ pub fn materialize_to<'t>(
     let mut plan_groups = PlanGroups {
         text,
         exclusive: exclusive_spec_groups(text, &module),
-        cleaned: HashSet::new(),
+        moved: FxHashMap::default(),
         assigned: FxHashMap::default(),
         last: None,
         next_id: module
@@ -383,7 +417,12 @@ pub fn materialize_to<'t>(
                     error,
                 }
             })?;
-            notes.extend(planned.notes.into_iter().map(|note| (function.name.to_string(), note)));
+            notes.extend(planned.notes.into_iter().map(|note| FunctionNote {
+                function: function.name.to_string(),
+                line: function.line as usize,
+                spec: spec.to_string(),
+                note,
+            }));
             Ok(share(
                 planned.plan.serialize(),
                 false,
@@ -502,6 +541,7 @@ pub fn materialize_to<'t>(
         }
     }
 
+    plan_groups.finish_cleaning(&module.attribute_groups);
     let mut group_edits = std::mem::take(&mut plan_groups.edits);
     if !plan_groups.appended.is_empty() {
         let at = module.attribute_groups.last().map_or(text.len(), |group| {
@@ -633,28 +673,43 @@ struct SharedText<'a> {
 }
 
 /// Attribute groups holding a spec whose every reference is a function header (those functions all take
-/// the group's spec, so the spec can be removed from the group itself).
-fn exclusive_spec_groups(text: &str, module: &Module<'_>) -> HashSet<u32> {
-    let mut result = HashSet::new();
-    for group in module.attribute_groups.iter().filter(|group| group.spec.is_some()) {
-        let token = format!("#{}", group.id);
-        let occurrences = text
-            .match_indices(&token)
-            .filter(|(at, _)| {
-                let next = text.as_bytes().get(at + token.len());
-                !next.is_some_and(u8::is_ascii_digit) && !text[..*at].ends_with("attributes ")
-            })
-            .count();
-        let headers = module
-            .functions
-            .iter()
-            .filter(|function| function.group == group.id)
-            .count();
-        if occurrences == headers {
-            result.insert(group.id);
+/// the group's spec, so the spec can be removed from the group itself), with the number of those headers.
+/// One scan of the text counts the `#N` references of every such group.
+fn exclusive_spec_groups(text: &str, module: &Module<'_>) -> FxHashMap<u32, usize> {
+    let mut references: FxHashMap<u32, usize> = module
+        .attribute_groups
+        .iter()
+        .filter(|group| group.spec.is_some())
+        .map(|group| (group.id, 0))
+        .collect();
+    if references.is_empty() {
+        return references;
+    }
+    let bytes = text.as_bytes();
+    for at in memchr::memchr_iter(b'#', bytes) {
+        let digits = bytes[at + 1..].iter().take_while(|byte| byte.is_ascii_digit()).count();
+        if digits == 0 || text[..at].ends_with("attributes ") {
+            continue;
+        }
+        if let Ok(id) = text[at + 1..at + 1 + digits].parse::<u32>()
+            && let Some(count) = references.get_mut(&id)
+        {
+            *count += 1;
         }
     }
-    result
+    let mut headers: FxHashMap<u32, usize> = FxHashMap::default();
+    for function in &module.functions {
+        if references.contains_key(&function.group) {
+            *headers.entry(function.group).or_default() += 1;
+        }
+    }
+    references
+        .into_iter()
+        .filter_map(|(id, occurrences)| {
+            let headers = headers.get(&id).copied().unwrap_or(0);
+            (occurrences == headers).then_some((id, headers))
+        })
+        .collect()
 }
 
 /// The attributes of a group without its spec, as one line.

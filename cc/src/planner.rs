@@ -37,6 +37,8 @@ pub enum PlanningError {
     Variadic { function: String },
     #[error("legacy NeverC calling convention spec is empty or malformed")]
     EmptySpec,
+    #[error("malformed NeverC calling convention spec: `{token}` is not a key, a register name or a stack token")]
+    MalformedSpec { token: String, span: Range<usize> },
     #[error("NeverC custom calling convention cannot materialize a scalable or oversized value")]
     Oversized,
     #[error(transparent)]
@@ -68,8 +70,10 @@ fn note(severity: NoteSeverity, message: String, token: Option<&SpecToken<'_>>) 
 /// A resolved spec name, or why it is skipped.
 fn resolve_name(target: &TargetRecord, token: &SpecToken<'_>, notes: &mut Vec<PlanNote>) -> Option<ResolvedRegister> {
     let Some(resolved) = target.resolve_register(token.text) else {
+        // A name that is no register shifts every later value to another register: a warning, wherever the
+        // spec comes from.
         notes.push(note(
-            NoteSeverity::Note,
+            NoteSeverity::Warning,
             format!("`{}` is not a register of {}; it is skipped", token.text, target.name),
             Some(token),
         ));
@@ -124,6 +128,12 @@ pub fn plan_from_spec(
         });
     }
     let spec = Spec::parse(spec_text);
+    if let Some(token) = spec.malformed_token() {
+        return Err(PlanningError::MalformedSpec {
+            token: token.text.to_string(),
+            span: token.span(),
+        });
+    }
     if spec.is_empty() {
         return Err(PlanningError::EmptySpec);
     }
@@ -378,19 +388,27 @@ pub fn assign(
             state.used.insert(register);
         }
     }
+    // The plan's pieces by value, in plan order within a value (a stable sort), walked once: looking the
+    // pieces of each parameter up in the whole list would take quadratic time.
+    let mut by_value: Vec<&Location> = plan.arguments.iter().collect();
+    by_value.sort_by_key(|location| location.value_index);
+    let mut next_piece = 0;
     for (index, parameter) in signature.parameters.iter().enumerate() {
         let index = index as u32;
-        let pieces: Vec<&Location> = plan
-            .arguments
-            .iter()
-            .filter(|location| location.value_index == index)
-            .collect();
+        while next_piece < by_value.len() && by_value[next_piece].value_index < index {
+            next_piece += 1;
+        }
+        let first_piece = next_piece;
+        while next_piece < by_value.len() && by_value[next_piece].value_index == index {
+            next_piece += 1;
+        }
+        let pieces = &by_value[first_piece..next_piece];
         if pieces.is_empty() {
             assignments.push(state.assign_argument(index, parameter, types)?);
             continue;
         }
         let mut placed = Vec::new();
-        for location in &pieces {
+        for location in pieces {
             let Some(place) = plan_place(location) else { continue };
             let place = match place {
                 Place::Register { register, .. } => Place::Register {

@@ -128,9 +128,43 @@ pub struct SignatureError {
     pub span: Range<usize>,
 }
 
+/// The deepest nesting of types (and of brackets in general: `{`, `<{`, `[`, `<`, `(`) accepted anywhere a
+/// type is read: in signatures, type definitions and layouts through named types. Every recursive step over
+/// types checks it before it recurses, so hostile input is a diagnostic rather than a stack overflow.
+pub const MAX_TYPE_NESTING: usize = 256;
+
+/// Refuses text whose brackets nest deeper than [`MAX_TYPE_NESTING`], before the grammar (which recurses once
+/// per level) sees it. Quoted names and strings are skipped.
+pub fn check_nesting(text: &str) -> Result<(), SignatureError> {
+    let bytes = text.as_bytes();
+    let mut depth = 0usize;
+    let mut in_string = false;
+    for (at, byte) in bytes.iter().enumerate() {
+        match byte {
+            b'"' => in_string = !in_string,
+            _ if in_string => {}
+            b'(' | b'[' | b'{' | b'<' => {
+                depth += 1;
+                if depth > MAX_TYPE_NESTING {
+                    return Err(SignatureError {
+                        message: format!(
+                            "type nesting deeper than the limit of {MAX_TYPE_NESTING} levels at byte {at}"
+                        ),
+                        span: at..at + 1,
+                    });
+                }
+            }
+            b')' | b']' | b'}' | b'>' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 impl Signature {
     /// Parses a `--sig` string such as `i32 (i32, i64, ptr byval(%struct.Q) align 8)`.
     pub fn parse(text: &str) -> Result<Signature, SignatureError> {
+        check_nesting(text)?;
         let mut pairs = SignatureGrammar::parse(Rule::signature, text).map_err(|error| pest_error(text, &error))?;
         let signature = pairs.next().ok_or_else(|| SignatureError {
             message: "empty signature".into(),
@@ -161,6 +195,7 @@ impl Signature {
 
 /// Parses `%struct.Q = type { i64, i64, i64 }` into the type's name and definition (`None` for `opaque`).
 pub fn parse_type_definition(text: &str) -> Result<(String, Option<IrType>), SignatureError> {
+    check_nesting(text)?;
     let mut pairs = SignatureGrammar::parse(Rule::type_definition, text).map_err(|error| pest_error(text, &error))?;
     let mut inner = pairs.next().map(|pair| pair.into_inner()).into_iter().flatten();
     let name = inner.next().map(|name| name.as_str().to_string()).unwrap_or_default();
@@ -273,7 +308,16 @@ fn attribute(pair: Pair<'_, Rule>, attributes: &mut ValueAttributes) -> Result<(
         }
         Rule::align_attribute => {
             if let Some(value) = pair.into_inner().next() {
-                attributes.align = Some(decimal(value)?);
+                let at = span(&value);
+                let align = decimal(value)?;
+                // LLVM requires alignments to be powers of two (and refuses `align 0`).
+                if !align.is_power_of_two() {
+                    return Err(SignatureError {
+                        message: format!("alignment {align} is not a power of two"),
+                        span: at,
+                    });
+                }
+                attributes.align = Some(align);
             }
         }
         Rule::word_attribute => match pair.into_inner().next().map(|word| word.as_str()) {
@@ -439,5 +483,31 @@ mod tests {
         assert!(Signature::parse("i32 (i32").is_err());
         assert!(Signature::parse("i0 ()").is_err());
         assert!(Signature::parse("").is_err());
+    }
+
+    #[test]
+    fn rule_nesting_is_limited_before_the_grammar_recurses() {
+        let ok = format!(
+            "i32 ({}i32{})",
+            "{".repeat(MAX_TYPE_NESTING - 1),
+            "}".repeat(MAX_TYPE_NESTING - 1)
+        );
+        assert!(Signature::parse(&ok).is_ok());
+        let deep = format!("i32 ({}i32{})", "[2 x ".repeat(20_000), "]".repeat(20_000));
+        let error = Signature::parse(&deep).unwrap_err();
+        assert!(error.message.contains("256"), "{}", error.message);
+        assert_eq!(error.span.start, 5 + MAX_TYPE_NESTING * 5 - 5);
+        // Brackets inside quoted names do not count.
+        let quoted = format!("void (%\"{}\")", "{".repeat(1_000));
+        assert!(check_nesting(&quoted).is_ok());
+    }
+
+    #[test]
+    fn rule_alignments_are_powers_of_two() {
+        assert!(Signature::parse("void (ptr align 8)").is_ok());
+        for align in ["align 3", "align 0", "align(6)"] {
+            let error = Signature::parse(&format!("void (ptr {align})")).unwrap_err();
+            assert!(error.message.contains("power of two"), "{}", error.message);
+        }
     }
 }

@@ -18,7 +18,13 @@ pub enum StandardAbiError {
     Layout(#[from] LayoutError),
     #[error("the standard convention of {target} cannot return `{ty}` in registers it declares")]
     UnsupportedReturn { target: &'static str, ty: String },
+    #[error("a value passed directly splits into more than {} pieces", MAX_PIECES)]
+    TooManyPieces,
 }
+
+/// The most pieces one value passed directly may split into (an aggregate is split element by element; a
+/// hostile `[4294967295 x i32]` would otherwise take hours and all memory).
+pub const MAX_PIECES: usize = 1 << 16;
 
 /// Register and stack allocation state while assigning one call's values in order.
 #[derive(Clone, Debug)]
@@ -202,6 +208,9 @@ impl<'t> AbiState<'t> {
                     for mut piece in self.assign_type(field, types)? {
                         piece.offset += offset;
                         pieces.push(piece);
+                    }
+                    if pieces.len() > MAX_PIECES {
+                        return Err(StandardAbiError::TooManyPieces);
                     }
                     offset += field_layout.alloc_size;
                 }
@@ -388,10 +397,17 @@ impl<'t> AbiState<'t> {
             && !matches!(element_type, IrType::Array { .. } | IrType::Struct { .. });
         if !block_applies {
             let mut pieces = Vec::new();
+            // Elements without bytes take no place, however many there are.
+            if element_layout.alloc_size == 0 {
+                return Ok(pieces);
+            }
             for index in 0..u64::from(length) {
                 for mut piece in self.assign_type(element_type, types)? {
                     piece.offset += index * element_layout.alloc_size;
                     pieces.push(piece);
+                }
+                if pieces.len() > MAX_PIECES {
+                    return Err(StandardAbiError::TooManyPieces);
                 }
             }
             return Ok(pieces);

@@ -127,6 +127,23 @@ impl<'a> Spec<'a> {
             .flat_map(|segment| segment.items.iter())
     }
 
+    /// The first key or item that cannot be a key, a register name or a stack token: one holding a character
+    /// other than ASCII letters, digits, `_`, `.`, `$` and `-` (such as the `(` of `gpr:(`). NeverC's parser
+    /// accepts such specs and skips the token; a spec that says something no target can mean is refused
+    /// instead, on every path that plans.
+    pub fn malformed_token(&self) -> Option<&SpecToken<'a>> {
+        let well_formed = |token: &SpecToken<'_>| {
+            token
+                .text
+                .bytes()
+                .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'_' | b'.' | b'$' | b'-'))
+        };
+        self.segments
+            .iter()
+            .flat_map(|segment| std::iter::once(&segment.key).chain(&segment.items))
+            .find(|token| !well_formed(token))
+    }
+
     /// Segments whose key is not a known key or alias.
     pub fn unknown_segments(&self) -> impl Iterator<Item = &SpecSegment<'a>> {
         self.segments.iter().filter(|segment| segment.list.is_none())
@@ -205,6 +222,21 @@ mod tests {
             Vec::<String>::new()
         );
         assert_eq!(Spec::parse("a:b:c").segments[0].items[0].text, "b:c");
+    }
+
+    #[test]
+    fn rule_tokens_that_no_target_can_mean_are_malformed() {
+        assert_eq!(Spec::parse("gpr:(").malformed_token().map(|t| t.text), Some("("));
+        assert_eq!(
+            Spec::parse("gpr:rcx rdx").malformed_token().map(|t| t.text),
+            Some("rcx rdx")
+        );
+        assert_eq!(Spec::parse("g(pr:rcx").malformed_token().map(|t| t.start), Some(0));
+        assert!(
+            Spec::parse(" gpr: rcx, ,rdx ;; RET:rax;csr:r12;args:STACK,x0")
+                .malformed_token()
+                .is_none()
+        );
     }
 
     #[test]

@@ -1,0 +1,67 @@
+target triple = "x86_64-pc-linux-gnu"
+%D0 = type { i8 }
+%D1 = type { %D0, %D0 }
+%D2 = type { %D1, %D1 }
+%D3 = type { %D2, %D2 }
+%D4 = type { %D3, %D3 }
+%D5 = type { %D4, %D4 }
+%D6 = type { %D5, %D5 }
+%D7 = type { %D6, %D6 }
+%D8 = type { %D7, %D7 }
+%D9 = type { %D8, %D8 }
+%D10 = type { %D9, %D9 }
+%D11 = type { %D10, %D10 }
+%D12 = type { %D11, %D11 }
+%D13 = type { %D12, %D12 }
+%D14 = type { %D13, %D13 }
+%D15 = type { %D14, %D14 }
+%D16 = type { %D15, %D15 }
+%D17 = type { %D16, %D16 }
+%D18 = type { %D17, %D17 }
+%D19 = type { %D18, %D18 }
+%D20 = type { %D19, %D19 }
+%D21 = type { %D20, %D20 }
+%D22 = type { %D21, %D21 }
+%D23 = type { %D22, %D22 }
+%D24 = type { %D23, %D23 }
+%D25 = type { %D24, %D24 }
+%D26 = type { %D25, %D25 }
+%D27 = type { %D26, %D26 }
+%D28 = type { %D27, %D27 }
+%D29 = type { %D28, %D28 }
+%D30 = type { %D29, %D29 }
+%D31 = type { %D30, %D30 }
+%D32 = type { %D31, %D31 }
+%D33 = type { %D32, %D32 }
+%D34 = type { %D33, %D33 }
+%D35 = type { %D34, %D34 }
+%D36 = type { %D35, %D35 }
+%D37 = type { %D36, %D36 }
+%D38 = type { %D37, %D37 }
+%D39 = type { %D38, %D38 }
+%D40 = type { %D39, %D39 }
+%D41 = type { %D40, %D40 }
+%D42 = type { %D41, %D41 }
+%D43 = type { %D42, %D42 }
+%D44 = type { %D43, %D43 }
+%D45 = type { %D44, %D44 }
+%D46 = type { %D45, %D45 }
+%D47 = type { %D46, %D46 }
+%D48 = type { %D47, %D47 }
+%D49 = type { %D48, %D48 }
+%D50 = type { %D49, %D49 }
+%D51 = type { %D50, %D50 }
+%D52 = type { %D51, %D51 }
+%D53 = type { %D52, %D52 }
+%D54 = type { %D53, %D53 }
+%D55 = type { %D54, %D54 }
+%D56 = type { %D55, %D55 }
+%D57 = type { %D56, %D56 }
+%D58 = type { %D57, %D57 }
+%D59 = type { %D58, %D58 }
+%D60 = type { %D59, %D59 }
+define i32 @f(%D60 %p) #0 {
+  ret i32 0
+}
+
+attributes #0 = { "neverc-callconv"="gpr:rdi;ret:rax" }
