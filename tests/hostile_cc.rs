@@ -450,37 +450,21 @@ fn fastest(mut work: impl FnMut()) -> Duration {
         .unwrap()
 }
 
-/// A module of `count` functions, each with its own attribute group holding a spec.
-pub fn groups_module(count: usize) -> String {
-    let mut module = String::from(TRIPLE);
-    for index in 0..count {
-        let _ = writeln!(module, "define i32 @f{index}(i32 %a) #{index} {{\n  ret i32 %a\n}}");
-    }
-    for index in 0..count {
-        let _ = writeln!(
-            module,
-            "attributes #{index} = {{ nounwind \"neverc-callconv\"=\"gpr:rdi;ret:rax\" }}"
-        );
-    }
-    module
-}
-
-/// A module of one function with `count` parameters and a spec.
-pub fn parameters_module(count: usize) -> String {
-    let parameters: Vec<String> = (0..count).map(|index| format!("i64 %p{index}")).collect();
-    format!(
-        "{TRIPLE}define void @f({}) #0 {{\n  ret void\n}}\n\nattributes #0 = {{ nounwind \"neverc-callconv\"=\"gpr:rdi,rsi\" }}\n",
-        parameters.join(", ")
-    )
-}
-
 #[test]
 fn many_groups_and_many_parameters_take_linear_time() {
     let x86 = neverc_tables::target_by_name("x86_64").unwrap();
     let options = MaterializeOptions::default();
     for (what, make, n) in [
-        ("attribute groups", groups_module as fn(usize) -> String, 4_000),
-        ("parameters", parameters_module as fn(usize) -> String, 5_000),
+        (
+            "attribute groups",
+            neverc_test_support::spec_groups_module as fn(usize) -> String,
+            4_000,
+        ),
+        (
+            "parameters",
+            neverc_test_support::spec_parameters_module as fn(usize) -> String,
+            5_000,
+        ),
     ] {
         let (small, large) = (make(n), make(4 * n));
         let time_small = fastest(|| {

@@ -167,30 +167,6 @@ fn read_only(c: &mut Criterion) {
     group.finish();
 }
 
-/// `n` functions, each with its own attribute group holding a spec (the shape that was quadratic).
-fn groups_module(n: usize) -> String {
-    let mut text = String::from("target triple = \"x86_64-pc-linux-gnu\"\n");
-    for index in 0..n {
-        let _ = writeln!(text, "define i32 @f{index}(i32 %a) #{index} {{\n  ret i32 %a\n}}");
-    }
-    for index in 0..n {
-        let _ = writeln!(
-            text,
-            "attributes #{index} = {{ nounwind \"neverc-callconv\"=\"gpr:rdi;ret:rax\" }}"
-        );
-    }
-    text
-}
-
-/// One function with `n` parameters and a spec (the other shape that was quadratic).
-fn parameters_module(n: usize) -> String {
-    let parameters: Vec<String> = (0..n).map(|index| format!("i64 %p{index}")).collect();
-    format!(
-        "target triple = \"x86_64-pc-linux-gnu\"\ndefine void @f({}) #0 {{\n  ret void\n}}\n\nattributes #0 = {{ nounwind \"neverc-callconv\"=\"gpr:rdi,rsi\" }}\n",
-        parameters.join(", ")
-    )
-}
-
 /// Attribute groups and parameters at `n` and `4n` (`NEVERC_CC_SCALE_N`, 25,000 by default): linear work
 /// takes 4 times as long at `4n`.
 fn scale(c: &mut Criterion) {
@@ -202,8 +178,11 @@ fn scale(c: &mut Criterion) {
     let mut group = c.benchmark_group("scale");
     group.sample_size(10);
     for (what, make) in [
-        ("groups", groups_module as fn(usize) -> String),
-        ("parameters", parameters_module as fn(usize) -> String),
+        ("groups", neverc_test_support::spec_groups_module as fn(usize) -> String),
+        (
+            "parameters",
+            neverc_test_support::spec_parameters_module as fn(usize) -> String,
+        ),
     ] {
         for count in [n, 4 * n] {
             let text = make(count);

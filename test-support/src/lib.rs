@@ -264,3 +264,29 @@ pub fn run_bounded(program: impl AsRef<OsStr>, dir: &Path, args: &[&str], bounds
         stderr: joined(stderr),
     }
 }
+
+/// An x86-64 module of `count` functions, each with its own attribute group holding a calling-convention spec:
+/// the shape whose materialization was once quadratic (the scale benchmark and the hostile tests use it).
+pub fn spec_groups_module(count: usize) -> String {
+    use std::fmt::Write as _;
+    let mut module = String::from("target triple = \"x86_64-pc-linux-gnu\"\n");
+    for index in 0..count {
+        let _ = writeln!(module, "define i32 @f{index}(i32 %a) #{index} {{\n  ret i32 %a\n}}");
+    }
+    for index in 0..count {
+        let _ = writeln!(
+            module,
+            "attributes #{index} = {{ nounwind \"neverc-callconv\"=\"gpr:rdi;ret:rax\" }}"
+        );
+    }
+    module
+}
+
+/// An x86-64 module of one function with `count` parameters and a spec: the other once-quadratic shape.
+pub fn spec_parameters_module(count: usize) -> String {
+    let parameters: Vec<String> = (0..count).map(|index| format!("i64 %p{index}")).collect();
+    format!(
+        "target triple = \"x86_64-pc-linux-gnu\"\ndefine void @f({}) #0 {{\n  ret void\n}}\n\nattributes #0 = {{ nounwind \"neverc-callconv\"=\"gpr:rdi,rsi\" }}\n",
+        parameters.join(", ")
+    )
+}
