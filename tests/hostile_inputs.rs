@@ -225,8 +225,7 @@ fn ld_bfd_size(dir: &Path, object: &Path) -> Option<u64> {
 }
 
 #[test]
-#[ignore = "the image is still staged densely in memory (emit_image, image_verify, commit): zero-fill is not yet written as holes"]
-fn a_section_alignment_of_2_pow_32_gives_a_sparse_executable() {
+fn a_section_alignment_of_2_pow_32_gives_a_small_executable_that_runs() {
     let dir = scratch!("hostile-align-32");
     let object = exit7_object(&dir, "p");
     let patched = with_alignment(&object, ".text", 1 << 32, &dir.join("p32.o"));
@@ -249,12 +248,10 @@ fn a_section_alignment_of_2_pow_32_gives_a_sparse_executable() {
         metadata.len(),
         ld_bfd_size(&dir, &patched)
     );
-    assert!(metadata.len() > 1 << 31, "size {}", metadata.len());
-    assert!(
-        allocated < 1 << 20,
-        "{allocated} bytes allocated for {} bytes",
-        metadata.len()
-    );
+    // ld.bfd writes a sparse file of 4.29 GB; a segment's file offset only has to be congruent with its
+    // address modulo the page size, so ours is as small as its contents.
+    assert!(metadata.len() < 1 << 20, "size {}", metadata.len());
+    assert!(allocated < 1 << 20, "{allocated} bytes allocated");
     let status = Command::new(&out).status().unwrap();
     assert_eq!(status.code(), Some(7));
 }

@@ -153,6 +153,10 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         max: context.options.max_output_size,
     };
     let mut address = limit.check(base.checked_add(page), || "the image headers".to_string())?;
+    // Where the next segment's file bytes may start: after the headers' page, then after each segment's
+    // file bytes. A segment's file offset only has to be congruent with its address modulo the page size, so
+    // the gap an aligned first section leaves in the address space costs nothing in the file.
+    let mut file_cursor = page;
     for segment in 0..3 {
         let members: Vec<usize> = (0..sections.len())
             .filter(|index| sections[*index].0.segment == segment)
@@ -160,8 +164,24 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         if members.is_empty() {
             continue;
         }
-        address = limit.check(align(address, page), || "a segment start".to_string())?;
+        // The segment starts where its first section may: the input section that demands the alignment is to
+        // blame when that does not fit.
+        let first = &sections[members[0]].0;
+        address = limit.check(align(address, first.alignment.max(page)), || {
+            first
+                .atoms
+                .iter()
+                .map(|atom| &graph.atoms[atom.index()])
+                .max_by_key(|atom| atom.alignment)
+                .map_or_else(
+                    || format!("output section `{}`", first.name),
+                    |atom| describe(graph, atom),
+                )
+        })?;
         let start = address;
+        // File offsets never pass the addresses they map (each segment's is at most its address less the
+        // base), so this neither overflows nor passes the output limit.
+        let file_start = align(file_cursor, page).unwrap_or(file_cursor) + start % effective_alignment(page);
         let mut file_end = address;
         for index in &members {
             let section = &mut sections[*index].0;
@@ -185,11 +205,11 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
                 let end = limit.check(placed.checked_add(entry.size()), || describe(graph, entry))?;
                 let entry = &mut graph.atoms[atom.index()];
                 entry.address = placed;
-                entry.file_offset = placed - base;
+                entry.file_offset = file_start + (placed - start);
                 address = end;
             }
             section.size = address - section.address;
-            section.file_offset = section.address - base;
+            section.file_offset = file_start + (section.address - start);
             let is_bss = section
                 .atoms
                 .iter()
@@ -206,11 +226,12 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
                 _ => SegmentFlags::READ,
             },
             address: start,
-            file_offset: start - base,
+            file_offset: file_start,
             file_size: file_end - start,
             memory_size: address - start,
             sections: Vec::new(),
         });
+        file_cursor = file_start + (file_end - start);
         let segment_index = layout.segments.len() - 1;
         for index in members {
             sections[index].0.segment = segment_index;
