@@ -645,7 +645,10 @@ fn read_attribute_group(text: &str, span: Range<usize>, line: usize) -> Result<A
     let (number, _) = word_at(text, span.start + "attributes #".len());
     let id = number.parse().map_err(|_| error("attribute group without a number"))?;
     let open = header.find('{').ok_or_else(|| error("attribute group without `{`"))?;
-    let close = header.rfind('}').ok_or_else(|| error("attribute group without `}`"))?;
+    let close = header[open..]
+        .rfind('}')
+        .map(|at| open + at)
+        .ok_or_else(|| error("attribute group without `}` after its `{`"))?;
     let body = span.start + open + 1..span.start + close;
     Ok(AttributeGroup {
         id,
