@@ -257,6 +257,39 @@ fn a_section_alignment_of_2_pow_32_gives_a_small_executable_that_runs() {
 }
 
 #[test]
+fn an_alignment_gap_between_sections_costs_nothing_in_the_file() {
+    let dir = scratch!("hostile-align-gap");
+    std::fs::write(
+        dir.join("gap.c"),
+        "int data = 3;\n__attribute__((section(\"mydata\"), aligned(1 << 24))) int other = 4;\n\
+         void _start(void) { long r = data + other; __asm__ volatile(\"mov $60, %%eax; syscall\" :: \"D\"(r)); }\n",
+    )
+    .unwrap();
+    tool(
+        &dir,
+        "gcc",
+        &[
+            "-c",
+            "-O1",
+            "-fno-pie",
+            "-fno-asynchronous-unwind-tables",
+            "gap.c",
+            "-o",
+            "gap.o",
+        ],
+    );
+    let out = dir.join("a.out").display().to_string();
+    let output = run_in(&dir, &["link", "-static", "-o", &out, "gap.o"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    // ld.bfd writes the 16 MiB gap between `.data` and `mydata` into the file; a second writable PT_LOAD
+    // (file offset congruent with its address modulo the page size) makes it cost nothing.
+    let size = std::fs::metadata(&out).unwrap().len();
+    assert!(size < 1 << 16, "size {size}");
+    let status = Command::new(&out).status().unwrap();
+    assert_eq!(status.code(), Some(7));
+}
+
+#[test]
 fn section_alignments_past_the_output_limit_are_refused_naming_the_section() {
     let dir = scratch!("hostile-align-huge");
     let object = exit7_object(&dir, "p");

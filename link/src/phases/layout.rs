@@ -161,33 +161,18 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         let members: Vec<usize> = (0..sections.len())
             .filter(|index| sections[*index].0.segment == segment)
             .collect();
-        if members.is_empty() {
-            continue;
-        }
-        // The segment starts where its first section may: the input section that demands the alignment is to
-        // blame when that does not fit.
-        let first = &sections[members[0]].0;
-        address = limit.check(align(address, first.alignment.max(page)), || {
-            first
-                .atoms
-                .iter()
-                .map(|atom| &graph.atoms[atom.index()])
-                .max_by_key(|atom| atom.alignment)
-                .map_or_else(
-                    || format!("output section `{}`", first.name),
-                    |atom| describe(graph, atom),
-                )
-        })?;
-        let start = address;
-        // File offsets never pass the addresses they map (each segment's is at most its address less the
-        // base), so this neither overflows nor passes the output limit.
-        let file_start = align(file_cursor, page).unwrap_or(file_cursor) + start % effective_alignment(page);
-        let mut file_end = address;
-        for index in &members {
-            let section = &mut sections[*index].0;
+        let flags = match segment {
+            0 => SegmentFlags::READ | SegmentFlags::EXECUTE,
+            2 => SegmentFlags::READ | SegmentFlags::WRITE,
+            _ => SegmentFlags::READ,
+        };
+        // The run of sections placed since the current `PT_LOAD` began: its start address, file offset and the
+        // end of its file bytes.
+        let mut run: Option<(u64, u64, u64, Vec<usize>)> = None;
+        for index in members {
             // The output section is aligned as strictly as its most strictly aligned input section, which is
             // the one to blame when the alignment does not fit.
-            address = limit.check(align(address, section.alignment), || {
+            let blame = |section: &OutputSection| {
                 section
                     .atoms
                     .iter()
@@ -197,7 +182,29 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
                         || format!("output section `{}`", section.name),
                         |atom| describe(graph, atom),
                     )
-            })?;
+            };
+            let alignment = sections[index].0.alignment;
+            let aligned = limit.check(align(address, alignment), || blame(&sections[index].0))?;
+            // A section that would leave more than a page of zeros after the one before starts a `PT_LOAD` of
+            // its own (as does the first of each permission): its file offset is then only congruent with its
+            // address modulo the page size, so the gap costs nothing in the file.
+            let starts_segment = run.is_none() || aligned - address > page;
+            if starts_segment {
+                if let Some(finished) = run.take() {
+                    file_cursor = push_segment(&mut layout, &mut sections, flags, finished, address);
+                }
+                address = limit.check(align(address, alignment.max(page)), || blame(&sections[index].0))?;
+                // File offsets never pass the addresses they map (each segment's is at most its address less
+                // the base), so this neither overflows nor passes the output limit.
+                let file_start = align(file_cursor, page).unwrap_or(file_cursor) + address % effective_alignment(page);
+                run = Some((address, file_start, address, Vec::new()));
+            } else {
+                address = aligned;
+            }
+            let section = &mut sections[index].0;
+            let Some((start, file_start, file_end, run_members)) = run.as_mut() else {
+                continue;
+            };
             section.address = address;
             for atom in &section.atoms {
                 let entry = &graph.atoms[atom.index()];
@@ -205,37 +212,23 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
                 let end = limit.check(placed.checked_add(entry.size()), || describe(graph, entry))?;
                 let entry = &mut graph.atoms[atom.index()];
                 entry.address = placed;
-                entry.file_offset = file_start + (placed - start);
+                entry.file_offset = *file_start + (placed - *start);
                 address = end;
             }
             section.size = address - section.address;
-            section.file_offset = file_start + (section.address - start);
+            section.file_offset = *file_start + (section.address - *start);
             let is_bss = section
                 .atoms
                 .iter()
                 .all(|atom| graph.atoms[atom.index()].content == Content::ZeroFill);
             section.file_size = if is_bss { 0 } else { section.size };
             if !is_bss {
-                file_end = address;
+                *file_end = address;
             }
+            run_members.push(index);
         }
-        layout.segments.push(OutputSegment {
-            flags: match segment {
-                0 => SegmentFlags::READ | SegmentFlags::EXECUTE,
-                2 => SegmentFlags::READ | SegmentFlags::WRITE,
-                _ => SegmentFlags::READ,
-            },
-            address: start,
-            file_offset: file_start,
-            file_size: file_end - start,
-            memory_size: address - start,
-            sections: Vec::new(),
-        });
-        file_cursor = file_start + (file_end - start);
-        let segment_index = layout.segments.len() - 1;
-        for index in members {
-            sections[index].0.segment = segment_index;
-            layout.segments[segment_index].sections.push(index);
+        if let Some(finished) = run.take() {
+            file_cursor = push_segment(&mut layout, &mut sections, flags, finished, address);
         }
     }
     layout.sections = sections.into_iter().map(|(section, _)| section).collect();
@@ -282,6 +275,30 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
 fn align(value: u64, alignment: u64) -> Option<u64> {
     let mask = effective_alignment(alignment) - 1;
     value.checked_add(mask).map(|value| value & !mask)
+}
+
+/// Closes a `PT_LOAD`: the run of sections from `start` (file offset `file_start`, file bytes up to
+/// `file_end`) to `end` in memory. Returns where the next segment's file bytes may start.
+fn push_segment(
+    layout: &mut Layout,
+    sections: &mut [(OutputSection, u32)],
+    flags: SegmentFlags,
+    (start, file_start, file_end, members): (u64, u64, u64, Vec<usize>),
+    end: u64,
+) -> u64 {
+    let segment = layout.segments.len();
+    for index in &members {
+        sections[*index].0.segment = segment;
+    }
+    layout.segments.push(OutputSegment {
+        flags,
+        address: start,
+        file_offset: file_start,
+        file_size: file_end - start,
+        memory_size: end - start,
+        sections: members,
+    });
+    file_start + (file_end - start)
 }
 
 /// The output limit: every address laid out lies at most `max` bytes past `base`.
