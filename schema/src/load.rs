@@ -100,9 +100,9 @@ fn remove_unknown_keys(value: &mut Value, findings: &[Finding]) {
     }
 }
 
-/// Parses and validates a phase schema text; `file` names it in diagnostics.
-pub fn parse_phase_schema(file: &str, text: &str) -> Result<PhaseSchemaDocument, Vec<Diagnostic>> {
-    let value: Value = serde_json::from_str(text).map_err(|error| {
+/// The JSON value of `text`, or its syntax error placed in `file`.
+fn json_value(file: &str, text: &str) -> Result<Value, Vec<Diagnostic>> {
+    serde_json::from_str(text).map_err(|error| {
         let offset = LineIndex::new(text).offset(error.line(), error.column());
         vec![at_offset(
             file,
@@ -111,7 +111,12 @@ pub fn parse_phase_schema(file: &str, text: &str) -> Result<PhaseSchemaDocument,
             error.to_string(),
             offset..offset,
         )]
-    })?;
+    })
+}
+
+/// Parses and validates a phase schema text; `file` names it in diagnostics.
+pub fn parse_phase_schema(file: &str, text: &str) -> Result<PhaseSchemaDocument, Vec<Diagnostic>> {
+    let value = json_value(file, text)?;
     let map = JsonSourceMap::build(text);
     let mut findings: Vec<Finding> = map
         .duplicate_keys
@@ -145,16 +150,7 @@ pub fn parse_phase_schema_for_audit(
     file: &str,
     text: &str,
 ) -> Result<(PhaseSchemaDocument, Vec<Diagnostic>), Vec<Diagnostic>> {
-    let value: Value = serde_json::from_str(text).map_err(|error| {
-        let offset = LineIndex::new(text).offset(error.line(), error.column());
-        vec![at_offset(
-            file,
-            text,
-            Rule::JsonSyntax,
-            error.to_string(),
-            offset..offset,
-        )]
-    })?;
+    let value = json_value(file, text)?;
     let map = JsonSourceMap::build(text);
     let findings = structural_findings(DocumentKind::PhaseSchema, &value);
     if !findings.is_empty() {

@@ -192,17 +192,6 @@ impl<'a> PhaseTablesIn<'a> {
         None
     }
 
-    pub const fn phase_index_by_symbol(&self, symbol: &str) -> Option<usize> {
-        let mut index = 0;
-        while index < self.phases.len() {
-            if str_eq(self.phases[index].symbol, symbol) {
-                return Some(index);
-            }
-            index += 1;
-        }
-        None
-    }
-
     pub const fn phase_by_name(&self, name: &str) -> Option<&PhaseRecordIn<'a>> {
         match self.phase_index_by_name(name) {
             Some(index) => Some(&self.phases[index]),
