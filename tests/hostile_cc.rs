@@ -218,6 +218,37 @@ fn a_spec_alone_in_a_group_leaves_no_empty_group() {
     assemble(&dir, &materialized).unwrap_or_else(|error| panic!("{error}\n{materialized}"));
 }
 
+#[test]
+fn a_spec_glued_to_a_bracket_is_removed_without_the_bracket() {
+    let dir = scratch!("hostile-cc-glued");
+    let module = "target triple = \"x86_64-pc-linux-gnu\"\n\
+        define i32 @f(i32 %p) #0 {\n  ret i32 0\n}\n\
+        define i32 @g(i32 %p)\"neverc-callconv\"=\"gpr:rsi;ret:rax\" {\n  ret i32 0\n}\n\
+        attributes #0 = {\"neverc-callconv\"=\"gpr:rdi;ret:rax\" nounwind }\n";
+    assemble(&dir, module).unwrap_or_else(|error| panic!("the input must be valid IR: {error}"));
+    let (output, written) = materialize_file(&dir, "glued", module, &[]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let materialized = std::fs::read_to_string(written).unwrap();
+    assert!(materialized.contains("attributes #0 = {nounwind }"), "{materialized}");
+    assemble(&dir, &materialized).unwrap_or_else(|error| panic!("{error}\n{materialized}"));
+}
+
+#[test]
+fn a_spec_run_into_other_text_is_refused() {
+    let dir = scratch!("hostile-cc-run-into");
+    for group in [
+        "{$\"neverc-callconv\"=\"gpr:rdi;ret:rax\" }",
+        "{ \"neverc-callconv\"=\"gpr:rdi;ret:rax\"nounwind }",
+        "{ \"neverc-callconv\"=\"gpr:rdi;ret:rax\" } \"",
+    ] {
+        let module = format!(
+            "target triple = \"x86_64-pc-linux-gnu\"\ndefine i32 @f(i32 %p) #0 {{\n  ret i32 0\n}}\nattributes #0 = {group}\n"
+        );
+        let (output, _) = materialize_file(&dir, "run-into", &module, &[]);
+        assert_refused(&output, &["line 5"]);
+    }
+}
+
 /// The `.ll` inputs of the property: clang-14 output of the fixtures under several option sets, and the
 /// committed `ll_module` fuzz regressions (not the git-ignored corpus, which grows while a fuzzer runs: the
 /// test reads the same inputs on every machine).
@@ -302,6 +333,10 @@ fn mutations(module: &str, rng: &mut Rng) -> Vec<String> {
         let mut added = owned.clone();
         added[*index] = added[*index].replacen('{', &format!("{{ {entry}"), 1);
         out.push(rebuild(&added));
+        // The spec glued to the group's `{` (LLVM needs no blank there).
+        let mut glued = owned.clone();
+        glued[*index] = glued[*index].replacen('{', &format!("{{{entry} "), 1);
+        out.push(rebuild(&glued));
     }
     // A group's attributes dropped one by one (keeping the spec), and a group duplicated under a new number.
     if let Some(index) = group_lines.first() {
@@ -346,6 +381,17 @@ fn mutations(module: &str, rng: &mut Rng) -> Vec<String> {
         })
         .collect();
     out.push(rebuild(&inline));
+    // Inline specs glued to the parameter list's `)`.
+    let glued: Vec<String> = owned
+        .iter()
+        .map(|line| match line.rfind(')') {
+            Some(close) if line.starts_with("define ") || line.starts_with("declare ") => {
+                format!("{}{entry} {}", &line[..=close], &line[close + 1..])
+            }
+            _ => line.clone(),
+        })
+        .collect();
+    out.push(rebuild(&glued));
     out
 }
 

@@ -371,7 +371,43 @@ fn checked_string_attribute(
             span: range.start + at..range.end,
         });
     }
+    if let Some((found, _)) = &found {
+        let bytes = text.as_bytes();
+        let before = (found.start > range.start).then(|| bytes[found.start - 1]);
+        let after = (found.end < range.end).then(|| bytes[found.end]);
+        let separates = |byte: Option<u8>, brackets: &[u8]| {
+            byte.is_none_or(|byte| byte.is_ascii_whitespace() || brackets.contains(&byte))
+        };
+        if !separates(before, b"{)") || !separates(after, b"{}") {
+            return Err(ReadError {
+                line,
+                message: format!(
+                    "malformed `\"{key}\"` attribute: it must stand apart from its neighbours, separated by blanks"
+                ),
+                span: found.clone(),
+            });
+        }
+    }
     Ok(found)
+}
+
+/// The text to remove with the string attribute at `range` so that what is left stays well formed: the
+/// attribute and the blanks before it, or, when nothing but a bracket precedes it, the blanks after it.
+pub(crate) fn attribute_removal(text: &str, range: &Range<usize>) -> Range<usize> {
+    let bytes = text.as_bytes();
+    let blanks_before = bytes[..range.start]
+        .iter()
+        .rev()
+        .take_while(|byte| **byte == b' ' || **byte == b'\t')
+        .count();
+    if blanks_before > 0 {
+        return range.start - blanks_before..range.end;
+    }
+    let blanks_after = bytes[range.end..]
+        .iter()
+        .take_while(|byte| **byte == b' ' || **byte == b'\t')
+        .count();
+    range.start..range.end + blanks_after
 }
 
 /// Index just past the parenthesis that closes the one at `open`.
@@ -649,6 +685,10 @@ fn read_attribute_group(text: &str, span: Range<usize>, line: usize) -> Result<A
         .rfind('}')
         .map(|at| open + at)
         .ok_or_else(|| error("attribute group without `}` after its `{`"))?;
+    let trailing = header[close + 1..].trim_start();
+    if !trailing.is_empty() && !trailing.starts_with(';') {
+        return Err(error("attribute group with text after its closing `}`"));
+    }
     let body = span.start + open + 1..span.start + close;
     Ok(AttributeGroup {
         id,

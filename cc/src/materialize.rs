@@ -11,7 +11,8 @@ use std::ops::Range;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::ll_reader::{
-    AttributeGroup, CallSite, Module, NONE, ReadError, encode_ir_string, for_each_reference, read_call, read_module,
+    AttributeGroup, CallSite, Module, NONE, ReadError, attribute_removal, encode_ir_string, for_each_reference,
+    read_call, read_module,
 };
 use crate::name_table::NameTable;
 use crate::plan::{PLAN_TAG, Plan};
@@ -300,8 +301,8 @@ impl PlanGroups<'_> {
                 continue;
             };
             if !group_body_without_spec(self.text, group).is_empty() {
-                self.edits
-                    .push(Edit::new(range.start.saturating_sub(1), range.end, REMOVE));
+                let removal = attribute_removal(self.text, range);
+                self.edits.push(Edit::new(removal.start, removal.end, REMOVE));
             } else if self.exclusive.get(&group.id) == Some(moved) {
                 let end = group.span.end + usize::from(self.text.as_bytes().get(group.span.end) == Some(&b'\n'));
                 self.edits.push(Edit::new(group.span.start, end, REMOVE));
@@ -563,7 +564,7 @@ pub fn materialize_to<'t>(
     group_edits.sort_by_key(Edit::key);
     let functions_planned = header_edits.len();
     let header_edits = header_edits.iter().flat_map(|edit| {
-        let (edits, count) = edits_of_header(&module, edit, &shared_plans);
+        let (edits, count) = edits_of_header(text, &module, edit, &shared_plans);
         edits.into_iter().take(count)
     });
     apply(
@@ -617,7 +618,7 @@ fn convention_edit(convention: Option<Range<usize>>, at: usize) -> Edit {
 }
 
 /// The (at most three) edits of a function header, in text order.
-fn edits_of_header(module: &Module<'_>, edit: &HeaderEdit, plans: &[SharedPlan]) -> ([Edit; 3], usize) {
+fn edits_of_header(text: &str, module: &Module<'_>, edit: &HeaderEdit, plans: &[SharedPlan]) -> ([Edit; 3], usize) {
     let function = &module.functions[edit.function as usize];
     let mut edits = [Edit::new(0, 0, REMOVE); 3];
     edits[0] = convention_edit(function.convention(), function.convention_at as usize);
@@ -625,7 +626,8 @@ fn edits_of_header(module: &Module<'_>, edit: &HeaderEdit, plans: &[SharedPlan])
     if let Some(inline) = module.inline_attributes.get(function.inline_attributes as usize)
         && let Some((range, _)) = &inline.spec
     {
-        edits[count] = Edit::new(range.start.saturating_sub(1), range.end, REMOVE);
+        let removal = attribute_removal(text, range);
+        edits[count] = Edit::new(removal.start, removal.end, REMOVE);
         count += 1;
     }
     edits[count] = match (edit.group_reference, function.attribute_group()) {
