@@ -290,6 +290,57 @@ fn an_alignment_gap_between_sections_costs_nothing_in_the_file() {
 }
 
 #[test]
+fn an_alignment_gap_inside_a_section_is_a_hole_neither_allocated_nor_written() {
+    let dir = scratch!("hostile-align-inside");
+    let main = exit7_object(&dir, "p");
+    std::fs::write(dir.join("q.c"), "int q(void) { return 3; }\n").unwrap();
+    tool(
+        &dir,
+        "gcc",
+        &["-c", "-O2", "-fno-asynchronous-unwind-tables", "q.c", "-o", "q.o"],
+    );
+    // `q.o`'s `.text` aligned to 1 GiB lands 1 GiB after `p.o`'s in the same output `.text`.
+    let q = with_alignment(&dir.join("q.o"), ".text", 1 << 30, &dir.join("q30.o"));
+    let (main, q) = (main.display().to_string(), q.display().to_string());
+    let out = dir.join("a.out").display().to_string();
+    // One GiB of address space: a dense section buffer (or image) could not even be allocated.
+    let bounds = Bounds {
+        memory_kib: 1 << 20,
+        ..Bounds::default()
+    };
+    let output = run_bounded(
+        env!("CARGO_BIN_EXE_neverc-spec"),
+        &dir,
+        &["link", "-static", "-o", &out, &main, &q],
+        bounds,
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let metadata = std::fs::metadata(&out).unwrap();
+    assert!(metadata.len() > 1 << 30, "apparent size {}", metadata.len());
+    assert!(
+        metadata.blocks() * 512 < 1 << 20,
+        "{} bytes on disk",
+        metadata.blocks() * 512
+    );
+    assert_eq!(Command::new(&out).status().unwrap().code(), Some(7));
+    // ld.bfd, the reference, puts `q` at the same address (and writes about a GiB to the disk, removed
+    // below).
+    let reference = dir.join("ref.out").display().to_string();
+    tool(&dir, "ld", &["-static", "-o", &reference, &main, &q]);
+    let address_of_q = |file: &str| {
+        let listing = Command::new("nm").arg(file).output().unwrap();
+        text(&listing.stdout)
+            .lines()
+            .find(|line| line.ends_with(" T q"))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("no q in {file}"))
+    };
+    let (ours, theirs) = (address_of_q(&out), address_of_q(&reference));
+    std::fs::remove_file(&reference).unwrap();
+    assert_eq!(ours, theirs);
+}
+
+#[test]
 fn section_alignments_past_the_output_limit_are_refused_naming_the_section() {
     let dir = scratch!("hostile-align-huge");
     let object = exit7_object(&dir, "p");

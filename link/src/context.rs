@@ -10,7 +10,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use crate::graph::{AtomId, EdgeId, Input, LinkGraph, SymbolId};
-use crate::image::{ImageLayout, SegmentFlags};
+use crate::image::{ImageLayout, SegmentFlags, SparseBytes};
 use crate::phases::LinkPhase;
 
 /// How identical code folding runs.
@@ -116,10 +116,10 @@ struct Products {
     layout: Option<Layout>,
     /// From `relocate` (or a provider that publishes section bytes): one buffer per output section, empty
     /// for `.bss`.
-    section_bytes: Option<Vec<Vec<u8>>>,
+    section_bytes: Option<Vec<SparseBytes>>,
     /// From `emit_image` (or a provider): the image, not yet written to its file, and the layout it was
     /// written from (none for a merged relocatable object).
-    image: Option<(Vec<u8>, Option<ImageLayout>)>,
+    image: Option<(SparseBytes, Option<ImageLayout>)>,
     /// From `side_outputs_verify`: the `-Map` text, checked and ready to write.
     map_text: Option<String>,
 }
@@ -181,16 +181,16 @@ impl LinkContext {
     }
 
     /// The relocated contents of the output sections, once `relocate` has made them.
-    pub fn section_bytes(&self) -> Option<&[Vec<u8>]> {
+    pub fn section_bytes(&self) -> Option<&[SparseBytes]> {
         self.products.section_bytes.as_deref()
     }
 
-    pub(crate) fn set_section_bytes(&mut self, bytes: Vec<Vec<u8>>) {
+    pub(crate) fn set_section_bytes(&mut self, bytes: Vec<SparseBytes>) {
         self.products.section_bytes = Some(bytes);
     }
 
     /// Takes the relocated contents, for a phase that consumes them.
-    pub(crate) fn take_section_bytes(&mut self, needed_by: LinkPhase) -> Result<Vec<Vec<u8>>, PhaseError> {
+    pub(crate) fn take_section_bytes(&mut self, needed_by: LinkPhase) -> Result<Vec<SparseBytes>, PhaseError> {
         self.products
             .section_bytes
             .take()
@@ -198,8 +198,8 @@ impl LinkContext {
     }
 
     /// The emitted image (or merged object), once made.
-    pub fn image(&self) -> Option<&[u8]> {
-        self.products.image.as_ref().map(|(bytes, _)| bytes.as_slice())
+    pub fn image(&self) -> Option<&SparseBytes> {
+        self.products.image.as_ref().map(|(bytes, _)| bytes)
     }
 
     /// The layout the image was emitted from (none for a merged relocatable object).
@@ -208,12 +208,12 @@ impl LinkContext {
     }
 
     /// The image, for a phase that cannot run without it.
-    pub(crate) fn required_image(&self, needed_by: LinkPhase) -> Result<&[u8], PhaseError> {
+    pub(crate) fn required_image(&self, needed_by: LinkPhase) -> Result<&SparseBytes, PhaseError> {
         self.image()
             .ok_or_else(|| missing(needed_by, "the emitted image", LinkPhase::EmitImage))
     }
 
-    pub(crate) fn set_image(&mut self, bytes: Vec<u8>, layout: Option<ImageLayout>) {
+    pub(crate) fn set_image(&mut self, bytes: SparseBytes, layout: Option<ImageLayout>) {
         self.products.image = Some((bytes, layout));
     }
 

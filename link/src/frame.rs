@@ -464,7 +464,7 @@ impl<'a> PhaseFrame<'a> {
 
     /// Replaces the relocated section contents (a provider, or a plugin that skips `relocate` with a proof,
     /// publishes the phase's product this way).
-    pub fn publish_section_bytes(&mut self, bytes: Vec<Vec<u8>>) -> Result<(), Status> {
+    pub fn publish_section_bytes(&mut self, bytes: Vec<crate::image::SparseBytes>) -> Result<(), Status> {
         if self.mode == FrameMode::ReadOnly {
             return Err(Status::new(
                 StatusCode::PolicyViolation,
@@ -479,7 +479,11 @@ impl<'a> PhaseFrame<'a> {
 impl PhaseFrame<'_> {
     /// Publishes a finished image (a linker provider replacing `full` does); the sealed gates still check
     /// and commit it.
-    pub fn publish_image(&mut self, bytes: Vec<u8>, layout: crate::image::ImageLayout) -> Result<(), Status> {
+    pub fn publish_image(
+        &mut self,
+        bytes: crate::image::SparseBytes,
+        layout: crate::image::ImageLayout,
+    ) -> Result<(), Status> {
         if self.mode == FrameMode::ReadOnly {
             return Err(Status::new(
                 StatusCode::PolicyViolation,
@@ -498,7 +502,7 @@ impl PhaseFrame<'_> {
                 format!("observers of {} may not publish products", self.phase.name),
             ));
         }
-        self.context.set_image(bytes, None);
+        self.context.set_image(bytes.into(), None);
         Ok(())
     }
 }

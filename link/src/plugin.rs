@@ -10,7 +10,7 @@ pub use neverc_tables::policy::{
 use neverc_tables::{PhaseRecord, PhaseTables};
 
 use crate::frame::{PhaseFrame, Proof};
-use crate::image::ImageLayout;
+use crate::image::{ImageLayout, SparseBytes};
 use crate::status::Status;
 
 /// An observer: a read-only frame.
@@ -24,7 +24,7 @@ pub type Provider = Box<dyn FnMut(&mut PhaseFrame<'_>) -> Result<(), Status>>;
 /// A skip request: the proof under which the phase's work is already done, publishing its product.
 pub type Skipper = Box<dyn FnMut(&mut PhaseFrame<'_>, Option<Proof>) -> Option<Proof>>;
 /// An additive binary-image verifier, run by the sealed `image_verify` gate.
-pub type ImageVerifier = Box<dyn FnMut(&[u8], &ImageLayout) -> Result<(), Status>>;
+pub type ImageVerifier = Box<dyn FnMut(&SparseBytes, &ImageLayout) -> Result<(), Status>>;
 
 pub(crate) enum Hook {
     Observe(ObserverPoint, Observer),

@@ -221,7 +221,7 @@ fn an_image_verifier_can_reject_the_image_and_nothing_is_written() {
     let output = out.join("a.out");
     let error = link_with("basics", &output, tables(), |registrar| {
         registrar.image_verifier(Box::new(|image, layout| {
-            assert!(image.starts_with(b"\x7fELF") && !layout.segments.is_empty());
+            assert!(image.stored(0, 4) == Some(b"\x7fELF") && !layout.segments.is_empty());
             Err(Status::new(
                 StatusCode::VerificationFailed,
                 "house rule: no images today",
@@ -561,7 +561,7 @@ struct RelocationCache {
     /// The proof taken before relocation, until its product is captured.
     pending: Option<Proof>,
     proof: Option<Proof>,
-    bytes: Vec<Vec<u8>>,
+    bytes: Vec<neverc_link::image::SparseBytes>,
 }
 
 fn caching(cache: Rc<RefCell<RelocationCache>>) -> impl FnMut(&mut Registrar<'_>) -> Result<(), Status> {
@@ -678,7 +678,7 @@ fn a_linker_provider_replaces_the_whole_link_and_the_sealed_gates_still_run() {
                     file_offset: 0x1000,
                     size: code.len() as u64,
                     alignment: 16,
-                    contents: code,
+                    contents: code.into(),
                 }],
                 symbols: Vec::new(),
             };

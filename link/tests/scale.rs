@@ -73,7 +73,7 @@ fn got_slots_of_20000_symbols_follow_first_use_and_every_load_reads_its_own_slot
         .position(|section| section.name == ".text")
         .unwrap();
     let (text_address, text_offset) = (layout.sections[text].address, layout.sections[text].file_offset);
-    let image = context.image().unwrap();
+    let image = context.image().unwrap().to_vec().unwrap();
     let got_address = context.graph.atoms[context.got_atom.unwrap().index()].address;
     let mut checked = 0;
     for edge in &context.graph.edges {

@@ -17,7 +17,7 @@
 use std::collections::hash_map::RandomState;
 use std::fs::{self, File, OpenOptions};
 use std::hash::{BuildHasher as _, Hasher as _};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, Seek as _, Write};
 use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
@@ -137,6 +137,60 @@ impl Output {
             source,
         })?;
         Ok(output)
+    }
+
+    /// Like [`Output::staged`] for a file of `length` bytes of which only `extents` (`(offset, bytes)`, in
+    /// increasing offset order, not overlapping, inside `length`) are not zero. A regular file gets the zeros
+    /// as holes (the writer seeks over them and sets the length), so they cost neither memory nor disk; a
+    /// device or a FIFO gets them written, a bounded chunk at a time.
+    pub fn staged_extents<'b>(
+        destination: &Path,
+        mode: Mode,
+        length: u64,
+        extents: impl IntoIterator<Item = (u64, &'b [u8])>,
+    ) -> Result<Output, OutputError> {
+        let mut output = Output::create(destination, mode)?;
+        let failed = |source| OutputError::Write {
+            path: destination.to_path_buf(),
+            source,
+        };
+        let disordered = || io::Error::new(io::ErrorKind::InvalidInput, "extents overlap or lie past the length");
+        let direct = output.is_direct();
+        let mut position = 0u64;
+        for (offset, bytes) in extents {
+            let end = offset
+                .checked_add(bytes.len() as u64)
+                .filter(|end| offset >= position && *end <= length)
+                .ok_or_else(|| failed(disordered()))?;
+            output.skip(direct, offset - position).map_err(failed)?;
+            output.file.write_all(bytes).map_err(failed)?;
+            position = end;
+        }
+        output.skip(direct, length - position).map_err(failed)?;
+        if !direct {
+            output.file.set_len(length).map_err(failed)?;
+        }
+        Ok(output)
+    }
+
+    /// Moves `count` zero bytes forward: a seek in a regular file, written zeros in a stream.
+    fn skip(&mut self, direct: bool, count: u64) -> io::Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        if !direct {
+            let step = i64::try_from(count).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+            self.file.seek(io::SeekFrom::Current(step))?;
+            return Ok(());
+        }
+        static ZEROS: [u8; 64 * 1024] = [0; 64 * 1024];
+        let mut left = count;
+        while left > 0 {
+            let chunk = left.min(ZEROS.len() as u64) as usize;
+            self.file.write_all(&ZEROS[..chunk])?;
+            left -= chunk as u64;
+        }
+        Ok(())
     }
 
     /// The destination this output replaces.
@@ -400,6 +454,34 @@ mod tests {
         assert_eq!(fs::read_to_string(&destination).unwrap(), "new");
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
         assert!(live_temporaries().is_empty());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn extents_are_written_around_holes_and_disordered_ones_are_refused() {
+        let dir = std::env::temp_dir().join(format!("neverc-output-extents-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let destination = dir.join("out");
+        let length = 3 << 20;
+        let extents: [(u64, &[u8]); 2] = [(1, b"ab"), (2 << 20, b"cd")];
+        Output::staged_extents(&destination, Mode::Data, length, extents)
+            .unwrap()
+            .commit()
+            .unwrap();
+        let written = fs::read(&destination).unwrap();
+        let mut expected = vec![0u8; length as usize];
+        expected[1..3].copy_from_slice(b"ab");
+        expected[2 << 20..(2 << 20) + 2].copy_from_slice(b"cd");
+        assert!(written == expected);
+        // The megabytes between the extents are a hole (file systems allocate in blocks of at most 64 KiB).
+        assert!(fs::metadata(&destination).unwrap().blocks() * 512 < 1 << 20);
+        let overlapping: [(u64, &[u8]); 2] = [(4, b"ab"), (5, b"cd")];
+        assert!(Output::staged_extents(&destination, Mode::Data, 16, overlapping).is_err());
+        let past_the_end: [(u64, &[u8]); 1] = [(15, b"cd")];
+        assert!(Output::staged_extents(&destination, Mode::Data, 16, past_the_end).is_err());
+        assert_eq!(fs::read(&destination).unwrap(), written);
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
         fs::remove_dir_all(&dir).unwrap();
     }
 }

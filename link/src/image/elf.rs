@@ -33,6 +33,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::BitOr;
 
+use super::sparse::SparseBytes;
 use super::writer::{BoundedImageWriter, WriterError};
 
 /// `e_machine` for x86-64.
@@ -260,8 +261,8 @@ pub struct SectionLayout {
     pub size: u64,
     /// `sh_addralign`: zero or a power of two.
     pub alignment: u64,
-    /// Exactly `size` bytes, or nothing for `NoBits`.
-    pub contents: Vec<u8>,
+    /// Exactly `size` bytes (holes read as zeros and stay holes in the file), or nothing for `NoBits`.
+    pub contents: SparseBytes,
 }
 
 /// What a symbol names.
@@ -384,7 +385,7 @@ pub fn elf_file_size(layout: &ImageLayout) -> Result<u64, ElfError> {
 }
 
 /// Writes `layout` as an executable no larger than `bound` bytes.
-pub fn write_elf(layout: &ImageLayout, bound: u64) -> Result<Vec<u8>, ElfError> {
+pub fn write_elf(layout: &ImageLayout, bound: u64) -> Result<SparseBytes, ElfError> {
     let mut writer = BoundedImageWriter::with_bound(bound)?;
     write_elf_into(layout, &mut writer)?;
     Ok(writer.finish()?)
@@ -404,7 +405,7 @@ pub fn write_elf_into(layout: &ImageLayout, writer: &mut BoundedImageWriter) -> 
     writer.write(&gnu_stack_header())?;
     for section in &layout.sections {
         if section.kind != SectionKind::NoBits {
-            writer.write_at(section.file_offset, &section.contents)?;
+            writer.write_sparse_at(section.file_offset, &section.contents)?;
         }
     }
     if writer.len() < plan.content_end {
@@ -589,11 +590,11 @@ fn validate_sections(layout: &ImageLayout, headers_end: u64) -> Result<u64, ElfE
             }
             continue;
         }
-        if section.contents.len() as u64 != section.size {
+        if section.contents.len() != section.size {
             return Err(ElfError::ContentsSizeMismatch {
                 section: section.name.clone(),
                 size: section.size,
-                contents: section.contents.len() as u64,
+                contents: section.contents.len(),
             });
         }
         let Some(file_end) = section.file_offset.checked_add(section.size) else {

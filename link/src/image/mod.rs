@@ -19,6 +19,7 @@
 
 mod elf;
 mod map_file;
+mod sparse;
 mod verify;
 mod writer;
 
@@ -30,5 +31,6 @@ pub use map_file::{
     MapFile, MapFinding, MapInputPiece, MapOutputSection, MapParseError, MapSymbol, parse_map_file, verify_map_file,
     write_map_file,
 };
+pub use sparse::{Extent, HOLE, SparseBytes, SparseError};
 pub use verify::{ImageFinding, verify_image};
 pub use writer::{BoundedImageWriter, WriterError, WriterOperation};

@@ -17,6 +17,7 @@ use super::elf::{
     FILE_HEADER_SIZE, ImageLayout, PF_W, PF_X, PT_GNU_STACK, PT_LOAD, SECTION_HEADER_SIZE, SHF_ALLOC, SHF_EXECINSTR,
     SHF_WRITE, SHT_NOBITS, SYNTHESIZED_SECTIONS, SegmentLayout, permission_string,
 };
+use super::sparse::SparseBytes;
 
 /// `e_type` of an executable.
 const ET_EXEC: u16 = 2;
@@ -197,12 +198,12 @@ impl fmt::Display for ImageFinding {
 
 /// Checks the executable `image` against the rules and against `layout`, returning every violation (none
 /// when the image passes).
-pub fn verify_image(image: &[u8], layout: &ImageLayout) -> Vec<ImageFinding> {
+pub fn verify_image(image: &SparseBytes, layout: &ImageLayout) -> Vec<ImageFinding> {
     let mut findings = Vec::new();
     let Some(parsed) = parse(image, &mut findings) else {
         return findings;
     };
-    let image_size = image.len() as u64;
+    let image_size = image.len();
     let loads: Vec<&ParsedSegment> = parsed
         .segments
         .iter()
@@ -264,7 +265,7 @@ struct ParsedImage {
 
 /// Parses the ELF headers, recording a [`ImageFinding::Malformed`] for every part that cannot be read;
 /// `None` when not even the file header can.
-fn parse(image: &[u8], findings: &mut Vec<ImageFinding>) -> Option<ParsedImage> {
+fn parse(image: &SparseBytes, findings: &mut Vec<ImageFinding>) -> Option<ParsedImage> {
     let malformed = |reason: &str| ImageFinding::Malformed {
         reason: reason.to_string(),
     };

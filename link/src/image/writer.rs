@@ -1,5 +1,6 @@
-//! The bounded image writer (NeverC's `MutableBinaryAPI`): a byte buffer that may never grow past a
-//! reserved bound.
+//! The bounded image writer (NeverC's `MutableBinaryAPI`): a byte image that may never grow past a
+//! reserved bound. The image is [`SparseBytes`]: zero-filled gaps (a resize, a write past the end) are
+//! holes that cost no memory, so the bound limits the file, not what staging allocates.
 //!
 //! The bound is the output budget. It starts at zero, so nothing can be staged before [`reserve`] names a
 //! budget, and [`reserve`] may be called again to *grow* it (never to shrink it). Every mutating operation
@@ -27,7 +28,10 @@
 //! [`resize`]: BoundedImageWriter::resize
 //! [`insert`]: BoundedImageWriter::insert
 
+use std::borrow::Cow;
 use std::fmt;
+
+use super::sparse::{SparseBytes, SparseError};
 
 /// The writer operation that failed, named in errors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -104,7 +108,7 @@ pub enum WriterError {
 /// A byte image that may never extend past its reserved bound. See the module documentation for the rules.
 #[derive(Clone, Debug, Default)]
 pub struct BoundedImageWriter {
-    buffer: Vec<u8>,
+    image: SparseBytes,
     bound: u64,
     cursor: u64,
     aborted: Option<WriterError>,
@@ -123,9 +127,9 @@ impl BoundedImageWriter {
         Ok(writer)
     }
 
-    /// Sets the bound to `size` bytes and, when it can, pre-allocates the buffer for it. The bound only
-    /// grows: asking for less than the current bound fails (and aborts staging), asking for the same bound
-    /// changes nothing.
+    /// Sets the bound to `size` bytes. The bound only grows: asking for less than the current bound fails
+    /// (and aborts staging), asking for the same bound changes nothing. Nothing is allocated up front: the
+    /// image stores only what is written (see [`SparseBytes`]).
     pub fn reserve(&mut self, size: u64) -> Result<(), WriterError> {
         let operation = WriterOperation::Reserve;
         self.check_live(operation)?;
@@ -134,11 +138,6 @@ impl BoundedImageWriter {
                 bound: self.bound,
                 requested: size,
             });
-        }
-        // Pre-allocating is only an optimisation: a budget larger than what can be allocated up front is
-        // still a valid budget, and growth past what is available fails later with a typed error.
-        if let Some(additional) = to_usize(size).map(|size| size.saturating_sub(self.buffer.len())) {
-            self.buffer.try_reserve_exact(additional).ok();
         }
         self.bound = size;
         Ok(())
@@ -161,32 +160,44 @@ impl BoundedImageWriter {
         self.place(operation, offset, bytes).map(|_| ())
     }
 
+    /// Writes every extent of `bytes` at `offset` plus the extent's offset, and zero-extends the image to
+    /// `offset + bytes.len()`: the holes of `bytes` stay holes. The cursor stays.
+    pub fn write_sparse_at(&mut self, offset: u64, bytes: &SparseBytes) -> Result<(), WriterError> {
+        let operation = WriterOperation::WriteAt;
+        self.check_live(operation)?;
+        let Some(end) = offset.checked_add(bytes.len()) else {
+            return self.abort(overflow(operation, offset, bytes.len()));
+        };
+        self.check_bound(operation, end)?;
+        for extent in bytes.extents() {
+            self.place(operation, offset + extent.offset(), extent.bytes())?;
+        }
+        if self.image.len() < end {
+            self.image.set_len(end);
+        }
+        Ok(())
+    }
+
     /// The cursor: where the next [`BoundedImageWriter::write`] lands.
     pub fn tell(&self) -> u64 {
         self.cursor
     }
 
-    /// The `length` staged bytes at `offset`. Fails when the range is not inside the image; that failure
-    /// does not abort staging because reading changes nothing.
-    pub fn read_at(&self, offset: u64, length: u64) -> Result<&[u8], WriterError> {
+    /// The `length` staged bytes at `offset` (borrowed when they are stored in one piece). Fails when the
+    /// range is not inside the image; that failure does not abort staging because reading changes nothing.
+    pub fn read_at(&self, offset: u64, length: u64) -> Result<Cow<'_, [u8]>, WriterError> {
         let operation = WriterOperation::ReadAt;
         self.check_live(operation)?;
-        let end = offset
-            .checked_add(length)
-            .ok_or_else(|| overflow(operation, offset, length))?;
-        let past_end = WriterError::PastEnd {
-            operation,
-            offset,
-            length,
-            end: self.len(),
-        };
-        if end > self.len() {
-            return Err(past_end);
+        match self.image.read(offset, length) {
+            Ok(Some(bytes)) => Ok(bytes),
+            Ok(None) => Err(WriterError::PastEnd {
+                operation,
+                offset,
+                length,
+                end: self.len(),
+            }),
+            Err(error) => Err(sparse_error(operation, error)),
         }
-        let range = to_usize(offset)
-            .zip(to_usize(end))
-            .ok_or_else(|| overflow(operation, offset, length))?;
-        self.buffer.get(range.0..range.1).ok_or(past_end)
     }
 
     /// Inserts `bytes` at `offset` (at most the image end), shifting the tail towards the end.
@@ -206,11 +217,9 @@ impl BoundedImageWriter {
             return self.abort(overflow(operation, offset, length));
         };
         self.check_bound(operation, required)?;
-        let Some(at) = to_usize(offset) else {
-            return self.abort(overflow(operation, offset, length));
-        };
-        self.grow_capacity(operation, required)?;
-        self.buffer.splice(at..at, bytes.iter().copied());
+        if let Err(error) = self.image.insert(offset, bytes) {
+            return self.abort(sparse_error(operation, error));
+        }
         if self.cursor > offset {
             self.cursor = self.cursor.saturating_add(length);
         }
@@ -224,27 +233,23 @@ impl BoundedImageWriter {
         self.place(operation, self.len(), bytes).map(|_| ())
     }
 
-    /// Truncates the image to `size` bytes or zero-extends it to them; the cursor stays.
+    /// Truncates the image to `size` bytes or zero-extends it to them (a hole); the cursor stays.
     pub fn resize(&mut self, size: u64) -> Result<(), WriterError> {
         let operation = WriterOperation::Resize;
         self.check_live(operation)?;
         self.check_bound(operation, size)?;
-        let Some(new_length) = to_usize(size) else {
-            return self.abort(overflow(operation, size, 0));
-        };
-        self.grow_capacity(operation, size)?;
-        self.buffer.resize(new_length, 0);
+        self.image.set_len(size);
         Ok(())
     }
 
     /// The current image length in bytes.
     pub fn len(&self) -> u64 {
-        self.buffer.len() as u64
+        self.image.len()
     }
 
     /// Whether nothing has been staged.
     pub fn is_empty(&self) -> bool {
-        self.buffer.is_empty()
+        self.image.is_empty()
     }
 
     /// The reserved bound.
@@ -258,13 +263,13 @@ impl BoundedImageWriter {
     }
 
     /// The staged image, unless staging was aborted.
-    pub fn finish(self) -> Result<Vec<u8>, WriterError> {
+    pub fn finish(self) -> Result<SparseBytes, WriterError> {
         match self.aborted {
             Some(first) => Err(WriterError::Aborted {
                 operation: WriterOperation::Finish,
                 first: Box::new(first),
             }),
-            None => Ok(self.buffer),
+            None => Ok(self.image),
         }
     }
 
@@ -291,21 +296,6 @@ impl BoundedImageWriter {
         Ok(())
     }
 
-    /// Makes room for an image of `required` bytes without panicking on allocation failure.
-    fn grow_capacity(&mut self, operation: WriterOperation, required: u64) -> Result<(), WriterError> {
-        let Some(required_length) = to_usize(required) else {
-            return self.abort(overflow(operation, required, 0));
-        };
-        let additional = required_length.saturating_sub(self.buffer.len());
-        if self.buffer.try_reserve(additional).is_err() {
-            return self.abort(WriterError::Allocation {
-                operation,
-                requested: required,
-            });
-        }
-        Ok(())
-    }
-
     /// Overwrites or extends the image with `bytes` at `offset`, returning the end of the written range.
     fn place(&mut self, operation: WriterOperation, offset: u64, bytes: &[u8]) -> Result<u64, WriterError> {
         let length = bytes.len() as u64;
@@ -313,22 +303,9 @@ impl BoundedImageWriter {
             return self.abort(overflow(operation, offset, length));
         };
         self.check_bound(operation, end)?;
-        if bytes.is_empty() {
-            return Ok(end);
-        }
-        let (Some(start), Some(stop)) = (to_usize(offset), to_usize(end)) else {
-            return self.abort(overflow(operation, offset, length));
-        };
-        if stop > self.buffer.len() {
-            self.grow_capacity(operation, end)?;
-            self.buffer.resize(stop, 0);
-        }
-        match self.buffer.get_mut(start..stop) {
-            Some(target) => {
-                target.copy_from_slice(bytes);
-                Ok(end)
-            }
-            None => self.abort(overflow(operation, offset, length)),
+        match self.image.write_at(offset, bytes) {
+            Ok(()) => Ok(end),
+            Err(error) => self.abort(sparse_error(operation, error)),
         }
     }
 
@@ -341,6 +318,14 @@ impl BoundedImageWriter {
     }
 }
 
+/// The writer error for a failed sparse operation.
+fn sparse_error(operation: WriterOperation, error: SparseError) -> WriterError {
+    match error {
+        SparseError::Overflow { offset, length } => overflow(operation, offset, length),
+        SparseError::Allocation { requested } => WriterError::Allocation { operation, requested },
+    }
+}
+
 /// The overflow error for `operation` at `offset` with `length`.
 fn overflow(operation: WriterOperation, offset: u64, length: u64) -> WriterError {
     WriterError::RangeOverflow {
@@ -348,9 +333,4 @@ fn overflow(operation: WriterOperation, offset: u64, length: u64) -> WriterError
         offset,
         length,
     }
-}
-
-/// `value` as a `usize`, if it fits.
-fn to_usize(value: u64) -> Option<usize> {
-    usize::try_from(value).ok()
 }

@@ -31,7 +31,9 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
         } else {
             Mode::Executable
         };
-        let image = Output::staged(&options.output, mode, image)?;
+        // Holes in the image (alignment gaps inside a section) stay holes in the file.
+        let extents = image.extents().iter().map(|extent| (extent.offset(), extent.bytes()));
+        let image = Output::staged_extents(&options.output, mode, image.len(), extents)?;
         let map = map
             .map(|(path, text)| Output::staged(path, Mode::Data, text.as_bytes()))
             .transpose()?;

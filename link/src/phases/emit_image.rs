@@ -4,8 +4,8 @@
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{Binding, Definition, Machine, SymbolType};
 use crate::image::{
-    ImageLayout, SectionFlags, SectionKind, SectionLayout, SegmentLayout, SymbolBinding, SymbolKind, SymbolLayout,
-    elf_file_size, write_elf,
+    ImageLayout, SectionFlags, SectionKind, SectionLayout, SegmentLayout, SparseBytes, SymbolBinding, SymbolKind,
+    SymbolLayout, elf_file_size, write_elf,
 };
 use crate::phases::LinkPhase;
 use crate::phases::relocate::symbol_address;
@@ -75,7 +75,7 @@ fn image_layout(context: &mut LinkContext) -> Result<ImageLayout, PhaseError> {
                 size: section.size,
                 alignment: section.alignment,
                 contents: if kind == SectionKind::NoBits {
-                    Vec::new()
+                    SparseBytes::new()
                 } else {
                     buffers.get_mut(index).map(std::mem::take).unwrap_or_default()
                 },

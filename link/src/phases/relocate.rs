@@ -5,8 +5,9 @@
 
 use object::elf;
 
-use crate::context::{LinkContext, PhaseError};
+use crate::context::{LinkContext, OutputSection, PhaseError};
 use crate::graph::{AtomId, Definition, Edge, SymbolId, SymbolType, atom_flags};
+use crate::image::SparseBytes;
 use crate::phases::LinkPhase;
 use crate::phases::layout::merged_location;
 use crate::x86_64::{Relaxation, relaxation, relocation_name};
@@ -62,58 +63,75 @@ fn target_value(context: &LinkContext, edge: &Edge) -> Option<i128> {
 
 pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseError> {
     let layout = context.required_layout(PHASE)?;
-    // Layout bounded every section by the output limit; the buffers are still allocated fallibly, so that
-    // a layout a plugin made cannot abort the link.
-    let mut buffers: Vec<Vec<u8>> = Vec::with_capacity(layout.sections.len());
+    // Layout bounded every section by the output limit. A section's bytes are sparse: an alignment gap of
+    // a hole or more between two atoms is never allocated (nor written to the file), and what is stored
+    // is allocated fallibly, so that a layout a plugin made cannot abort the link.
+    let mut buffers: Vec<SparseBytes> = Vec::with_capacity(layout.sections.len());
+    let mut errors = Vec::new();
     for section in &layout.sections {
-        let size = usize::try_from(section.file_size)
-            .ok()
-            .filter(|size| *size as u64 <= context.options.max_output_size);
-        let mut buffer = Vec::new();
-        let Some(size) = size.filter(|size| buffer.try_reserve_exact(*size).is_ok()) else {
+        if section.file_size > context.options.max_output_size {
             return Err(PhaseError::new(
                 PHASE,
                 format!(
-                    "output section `{}`: cannot allocate {:#x} bytes (the output limit is {:#x} bytes)",
+                    "output section `{}`: {:#x} bytes exceed the output limit of {:#x} bytes",
                     section.name, section.file_size, context.options.max_output_size
                 ),
             ));
-        };
-        buffer.resize(size, 0);
-        buffers.push(buffer);
-    }
-    let mut errors = Vec::new();
-    for (section_index, section) in layout.sections.iter().enumerate() {
-        if section.file_size == 0 {
-            continue;
         }
-        for atom in &section.atoms {
-            let entry = &context.graph.atoms[atom.index()];
-            let bytes = context.graph.atom_bytes(entry);
-            let buffer = &mut buffers[section_index];
-            let range = entry
-                .address
-                .checked_sub(section.address)
-                .and_then(|start| usize::try_from(start).ok())
-                .and_then(|start| Some(start..start.checked_add(bytes.len())?));
-            let Some((start, destination)) = range.and_then(|range| Some((range.start, buffer.get_mut(range)?))) else {
-                errors.push(format!("atom `{}` does not fit its output section", entry.name));
-                continue;
-            };
-            destination.copy_from_slice(bytes);
-            for (_, edge) in context.graph.edges_of(*atom) {
-                if let Err(message) = apply(context, edge, entry.address, &mut buffers[section_index], start) {
-                    let input = context.graph.input_name(entry.origin.input);
-                    errors.push(format!("{input}:{}+{:#x}: {message}", entry.name, edge.offset));
+        let mut buffer = SparseBytes::zeroed(section.file_size);
+        if section.file_size > 0 {
+            for atom in &section.atoms {
+                if let Err(error) = place_atom(context, *atom, section, &mut buffer) {
+                    errors.push(error);
                 }
             }
         }
+        buffers.push(buffer);
     }
     if !errors.is_empty() {
         return Err(PhaseError::new(PHASE, errors.join("\n")));
     }
     context.set_section_bytes(buffers);
     Ok(())
+}
+
+/// Copies one atom into its section's bytes and patches its edges; the message of the first failure.
+fn place_atom(
+    context: &LinkContext,
+    atom: AtomId,
+    section: &OutputSection,
+    buffer: &mut SparseBytes,
+) -> Result<(), String> {
+    let entry = &context.graph.atoms[atom.index()];
+    let bytes = context.graph.atom_bytes(entry);
+    let misfit = || format!("atom `{}` does not fit its output section", entry.name);
+    let start = entry.address.checked_sub(section.address).ok_or_else(misfit)?;
+    let length = bytes.len() as u64;
+    if start.checked_add(length).is_none_or(|end| end > buffer.len()) {
+        return Err(misfit());
+    }
+    buffer
+        .write_at(start, bytes)
+        .map_err(|error| format!("output section `{}`: atom `{}`: {error}", section.name, entry.name))?;
+    // An empty atom stores nothing (and an edge of it lies past it).
+    let mut nothing = [];
+    let (stored, at) = match buffer.stored_mut(start, length) {
+        Some(found) => found,
+        None if length == 0 => (&mut nothing[..], 0),
+        None => return Err(misfit()),
+    };
+    let mut messages = Vec::new();
+    for (_, edge) in context.graph.edges_of(atom) {
+        if let Err(message) = apply(context, edge, entry.address, stored, at) {
+            let input = context.graph.input_name(entry.origin.input);
+            messages.push(format!("{input}:{}+{:#x}: {message}", entry.name, edge.offset));
+        }
+    }
+    if messages.is_empty() {
+        Ok(())
+    } else {
+        Err(messages.join("\n"))
+    }
 }
 
 /// Patches one edge of an atom placed at `atom_address`, whose bytes start at `start` of `buffer`.
