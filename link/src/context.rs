@@ -39,6 +39,26 @@ pub struct LinkOptions {
     /// ([`MAX_OUTPUT_SIZE`] by default). Every size and address derived from the inputs is checked against
     /// it before anything is allocated for it.
     pub max_output_size: u64,
+    /// `--build-id`: a `.note.gnu.build-id` holding the SHA-1 of the image.
+    pub build_id: bool,
+    /// `--eh-frame-hdr`: a `.eh_frame_hdr` binary search table and its `PT_GNU_EH_FRAME`.
+    pub eh_frame_hdr: bool,
+    /// `-z relro` (the default) or `-z norelro`: a `PT_GNU_RELRO` over the data that is read-only after start-up.
+    pub relro: bool,
+    /// `-s` / `-S`: which symbols the image keeps.
+    pub strip: Strip,
+}
+
+/// What `-s` (`--strip-all`) and `-S` (`--strip-debug`) remove.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Strip {
+    /// Keep the symbol table.
+    #[default]
+    Nothing,
+    /// `-S`: drop debugging sections (the image has none yet, so this changes nothing).
+    Debug,
+    /// `-s`: drop the symbol table too.
+    All,
 }
 
 /// The largest executable this static x86-64 ELF writer produces: 4 GiB from the image base.
@@ -57,6 +77,10 @@ impl LinkOptions {
             page_size: 0x1000,
             relocatable: false,
             max_output_size: MAX_OUTPUT_SIZE,
+            build_id: false,
+            eh_frame_hdr: false,
+            relro: true,
+            strip: Strip::Nothing,
         }
     }
 }

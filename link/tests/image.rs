@@ -644,6 +644,24 @@ fn the_entry_point_must_lie_in_an_executable_segment() {
 }
 
 #[test]
+fn the_program_headers_must_be_loaded() {
+    let mut layout = program(&EXIT_42);
+    let headers = elf_headers_size(3);
+    // The first segment now maps the ELF header only: `AT_PHDR` would point at unmapped memory.
+    layout.segments[0].file_size = 64;
+    layout.segments[0].memory_size = 64;
+    let findings = verify_image(&write(&layout).into(), &layout);
+    assert_eq!(
+        findings,
+        [ImageFinding::ProgramHeadersNotLoaded {
+            file_offset: 64,
+            size: headers - 64
+        }]
+    );
+    assert_eq!(findings[0].rule(), "program headers lie outside every loaded segment");
+}
+
+#[test]
 fn overlapping_segments_are_reported_in_memory_and_in_the_file() {
     let mut layout = program(&EXIT_42);
     layout.segments[1].file_size = 0x1010;

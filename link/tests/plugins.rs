@@ -660,13 +660,14 @@ fn a_linker_provider_replaces_the_whole_link_and_the_sealed_gates_still_run() {
             let layout = ImageLayout {
                 entry: 0x401000,
                 machine: EM_X86_64,
+                // One segment maps the headers (the gate insists: `AT_PHDR` must point at them) and the code.
                 segments: vec![SegmentLayout {
                     name: "RX".into(),
                     flags: SegmentFlags::READ | SegmentFlags::EXECUTE,
-                    virtual_address: 0x401000,
-                    file_offset: 0x1000,
-                    file_size: code.len() as u64,
-                    memory_size: code.len() as u64,
+                    virtual_address: 0x400000,
+                    file_offset: 0,
+                    file_size: 0x1000 + code.len() as u64,
+                    memory_size: 0x1000 + code.len() as u64,
                     alignment: 0x1000,
                 }],
                 sections: vec![SectionLayout {

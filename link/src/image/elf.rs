@@ -103,6 +103,11 @@ impl SegmentFlags {
         self.0 & other.0 == other.0
     }
 
+    /// The flags of both (`|`, usable in constants).
+    pub const fn union(self, other: SegmentFlags) -> SegmentFlags {
+        SegmentFlags(self.0 | other.0)
+    }
+
     /// The ELF `p_flags` value (`PF_R` = 4, `PF_W` = 2, `PF_X` = 1).
     pub const fn to_elf(self) -> u32 {
         let mut flags = 0;

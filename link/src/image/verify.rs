@@ -65,6 +65,9 @@ pub enum ImageFinding {
     WritableExecutable { segment: usize, address: u64 },
     /// `PT_GNU_STACK` asks for an executable stack.
     ExecutableStack,
+    /// The program headers are in no `PT_LOAD`: the kernel's `AT_PHDR` would point at unmapped memory, where
+    /// a static libc looks for its TLS segment.
+    ProgramHeadersNotLoaded { file_offset: u64, size: u64 },
     /// A nonzero entry point is not inside any executable segment.
     EntryOutsideExecutable { entry: u64 },
     /// Bytes after every declared range.
@@ -101,6 +104,7 @@ impl ImageFinding {
             ImageFinding::SegmentsOverlapInFile { .. } => "segments overlap in the file",
             ImageFinding::WritableExecutable { .. } => "writable-executable segment is forbidden",
             ImageFinding::ExecutableStack => "executable stack is forbidden",
+            ImageFinding::ProgramHeadersNotLoaded { .. } => "program headers lie outside every loaded segment",
             ImageFinding::EntryOutsideExecutable { .. } => "entry point lies outside every executable segment",
             ImageFinding::TrailingBytes { .. } => "unclaimed bytes trail the declared image ranges",
             ImageFinding::SectionOutsideSegment { .. } => "allocated section lies outside every segment",
@@ -163,6 +167,9 @@ impl fmt::Display for ImageFinding {
                 write!(formatter, "{rule}: segment {segment} at {address:#x}")
             }
             ImageFinding::ExecutableStack => formatter.write_str(rule),
+            ImageFinding::ProgramHeadersNotLoaded { file_offset, size } => {
+                write!(formatter, "{rule}: {size:#x} bytes at file offset {file_offset:#x}")
+            }
             ImageFinding::EntryOutsideExecutable { entry } => write!(formatter, "{rule}: entry {entry:#x}"),
             ImageFinding::TrailingBytes {
                 claimed_end,
@@ -213,6 +220,7 @@ pub fn verify_image(image: &SparseBytes, layout: &ImageLayout) -> Vec<ImageFindi
     check_segments(&loads, image_size, &mut findings);
     check_overlaps(&loads, &mut findings);
     check_stack(&parsed.segments, &mut findings);
+    check_program_headers_loaded(&parsed, &loads, &mut findings);
     check_entry(parsed.entry, &loads, &mut findings);
     check_sections(&parsed.sections, &loads, image_size, &mut findings);
     check_trailing(&parsed, image_size, &mut findings);
@@ -257,6 +265,8 @@ struct ParsedImage {
     entry: u64,
     segments: Vec<ParsedSegment>,
     sections: Vec<ParsedSection>,
+    /// The start of the program header table.
+    program_headers_offset: u64,
     /// The end of the program header table.
     program_headers_end: u64,
     /// The end of the section header table (0 when there is none).
@@ -340,6 +350,7 @@ fn parse(image: &SparseBytes, findings: &mut Vec<ImageFinding>) -> Option<Parsed
         entry: header.e_entry(endian),
         segments,
         sections,
+        program_headers_offset: header.e_phoff(endian),
         program_headers_end,
         section_headers_end,
     })
@@ -440,6 +451,21 @@ fn check_stack(segments: &[ParsedSegment], findings: &mut Vec<ImageFinding>) {
         .any(|segment| segment.kind == PT_GNU_STACK && segment.flags & PF_X != 0)
     {
         findings.push(ImageFinding::ExecutableStack);
+    }
+}
+
+/// The program header table must lie inside the file bytes of a `PT_LOAD`.
+fn check_program_headers_loaded(parsed: &ParsedImage, loads: &[&ParsedSegment], findings: &mut Vec<ImageFinding>) {
+    let (file_offset, end) = (parsed.program_headers_offset, parsed.program_headers_end);
+    let size = end.saturating_sub(file_offset);
+    if size == 0 {
+        return;
+    }
+    let loaded = loads
+        .iter()
+        .any(|segment| contains(segment.file_offset, segment.file_size, file_offset, size));
+    if !loaded {
+        findings.push(ImageFinding::ProgramHeadersNotLoaded { file_offset, size });
     }
 }
 

@@ -1,7 +1,7 @@
 //! `neverc.link.gc`: which atoms are live. Without `--gc-sections` every allocated atom of a kept section
-//! is. With it, liveness spreads along edges from the roots: the entry symbol, init/fini arrays, retained
-//! sections, sections named by a referenced `__start_X`/`__stop_X`, and unwind tables (whose own edges keep
-//! nothing alive: a function's unwind record does not make the function live).
+//! is. With it, liveness spreads along edges from the roots: the entry symbol, `.init` and `.fini`, the
+//! init/fini arrays, retained sections, sections named by a referenced `__start_X`/`__stop_X`, and unwind
+//! tables (whose own edges keep nothing alive: a function's unwind record does not make the function live).
 
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{AtomId, LinkGraph, SectionKind, atom_flags, section_flags};
@@ -85,7 +85,10 @@ fn is_root(graph: &LinkGraph, atom: AtomId, started: &[String]) -> bool {
     };
     let section = &graph.sections[section.index()];
     let name = section.name.as_str();
-    name.starts_with(".init_array")
+    // GNU ld's default script keeps these (`KEEP`): `.init` and `.fini` are the prologue and epilogue
+    // fragments crti.o and crtn.o wrap around everything between them, which nothing refers to.
+    matches!(name, ".init" | ".fini" | ".jcr")
+        || name.starts_with(".init_array")
         || name.starts_with(".fini_array")
         || name.starts_with(".preinit_array")
         || name.starts_with(".ctors")

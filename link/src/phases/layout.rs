@@ -12,20 +12,31 @@ use crate::context::{Layout, LinkContext, OutputSection, OutputSegment, PhaseErr
 use crate::graph::{
     Atom, AtomId, Content, Definition, LinkGraph, Origin, atom_flags, effective_alignment, section_flags,
 };
-use crate::image::SegmentFlags;
+use crate::image::{SegmentFlags, elf_headers_size};
 use crate::linker_defined::{LinkerDefined, linker_defined};
 use crate::phases::LinkPhase;
 
 const PHASE: LinkPhase = LinkPhase::Layout;
 
-/// Segment of an output section: 0 = R+X, 1 = R, 2 = R+W.
-fn segment_of(flags: u64) -> usize {
+/// The permission groups, in address order, as ld.bfd lays out a static executable (`-z separate-code`):
+/// the headers with the notes (R), code (R+X), read-only data (R), writable data (R+W).
+const SEGMENT_FLAGS: [SegmentFlags; 4] = [
+    SegmentFlags::READ,
+    SegmentFlags::READ.union(SegmentFlags::EXECUTE),
+    SegmentFlags::READ,
+    SegmentFlags::READ.union(SegmentFlags::WRITE),
+];
+
+/// The permission group (an index into [`SEGMENT_FLAGS`]) of an output section.
+fn segment_of(name: &str, flags: u64) -> usize {
     if flags & section_flags::EXECUTABLE != 0 {
-        0
-    } else if flags & section_flags::WRITABLE != 0 {
-        2
-    } else {
         1
+    } else if flags & section_flags::WRITABLE != 0 {
+        3
+    } else if name.starts_with(".note") {
+        0
+    } else {
+        2
     }
 }
 
@@ -76,8 +87,6 @@ fn init_priority(name: &str) -> u32 {
 pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseError> {
     merge_strings(context, phase);
     let graph = &mut context.graph;
-    let page = context.options.page_size.max(1);
-    let base = context.options.image_base;
 
     // Output sections by name, in first-seen order; atoms in graph order (link order).
     let mut by_name: FxHashMap<String, usize> = FxHashMap::default();
@@ -142,96 +151,32 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         apply_order_constraints(graph, &mut section.atoms);
     }
     for (section, _) in &mut sections {
-        section.segment = segment_of(section.flags);
+        section.segment = segment_of(&section.name, section.flags);
     }
     // `.bss` is the last section of the writable segment (it takes no file bytes).
     sections.sort_by_key(|(section, rank)| (section.segment, *rank));
 
-    let mut layout = Layout::default();
-    let limit = Limit {
-        base,
-        max: context.options.max_output_size,
+    // The ELF header and the program headers are mapped by the first `PT_LOAD` (the kernel passes their
+    // address as `AT_PHDR`, which a static libc reads to find its TLS segment), so their size must be known
+    // before anything is placed. It depends on how many `PT_LOAD`s there are; one is expected per permission
+    // group in use, and in the rare case that an alignment gap splits a group the layout is done again with
+    // the count it found.
+    let groups = 1
+        + (1..SEGMENT_FLAGS.len())
+            .filter(|group| sections.iter().any(|(section, _)| section.segment == *group))
+            .count();
+    let mut loads = groups;
+    let layout = loop {
+        let layout = place(context, &mut sections, loads)?;
+        if layout.segments.len() <= loads {
+            break layout;
+        }
+        loads = layout.segments.len();
     };
-    let mut address = limit.check(base.checked_add(page), || "the image headers".to_string())?;
-    // Where the next segment's file bytes may start: after the headers' page, then after each segment's
-    // file bytes. A segment's file offset only has to be congruent with its address modulo the page size, so
-    // the gap an aligned first section leaves in the address space costs nothing in the file.
-    let mut file_cursor = page;
-    for segment in 0..3 {
-        let members: Vec<usize> = (0..sections.len())
-            .filter(|index| sections[*index].0.segment == segment)
-            .collect();
-        let flags = match segment {
-            0 => SegmentFlags::READ | SegmentFlags::EXECUTE,
-            2 => SegmentFlags::READ | SegmentFlags::WRITE,
-            _ => SegmentFlags::READ,
-        };
-        // The run of sections placed since the current `PT_LOAD` began: its start address, file offset and the
-        // end of its file bytes.
-        let mut run: Option<(u64, u64, u64, Vec<usize>)> = None;
-        for index in members {
-            // The output section is aligned as strictly as its most strictly aligned input section, which is
-            // the one to blame when the alignment does not fit.
-            let blame = |section: &OutputSection| {
-                section
-                    .atoms
-                    .iter()
-                    .map(|atom| &graph.atoms[atom.index()])
-                    .max_by_key(|atom| atom.alignment)
-                    .map_or_else(
-                        || format!("output section `{}`", section.name),
-                        |atom| describe(graph, atom),
-                    )
-            };
-            let alignment = sections[index].0.alignment;
-            let aligned = limit.check(align(address, alignment), || blame(&sections[index].0))?;
-            // A section that would leave more than a page of zeros after the one before starts a `PT_LOAD` of
-            // its own (as does the first of each permission): its file offset is then only congruent with its
-            // address modulo the page size, so the gap costs nothing in the file.
-            let starts_segment = run.is_none() || aligned - address > page;
-            if starts_segment {
-                if let Some(finished) = run.take() {
-                    file_cursor = push_segment(&mut layout, &mut sections, flags, finished, address);
-                }
-                address = limit.check(align(address, alignment.max(page)), || blame(&sections[index].0))?;
-                // File offsets never pass the addresses they map (each segment's is at most its address less
-                // the base), so this neither overflows nor passes the output limit.
-                let file_start = align(file_cursor, page).unwrap_or(file_cursor) + address % effective_alignment(page);
-                run = Some((address, file_start, address, Vec::new()));
-            } else {
-                address = aligned;
-            }
-            let section = &mut sections[index].0;
-            let Some((start, file_start, file_end, run_members)) = run.as_mut() else {
-                continue;
-            };
-            section.address = address;
-            for atom in &section.atoms {
-                let entry = &graph.atoms[atom.index()];
-                let placed = limit.check(align(address, entry.alignment), || describe(graph, entry))?;
-                let end = limit.check(placed.checked_add(entry.size()), || describe(graph, entry))?;
-                let entry = &mut graph.atoms[atom.index()];
-                entry.address = placed;
-                entry.file_offset = *file_start + (placed - *start);
-                address = end;
-            }
-            section.size = address - section.address;
-            section.file_offset = *file_start + (section.address - *start);
-            let is_bss = section
-                .atoms
-                .iter()
-                .all(|atom| graph.atoms[atom.index()].content == Content::ZeroFill);
-            section.file_size = if is_bss { 0 } else { section.size };
-            if !is_bss {
-                *file_end = address;
-            }
-            run_members.push(index);
-        }
-        if let Some(finished) = run.take() {
-            file_cursor = push_segment(&mut layout, &mut sections, flags, finished, address);
-        }
-    }
+    let mut layout = layout;
     layout.sections = sections.into_iter().map(|(section, _)| section).collect();
+    let graph = &mut context.graph;
+    let page = context.options.page_size.max(1);
     layout.file_size = layout
         .segments
         .iter()
@@ -268,6 +213,95 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     layout.entry = entry;
     context.set_layout(layout);
     Ok(())
+}
+
+/// Places the sorted output sections and their atoms, making one `PT_LOAD` per permission group (more
+/// where an alignment gap splits one), with room for the headers of `loads` of them at the image base.
+fn place(context: &mut LinkContext, sections: &mut [(OutputSection, u32)], loads: usize) -> Result<Layout, PhaseError> {
+    let graph = &mut context.graph;
+    let page = context.options.page_size.max(1);
+    let base = context.options.image_base;
+    let limit = Limit {
+        base,
+        max: context.options.max_output_size,
+    };
+    let mut layout = Layout::default();
+    let headers = elf_headers_size(loads);
+    let mut address = limit.check(base.checked_add(headers), || "the image headers".to_string())?;
+    // Where the next segment's file bytes may start: after each segment's file bytes. A segment's file offset
+    // only has to be congruent with its address modulo the page size, so the gap an aligned first section
+    // leaves in the address space costs nothing in the file.
+    let mut file_cursor = 0;
+    for (group, flags) in SEGMENT_FLAGS.into_iter().enumerate() {
+        let members: Vec<usize> = (0..sections.len())
+            .filter(|index| sections[*index].0.segment == group)
+            .collect();
+        // The run of sections placed since the current `PT_LOAD` began: its start address, file offset and the
+        // end of its file bytes. The first begins at the image base with the headers.
+        let mut run: Option<(u64, u64, u64, Vec<usize>)> = (group == 0).then(|| (base, 0, address, Vec::new()));
+        for index in members {
+            // The output section is aligned as strictly as its most strictly aligned input section, which is
+            // the one to blame when the alignment does not fit.
+            let blame = |section: &OutputSection| {
+                section
+                    .atoms
+                    .iter()
+                    .map(|atom| &graph.atoms[atom.index()])
+                    .max_by_key(|atom| atom.alignment)
+                    .map_or_else(
+                        || format!("output section `{}`", section.name),
+                        |atom| describe(graph, atom),
+                    )
+            };
+            let alignment = sections[index].0.alignment;
+            let aligned = limit.check(align(address, alignment), || blame(&sections[index].0))?;
+            // A section that would leave more than a page of zeros after the one before starts a `PT_LOAD` of
+            // its own (as does the first of each permission): its file offset is then only congruent with its
+            // address modulo the page size, so the gap costs nothing in the file.
+            let starts_segment = run.is_none() || aligned - address > page;
+            if starts_segment {
+                if let Some(finished) = run.take() {
+                    file_cursor = push_segment(&mut layout, sections, flags, finished, address);
+                }
+                address = limit.check(align(address, alignment.max(page)), || blame(&sections[index].0))?;
+                // File offsets never pass the addresses they map (each segment's is at most its address less
+                // the base), so this neither overflows nor passes the output limit.
+                let file_start = align(file_cursor, page).unwrap_or(file_cursor) + address % effective_alignment(page);
+                run = Some((address, file_start, address, Vec::new()));
+            } else {
+                address = aligned;
+            }
+            let section = &mut sections[index].0;
+            let Some((start, file_start, file_end, run_members)) = run.as_mut() else {
+                continue;
+            };
+            section.address = address;
+            for atom in &section.atoms {
+                let entry = &graph.atoms[atom.index()];
+                let placed = limit.check(align(address, entry.alignment), || describe(graph, entry))?;
+                let end = limit.check(placed.checked_add(entry.size()), || describe(graph, entry))?;
+                let entry = &mut graph.atoms[atom.index()];
+                entry.address = placed;
+                entry.file_offset = *file_start + (placed - *start);
+                address = end;
+            }
+            section.size = address - section.address;
+            section.file_offset = *file_start + (section.address - *start);
+            let is_bss = section
+                .atoms
+                .iter()
+                .all(|atom| graph.atoms[atom.index()].content == Content::ZeroFill);
+            section.file_size = if is_bss { 0 } else { section.size };
+            if !is_bss {
+                *file_end = address;
+            }
+            run_members.push(index);
+        }
+        if let Some(finished) = run.take() {
+            file_cursor = push_segment(&mut layout, sections, flags, finished, address);
+        }
+    }
+    Ok(layout)
 }
 
 /// `value` rounded up to a multiple of `alignment` (read as ld.bfd reads an input alignment, so a power of
