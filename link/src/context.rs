@@ -10,7 +10,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use crate::graph::{AtomId, EdgeId, Input, LinkGraph, SymbolId};
-use crate::image::{ImageLayout, SegmentFlags, SparseBytes};
+use crate::image::{ImageLayout, ProgramHeaderLayout, SegmentFlags, SparseBytes};
 use crate::phases::LinkPhase;
 
 /// How identical code folding runs.
@@ -118,9 +118,36 @@ pub struct OutputSegment {
 pub struct Layout {
     pub sections: Vec<OutputSection>,
     pub segments: Vec<OutputSegment>,
+    /// The program headers other than the loads (`PT_TLS`, `PT_NOTE`, ...), in the order they are written.
+    pub program_headers: Vec<ProgramHeaderLayout>,
+    /// The thread-local storage template, when the output has one.
+    pub tls: Option<TlsTemplate>,
     /// Where the section headers and tables go: the end of the last segment's file bytes.
     pub file_size: u64,
     pub entry: u64,
+}
+
+/// The thread-local storage template (`PT_TLS`): `.tdata` then `.tbss`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TlsTemplate {
+    pub address: u64,
+    pub memory_size: u64,
+    pub alignment: u64,
+}
+
+impl TlsTemplate {
+    /// The offset of `address` (inside the template) from the thread pointer. On x86-64 (TLS variant II) the
+    /// block ends at the thread pointer, its size rounded up to its alignment.
+    pub fn tp_offset(&self, address: u64) -> i128 {
+        let alignment = u128::from(self.alignment.max(1));
+        let size = u128::from(self.memory_size).div_ceil(alignment) * alignment;
+        i128::from(address) - i128::from(self.address) - size as i128
+    }
+
+    /// The offset of `address` from the start of the template (what a `DTPOFF` relocation holds).
+    pub fn dtp_offset(&self, address: u64) -> i128 {
+        i128::from(address) - i128::from(self.address)
+    }
 }
 
 /// Mergeable string pieces: for a merged atom, where each input piece went.
@@ -160,6 +187,10 @@ pub struct LinkContext {
     pub got_atom: Option<AtomId>,
     /// The slot of each symbol of `got`, built with it by `set_got` (see [`LinkContext::got_slot_of`]).
     got_slots: FxHashMap<SymbolId, usize>,
+    /// Indirect functions: the synthetic `.plt` atom and each resolved IFUNC symbol's entry in it. Every
+    /// reference to such a symbol means its PLT entry, which jumps through a slot that an `IRELATIVE`
+    /// relocation fills at start-up.
+    pub(crate) iplt: Option<(AtomId, FxHashMap<SymbolId, u32>)>,
     /// The proof digest's hashing of the inputs so far (see [`LinkContext::input_digest`]).
     input_digest: RefCell<Option<InputDigest>>,
     pub merged_strings: MergedStrings,
@@ -179,6 +210,7 @@ impl LinkContext {
             got: Vec::new(),
             got_atom: None,
             got_slots: FxHashMap::default(),
+            iplt: None,
             input_digest: RefCell::new(None),
             merged_strings: MergedStrings::default(),
             products: Products::default(),

@@ -342,6 +342,9 @@ pub enum SymbolType {
     Section,
     File,
     Tls,
+    /// An indirect function (`STT_GNU_IFUNC`): the symbol names a resolver, and the function is whatever
+    /// the resolver returns at start-up.
+    Ifunc,
     Other,
 }
 
@@ -452,6 +455,8 @@ pub struct Unwind {
 pub enum SyntheticRole {
     /// A global offset table slot holding the address of a symbol.
     GotEntry(SymbolId),
+    /// An indirect function's PLT entry, its `.got.plt` slot and its `IRELATIVE` relocation.
+    IpltEntry(SymbolId),
     /// A symbol the linker defines (`__start_x`, `__init_array_start`, ...).
     LinkerDefined(String),
     /// Made by a plugin.

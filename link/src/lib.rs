@@ -16,3 +16,4 @@ pub mod plugin;
 pub mod read;
 pub use neverc_tables::status;
 mod x86_64;
+mod x86_64_tls;

@@ -24,7 +24,7 @@ pub(crate) enum LinkerDefined<'n> {
 }
 
 /// The names with a fixed meaning, and what each means.
-const FIXED: [(&str, LinkerDefined<'static>); 16] = [
+const FIXED: [(&str, LinkerDefined<'static>); 18] = [
     (
         "__init_array_start",
         LinkerDefined::ArrayBound {
@@ -64,6 +64,21 @@ const FIXED: [(&str, LinkerDefined<'static>); 16] = [
         "__preinit_array_end",
         LinkerDefined::ArrayBound {
             section: ".preinit_array",
+            end: true,
+        },
+    ),
+    // The `IRELATIVE` relocations of indirect functions, which a static C library applies at start-up.
+    (
+        "__rela_iplt_start",
+        LinkerDefined::ArrayBound {
+            section: crate::phases::synthesize::IRELA,
+            end: false,
+        },
+    ),
+    (
+        "__rela_iplt_end",
+        LinkerDefined::ArrayBound {
+            section: crate::phases::synthesize::IRELA,
             end: true,
         },
     ),

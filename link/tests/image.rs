@@ -118,6 +118,7 @@ fn program(code: &[u8]) -> ImageLayout {
             ),
             segment("data", read | SegmentFlags::WRITE, 0x402000, 0x2000, 8, 0x20),
         ],
+        program_headers: Vec::new(),
         sections: vec![
             section(
                 ".text",

@@ -670,6 +670,7 @@ fn a_linker_provider_replaces_the_whole_link_and_the_sealed_gates_still_run() {
                     memory_size: 0x1000 + code.len() as u64,
                     alignment: 0x1000,
                 }],
+                program_headers: Vec::new(),
                 sections: vec![SectionLayout {
                     name: ".text".into(),
                     segment: Some(0),

@@ -51,7 +51,12 @@ pub(crate) const SECTION_HEADER_SIZE: u64 = 64;
 const SYMBOL_SIZE: u64 = 24;
 
 pub(crate) const PT_LOAD: u32 = 1;
+pub(crate) const PT_NOTE: u32 = 4;
+pub(crate) const PT_TLS: u32 = 7;
+pub(crate) const PT_GNU_EH_FRAME: u32 = 0x6474_e550;
 pub(crate) const PT_GNU_STACK: u32 = 0x6474_e551;
+pub(crate) const PT_GNU_RELRO: u32 = 0x6474_e552;
+pub(crate) const PT_GNU_PROPERTY: u32 = 0x6474_e553;
 pub(crate) const PF_X: u32 = 1;
 pub(crate) const PF_W: u32 = 2;
 pub(crate) const PF_R: u32 = 4;
@@ -59,6 +64,7 @@ pub(crate) const SHT_NOBITS: u32 = 8;
 pub(crate) const SHF_WRITE: u64 = 1;
 pub(crate) const SHF_ALLOC: u64 = 2;
 pub(crate) const SHF_EXECINSTR: u64 = 4;
+pub(crate) const SHF_TLS: u64 = 0x400;
 const SHT_PROGBITS: u32 = 1;
 const SHT_SYMTAB: u32 = 2;
 const SHT_STRTAB: u32 = 3;
@@ -66,6 +72,7 @@ const SHT_NOTE: u32 = 7;
 const SHT_INIT_ARRAY: u32 = 14;
 const SHT_FINI_ARRAY: u32 = 15;
 const SHT_PREINIT_ARRAY: u32 = 16;
+const SHT_RELA: u32 = 4;
 const SHN_ABS: u16 = 0xfff1;
 const SHN_LORESERVE: usize = 0xff00;
 const PN_XNUM: usize = 0xffff;
@@ -164,6 +171,8 @@ impl SectionFlags {
     pub const WRITE: SectionFlags = SectionFlags(2);
     /// The section holds instructions (`SHF_EXECINSTR`).
     pub const EXECUTE: SectionFlags = SectionFlags(4);
+    /// The section is part of the thread-local storage template (`SHF_TLS`).
+    pub const TLS: SectionFlags = SectionFlags(8);
 
     /// No attribute at all.
     pub const fn empty() -> SectionFlags {
@@ -186,6 +195,9 @@ impl SectionFlags {
         }
         if self.contains(SectionFlags::EXECUTE) {
             flags |= SHF_EXECINSTR;
+        }
+        if self.contains(SectionFlags::TLS) {
+            flags |= SHF_TLS;
         }
         flags
     }
@@ -214,6 +226,8 @@ pub enum SectionKind {
     FiniArray,
     /// Pre-initialisation pointers (`SHT_PREINIT_ARRAY`).
     PreinitArray,
+    /// Relocations with addends (`SHT_RELA`), such as the `IRELATIVE` ones of a static executable.
+    Rela,
 }
 
 impl SectionKind {
@@ -226,6 +240,7 @@ impl SectionKind {
             SectionKind::InitArray => SHT_INIT_ARRAY,
             SectionKind::FiniArray => SHT_FINI_ARRAY,
             SectionKind::PreinitArray => SHT_PREINIT_ARRAY,
+            SectionKind::Rela => SHT_RELA,
         }
     }
 
@@ -233,6 +248,7 @@ impl SectionKind {
     const fn entry_size(self) -> u64 {
         match self {
             SectionKind::InitArray | SectionKind::FiniArray | SectionKind::PreinitArray => 8,
+            SectionKind::Rela => 24,
             _ => 0,
         }
     }
@@ -249,6 +265,47 @@ pub struct SegmentLayout {
     pub file_size: u64,
     pub memory_size: u64,
     /// `p_align`: zero or a power of two; usually the page size.
+    pub alignment: u64,
+}
+
+/// What a program header other than `PT_LOAD` describes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ProgramHeaderKind {
+    /// `PT_TLS`: the thread-local storage template (`.tdata` then `.tbss`).
+    Tls,
+    /// `PT_NOTE`: a run of note sections.
+    Note,
+    /// `PT_GNU_PROPERTY`: `.note.gnu.property`.
+    GnuProperty,
+    /// `PT_GNU_EH_FRAME`: `.eh_frame_hdr`.
+    GnuEhFrame,
+    /// `PT_GNU_RELRO`: data made read-only after start-up.
+    GnuRelro,
+}
+
+impl ProgramHeaderKind {
+    /// The ELF `p_type`.
+    pub const fn p_type(self) -> u32 {
+        match self {
+            ProgramHeaderKind::Tls => PT_TLS,
+            ProgramHeaderKind::Note => PT_NOTE,
+            ProgramHeaderKind::GnuProperty => PT_GNU_PROPERTY,
+            ProgramHeaderKind::GnuEhFrame => PT_GNU_EH_FRAME,
+            ProgramHeaderKind::GnuRelro => PT_GNU_RELRO,
+        }
+    }
+}
+
+/// A program header other than `PT_LOAD`, describing part of what the loads map; written after the
+/// `PT_LOAD`s, before `PT_GNU_STACK`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProgramHeaderLayout {
+    pub kind: ProgramHeaderKind,
+    pub flags: SegmentFlags,
+    pub virtual_address: u64,
+    pub file_offset: u64,
+    pub file_size: u64,
+    pub memory_size: u64,
     pub alignment: u64,
 }
 
@@ -309,6 +366,8 @@ pub struct ImageLayout {
     pub machine: u16,
     /// In ascending address order.
     pub segments: Vec<SegmentLayout>,
+    /// The other program headers, in the order they are written.
+    pub program_headers: Vec<ProgramHeaderLayout>,
     pub sections: Vec<SectionLayout>,
     /// Written to `.symtab` (locals first, otherwise in this order); no `.symtab` when empty.
     pub symbols: Vec<SymbolLayout>,
@@ -407,6 +466,9 @@ pub fn write_elf_into(layout: &ImageLayout, writer: &mut BoundedImageWriter) -> 
     for segment in &layout.segments {
         writer.write(&program_header(segment))?;
     }
+    for header in &layout.program_headers {
+        writer.write(&other_program_header(header))?;
+    }
     writer.write(&gnu_stack_header())?;
     for section in &layout.sections {
         if section.kind != SectionKind::NoBits {
@@ -459,7 +521,7 @@ impl Plan {
 
 /// Validates `layout` and decides where the synthesised tables go.
 fn plan(layout: &ImageLayout) -> Result<Plan, ElfError> {
-    let headers_end = elf_headers_size(layout.segments.len());
+    let headers_end = elf_headers_size(layout.segments.len() + layout.program_headers.len());
     let segments_end = validate_segments(&layout.segments)?;
     let sections_end = validate_sections(layout, headers_end)?;
     validate_symbols(layout)?;
@@ -771,7 +833,8 @@ fn file_header(layout: &ImageLayout, plan: &Plan) -> Vec<u8> {
     encoder.0.extend_from_slice(b"\x7fELF");
     encoder.u8(2).u8(1).u8(1).u8(0).u8(0);
     encoder.0.resize(16, 0);
-    let program_header_count = u16::try_from(layout.segments.len() + 1).unwrap_or(u16::MAX);
+    let program_header_count =
+        u16::try_from(layout.segments.len() + layout.program_headers.len() + 1).unwrap_or(u16::MAX);
     encoder
         .u16(ET_EXEC)
         .u16(layout.machine)
@@ -801,6 +864,21 @@ fn program_header(segment: &SegmentLayout) -> Vec<u8> {
         .u64(segment.file_size)
         .u64(segment.memory_size)
         .u64(segment.alignment);
+    encoder.0
+}
+
+/// A program header other than `PT_LOAD`.
+fn other_program_header(header: &ProgramHeaderLayout) -> Vec<u8> {
+    let mut encoder = Encoder::default();
+    encoder
+        .u32(header.kind.p_type())
+        .u32(header.flags.to_elf())
+        .u64(header.file_offset)
+        .u64(header.virtual_address)
+        .u64(header.virtual_address)
+        .u64(header.file_size)
+        .u64(header.memory_size)
+        .u64(header.alignment);
     encoder.0
 }
 

@@ -53,6 +53,8 @@ fn image_layout(context: &mut LinkContext) -> Result<ImageLayout, PhaseError> {
                 SectionKind::FiniArray
             } else if section.name == ".preinit_array" {
                 SectionKind::PreinitArray
+            } else if section.name == crate::phases::synthesize::IRELA {
+                SectionKind::Rela
             } else if section.name.starts_with(".note") {
                 SectionKind::Note
             } else {
@@ -64,6 +66,9 @@ fn image_layout(context: &mut LinkContext) -> Result<ImageLayout, PhaseError> {
             }
             if section.flags & crate::graph::section_flags::EXECUTABLE != 0 {
                 flags = flags | SectionFlags::EXECUTE;
+            }
+            if section.flags & crate::graph::section_flags::TLS != 0 {
+                flags = flags | SectionFlags::TLS;
             }
             SectionLayout {
                 name: section.name.clone(),
@@ -86,6 +91,7 @@ fn image_layout(context: &mut LinkContext) -> Result<ImageLayout, PhaseError> {
         entry: layout.entry,
         machine,
         segments,
+        program_headers: layout.program_headers.clone(),
         sections,
         symbols: symbol_table(context),
     })

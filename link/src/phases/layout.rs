@@ -8,13 +8,14 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use crate::context::{Layout, LinkContext, OutputSection, OutputSegment, PhaseError};
+use crate::context::{Layout, LinkContext, OutputSection, OutputSegment, PhaseError, TlsTemplate};
 use crate::graph::{
     Atom, AtomId, Content, Definition, LinkGraph, Origin, atom_flags, effective_alignment, section_flags,
 };
-use crate::image::{SegmentFlags, elf_headers_size};
+use crate::image::{ProgramHeaderKind, ProgramHeaderLayout, SegmentFlags, elf_headers_size};
 use crate::linker_defined::{LinkerDefined, linker_defined};
 use crate::phases::LinkPhase;
+use crate::phases::synthesize::{IGOT, IPLT, IRELA};
 
 const PHASE: LinkPhase = LinkPhase::Layout;
 
@@ -33,7 +34,7 @@ fn segment_of(name: &str, flags: u64) -> usize {
         1
     } else if flags & section_flags::WRITABLE != 0 {
         3
-    } else if name.starts_with(".note") {
+    } else if name.starts_with(".note") || name.starts_with(".rela") {
         0
     } else {
         2
@@ -47,27 +48,39 @@ fn output_name(name: &str) -> (String, u32) {
             .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
     };
     let (output, rank) = if family(".text") {
-        (".text", 1)
+        (".text", 2)
     } else if name == ".init" {
         (".init", 0)
+    } else if name == IPLT {
+        (IPLT, 1)
     } else if name == ".fini" {
-        (".fini", 2)
+        (".fini", 3)
+    } else if name == IRELA {
+        (IRELA, 60)
     } else if family(".rodata") {
         (".rodata", 1)
     } else if name == ".eh_frame" {
         (".eh_frame", 2)
+    } else if family(".gcc_except_table") {
+        (".gcc_except_table", 3)
+    } else if family(".tdata") {
+        (".tdata", 0)
+    } else if family(".tbss") || name == ".tcommon" {
+        (".tbss", 1)
     } else if family(".preinit_array") {
-        (".preinit_array", 0)
+        (".preinit_array", 2)
     } else if family(".init_array") || family(".ctors") {
-        (".init_array", 1)
+        (".init_array", 3)
     } else if family(".fini_array") || family(".dtors") {
-        (".fini_array", 2)
+        (".fini_array", 4)
     } else if family(".data.rel.ro") {
-        (".data.rel.ro", 3)
+        (".data.rel.ro", 5)
     } else if name == ".got" {
-        (".got", 4)
+        (".got", 6)
+    } else if name == IGOT {
+        (IGOT, 7)
     } else if family(".data") {
-        (".data", 5)
+        (".data", 8)
     } else if family(".bss") || name == "COMMON" {
         (".bss", 100)
     } else {
@@ -104,19 +117,13 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
                 let section = &graph.sections[section.index()];
                 (section.name.as_str(), section.flags)
             }
-            None if atom.name == ".got" => (".got", section_flags::ALLOCATED | section_flags::WRITABLE),
+            None if atom.name == ".got" || atom.name == IGOT => {
+                (atom.name.as_str(), section_flags::ALLOCATED | section_flags::WRITABLE)
+            }
+            None if atom.name == IPLT => (IPLT, section_flags::ALLOCATED | section_flags::EXECUTABLE),
             None if atom.name == "COMMON" => ("COMMON", section_flags::ALLOCATED | section_flags::WRITABLE),
             None => (atom.name.as_str(), section_flags::ALLOCATED),
         };
-        if flags & section_flags::TLS != 0 {
-            return Err(PhaseError::new(
-                PHASE,
-                format!(
-                    "{}: section `{input_name}`: thread-local storage is not supported yet",
-                    graph.input_name(atom.origin.input)
-                ),
-            ));
-        }
         let (name, rank) = output_name(input_name);
         let slot = *by_name.entry(name.clone()).or_insert_with(|| {
             sections.push((
@@ -136,9 +143,19 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
             sections.len() - 1
         });
         let output = &mut sections[slot].0;
-        output.flags |= flags & (section_flags::ALLOCATED | section_flags::WRITABLE | section_flags::EXECUTABLE);
+        output.flags |= flags
+            & (section_flags::ALLOCATED | section_flags::WRITABLE | section_flags::EXECUTABLE | section_flags::TLS);
         output.alignment = output.alignment.max(effective_alignment(atom.alignment));
         output.atoms.push(AtomId(index as u32));
+    }
+    // Link order is command-line order: an archive member's sections go where its archive was named (so that
+    // crtend.o's `.eh_frame` terminator ends the unwind tables, as with ld.bfd), not where it was extracted.
+    let order = command_line_order(graph);
+    for (section, _) in &mut sections {
+        section.atoms.sort_by_key(|atom| {
+            let input = graph.atoms[atom.index()].origin.input;
+            input.map_or((u32::MAX, 0), |input| order[input.index()])
+        });
     }
     // Init and fini arrays: priorities first, ascending, then the plain sections in link order.
     for (section, _) in &mut sections {
@@ -165,9 +182,10 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         + (1..SEGMENT_FLAGS.len())
             .filter(|group| sections.iter().any(|(section, _)| section.segment == *group))
             .count();
+    let others = other_program_headers(sections.iter().map(|(section, _)| section)).len();
     let mut loads = groups;
     let layout = loop {
-        let layout = place(context, &mut sections, loads)?;
+        let layout = place(context, &mut sections, loads + others)?;
         if layout.segments.len() <= loads {
             break layout;
         }
@@ -175,6 +193,9 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     };
     let mut layout = layout;
     layout.sections = sections.into_iter().map(|(section, _)| section).collect();
+    let (program_headers, tls) = describe_program_headers(&layout.sections);
+    layout.program_headers = program_headers;
+    layout.tls = tls;
     let graph = &mut context.graph;
     let page = context.options.page_size.max(1);
     layout.file_size = layout
@@ -215,9 +236,85 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     Ok(())
 }
 
+/// The program headers other than loads that the sorted output sections call for, each with the sections
+/// it covers: one `PT_NOTE` per run of notes with the same alignment (as ld.bfd makes them), then `PT_TLS`
+/// over `.tdata` and `.tbss`.
+fn other_program_headers<'s>(
+    sections: impl Iterator<Item = &'s OutputSection>,
+) -> Vec<(ProgramHeaderKind, Vec<usize>)> {
+    let mut headers: Vec<(ProgramHeaderKind, Vec<usize>)> = Vec::new();
+    let mut tls = Vec::new();
+    let mut note_alignment = None;
+    for (index, section) in sections.enumerate() {
+        if section.segment == 0 && section.name.starts_with(".note") {
+            match headers.last_mut() {
+                Some((ProgramHeaderKind::Note, members)) if note_alignment == Some(section.alignment) => {
+                    members.push(index);
+                }
+                _ => headers.push((ProgramHeaderKind::Note, vec![index])),
+            }
+            note_alignment = Some(section.alignment);
+        } else {
+            note_alignment = None;
+        }
+        if section.flags & section_flags::TLS != 0 {
+            tls.push(index);
+        }
+    }
+    if !tls.is_empty() {
+        headers.push((ProgramHeaderKind::Tls, tls));
+    }
+    headers
+}
+
+/// The program headers other than loads over the placed sections, and the TLS template.
+fn describe_program_headers(sections: &[OutputSection]) -> (Vec<ProgramHeaderLayout>, Option<TlsTemplate>) {
+    let mut tls = None;
+    let headers = other_program_headers(sections.iter())
+        .into_iter()
+        .map(|(kind, members)| {
+            let covered = || members.iter().map(|index| &sections[*index]);
+            let first = &sections[members[0]];
+            let start = first.address;
+            let end = covered()
+                .map(|section| section.address + section.size)
+                .max()
+                .unwrap_or(start);
+            let file_end = covered()
+                .filter(|section| section.file_size > 0)
+                .map(|section| section.address + section.file_size)
+                .max()
+                .unwrap_or(start);
+            let alignment = covered().map(|section| section.alignment).max().unwrap_or(1);
+            if kind == ProgramHeaderKind::Tls {
+                tls = Some(TlsTemplate {
+                    address: start,
+                    memory_size: end - start,
+                    alignment,
+                });
+            }
+            ProgramHeaderLayout {
+                kind,
+                flags: SegmentFlags::READ,
+                virtual_address: start,
+                file_offset: first.file_offset,
+                file_size: file_end - start,
+                memory_size: end - start,
+                alignment,
+            }
+        })
+        .collect();
+    (headers, tls)
+}
+
 /// Places the sorted output sections and their atoms, making one `PT_LOAD` per permission group (more
-/// where an alignment gap splits one), with room for the headers of `loads` of them at the image base.
-fn place(context: &mut LinkContext, sections: &mut [(OutputSection, u32)], loads: usize) -> Result<Layout, PhaseError> {
+/// where an alignment gap splits one), with room at the image base for `headers` program headers besides
+/// `PT_GNU_STACK`.
+fn place(
+    context: &mut LinkContext,
+    sections: &mut [(OutputSection, u32)],
+    headers: usize,
+) -> Result<Layout, PhaseError> {
     let graph = &mut context.graph;
     let page = context.options.page_size.max(1);
     let base = context.options.image_base;
@@ -226,7 +323,7 @@ fn place(context: &mut LinkContext, sections: &mut [(OutputSection, u32)], loads
         max: context.options.max_output_size,
     };
     let mut layout = Layout::default();
-    let headers = elf_headers_size(loads);
+    let headers = elf_headers_size(headers);
     let mut address = limit.check(base.checked_add(headers), || "the image headers".to_string())?;
     // Where the next segment's file bytes may start: after each segment's file bytes. A segment's file offset
     // only has to be congruent with its address modulo the page size, so the gap an aligned first section
@@ -253,6 +350,9 @@ fn place(context: &mut LinkContext, sections: &mut [(OutputSection, u32)], loads
                         |atom| describe(graph, atom),
                     )
             };
+            // `.tbss` takes no room in the address space of the sections after it: its template lives only in
+            // each thread's block.
+            let resume = address;
             let alignment = sections[index].0.alignment;
             let aligned = limit.check(align(address, alignment), || blame(&sections[index].0))?;
             // A section that would leave more than a page of zeros after the one before starts a `PT_LOAD` of
@@ -276,9 +376,18 @@ fn place(context: &mut LinkContext, sections: &mut [(OutputSection, u32)], loads
                 continue;
             };
             section.address = address;
+            // Unwind tables are a sequence of records that a reader walks up to a zero terminator: padding
+            // between the inputs' tables would read as one. Records are 4-byte multiples, so the tables are
+            // packed at 4 whatever their sections' alignment says (as ld.bfd and lld write them).
+            let packed = section.name == ".eh_frame";
             for atom in &section.atoms {
                 let entry = &graph.atoms[atom.index()];
-                let placed = limit.check(align(address, entry.alignment), || describe(graph, entry))?;
+                let alignment = if packed {
+                    effective_alignment(entry.alignment).min(4)
+                } else {
+                    entry.alignment
+                };
+                let placed = limit.check(align(address, alignment), || describe(graph, entry))?;
                 let end = limit.check(placed.checked_add(entry.size()), || describe(graph, entry))?;
                 let entry = &mut graph.atoms[atom.index()];
                 entry.address = placed;
@@ -294,6 +403,8 @@ fn place(context: &mut LinkContext, sections: &mut [(OutputSection, u32)], loads
             section.file_size = if is_bss { 0 } else { section.size };
             if !is_bss {
                 *file_end = address;
+            } else if section.flags & section_flags::TLS != 0 {
+                address = resume;
             }
             run_members.push(index);
         }
@@ -302,6 +413,24 @@ fn place(context: &mut LinkContext, sections: &mut [(OutputSection, u32)], loads
         }
     }
     Ok(layout)
+}
+
+/// For every input, its place in command-line order: (the position of the input, or of the archive it was
+/// extracted from; 0 for a top-level input, 1 + the member's ordinal in its archive for a member).
+fn command_line_order(graph: &LinkGraph) -> Vec<(u32, u32)> {
+    graph
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(index, input)| match input.member {
+            Some(member) => {
+                let member = &graph.archive_members[member.index()];
+                let archive = &graph.archives[member.archive.index()];
+                (archive.input.0, member.ordinal.saturating_add(1))
+            }
+            None => (index as u32, 0),
+        })
+        .collect()
 }
 
 /// `value` rounded up to a multiple of `alignment` (read as ld.bfd reads an input alignment, so a power of

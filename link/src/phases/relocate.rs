@@ -10,7 +10,12 @@ use crate::graph::{AtomId, Definition, Edge, SymbolId, SymbolType, atom_flags};
 use crate::image::SparseBytes;
 use crate::phases::LinkPhase;
 use crate::phases::layout::merged_location;
+use crate::phases::synthesize::IPLT_ENTRY_SIZE;
 use crate::x86_64::{Relaxation, relaxation, relocation_name};
+use crate::x86_64_tls::{
+    relax_gottpoff_to_le, relax_tlsdesc_call_to_le, relax_tlsdesc_to_le, relax_tlsgd_to_le, relax_tlsld_to_le,
+    relaxed_sequence,
+};
 
 const PHASE: LinkPhase = LinkPhase::Relocate;
 
@@ -25,7 +30,14 @@ fn atom_address(context: &LinkContext, atom: AtomId) -> u64 {
 
 /// The address a symbol stands for (0 for a weak undefined one).
 pub(crate) fn symbol_address(context: &LinkContext, symbol: SymbolId) -> Option<u64> {
-    let symbol = &context.graph.symbols[context.graph.resolved(symbol).index()];
+    let resolved = context.graph.resolved(symbol);
+    // An indirect function is its PLT entry, wherever it is referred to.
+    if let Some((plt, entries)) = &context.iplt
+        && let Some(entry) = entries.get(&resolved)
+    {
+        return atom_address(context, *plt).checked_add(u64::from(*entry) * IPLT_ENTRY_SIZE);
+    }
+    let symbol = &context.graph.symbols[resolved.index()];
     match (symbol.definition, symbol.atom) {
         (Definition::Undefined, _) => Some(0),
         (_, Some(atom)) => match merged_location(context, atom, symbol.value) {
@@ -121,7 +133,18 @@ fn place_atom(
         None => return Err(misfit()),
     };
     let mut messages = Vec::new();
+    // A TLS relaxation rewrites a whole code sequence; the relocations inside it (the call of
+    // `__tls_get_addr`) go with it.
+    let rewritten: Vec<std::ops::Range<u64>> = context
+        .graph
+        .edges_of(atom)
+        .filter_map(|(_, edge)| relaxed_sequence(edge.relocation.raw, edge.offset))
+        .collect();
     for (_, edge) in context.graph.edges_of(atom) {
+        let sequence = relaxed_sequence(edge.relocation.raw, edge.offset).is_some();
+        if !sequence && rewritten.iter().any(|range| range.contains(&edge.offset)) {
+            continue;
+        }
         if let Err(message) = apply(context, edge, entry.address, stored, at) {
             let input = context.graph.input_name(entry.origin.input);
             messages.push(format!("{input}:{}+{:#x}: {message}", entry.name, edge.offset));
@@ -171,7 +194,50 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
         let got = context.got_atom.ok_or_else(|| "no GOT".to_string())?;
         Ok(i128::from(context.graph.atoms[got.index()].address) + slot as i128 * 8 + i128::from(edge.addend))
     };
+    let tp_offset = || -> Result<i128, String> {
+        let tls = context.layout().and_then(|layout| layout.tls).ok_or_else(|| {
+            format!(
+                "{} against `{}`: the output has no TLS segment",
+                relocation_name(raw),
+                name()
+            )
+        })?;
+        // A weak undefined TLS symbol (glibc has some) is the start of the block, as lld has it.
+        let undefined = edge.target_symbol.is_some_and(|symbol| {
+            context.graph.symbols[context.graph.resolved(symbol).index()].definition == Definition::Undefined
+        });
+        let address = if undefined {
+            i128::from(tls.address)
+        } else {
+            value()? - i128::from(edge.addend)
+        };
+        let address = u64::try_from(address).map_err(|_| format!("`{}` has no TLS address", name()))?;
+        Ok(tls.tp_offset(address) + i128::from(edge.addend))
+    };
+    // The thread-pointer offset of the target, without the addend (the relaxed instructions hold no
+    // PC-relative bias).
+    let tp_offset_of_symbol = || -> Result<i128, String> { Ok(tp_offset()? - i128::from(edge.addend)) };
     match raw {
+        elf::R_X86_64_TPOFF32 => write(buffer, at, tp_offset()?, SIGNED32, raw, &name),
+        elf::R_X86_64_TPOFF64 => write(buffer, at, tp_offset()?, FIELD64, raw, &name),
+        // A static executable relaxes every local-dynamic sequence, after which `%rax` holds the thread
+        // pointer: the offsets within the block are offsets from it.
+        elf::R_X86_64_DTPOFF32 => write(buffer, at, tp_offset()?, SIGNED32, raw, &name),
+        elf::R_X86_64_DTPOFF64 => write(buffer, at, tp_offset()?, FIELD64, raw, &name),
+        elf::R_X86_64_GOTTPOFF => {
+            relax_gottpoff_to_le(buffer, at)?;
+            write(buffer, at, tp_offset_of_symbol()?, SIGNED32, raw, &name)
+        }
+        elf::R_X86_64_TLSGD => {
+            let (_, field) = relax_tlsgd_to_le(buffer, at)?;
+            write(buffer, field, tp_offset_of_symbol()?, SIGNED32, raw, &name)
+        }
+        elf::R_X86_64_TLSLD => relax_tlsld_to_le(buffer, at).map(|_| ()),
+        elf::R_X86_64_GOTPC32_TLSDESC => {
+            relax_tlsdesc_to_le(buffer, at)?;
+            write(buffer, at, tp_offset_of_symbol()?, SIGNED32, raw, &name)
+        }
+        elf::R_X86_64_TLSDESC_CALL => relax_tlsdesc_call_to_le(buffer, at),
         elf::R_X86_64_64 => write(buffer, at, value()?, FIELD64, raw, &name),
         elf::R_X86_64_PC64 => write(buffer, at, value()? - place, FIELD64, raw, &name),
         elf::R_X86_64_PC32 | elf::R_X86_64_PLT32 => write(buffer, at, value()? - place, SIGNED32, raw, &name),

@@ -15,6 +15,7 @@ use crate::graph::{
 use crate::linker_defined::linker_defined;
 use crate::phases::LinkPhase;
 use crate::read::extract_member;
+use crate::x86_64_tls::relaxed_sequence;
 
 const PHASE: LinkPhase = LinkPhase::ResolveSymbols;
 
@@ -84,7 +85,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     define_linker_symbols(graph, &mut table, phase);
 
     // Every reference resolves to the prevailing definition; strong references must find one.
-    let mut undefined: Vec<String> = Vec::new();
+    let mut undefined: Vec<(String, String)> = Vec::new();
     let mut reported = FxHashSet::default();
     for index in 0..graph.symbols.len() {
         let symbol = &graph.symbols[index];
@@ -100,20 +101,52 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
             None if symbol.binding == Binding::Weak => {}
             None => {
                 if reported.insert(symbol.name.clone()) {
-                    undefined.push(format!(
-                        "undefined symbol: {} (referenced by {})",
-                        symbol.name,
-                        graph.input_name(symbol.origin.input)
+                    undefined.push((
+                        symbol.name.clone(),
+                        format!(
+                            "undefined symbol: {} (referenced by {})",
+                            symbol.name,
+                            graph.input_name(symbol.origin.input)
+                        ),
                     ));
                 }
             }
         }
     }
     if !undefined.is_empty() {
-        return Err(PhaseError::new(PHASE, undefined.join("\n")));
+        let needed = names_needed_outside_tls_sequences(graph);
+        undefined.retain(|(name, _)| needed.contains(name.as_str()));
+    }
+    if !undefined.is_empty() {
+        let messages: Vec<String> = undefined.into_iter().map(|(_, message)| message).collect();
+        return Err(PhaseError::new(PHASE, messages.join("\n")));
     }
     context.global_symbols = table;
     Ok(())
+}
+
+/// The names some relocation needs, other than those inside a TLS code sequence that a static executable
+/// relaxes to local-exec (the call of `__tls_get_addr` disappears with it, so a static link never needs the
+/// function, which glibc's `libc.a` does not have). Only asked when a name is undefined.
+fn names_needed_outside_tls_sequences(graph: &LinkGraph) -> FxHashSet<&str> {
+    let mut sequences: FxHashMap<AtomId, Vec<std::ops::Range<u64>>> = FxHashMap::default();
+    for edge in &graph.edges {
+        if let Some(range) = relaxed_sequence(edge.relocation.raw, edge.offset) {
+            sequences.entry(edge.source).or_default().push(range);
+        }
+    }
+    graph
+        .edges
+        .iter()
+        .filter(|edge| {
+            relaxed_sequence(edge.relocation.raw, edge.offset).is_some()
+                || !sequences
+                    .get(&edge.source)
+                    .is_some_and(|ranges| ranges.iter().any(|range| range.contains(&edge.offset)))
+        })
+        .filter_map(|edge| edge.target_symbol)
+        .map(|symbol| graph.symbols[symbol.index()].name.as_str())
+        .collect()
 }
 
 /// How strongly a symbol defines its name.

@@ -1,6 +1,14 @@
-//! `neverc.link.synthesize`: the global offset table. A GOT load that cannot be relaxed into a direct
-//! address (plain `GOTPCREL`, an instruction other than `mov`/`call`/`jmp`, or a weak undefined target,
-//! whose slot must hold 0) gets a slot in a synthetic `.got` atom, filled by an absolute relocation.
+//! `neverc.link.synthesize`: the global offset table and the PLT of indirect functions.
+//!
+//! A GOT load that cannot be relaxed into a direct address (plain `GOTPCREL`, an instruction other than
+//! `mov`/`call`/`jmp`, or a weak undefined target, whose slot must hold 0) gets a slot in a synthetic `.got`
+//! atom, filled by an absolute relocation.
+//!
+//! An indirect function (`STT_GNU_IFUNC`) that a live atom refers to gets, as ld.bfd makes them in a static
+//! executable, a 16-byte entry in `.plt` (`jmp *slot(%rip)`), a slot in `.got.plt`, and an `IRELATIVE`
+//! relocation in `.rela.plt` (slot, resolver) that the C library applies at start-up between
+//! `__rela_iplt_start` and `__rela_iplt_end`. Every reference to the function then means its PLT entry, so
+//! all of them agree on its address.
 
 use std::sync::Arc;
 
@@ -8,12 +16,151 @@ use rustc_hash::FxHashMap;
 
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{
-    Atom, AtomId, Content, Edge, EdgeKind, ObjectFormat, Origin, RelocationType, SymbolId, Synthetic, SyntheticRole,
-    atom_flags,
+    Atom, AtomId, Content, Edge, EdgeKind, ObjectFormat, Origin, RelocationType, SymbolId, SymbolType, Synthetic,
+    SyntheticRole, atom_flags,
 };
 use crate::x86_64::{relaxation, uses_got};
 
 pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseError> {
+    synthesize_iplt(context, phase);
+    synthesize_got(context, phase)
+}
+
+/// The size of one PLT entry of an indirect function.
+pub(crate) const IPLT_ENTRY_SIZE: u64 = 16;
+/// `R_X86_64_IRELATIVE`.
+const R_X86_64_IRELATIVE: u64 = 37;
+
+fn synthesize_iplt(context: &mut LinkContext, phase: u16) {
+    if context.iplt.is_some() {
+        return;
+    }
+    let graph = &mut context.graph;
+    let mut functions: Vec<SymbolId> = Vec::new();
+    let mut index: FxHashMap<SymbolId, u32> = FxHashMap::default();
+    for edge in &graph.edges {
+        if !graph.atoms[edge.source.index()].is_live() {
+            continue;
+        }
+        let Some(symbol) = edge.target_symbol.map(|symbol| graph.resolved(symbol)) else {
+            continue;
+        };
+        let entry = &graph.symbols[symbol.index()];
+        if entry.symbol_type != SymbolType::Ifunc || entry.atom.is_none() {
+            continue;
+        }
+        index.entry(symbol).or_insert_with(|| {
+            functions.push(symbol);
+            functions.len() as u32 - 1
+        });
+    }
+    if functions.is_empty() {
+        return;
+    }
+    let origin = Origin {
+        created_by_phase: Some(phase),
+        ..Origin::default()
+    };
+    let count = functions.len() as u64;
+    let mut plt = Vec::with_capacity((count * IPLT_ENTRY_SIZE) as usize);
+    let mut rela = Vec::with_capacity((count * 24) as usize);
+    for _ in 0..count {
+        // jmp *slot(%rip); an eight-byte and a two-byte nop fill the entry.
+        plt.extend_from_slice(&[0xff, 0x25, 0, 0, 0, 0]);
+        plt.extend_from_slice(&[0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0, 0x66, 0x90]);
+        // r_offset (patched below), r_info = IRELATIVE with no symbol, r_addend (patched below).
+        rela.extend_from_slice(&[0; 8]);
+        rela.extend_from_slice(&R_X86_64_IRELATIVE.to_le_bytes());
+        rela.extend_from_slice(&[0; 8]);
+    }
+    let new_atom = |graph: &mut crate::graph::LinkGraph, name: &str, alignment: u64, bytes: Vec<u8>| {
+        let atom = AtomId(graph.atoms.len() as u32);
+        graph.atoms.push(Atom {
+            section: None,
+            name: name.into(),
+            flags: atom_flags::LIVE | atom_flags::SYNTHETIC,
+            alignment,
+            address: 0,
+            file_offset: 0,
+            content: Content::Owned(Arc::from(bytes)),
+            zero_fill: 0,
+            comdat: None,
+            fold_leader: None,
+            origin,
+        });
+        atom
+    };
+    let plt_atom = new_atom(graph, IPLT, 16, plt);
+    let slots_atom = new_atom(graph, IGOT, 8, vec![0u8; (count * 8) as usize]);
+    let rela_atom = new_atom(graph, IRELA, 8, rela);
+    let edge = |source: AtomId, offset: u64, raw: u32, target: AtomId, addend: i64| Edge {
+        kind: EdgeKind::Relocation,
+        source,
+        offset,
+        relocation: RelocationType {
+            format: ObjectFormat::Elf,
+            raw,
+        },
+        width: if raw == object::elf::R_X86_64_64 { 64 } else { 32 },
+        addend,
+        pc_relative: raw != object::elf::R_X86_64_64,
+        signed: raw != object::elf::R_X86_64_64,
+        target_symbol: None,
+        target_atom: Some(target),
+        origin,
+    };
+    for (entry, function) in functions.iter().enumerate() {
+        let entry = entry as u64;
+        let symbol = &graph.symbols[function.index()];
+        let (Some(resolver_atom), resolver_offset) = (symbol.atom, symbol.value) else {
+            continue;
+        };
+        let resolver_offset = i64::try_from(resolver_offset).unwrap_or(i64::MAX);
+        let slot = i64::try_from(entry * 8).unwrap_or(i64::MAX);
+        graph.edges.extend([
+            // The jump reads the slot: slot - (field + 4).
+            edge(
+                plt_atom,
+                entry * IPLT_ENTRY_SIZE + 2,
+                object::elf::R_X86_64_PC32,
+                slots_atom,
+                slot - 4,
+            ),
+            // The slot holds the resolver until the C library runs it (as ld.bfd leaves it).
+            edge(
+                slots_atom,
+                entry * 8,
+                object::elf::R_X86_64_64,
+                resolver_atom,
+                resolver_offset,
+            ),
+            edge(rela_atom, entry * 24, object::elf::R_X86_64_64, slots_atom, slot),
+            edge(
+                rela_atom,
+                entry * 24 + 16,
+                object::elf::R_X86_64_64,
+                resolver_atom,
+                resolver_offset,
+            ),
+        ]);
+        graph.synthetics.push(Synthetic {
+            role: SyntheticRole::IpltEntry(*function),
+            section: None,
+            atom: Some(plt_atom),
+            origin,
+        });
+    }
+    graph.index_edges();
+    context.iplt = Some((plt_atom, index));
+}
+
+/// The names of the synthetic atoms of indirect functions, which are also their output sections' names
+/// (ld.bfd's, for a static executable).
+pub(crate) const IPLT: &str = ".plt";
+pub(crate) const IGOT: &str = ".got.plt";
+pub(crate) const IRELA: &str = ".rela.plt";
+
+fn synthesize_got(context: &mut LinkContext, phase: u16) -> Result<(), PhaseError> {
     if context.got_atom.is_some() {
         return Ok(());
     }

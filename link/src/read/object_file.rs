@@ -160,7 +160,12 @@ pub(crate) fn read_object(graph: &mut LinkGraph, input: InputId, phase: u16) -> 
             _ => (Definition::Absolute, None),
         };
         let (binding, visibility) = binding_and_visibility(&symbol, definition);
+        let is_ifunc = matches!(
+            symbol.flags(),
+            object::SymbolFlags::Elf { st_info, .. } if st_info & 0xf == object::elf::STT_GNU_IFUNC
+        );
         let symbol_type = match symbol.kind() {
+            _ if is_ifunc => SymbolType::Ifunc,
             object::SymbolKind::Text => SymbolType::Function,
             object::SymbolKind::Data => SymbolType::Object,
             object::SymbolKind::Section => SymbolType::Section,
