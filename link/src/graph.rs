@@ -295,6 +295,23 @@ pub struct Atom {
 }
 
 impl Atom {
+    /// An atom the linker makes: live, holding `bytes`, in no input section unless `section` says so.
+    pub fn synthetic(section: Option<SectionId>, name: &str, alignment: u64, bytes: Vec<u8>, origin: Origin) -> Atom {
+        Atom {
+            section,
+            name: name.into(),
+            flags: atom_flags::LIVE | atom_flags::SYNTHETIC,
+            alignment,
+            address: 0,
+            file_offset: 0,
+            content: Content::Owned(std::sync::Arc::from(bytes)),
+            zero_fill: 0,
+            comdat: None,
+            fold_leader: None,
+            origin,
+        }
+    }
+
     pub fn is_live(&self) -> bool {
         self.flags & atom_flags::LIVE != 0
     }

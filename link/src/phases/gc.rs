@@ -3,6 +3,8 @@
 //! init/fini arrays, retained sections, sections named by a referenced `__start_X`/`__stop_X`, and unwind
 //! tables (whose own edges keep nothing alive: a function's unwind record does not make the function live).
 
+use rustc_hash::FxHashMap;
+
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{AtomId, LinkGraph, SectionKind, atom_flags, section_flags};
 use crate::phases::select_comdat::is_discarded;
@@ -45,7 +47,19 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
         if let Some(got) = context.got_atom {
             mark(got, &mut live, &mut work);
         }
+        let (records_of, record_targets) = unwind_record_targets(graph);
+        for target in &records_of.common {
+            mark(*target, &mut live, &mut work);
+        }
         while let Some(atom) = work.pop() {
+            // A live function's unwind records keep what they refer to: its exception table (the LSDA).
+            if let Some(records) = records_of.by_function.get(&atom) {
+                for record in records {
+                    for target in &record_targets[*record] {
+                        mark(*target, &mut live, &mut work);
+                    }
+                }
+            }
             if graph.atoms[atom.index()].flags & atom_flags::UNWIND != 0 {
                 continue;
             }
@@ -66,6 +80,65 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
         }
     }
     Ok(())
+}
+
+/// Unwind records (FDEs) by the function they describe, and what the rest of the tables (the CIEs) refer to:
+/// personality routines, which stay whenever unwind tables do.
+#[derive(Default)]
+struct UnwindRecords {
+    by_function: FxHashMap<AtomId, Vec<usize>>,
+    common: Vec<AtomId>,
+}
+
+/// For every unwind record, the atoms its relocations refer to (found by offset within its table, with one
+/// sort of each table's edges), and the records by function.
+fn unwind_record_targets(graph: &LinkGraph) -> (UnwindRecords, Vec<Vec<AtomId>>) {
+    let mut records = UnwindRecords::default();
+    let mut tables: FxHashMap<AtomId, Vec<(u64, AtomId)>> = FxHashMap::default();
+    for unwind in &graph.unwinds {
+        tables.entry(unwind.table).or_insert_with(|| {
+            let mut edges: Vec<(u64, AtomId)> = graph
+                .edges_of(unwind.table)
+                .filter_map(|(_, edge)| Some((edge.offset, graph.edge_target_atom(edge)?)))
+                .collect();
+            edges.sort_unstable_by_key(|(offset, _)| *offset);
+            edges
+        });
+    }
+    let mut covered: FxHashMap<AtomId, Vec<std::ops::Range<u64>>> = FxHashMap::default();
+    for unwind in &graph.unwinds {
+        covered.entry(unwind.table).or_default().push(unwind.range.clone());
+    }
+    for (table, edges) in &tables {
+        let mut ranges = covered.remove(table).unwrap_or_default();
+        ranges.sort_unstable_by_key(|range| range.start);
+        for (offset, target) in edges {
+            let record = ranges.partition_point(|range| range.start <= *offset);
+            let inside = record > 0 && ranges[record - 1].contains(offset);
+            if !inside {
+                records.common.push(*target);
+            }
+        }
+    }
+    let targets = graph
+        .unwinds
+        .iter()
+        .enumerate()
+        .map(|(index, unwind)| {
+            if let Some(function) = unwind.atom {
+                records.by_function.entry(function).or_default().push(index);
+            }
+            let edges = &tables[&unwind.table];
+            let first = edges.partition_point(|(offset, _)| *offset < unwind.range.start);
+            edges[first..]
+                .iter()
+                .take_while(|(offset, _)| *offset < unwind.range.end)
+                .map(|(_, target)| *target)
+                .filter(|target| Some(*target) != unwind.atom)
+                .collect()
+        })
+        .collect();
+    (records, targets)
 }
 
 /// Allocated, not discarded by COMDAT selection, and with a home in the output.

@@ -4,8 +4,6 @@
 //! sections form three page-aligned segments, R+X, R and R+W, with `.bss` last; layout constraints
 //! (`order`) put the atoms they name first in their section. Names the linker defines get their values.
 
-use std::sync::Arc;
-
 use rustc_hash::FxHashMap;
 
 use crate::context::{Layout, LinkContext, OutputSection, OutputSegment, PhaseError, TlsTemplate};
@@ -574,22 +572,16 @@ fn merge_strings(context: &mut LinkContext, phase: u16) {
             context.merged_strings.pieces.insert(*atom, pieces);
         }
         let merged_atom = AtomId(graph.atoms.len() as u32);
-        graph.atoms.push(Atom {
-            section: first_section,
-            name: ".rodata.str".into(),
-            flags: atom_flags::LIVE | atom_flags::SYNTHETIC,
+        graph.atoms.push(Atom::synthetic(
+            first_section,
+            ".rodata.str",
             alignment,
-            address: 0,
-            file_offset: 0,
-            content: Content::Owned(Arc::from(merged)),
-            zero_fill: 0,
-            comdat: None,
-            fold_leader: None,
-            origin: Origin {
+            merged,
+            Origin {
                 created_by_phase: Some(phase),
                 ..Origin::default()
             },
-        });
+        ));
         for atom in atoms {
             context.merged_strings.target.insert(atom, merged_atom);
         }

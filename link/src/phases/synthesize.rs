@@ -10,14 +10,11 @@
 //! `__rela_iplt_start` and `__rela_iplt_end`. Every reference to the function then means its PLT entry, so
 //! all of them agree on its address.
 
-use std::sync::Arc;
-
 use rustc_hash::FxHashMap;
 
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{
-    Atom, AtomId, Content, Edge, EdgeKind, ObjectFormat, Origin, RelocationType, SymbolId, SymbolType, Synthetic,
-    SyntheticRole, atom_flags,
+    Atom, AtomId, Edge, EdgeKind, ObjectFormat, Origin, RelocationType, SymbolId, SymbolType, Synthetic, SyntheticRole,
 };
 use crate::x86_64::{relaxation, uses_got};
 
@@ -75,19 +72,7 @@ fn synthesize_iplt(context: &mut LinkContext, phase: u16) {
     }
     let new_atom = |graph: &mut crate::graph::LinkGraph, name: &str, alignment: u64, bytes: Vec<u8>| {
         let atom = AtomId(graph.atoms.len() as u32);
-        graph.atoms.push(Atom {
-            section: None,
-            name: name.into(),
-            flags: atom_flags::LIVE | atom_flags::SYNTHETIC,
-            alignment,
-            address: 0,
-            file_offset: 0,
-            content: Content::Owned(Arc::from(bytes)),
-            zero_fill: 0,
-            comdat: None,
-            fold_leader: None,
-            origin,
-        });
+        graph.atoms.push(Atom::synthetic(None, name, alignment, bytes, origin));
         atom
     };
     let plt_atom = new_atom(graph, IPLT, 16, plt);
@@ -188,19 +173,9 @@ fn synthesize_got(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         ..Origin::default()
     };
     let atom = AtomId(graph.atoms.len() as u32);
-    graph.atoms.push(Atom {
-        section: None,
-        name: ".got".into(),
-        flags: atom_flags::LIVE | atom_flags::SYNTHETIC,
-        alignment: 8,
-        address: 0,
-        file_offset: 0,
-        content: Content::Owned(Arc::from(vec![0u8; slots.len() * 8])),
-        zero_fill: 0,
-        comdat: None,
-        fold_leader: None,
-        origin,
-    });
+    graph
+        .atoms
+        .push(Atom::synthetic(None, ".got", 8, vec![0u8; slots.len() * 8], origin));
     for (slot, symbol) in slots.iter().enumerate() {
         graph.edges.push(Edge {
             kind: EdgeKind::Relocation,

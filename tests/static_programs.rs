@@ -1,0 +1,146 @@
+//! Real programs against real C libraries: C programs against musl and glibc, C++ against glibc and
+//! libstdc++, linked statically by `neverc-spec link` from the same inputs `gcc -static` hands to ld.bfd,
+//! with and without `--gc-sections`. Each must print what the ld.bfd build prints and exit as it does.
+//!
+//! The fixtures (`tests/fixtures/libc/build.sh`: objects, input lists, ld.bfd builds and their output) are
+//! built once per run of this test binary.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use neverc_test_support::{read_text, repo, run_script, text};
+
+static FIXTURES: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+
+/// The built fixtures (on first use).
+fn fixtures() -> &'static Path {
+    let built = FIXTURES.get_or_init(|| {
+        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("libc-programs");
+        run_script(&repo().join("tests/fixtures/libc/build.sh"), &out).map(|()| out)
+    });
+    match built {
+        Ok(path) => path,
+        Err(message) => panic!("building the C library fixtures failed (gcc, g++, musl-tools needed): {message}"),
+    }
+}
+
+/// The cases whose name starts with `prefix`.
+fn cases(prefix: &str) -> Vec<String> {
+    let list = read_text(&fixtures().join("cases.txt"));
+    let cases: Vec<String> = list
+        .lines()
+        .filter(|name| name.starts_with(prefix))
+        .map(str::to_string)
+        .collect();
+    assert!(!cases.is_empty(), "no `{prefix}` cases");
+    cases
+}
+
+/// Links `case` with `extra` options into `output`; the link's stderr when it fails.
+fn link(case: &Path, output: &Path, extra: &[&str]) -> Result<(), String> {
+    let inputs = read_text(&case.join("inputs.txt"));
+    let result = Command::new(env!("CARGO_BIN_EXE_neverc-spec"))
+        .args(["link", "-static", "-o"])
+        .arg(output)
+        .args(extra)
+        .args(inputs.lines())
+        .output()
+        .expect("neverc-spec runs");
+    if result.status.success() {
+        Ok(())
+    } else {
+        Err(text(&result.stderr))
+    }
+}
+
+/// Runs `program` in its case directory: (stdout, exit status).
+fn run(program: &Path) -> (String, i32) {
+    let result = Command::new(program)
+        .current_dir(program.parent().unwrap())
+        .output()
+        .expect("the linked program starts");
+    (text(&result.stdout), result.status.code().unwrap_or(-1))
+}
+
+/// Every case with `prefix`, linked with and without `--gc-sections`, runs like its ld.bfd build.
+fn check_cases(prefix: &str) {
+    let mut failures = Vec::new();
+    for name in cases(prefix) {
+        let case = fixtures().join(&name);
+        let expected = read_text(&case.join("expected.stdout"));
+        let status: i32 = read_text(&case.join("expected.status")).trim().parse().unwrap();
+        for (label, extra) in [("", &[][..]), ("-gc", &["--gc-sections"][..])] {
+            let output = case.join(format!("neverc{label}.elf"));
+            if let Err(stderr) = link(&case, &output, extra) {
+                failures.push(format!("{name} {extra:?}: the link failed:\n{stderr}"));
+                continue;
+            }
+            let (stdout, code) = run(&output);
+            if (stdout.as_str(), code) != (expected.as_str(), status) {
+                failures.push(format!(
+                    "{name} {extra:?}: exit {code} (ld.bfd's build: {status})\n--- ours\n{stdout}--- ld.bfd's\n{expected}"
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn c_programs_against_musl_run_like_their_ld_bfd_builds() {
+    check_cases("hello-musl");
+    check_cases("init-musl");
+    check_cases("tls-musl");
+}
+
+#[test]
+fn c_programs_against_glibc_run_like_their_ld_bfd_builds() {
+    check_cases("hello-glibc");
+    check_cases("init-glibc");
+    check_cases("tls-glibc");
+}
+
+#[test]
+fn indirect_functions_run_like_their_ld_bfd_builds() {
+    check_cases("ifunc-glibc");
+}
+
+#[test]
+fn a_cxx_program_with_exceptions_across_three_units_runs_like_its_ld_bfd_build() {
+    check_cases("cxx-glibc");
+}
+
+/// `readelf -lW` of a program: the program header lines (type first) and the section-to-segment map.
+fn program_headers(program: &Path) -> Vec<Vec<String>> {
+    let listing = Command::new("readelf").arg("-lW").arg(program).output().unwrap();
+    text(&listing.stdout)
+        .lines()
+        .skip_while(|line| !line.trim_start().starts_with("Type"))
+        .skip(1)
+        .take_while(|line| !line.trim().is_empty())
+        .map(|line| line.split_whitespace().map(str::to_string).collect())
+        .collect()
+}
+
+#[test]
+fn the_program_headers_are_loaded_and_thread_local_storage_has_its_segment() {
+    let case = fixtures().join("tls-glibc-plain");
+    let output = case.join("headers.elf");
+    link(&case, &output, &[]).unwrap();
+    let headers = program_headers(&output);
+    let kinds: Vec<&str> = headers.iter().map(|fields| fields[0].as_str()).collect();
+    // The first load maps the file from offset 0: the ELF header and the program headers (AT_PHDR).
+    let first_load = headers.iter().find(|fields| fields[0] == "LOAD").unwrap();
+    assert_eq!(first_load[1], "0x000000", "{headers:?}");
+    for kind in ["TLS", "GNU_STACK", "NOTE"] {
+        assert!(kinds.contains(&kind), "no {kind} in {kinds:?}");
+    }
+    // ld.bfd's build has the same template: .tdata's file size and the whole block's size and alignment.
+    let reference = program_headers(&case.join("ref.elf"));
+    let tls = |headers: &[Vec<String>]| {
+        let fields = headers.iter().find(|fields| fields[0] == "TLS").unwrap().clone();
+        (fields[4].clone(), fields[5].clone(), fields[7].clone())
+    };
+    assert_eq!(tls(&headers), tls(&reference));
+}
