@@ -1,3 +1,5 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 //! Real programs against real C libraries: C programs against musl and glibc, C++ against glibc and
 //! libstdc++, linked statically by `neverc-spec link` from the same inputs `gcc -static` hands to ld.bfd,
 //! with and without `--gc-sections`. Each must print what the ld.bfd build prints and exit as it does.
