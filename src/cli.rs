@@ -129,6 +129,9 @@ pub(crate) struct LinkArgs {
     /// Drop sections nothing live refers to.
     #[arg(long)]
     pub(crate) gc_sections: bool,
+    /// Write `.eh_frame_hdr`, the unwinder's binary search table over `.eh_frame`, and its PT_GNU_EH_FRAME.
+    #[arg(long)]
+    pub(crate) eh_frame_hdr: bool,
     /// Fold identical code whose address is not significant.
     #[arg(long, value_enum, default_value_t = IcfChoice::None)]
     pub(crate) icf: IcfChoice,

@@ -43,6 +43,7 @@ pub(crate) fn run(args: &LinkArgs) -> Result<(), CommandError> {
     let mut options = LinkOptions::new(args.inputs.clone(), args.output.clone());
     options.entry = args.entry.clone();
     options.gc_sections = args.gc_sections;
+    options.eh_frame_hdr = args.eh_frame_hdr;
     options.icf = match args.icf {
         IcfChoice::All => IcfMode::All,
         IcfChoice::None => IcfMode::None,

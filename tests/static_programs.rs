@@ -146,3 +146,78 @@ fn the_program_headers_are_loaded_and_thread_local_storage_has_its_segment() {
     };
     assert_eq!(tls(&headers), tls(&reference));
 }
+
+/// The FDEs of a program's `.eh_frame` (as `readelf --debug-dump=frames` lists them).
+fn fde_count(program: &Path) -> usize {
+    let listing = Command::new("readelf")
+        .arg("--debug-dump=frames")
+        .arg(program)
+        .output()
+        .unwrap();
+    text(&listing.stdout)
+        .lines()
+        .filter(|line| line.contains(" FDE "))
+        .count()
+}
+
+/// A section's (address, file bytes) in `image`, read from its section headers.
+fn section(image: &[u8], wanted: &str) -> (u64, Vec<u8>) {
+    let u16_at = |at: usize| u16::from_le_bytes(image[at..at + 2].try_into().unwrap()) as usize;
+    let u64_at = |at: usize| u64::from_le_bytes(image[at..at + 8].try_into().unwrap());
+    let (table, count, names) = (u64_at(0x28) as usize, u16_at(0x3c), u16_at(0x3e));
+    let header = |index: usize| table + index * 64;
+    let names_offset = u64_at(header(names) + 24) as usize;
+    (0..count)
+        .find_map(|index| {
+            let at = header(index);
+            let name_at = names_offset + u32::from_le_bytes(image[at..at + 4].try_into().unwrap()) as usize;
+            let end = name_at + image[name_at..].iter().position(|byte| *byte == 0)?;
+            (&image[name_at..end] == wanted.as_bytes()).then(|| {
+                let (offset, size) = (u64_at(at + 24) as usize, u64_at(at + 32) as usize);
+                (u64_at(at + 16), image[offset..offset + size].to_vec())
+            })
+        })
+        .unwrap_or_else(|| panic!("no {wanted}"))
+}
+
+#[test]
+fn the_unwind_search_table_lists_every_kept_fde_in_order_and_exceptions_use_it() {
+    let case = fixtures().join("cxx-glibc-plain");
+    let expected = read_text(&case.join("expected.stdout"));
+    for (label, extra, reference) in [
+        ("hdr", &["--eh-frame-hdr"][..], "ref-hdr.elf"),
+        ("hdr-gc", &["--eh-frame-hdr", "--gc-sections"][..], "ref-hdr-gc.elf"),
+    ] {
+        let output = case.join(format!("{label}.elf"));
+        link(&case, &output, extra).unwrap();
+        assert_eq!(run(&output), (expected.clone(), 0), "{label}");
+        // The FDEs of discarded functions are gone, as from ld.bfd's build of the same objects.
+        let fdes = fde_count(&output);
+        assert_eq!(fdes, fde_count(&case.join(reference)), "{label}");
+        let headers = program_headers(&output);
+        assert!(headers.iter().any(|fields| fields[0] == "GNU_EH_FRAME"), "{label}");
+        // Version 1, pcrel|sdata4 pointer to .eh_frame, udata4 count, datarel|sdata4 pairs.
+        let image = std::fs::read(&output).unwrap();
+        let (header, table) = section(&image, ".eh_frame_hdr");
+        let (frames, frame_bytes) = section(&image, ".eh_frame");
+        assert_eq!(table[..4], [1, 0x1b, 0x03, 0x3b], "{label}");
+        let i32_at = |bytes: &[u8], at: usize| i32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+        assert_eq!(header as i64 + 4 + i64::from(i32_at(&table, 4)), frames as i64);
+        let count = u32::from_le_bytes(table[8..12].try_into().unwrap()) as usize;
+        assert_eq!(count, fdes, "{label}");
+        let mut previous = i64::MIN;
+        for entry in 0..count {
+            let location = header as i64 + i64::from(i32_at(&table, 12 + entry * 8));
+            let fde = header as i64 + i64::from(i32_at(&table, 16 + entry * 8));
+            assert!(location > previous, "{label}: entry {entry} out of order");
+            previous = location;
+            // Every FDE of these objects encodes its start pc-relative (augmentation "zR", 0x1b).
+            let at = (fde - frames as i64) as usize;
+            assert_eq!(
+                fde + 8 + i64::from(i32_at(&frame_bytes, at + 8)),
+                location,
+                "{label}: entry {entry}"
+            );
+        }
+    }
+}

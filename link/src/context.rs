@@ -191,6 +191,8 @@ pub struct LinkContext {
     /// reference to such a symbol means its PLT entry, which jumps through a slot that an `IRELATIVE`
     /// relocation fills at start-up.
     pub(crate) iplt: Option<(AtomId, FxHashMap<SymbolId, u32>)>,
+    /// The `.eh_frame_hdr` atom (`--eh-frame-hdr`), which relocation fills in.
+    pub(crate) eh_frame_hdr: Option<AtomId>,
     /// The proof digest's hashing of the inputs so far (see [`LinkContext::input_digest`]).
     input_digest: RefCell<Option<InputDigest>>,
     pub merged_strings: MergedStrings,
@@ -211,6 +213,7 @@ impl LinkContext {
             got_atom: None,
             got_slots: FxHashMap::default(),
             iplt: None,
+            eh_frame_hdr: None,
             input_digest: RefCell::new(None),
             merged_strings: MergedStrings::default(),
             products: Products::default(),

@@ -4,6 +4,7 @@
 //! allows.
 
 pub mod context;
+mod eh_frame;
 pub mod execute;
 pub mod frame;
 pub mod graph;

@@ -7,6 +7,7 @@
 use rustc_hash::FxHashMap;
 
 use crate::context::{Layout, LinkContext, OutputSection, OutputSegment, PhaseError, TlsTemplate};
+use crate::eh_frame;
 use crate::graph::{
     Atom, AtomId, Content, Definition, LinkGraph, Origin, atom_flags, effective_alignment, section_flags,
 };
@@ -58,9 +59,11 @@ fn output_name(name: &str) -> (String, u32) {
     } else if family(".rodata") {
         (".rodata", 1)
     } else if name == ".eh_frame" {
-        (".eh_frame", 2)
+        (".eh_frame", 3)
     } else if family(".gcc_except_table") {
-        (".gcc_except_table", 3)
+        (".gcc_except_table", 4)
+    } else if name == EH_FRAME_HDR {
+        (EH_FRAME_HDR, 2)
     } else if family(".tdata") {
         (".tdata", 0)
     } else if family(".tbss") || name == ".tcommon" {
@@ -97,6 +100,12 @@ fn init_priority(name: &str) -> u32 {
 
 pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseError> {
     merge_strings(context, phase);
+    if eh_frame::compact_tables(&mut context.graph) {
+        context.graph.index_edges();
+    }
+    if context.options.eh_frame_hdr {
+        make_eh_frame_header(context, phase);
+    }
     let graph = &mut context.graph;
 
     // Output sections by name, in first-seen order; atoms in graph order (link order).
@@ -242,8 +251,12 @@ fn other_program_headers<'s>(
 ) -> Vec<(ProgramHeaderKind, Vec<usize>)> {
     let mut headers: Vec<(ProgramHeaderKind, Vec<usize>)> = Vec::new();
     let mut tls = Vec::new();
+    let mut frame_header = None;
     let mut note_alignment = None;
     for (index, section) in sections.enumerate() {
+        if section.name == EH_FRAME_HDR {
+            frame_header = Some(index);
+        }
         if section.segment == 0 && section.name.starts_with(".note") {
             match headers.last_mut() {
                 Some((ProgramHeaderKind::Note, members)) if note_alignment == Some(section.alignment) => {
@@ -261,6 +274,9 @@ fn other_program_headers<'s>(
     }
     if !tls.is_empty() {
         headers.push((ProgramHeaderKind::Tls, tls));
+    }
+    if let Some(header) = frame_header {
+        headers.push((ProgramHeaderKind::GnuEhFrame, vec![header]));
     }
     headers
 }
@@ -411,6 +427,38 @@ fn place(
         }
     }
     Ok(layout)
+}
+
+/// The name of the unwind tables' search table, which is also its atom's name.
+pub(crate) const EH_FRAME_HDR: &str = ".eh_frame_hdr";
+
+/// Makes (or, when layout runs again, resizes) the `.eh_frame_hdr` atom: room for one table entry per FDE
+/// of the live unwind tables; relocation fills it in. None when there are no unwind tables.
+fn make_eh_frame_header(context: &mut LinkContext, phase: u16) {
+    let graph = &mut context.graph;
+    let fdes = graph
+        .unwinds
+        .iter()
+        .filter(|unwind| graph.atoms[unwind.table.index()].is_live())
+        .count();
+    let any_table = graph
+        .atoms
+        .iter()
+        .any(|atom| atom.is_live() && atom.flags & atom_flags::UNWIND != 0);
+    let bytes = vec![0u8; eh_frame::header_size(fdes) as usize];
+    match context.eh_frame_hdr {
+        Some(atom) => graph.atoms[atom.index()].content = Content::Owned(std::sync::Arc::from(bytes)),
+        None if any_table => {
+            let atom = AtomId(graph.atoms.len() as u32);
+            let origin = Origin {
+                created_by_phase: Some(phase),
+                ..Origin::default()
+            };
+            graph.atoms.push(Atom::synthetic(None, EH_FRAME_HDR, 4, bytes, origin));
+            context.eh_frame_hdr = Some(atom);
+        }
+        None => {}
+    }
 }
 
 /// For every input, its place in command-line order: (the position of the input, or of the archive it was

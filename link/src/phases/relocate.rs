@@ -5,10 +5,12 @@
 
 use object::elf;
 
-use crate::context::{LinkContext, OutputSection, PhaseError};
+use crate::context::{Layout, LinkContext, OutputSection, PhaseError};
+use crate::eh_frame;
 use crate::graph::{AtomId, Definition, Edge, SymbolId, SymbolType, atom_flags};
 use crate::image::SparseBytes;
 use crate::phases::LinkPhase;
+use crate::phases::layout::EH_FRAME_HDR;
 use crate::phases::layout::merged_location;
 use crate::phases::synthesize::IPLT_ENTRY_SIZE;
 use crate::x86_64::{Relaxation, relaxation, relocation_name};
@@ -103,8 +105,37 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
     if !errors.is_empty() {
         return Err(PhaseError::new(PHASE, errors.join("\n")));
     }
+    fill_eh_frame_header(layout, &mut buffers)?;
     context.set_section_bytes(buffers);
     Ok(())
+}
+
+/// Writes `.eh_frame_hdr` from the relocated `.eh_frame`: the pointer to it and the sorted table of
+/// (function, FDE) pairs the unwinder searches.
+fn fill_eh_frame_header(layout: &Layout, buffers: &mut [SparseBytes]) -> Result<(), PhaseError> {
+    let position = |name: &str| layout.sections.iter().position(|section| section.name == name);
+    let (Some(header), Some(frames)) = (position(EH_FRAME_HDR), position(".eh_frame")) else {
+        return Ok(());
+    };
+    let failed = |what: &str| PhaseError::new(PHASE, format!("{EH_FRAME_HDR}: {what}"));
+    let frames_section = &layout.sections[frames];
+    let bytes = buffers[frames]
+        .read(0, frames_section.file_size)
+        .ok()
+        .flatten()
+        .ok_or_else(|| failed("cannot read the unwind tables"))?;
+    let locations = eh_frame::fde_locations(&bytes, frames_section.address);
+    let header_section = &layout.sections[header];
+    let table = eh_frame::header_table(
+        header_section.address,
+        frames_section.address,
+        locations.as_deref(),
+        header_section.file_size,
+    )
+    .ok_or_else(|| failed("the unwind tables lie too far from their search table"))?;
+    buffers[header]
+        .write_at(0, &table)
+        .map_err(|error| failed(&error.to_string()))
 }
 
 /// Copies one atom into its section's bytes and patches its edges; the message of the first failure.
