@@ -65,6 +65,16 @@ fn run(program: &Path) -> (String, i32) {
     (text(&result.stdout), result.status.code().unwrap_or(-1))
 }
 
+/// The program properties `readelf -n` shows for `program`.
+fn properties(program: &Path) -> Vec<String> {
+    let listing = Command::new("readelf").arg("-n").arg(program).output().unwrap();
+    text(&listing.stdout)
+        .lines()
+        .filter(|line| line.contains("Properties:"))
+        .map(|line| line.trim().to_string())
+        .collect()
+}
+
 /// Every case with `prefix`, linked with and without `--gc-sections`, runs like its ld.bfd build.
 fn check_cases(prefix: &str) {
     let mut failures = Vec::new();
@@ -83,6 +93,11 @@ fn check_cases(prefix: &str) {
                 failures.push(format!(
                     "{name} {extra:?}: exit {code} (ld.bfd's build: {status})\n--- ours\n{stdout}--- ld.bfd's\n{expected}"
                 ));
+            }
+            // The inputs' program properties merge as ld.bfd merges them.
+            let (ours, theirs) = (properties(&output), properties(&case.join("ref.elf")));
+            if ours != theirs {
+                failures.push(format!("{name} {extra:?}: properties {ours:?}, ld.bfd's {theirs:?}"));
             }
         }
     }

@@ -193,6 +193,8 @@ pub struct LinkContext {
     pub(crate) iplt: Option<(AtomId, FxHashMap<SymbolId, u32>)>,
     /// The `.eh_frame_hdr` atom (`--eh-frame-hdr`), which relocation fills in.
     pub(crate) eh_frame_hdr: Option<AtomId>,
+    /// Whether layout has merged the inputs' `.note.gnu.property` notes (once per link).
+    pub(crate) gnu_property_merged: bool,
     /// The proof digest's hashing of the inputs so far (see [`LinkContext::input_digest`]).
     input_digest: RefCell<Option<InputDigest>>,
     pub merged_strings: MergedStrings,
@@ -214,6 +216,7 @@ impl LinkContext {
             got_slots: FxHashMap::default(),
             iplt: None,
             eh_frame_hdr: None,
+            gnu_property_merged: false,
             input_digest: RefCell::new(None),
             merged_strings: MergedStrings::default(),
             products: Products::default(),

@@ -7,6 +7,7 @@ pub mod context;
 mod eh_frame;
 pub mod execute;
 pub mod frame;
+mod gnu_property;
 pub mod graph;
 pub mod image;
 mod linker_defined;

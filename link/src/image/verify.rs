@@ -517,6 +517,11 @@ fn check_sections(
 /// Whether `section` lies inside `segment` in memory and, when it has file bytes, at the matching place in
 /// the segment's file range.
 fn section_in_segment(section: &ParsedSection, segment: &ParsedSegment) -> bool {
+    // `.tbss` takes no room in its segment (each thread's block holds it), so only its start must lie in
+    // the segment, as ld.bfd judges it.
+    if section.kind == SHT_NOBITS && section.flags & SHF_TLS != 0 {
+        return contains(segment.address, segment.memory_size, section.address, 0);
+    }
     if !contains(segment.address, segment.memory_size, section.address, section.size) {
         return false;
     }

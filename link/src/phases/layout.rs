@@ -19,20 +19,38 @@ use crate::phases::synthesize::{IGOT, IPLT, IRELA};
 const PHASE: LinkPhase = LinkPhase::Layout;
 
 /// The permission groups, in address order, as ld.bfd lays out a static executable (`-z separate-code`):
-/// the headers with the notes (R), code (R+X), read-only data (R), writable data (R+W).
-const SEGMENT_FLAGS: [SegmentFlags; 4] = [
+/// the headers with the notes (R), code (R+X), read-only data (R), then the writable data that is
+/// read-only after start-up (RELRO) and the rest of the writable data, each R+W. As lld does, the RELRO
+/// part is a `PT_LOAD` of its own, so that the `PT_GNU_RELRO` over it can end on a page boundary without
+/// padding the file.
+const SEGMENT_FLAGS: [SegmentFlags; 5] = [
     SegmentFlags::READ,
     SegmentFlags::READ.union(SegmentFlags::EXECUTE),
     SegmentFlags::READ,
     SegmentFlags::READ.union(SegmentFlags::WRITE),
+    SegmentFlags::READ.union(SegmentFlags::WRITE),
 ];
 
-/// The permission group (an index into [`SEGMENT_FLAGS`]) of an output section.
-fn segment_of(name: &str, flags: u64) -> usize {
+/// The group of the data that is read-only after start-up.
+const RELRO_GROUP: usize = 3;
+
+/// The permission group (an index into [`SEGMENT_FLAGS`]) of an output section; `relro` is `-z relro`.
+fn segment_of(name: &str, flags: u64, relro: bool) -> usize {
+    // Written only by the start-up code (TLS templates, constructor arrays, GOT slots a static link fills at
+    // link time), as ld.bfd's default script has them.
+    let read_only_after_start_up = flags & section_flags::TLS != 0
+        || matches!(
+            name,
+            ".preinit_array" | ".init_array" | ".fini_array" | ".data.rel.ro" | ".got" | ".jcr"
+        );
     if flags & section_flags::EXECUTABLE != 0 {
         1
     } else if flags & section_flags::WRITABLE != 0 {
-        3
+        if relro && read_only_after_start_up {
+            RELRO_GROUP
+        } else {
+            4
+        }
     } else if name.starts_with(".note") || name.starts_with(".rela") {
         0
     } else {
@@ -56,6 +74,9 @@ fn output_name(name: &str) -> (String, u32) {
         (".fini", 3)
     } else if name == IRELA {
         (IRELA, 60)
+    } else if name == GNU_PROPERTY {
+        // The first note, as ld.bfd places it.
+        (GNU_PROPERTY, 40)
     } else if family(".rodata") {
         (".rodata", 1)
     } else if name == ".eh_frame" {
@@ -106,6 +127,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     if context.options.eh_frame_hdr {
         make_eh_frame_header(context, phase);
     }
+    merge_program_properties(context, phase);
     let graph = &mut context.graph;
 
     // Output sections by name, in first-seen order; atoms in graph order (link order).
@@ -175,7 +197,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         apply_order_constraints(graph, &mut section.atoms);
     }
     for (section, _) in &mut sections {
-        section.segment = segment_of(&section.name, section.flags);
+        section.segment = segment_of(&section.name, section.flags, context.options.relro);
     }
     // `.bss` is the last section of the writable segment (it takes no file bytes).
     sections.sort_by_key(|(section, rank)| (section.segment, *rank));
@@ -200,7 +222,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     };
     let mut layout = layout;
     layout.sections = sections.into_iter().map(|(section, _)| section).collect();
-    let (program_headers, tls) = describe_program_headers(&layout.sections);
+    let (program_headers, tls) = describe_program_headers(&layout.sections, context.options.page_size.max(1));
     layout.program_headers = program_headers;
     layout.tls = tls;
     let graph = &mut context.graph;
@@ -252,10 +274,18 @@ fn other_program_headers<'s>(
     let mut headers: Vec<(ProgramHeaderKind, Vec<usize>)> = Vec::new();
     let mut tls = Vec::new();
     let mut frame_header = None;
+    let mut property = None;
+    let mut relro = Vec::new();
     let mut note_alignment = None;
     for (index, section) in sections.enumerate() {
         if section.name == EH_FRAME_HDR {
             frame_header = Some(index);
+        }
+        if section.name == GNU_PROPERTY {
+            property = Some(index);
+        }
+        if section.segment == RELRO_GROUP {
+            relro.push(index);
         }
         if section.segment == 0 && section.name.starts_with(".note") {
             match headers.last_mut() {
@@ -275,14 +305,21 @@ fn other_program_headers<'s>(
     if !tls.is_empty() {
         headers.push((ProgramHeaderKind::Tls, tls));
     }
+    if let Some(property) = property {
+        headers.push((ProgramHeaderKind::GnuProperty, vec![property]));
+    }
     if let Some(header) = frame_header {
         headers.push((ProgramHeaderKind::GnuEhFrame, vec![header]));
+    }
+    if !relro.is_empty() {
+        headers.push((ProgramHeaderKind::GnuRelro, relro));
     }
     headers
 }
 
-/// The program headers other than loads over the placed sections, and the TLS template.
-fn describe_program_headers(sections: &[OutputSection]) -> (Vec<ProgramHeaderLayout>, Option<TlsTemplate>) {
+/// The program headers other than loads over the placed sections, and the TLS template. `PT_GNU_RELRO`
+/// extends to the end of its page: its `PT_LOAD` ends there, and the next one starts on a page of its own.
+fn describe_program_headers(sections: &[OutputSection], page: u64) -> (Vec<ProgramHeaderLayout>, Option<TlsTemplate>) {
     let mut tls = None;
     let headers = other_program_headers(sections.iter())
         .into_iter()
@@ -299,7 +336,13 @@ fn describe_program_headers(sections: &[OutputSection]) -> (Vec<ProgramHeaderLay
                 .map(|section| section.address + section.file_size)
                 .max()
                 .unwrap_or(start);
-            let alignment = covered().map(|section| section.alignment).max().unwrap_or(1);
+            let mut alignment = covered().map(|section| section.alignment).max().unwrap_or(1);
+            let (mut end, mut file_end) = (end, file_end);
+            if kind == ProgramHeaderKind::GnuRelro {
+                end = align(end, page).unwrap_or(end);
+                file_end = end;
+                alignment = 1;
+            }
             if kind == ProgramHeaderKind::Tls {
                 tls = Some(TlsTemplate {
                     address: start,
@@ -427,6 +470,48 @@ fn place(
         }
     }
     Ok(layout)
+}
+
+/// The section of program properties, and of the merged note's atom.
+const GNU_PROPERTY: &str = ".note.gnu.property";
+
+/// Replaces the inputs' `.note.gnu.property` notes by one note with their merged properties (or none);
+/// every input object counts, with or without a note of its own.
+fn merge_program_properties(context: &mut LinkContext, phase: u16) {
+    if context.gnu_property_merged {
+        return;
+    }
+    context.gnu_property_merged = true;
+    let graph = &mut context.graph;
+    let mut by_input: FxHashMap<u32, std::collections::BTreeMap<u32, u32>> = FxHashMap::default();
+    let mut notes = Vec::new();
+    for (index, atom) in graph.atoms.iter().enumerate() {
+        let Some(input) = atom.origin.input.filter(|_| atom.is_live()) else {
+            continue;
+        };
+        let properties = by_input.entry(input.0).or_default();
+        let is_note = atom
+            .section
+            .is_some_and(|section| graph.sections[section.index()].name == GNU_PROPERTY);
+        if is_note {
+            properties.extend(crate::gnu_property::read(graph.atom_bytes(atom)));
+            notes.push(index);
+        }
+    }
+    if notes.is_empty() {
+        return;
+    }
+    for index in notes {
+        graph.atoms[index].flags &= !atom_flags::LIVE;
+    }
+    let inputs: Vec<_> = by_input.into_values().collect();
+    if let Some(note) = crate::gnu_property::merge(&inputs) {
+        let origin = Origin {
+            created_by_phase: Some(phase),
+            ..Origin::default()
+        };
+        graph.atoms.push(Atom::synthetic(None, GNU_PROPERTY, 8, note, origin));
+    }
 }
 
 /// The name of the unwind tables' search table, which is also its atom's name.
@@ -646,12 +731,15 @@ fn define_linker_symbol_values(context: &mut LinkContext, layout: &Layout) {
             .find(|section| section.name == name)
             .map(|section| (section.address, section.address + section.size))
     };
-    let writable = layout
+    let mut writable = layout
         .segments
         .iter()
-        .find(|segment| segment.flags.contains(SegmentFlags::WRITE));
-    let data_start = writable.map_or(context.options.image_base, |segment| segment.address);
-    let data_file_end = writable.map_or(data_start, |segment| segment.address + segment.file_size);
+        .filter(|segment| segment.flags.contains(SegmentFlags::WRITE));
+    let first_writable = writable.next();
+    // The data's file bytes end with the last writable segment's (RELRO data has one of its own).
+    let last_writable = writable.last().or(first_writable);
+    let data_start = first_writable.map_or(context.options.image_base, |segment| segment.address);
+    let data_file_end = last_writable.map_or(data_start, |segment| segment.address + segment.file_size);
     let memory_end = layout
         .segments
         .iter()
