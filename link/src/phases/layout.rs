@@ -737,7 +737,7 @@ fn define_linker_symbol_values(context: &mut LinkContext, layout: &Layout) {
         .filter(|segment| segment.flags.contains(SegmentFlags::WRITE));
     let first_writable = writable.next();
     // The data's file bytes end with the last writable segment's (RELRO data has one of its own).
-    let last_writable = writable.last().or(first_writable);
+    let last_writable = writable.next_back().or(first_writable);
     let data_start = first_writable.map_or(context.options.image_base, |segment| segment.address);
     let data_file_end = last_writable.map_or(data_start, |segment| segment.address + segment.file_size);
     let memory_end = layout
