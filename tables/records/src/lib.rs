@@ -468,30 +468,39 @@ impl<'a> RelocationRecordIn<'a> {
         if self.bits.is_empty() {
             return self.size;
         }
-        let mut width = 0;
+        let mut width: u32 = 0;
         let mut index = 0;
         while index < self.bits.len() {
-            width += self.bits[index].width;
+            width = width.saturating_add(self.bits[index].width);
             index += 1;
         }
         width
     }
 
+    /// `value` shifted right (arithmetically) by the relocation's shift.
+    const fn shifted(&self, value: i64) -> i64 {
+        match value.checked_shr(self.shift) {
+            Some(shifted) => shifted,
+            None if value < 0 => -1,
+            None => 0,
+        }
+    }
+
     /// Whether `value` (already relative to the relocation's base) fits under the overflow rule.
     pub const fn fits(&self, value: i64) -> bool {
-        self.overflow.fits(value >> self.shift, self.value_width())
+        self.overflow.fits(self.shifted(value), self.value_width())
     }
 
     /// `place` (the `size` bits read from the place, little end first) with `value` written into the
     /// relocation's bits; bits outside them are kept.
     pub const fn insert(&self, place: u64, value: i64) -> u64 {
-        let shifted = (value >> self.shift) as u64;
+        let shifted = self.shifted(value) as u64;
         if self.bits.is_empty() {
             let mask = low_mask(self.size);
             return (place & !mask) | (shifted & mask);
         }
         let mut out = place;
-        let mut consumed = 0;
+        let mut consumed: u32 = 0;
         let mut index = 0;
         while index < self.bits.len() {
             let range = self.bits[index];
@@ -504,7 +513,7 @@ impl<'a> RelocationRecordIn<'a> {
             if range.lsb < 64 {
                 out = (out & !(mask << range.lsb)) | (part << range.lsb);
             }
-            consumed += range.width;
+            consumed = consumed.saturating_add(range.width);
             index += 1;
         }
         out
