@@ -5,9 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages the tests need: clang-14 (C to LLVM IR; COFF and Mach-O objects), llvm-14 (llc-14 oracle,
-# llvm-as-14), g++ and binutils (C++ COMDAT fixtures, ld.bfd reference links, readelf), gcc-aarch64-linux-gnu
-# (AArch64 objects), musl-tools (static programs against musl), chromium (headless rendering of the audit's
-# HTML page), graphviz (renders `audit --format dot`).
+# llvm-as-14), g++ and binutils (C++ COMDAT fixtures, ld.bfd reference links, readelf; with glibc's elf.h and
+# GNU as, the oracles of the declared relocations), gcc-aarch64-linux-gnu (AArch64 objects; its as and ld are
+# the AArch64 relocation oracles), musl-tools (static programs against musl), chromium (headless rendering of
+# the audit's HTML page), graphviz (renders `audit --format dot`).
 PACKAGES=(clang-14 llvm-14 g++ binutils gcc-aarch64-linux-gnu musl-tools chromium graphviz)
 if ((${#PACKAGES[@]})); then
     missing=()

@@ -2,7 +2,8 @@
 //! (`docs/conformance-format.md`) and as Rust tests (template `conformance_tests.rs.hbs`).
 //!
 //! One case set per source file: the phase schema gives the policy, observer, sealed-gate, proof, budget and
-//! mutation-class cases; each target file gives its register, reserved-name and spec cases. Adding a phase
+//! mutation-class cases; each target file gives its register, reserved-name, spec, ELF-fact and relocation
+//! cases. Adding a phase
 //! or a target file adds cases, with nothing else to edit.
 
 use neverc_records::{Gate, NameKind, PhaseKind, PhaseRecordIn, PhaseTablesIn, StateMachineRecordIn, TargetRecordIn};
@@ -119,6 +120,30 @@ pub enum Check {
         signature: String,
         origin: String,
     },
+    /// The target's ELF files have e_machine `machine` and class `class` (bits), and its executables are laid
+    /// out for `common_page_size` and aligned to `max_page_size`.
+    ElfFacts {
+        target: String,
+        machine: u16,
+        class: u32,
+        common_page_size: u64,
+        max_page_size: u64,
+    },
+    /// Relocation `number` of `format` on `target` is `name`, and `name` is it: of kind `relocation_kind`,
+    /// relative to `relative_to`, patching `size` bits (the value shifted right by `shift` into `bits`, each
+    /// `[lsb, width]`, least significant first; the whole place when empty) under overflow rule `overflow`.
+    RelocationResolves {
+        target: String,
+        format: String,
+        number: u32,
+        name: String,
+        relocation_kind: String,
+        relative_to: String,
+        size: u32,
+        overflow: String,
+        shift: u32,
+        bits: Vec<[u32; 2]>,
+    },
 }
 
 /// One way to make a transition rerun: a mutation class and what then happens.
@@ -142,7 +167,9 @@ impl Check {
             Check::Registration { .. }
             | Check::RegisterResolves { .. }
             | Check::ReservedSkipped { .. }
-            | Check::SpecPlans { .. } => false,
+            | Check::SpecPlans { .. }
+            | Check::ElfFacts { .. }
+            | Check::RelocationResolves { .. } => false,
         }
     }
 }
@@ -389,6 +416,40 @@ pub fn target_cases(model: &TargetRecordIn<'_>, source: &str) -> CaseSet {
             origin: "default spec".to_string(),
         },
     });
+    if let Some(elf) = model.elf {
+        cases.push(Case {
+            id: id(&["elf_facts", model.name]),
+            check: Check::ElfFacts {
+                target: model.name.to_string(),
+                machine: elf.machine,
+                class: elf.class,
+                common_page_size: elf.common_page_size,
+                max_page_size: elf.max_page_size,
+            },
+        });
+    }
+    for relocation in model.relocations {
+        cases.push(Case {
+            id: id(&[
+                "relocation_resolves",
+                model.name,
+                relocation.format.name(),
+                relocation.name,
+            ]),
+            check: Check::RelocationResolves {
+                target: model.name.to_string(),
+                format: relocation.format.name().to_string(),
+                number: relocation.number,
+                name: relocation.name.to_string(),
+                relocation_kind: relocation.kind.name().to_string(),
+                relative_to: relocation.relative_to.name().to_string(),
+                size: relocation.size,
+                overflow: relocation.overflow.name().to_string(),
+                shift: relocation.shift,
+                bits: relocation.bits.iter().map(|bits| [bits.lsb, bits.width]).collect(),
+            },
+        });
+    }
     CaseSet {
         format: VECTOR_FORMAT.to_string(),
         source: source.to_string(),

@@ -46,9 +46,11 @@ pub fn run_case(environment: &Environment, case: &Case) -> Outcome {
         | Check::SkipNeedsFreshProof { .. }
         | Check::RerunBudget { .. }
         | Check::MutationLowersState { .. } => phase_cases::run(environment, case),
-        Check::RegisterResolves { .. } | Check::ReservedSkipped { .. } | Check::SpecPlans { .. } => {
-            target_cases::run(environment, &case.check)
-        }
+        Check::RegisterResolves { .. }
+        | Check::ReservedSkipped { .. }
+        | Check::SpecPlans { .. }
+        | Check::ElfFacts { .. }
+        | Check::RelocationResolves { .. } => target_cases::run(environment, &case.check),
     }
 }
 

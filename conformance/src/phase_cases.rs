@@ -191,9 +191,11 @@ fn run_checked(environment: &Environment, case: &Case) -> Result<Outcome, String
             Ok(operation) => mutation_lowers_state(environment, case, at_phase, operation, expected_state),
             Err(outcome) => Ok(outcome),
         },
-        Check::RegisterResolves { .. } | Check::ReservedSkipped { .. } | Check::SpecPlans { .. } => {
-            Err("not a phase-schema case".to_string())
-        }
+        Check::RegisterResolves { .. }
+        | Check::ReservedSkipped { .. }
+        | Check::SpecPlans { .. }
+        | Check::ElfFacts { .. }
+        | Check::RelocationResolves { .. } => Err("not a phase-schema case".to_string()),
     }
 }
 

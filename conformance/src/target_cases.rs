@@ -1,11 +1,11 @@
-//! Cases of a target file, run against the register tables and the calling-convention planner.
+//! Cases of a target file, run against the register and relocation tables and the calling-convention planner.
 
 use neverc_cc::assignment::{Place, ValueRef};
 use neverc_cc::layout::TypeTable;
 use neverc_cc::plan_validation::validate_plan;
 use neverc_cc::planner::plan_from_spec;
 use neverc_cc::signature::Signature;
-use neverc_tables::{NameKind, TargetRecord};
+use neverc_tables::{NameKind, RelocationFormat, TargetRecord};
 
 use crate::{Check, Environment, Outcome};
 
@@ -109,6 +109,79 @@ fn run_checked(environment: &Environment, check: &Check) -> Result<(), String> {
             // piece sizes against value sizes only for plans a plugin callback returns, so neither do we here.
             validate_plan(&planned.plan, target, None)
                 .map_err(|error| format!("the plan of the {origin} `{spec}` is invalid: {error}"))
+        }
+        Check::ElfFacts {
+            target: name,
+            machine,
+            class,
+            common_page_size,
+            max_page_size,
+        } => {
+            let target = target(environment, name)?;
+            let elf = target.elf.ok_or_else(|| format!("{name} has no ELF facts"))?;
+            let found = (elf.machine, elf.class, elf.common_page_size, elf.max_page_size);
+            let declared = (*machine, *class, *common_page_size, *max_page_size);
+            if found != declared {
+                return Err(format!("{name}: ELF facts {found:?}; declared {declared:?}"));
+            }
+            if !target.matches_elf(*machine, *class, target.little_endian) {
+                return Err(format!("{name} does not answer to its own ELF header facts"));
+            }
+            Ok(())
+        }
+        Check::RelocationResolves {
+            target: name,
+            format,
+            number,
+            name: relocation_name,
+            relocation_kind,
+            relative_to,
+            size,
+            overflow,
+            shift,
+            bits,
+        } => {
+            let target = target(environment, name)?;
+            let format_record = RelocationFormat::ALL
+                .into_iter()
+                .find(|candidate| candidate.name() == format)
+                .ok_or_else(|| format!("unknown relocation format `{format}`"))?;
+            let by_number = target
+                .relocation(format_record, *number)
+                .ok_or_else(|| format!("{format} relocation {number} is not in the tables of {name}"))?;
+            let by_name = target
+                .relocation_by_name(relocation_name)
+                .ok_or_else(|| format!("`{relocation_name}` is not in the tables of {name}"))?;
+            if by_number != by_name {
+                return Err(format!(
+                    "{format} relocation {number} is `{}`, not `{relocation_name}`",
+                    by_number.name
+                ));
+            }
+            let found = (
+                by_number.kind.name(),
+                by_number.relative_to.name(),
+                by_number.size,
+                by_number.overflow.name(),
+                by_number.shift,
+                by_number
+                    .bits
+                    .iter()
+                    .map(|bits| [bits.lsb, bits.width])
+                    .collect::<Vec<_>>(),
+            );
+            let declared = (
+                relocation_kind.as_str(),
+                relative_to.as_str(),
+                *size,
+                overflow.as_str(),
+                *shift,
+                bits.clone(),
+            );
+            if found != declared {
+                return Err(format!("`{relocation_name}` is {found:?}; declared {declared:?}"));
+            }
+            Ok(())
         }
         _ => Err("not a target case".to_string()),
     }

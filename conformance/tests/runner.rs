@@ -75,3 +75,45 @@ fn wrong_machines_classes_and_expectations_fail() {
     );
     assert_eq!(right, Outcome::Passed);
 }
+
+#[test]
+fn relocation_and_elf_cases_that_disagree_with_the_tables_fail() {
+    let right = r#"{"id": "x", "kind": "relocation_resolves", "target": "aarch64", "format": "elf", "number": 275,
+        "name": "R_AARCH64_ADR_PREL_PG_HI21", "relocation_kind": "symbol", "relative_to": "page", "size": 32,
+        "overflow": "signed", "shift": 12, "bits": [[29, 2], [5, 19]]}"#;
+    assert_eq!(outcome(right), Outcome::Passed);
+    for (wrong, reason) in [
+        (
+            right.replace("\"number\": 275", "\"number\": 276"),
+            "`R_AARCH64_ADR_PREL_PG_HI21_NC`, not",
+        ),
+        (
+            right.replace("\"number\": 275", "\"number\": 9999"),
+            "relocation 9999 is not in the tables",
+        ),
+        (right.replace("[[29, 2], [5, 19]]", "[[5, 19], [29, 2]]"), "declared"),
+        (right.replace("\"shift\": 12", "\"shift\": 0"), "declared"),
+        (
+            right.replace("\"relative_to\": \"page\"", "\"relative_to\": \"place\""),
+            "declared",
+        ),
+        (
+            right.replace("\"format\": \"elf\"", "\"format\": \"coff\""),
+            "unknown relocation format",
+        ),
+    ] {
+        let found = outcome(&wrong);
+        assert!(
+            matches!(&found, Outcome::Failed(message) if message.contains(reason)),
+            "{wrong}: {found:?}"
+        );
+    }
+    let elf = r#"{"id": "x", "kind": "elf_facts", "target": "x86_64", "machine": 62, "class": 64,
+        "common_page_size": 4096, "max_page_size": 4096}"#;
+    assert_eq!(outcome(elf), Outcome::Passed);
+    let wrong = outcome(&elf.replace("\"max_page_size\": 4096", "\"max_page_size\": 65536"));
+    assert!(
+        matches!(&wrong, Outcome::Failed(message) if message.contains("declared")),
+        "{wrong:?}"
+    );
+}

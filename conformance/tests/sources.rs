@@ -91,7 +91,7 @@ fn a_phase_added_to_a_schema_copy_adds_its_cases_and_tests() {
 }
 
 #[test]
-fn a_target_file_adds_a_source_of_register_reserved_and_spec_cases() {
+fn a_target_file_adds_a_source_of_register_reserved_spec_elf_and_relocation_cases() {
     let dir = scratch!("sources-target");
     let toy = repo().join("codegen/tests/fixtures/targets/toy.toml");
     let mut targets = bundled_targets();
@@ -123,6 +123,11 @@ fn a_target_file_adds_a_source_of_register_reserved_and_spec_cases() {
         .filter(|case| case.id.starts_with("spec_plans/"))
         .count();
     assert_eq!(specs, declaration.shuffle_layouts + 1);
+    // One case per relocation, and one for the ELF facts.
+    let count = |prefix: &str| added.cases.iter().filter(|case| case.id.starts_with(prefix)).count();
+    assert!(declaration.relocations > 0 && declaration.has_elf);
+    assert_eq!(count("relocation_resolves/toy/elf/"), declaration.relocations);
+    assert_eq!(count("elf_facts/"), 1);
     assert_eq!(
         generated_test_count(&after),
         generated_test_count(&before) + added.cases.len()
@@ -145,6 +150,8 @@ mod toml_names {
         pub(crate) spellings: usize,
         pub(crate) reserved: usize,
         pub(crate) shuffle_layouts: usize,
+        pub(crate) relocations: usize,
+        pub(crate) has_elf: bool,
     }
 
     pub(crate) fn read(path: &Path) -> Names {
@@ -170,10 +177,13 @@ mod toml_names {
             .and_then(|c| c.get("shuffle_layouts"))
             .and_then(|s| s.as_array())
             .map_or(0, Vec::len);
+        let relocations = value.get("relocations").and_then(|r| r.as_array()).map_or(0, Vec::len);
         Names {
             spellings,
             reserved,
             shuffle_layouts,
+            relocations,
+            has_elf: value.get("elf").is_some(),
         }
     }
 }

@@ -9,6 +9,8 @@
 use std::ops::Range;
 use std::sync::Arc;
 
+use neverc_tables::TargetRecord;
+
 macro_rules! entity_ids {
     ($($(#[$meta:meta])* $name:ident),* $(,)?) => {
         $(
@@ -498,10 +500,46 @@ pub struct Constraint {
     pub origin: Origin,
 }
 
+/// The target a graph's objects are read for: whose ELF machine, class and byte order they must have, and
+/// whose declared relocations they may use.
+#[derive(Clone, Default)]
+pub enum LinkTarget {
+    /// Not known yet: the first object read sets it to the bundled target its ELF header names (as lld infers
+    /// its target from the first input without `-m`). A first object that is not ELF, or is of a machine no
+    /// bundled target declares, is refused.
+    #[default]
+    FromFirstObject,
+    /// Every object must be an ELF file of this target's machine, class and byte order, and use only its
+    /// declared relocations. `set_by` names the input that chose it (none when the caller did).
+    Fixed {
+        target: &'static TargetRecord,
+        set_by: Option<String>,
+    },
+    /// Objects of any format and machine are read side by side, for inspecting inputs (never for a link): an
+    /// ELF object's relocations are checked against the bundled target of its machine, when there is one.
+    AnyMachine,
+}
+
+impl std::fmt::Debug for LinkTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LinkTarget::FromFirstObject => f.write_str("FromFirstObject"),
+            LinkTarget::Fixed { target, set_by } => f
+                .debug_struct("Fixed")
+                .field("target", &target.name)
+                .field("set_by", set_by)
+                .finish(),
+            LinkTarget::AnyMachine => f.write_str("AnyMachine"),
+        }
+    }
+}
+
 /// The graph of one link. Entities are never removed while a link runs (losing COMDAT groups and dead
 /// atoms are marked), so ids stay dense and stable.
 #[derive(Clone, Debug, Default)]
 pub struct LinkGraph {
+    /// The target the objects are read for.
+    pub target: LinkTarget,
     pub inputs: Vec<Input>,
     pub archives: Vec<Archive>,
     pub archive_members: Vec<ArchiveMember>,

@@ -1,26 +1,18 @@
 //! x86-64 specifics: relocation names and GOT relaxation (the psABI's GOTPCRELX rules, as GNU ld and lld
 //! apply them in static links).
 
+use neverc_tables::RelocationFormat;
+use neverc_tables::generated::targets::x86_64 as x86_64_target;
 use object::elf;
 
 use crate::graph::{Definition, Edge, LinkGraph};
 
-/// NeverC-style name of an x86-64 ELF relocation type, for messages.
+/// The name of an x86-64 ELF relocation type, for messages: the name `targets/x86_64.toml` declares for it.
 pub(crate) fn relocation_name(raw: u32) -> String {
-    let name = match raw {
-        elf::R_X86_64_NONE => "R_X86_64_NONE",
-        elf::R_X86_64_64 => "R_X86_64_64",
-        elf::R_X86_64_PC32 => "R_X86_64_PC32",
-        elf::R_X86_64_PLT32 => "R_X86_64_PLT32",
-        elf::R_X86_64_GOTPCREL => "R_X86_64_GOTPCREL",
-        elf::R_X86_64_32 => "R_X86_64_32",
-        elf::R_X86_64_32S => "R_X86_64_32S",
-        elf::R_X86_64_PC64 => "R_X86_64_PC64",
-        elf::R_X86_64_GOTPCRELX => "R_X86_64_GOTPCRELX",
-        elf::R_X86_64_REX_GOTPCRELX => "R_X86_64_REX_GOTPCRELX",
-        _ => return format!("relocation type {raw}"),
-    };
-    name.to_string()
+    match x86_64_target::relocation(RelocationFormat::Elf, raw) {
+        Some(relocation) => relocation.name.to_string(),
+        None => format!("relocation type {raw}"),
+    }
 }
 
 /// Whether the edge loads an address through the GOT.

@@ -56,3 +56,31 @@ fn bundled_phase_tables_agree_with_the_runtime_loaded_schema() {
     let loaded = load_phase_tables(&repo().join("PhaseSchema.json")).unwrap();
     assert_eq!(*loaded, BUNDLED_PHASES);
 }
+
+#[test]
+fn a_target_file_loaded_at_run_time_exposes_its_elf_facts_and_relocations() {
+    let dir = neverc_test_support::scratch!("loader-relocations");
+    let text = std::fs::read_to_string(repo().join("targets/x86_64.toml")).unwrap();
+    let text = text.replacen("max_page_size = 4096", "max_page_size = 2097152", 1)
+        + "\n[[relocations]]\nformat = \"elf\"\nnumber = 30\nname = \"R_X86_64_GOTPLT64\"\nkind = \"got_entry\"\n\
+           relative_to = \"got\"\nsize = 64\noverflow = \"none\"\n";
+    let path = dir.join("x86_64.toml");
+    std::fs::write(&path, text).unwrap();
+    let loaded = load_target_file(&path).unwrap();
+    let bundled = target_by_name("x86_64").unwrap();
+    assert_eq!(loaded.elf.map(|elf| elf.max_page_size), Some(2 << 20));
+    assert_eq!(bundled.elf.map(|elf| elf.max_page_size), Some(4096));
+    let added = loaded
+        .relocation(neverc_tables::RelocationFormat::Elf, 30)
+        .expect("the loaded file's own relocation");
+    assert_eq!(
+        (added.name, added.kind),
+        ("R_X86_64_GOTPLT64", neverc_tables::RelocationKind::GotEntry)
+    );
+    assert_eq!(loaded.relocation_by_name("R_X86_64_GOTPLT64"), Some(added));
+    assert_eq!(bundled.relocation(neverc_tables::RelocationFormat::Elf, 30), None);
+    assert_eq!(loaded.relocations.len(), bundled.relocations.len() + 1);
+    for relocation in bundled.relocations {
+        assert_eq!(loaded.relocation_by_name(relocation.name), Some(relocation));
+    }
+}

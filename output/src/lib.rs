@@ -430,6 +430,9 @@ mod tests {
 
     use super::*;
 
+    /// The tests that write outputs run one at a time: the registry of live temporaries is the process's.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
     #[test]
     fn temporary_names_are_recognized_exactly() {
         assert_eq!(temporary_pid(".a.out.12.0123456789abcdef.tmp", "a.out"), Some(12));
@@ -441,6 +444,7 @@ mod tests {
 
     #[test]
     fn a_dropped_output_leaves_no_temporary_and_a_committed_one_replaces_the_file() {
+        let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
         let dir = std::env::temp_dir().join(format!("neverc-output-unit-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
@@ -459,6 +463,7 @@ mod tests {
 
     #[test]
     fn extents_are_written_around_holes_and_disordered_ones_are_refused() {
+        let _serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
         let dir = std::env::temp_dir().join(format!("neverc-output-extents-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();

@@ -44,7 +44,8 @@ pub use structural::{
     COMMITTED_PHASE_SCHEMA, COMMITTED_TARGET_SCHEMA, generated_phase_schema, generated_target_schema,
 };
 pub use target::{
-    AbiRules, ConventionDefaults, Endianness, Int128Registers, Register, RegisterClass, RegisterClassKind,
-    RegisterFlag, StackRules, StandardAbi, SubRegister, TargetDeclaration, TargetIdentity,
+    AbiRules, ConventionDefaults, ElfFacts, Endianness, InstructionBits, InstructionField, Int128Registers, Register,
+    RegisterClass, RegisterClassKind, RegisterFlag, RelocationDeclaration, StackRules, StandardAbi, SubRegister,
+    TargetDeclaration, TargetIdentity,
 };
 pub use target_checks::{DWARF_PLUS_ONE_DIGEST_PREFIX, LLVM_DIGEST_PREFIX};

@@ -8,8 +8,9 @@ use std::collections::HashMap;
 
 use bumpalo::Bump;
 use neverc_records::{
-    AbiRecordIn, Id128, NameKind, RegisterClassKind as ClassKindRecord, RegisterClassRecordIn, RegisterNameIn,
-    RegisterNumber, RegisterRecordIn, RegisterView, SubRegisterRecordIn, TargetRecordIn,
+    AbiRecordIn, BitRange, ElfRecord, Id128, NameKind, RegisterClassKind as ClassKindRecord, RegisterClassRecordIn,
+    RegisterNameIn, RegisterNumber, RegisterRecordIn, RegisterView, RelocationRecordIn, SubRegisterRecordIn,
+    TargetRecordIn,
 };
 
 use crate::phase_model::{slice, strs};
@@ -157,6 +158,7 @@ pub fn lower_target<'a>(declaration: &TargetDeclaration, arena: &'a Bump) -> Res
         .iter()
         .map(|name| resolve(name))
         .collect::<Result<Vec<_>, _>>()?;
+    let (relocations, relocation_names) = lower_relocations(declaration, arena);
     let abi = &declaration.abi;
     let rules: &AbiRules = &abi.rules;
     let identity = &declaration.identity;
@@ -204,5 +206,55 @@ pub fn lower_target<'a>(declaration: &TargetDeclaration, arena: &'a Bump) -> Res
         },
         default_spec: arena.alloc_str(&declaration.conventions.default_spec),
         shuffle_layouts: strs(arena, &declaration.conventions.shuffle_layouts),
+        elf: declaration.elf.as_ref().map(|elf| ElfRecord {
+            machine: elf.machine,
+            class: elf.class,
+            common_page_size: elf.common_page_size,
+            max_page_size: elf.max_page_size,
+        }),
+        relocations,
+        relocation_names,
     })
+}
+
+/// The relocations sorted by (format, number), and their indices sorted by name.
+fn lower_relocations<'a>(
+    declaration: &TargetDeclaration,
+    arena: &'a Bump,
+) -> (&'a [RelocationRecordIn<'a>], &'a [usize]) {
+    let mut relocations: Vec<RelocationRecordIn<'a>> = declaration
+        .relocations
+        .iter()
+        .map(|relocation| {
+            let (shift, bits) = match &relocation.instruction {
+                Some(field) => (
+                    field.shift,
+                    field
+                        .bits
+                        .iter()
+                        .map(|bits| BitRange {
+                            lsb: bits.lsb,
+                            width: bits.width,
+                        })
+                        .collect(),
+                ),
+                None => (0, Vec::new()),
+            };
+            RelocationRecordIn {
+                format: relocation.format,
+                number: relocation.number,
+                name: arena.alloc_str(&relocation.name),
+                kind: relocation.kind,
+                relative_to: relocation.relative_to,
+                size: relocation.size,
+                overflow: relocation.overflow,
+                shift,
+                bits: slice(arena, &bits),
+            }
+        })
+        .collect();
+    relocations.sort_by_key(|relocation| (relocation.format, relocation.number));
+    let mut names: Vec<usize> = (0..relocations.len()).collect();
+    names.sort_by_key(|index| relocations[*index].name);
+    (slice(arena, &relocations), slice(arena, &names))
 }

@@ -40,6 +40,10 @@ pub enum Rule {
     DuplicateRegisterName,
     /// `duplicate-register-number`.
     DuplicateRegisterNumber,
+    /// `duplicate-relocation-name`.
+    DuplicateRelocationName,
+    /// `duplicate-relocation-number`.
+    DuplicateRelocationNumber,
     /// `duplicate-reserved`.
     DuplicateReserved,
     /// `duplicate-state`.
@@ -50,6 +54,8 @@ pub enum Rule {
     DuplicateTarget,
     /// `duplicate-transition`.
     DuplicateTransition,
+    /// `elf`.
+    Elf,
     /// `event-policy`.
     EventPolicy,
     /// `family-overlap`.
@@ -70,12 +76,20 @@ pub enum Rule {
     MutationClassState,
     /// `name-domain`.
     NameDomain,
+    /// `page-size`.
+    PageSize,
     /// `policy-observable`.
     PolicyObservable,
     /// `register-class`.
     RegisterClass,
     /// `register-number`.
     RegisterNumber,
+    /// `relocation-field`.
+    RelocationField,
+    /// `relocation-format`.
+    RelocationFormat,
+    /// `relocation-kind`.
+    RelocationKind,
     /// `reserved-register`.
     ReservedRegister,
     /// `schema`.
@@ -124,7 +138,7 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule.
-    pub const ALL: [Rule; 57] = [
+    pub const ALL: [Rule; 64] = [
         Rule::AbiRule,
         Rule::AbiSret,
         Rule::AbiStack,
@@ -142,11 +156,14 @@ impl Rule {
         Rule::DuplicateRegister,
         Rule::DuplicateRegisterName,
         Rule::DuplicateRegisterNumber,
+        Rule::DuplicateRelocationName,
+        Rule::DuplicateRelocationNumber,
         Rule::DuplicateReserved,
         Rule::DuplicateState,
         Rule::DuplicateSymbol,
         Rule::DuplicateTarget,
         Rule::DuplicateTransition,
+        Rule::Elf,
         Rule::EventPolicy,
         Rule::FamilyOverlap,
         Rule::FamilyRange,
@@ -157,9 +174,13 @@ impl Rule {
         Rule::MissingKey,
         Rule::MutationClassState,
         Rule::NameDomain,
+        Rule::PageSize,
         Rule::PolicyObservable,
         Rule::RegisterClass,
         Rule::RegisterNumber,
+        Rule::RelocationField,
+        Rule::RelocationFormat,
+        Rule::RelocationKind,
         Rule::ReservedRegister,
         Rule::Schema,
         Rule::SchemaDigest,
@@ -204,11 +225,14 @@ impl Rule {
             Rule::DuplicateRegister => "duplicate-register",
             Rule::DuplicateRegisterName => "duplicate-register-name",
             Rule::DuplicateRegisterNumber => "duplicate-register-number",
+            Rule::DuplicateRelocationName => "duplicate-relocation-name",
+            Rule::DuplicateRelocationNumber => "duplicate-relocation-number",
             Rule::DuplicateReserved => "duplicate-reserved",
             Rule::DuplicateState => "duplicate-state",
             Rule::DuplicateSymbol => "duplicate-symbol",
             Rule::DuplicateTarget => "duplicate-target",
             Rule::DuplicateTransition => "duplicate-transition",
+            Rule::Elf => "elf",
             Rule::EventPolicy => "event-policy",
             Rule::FamilyOverlap => "family-overlap",
             Rule::FamilyRange => "family-range",
@@ -219,9 +243,13 @@ impl Rule {
             Rule::MissingKey => "missing-key",
             Rule::MutationClassState => "mutation-class-state",
             Rule::NameDomain => "name-domain",
+            Rule::PageSize => "page-size",
             Rule::PolicyObservable => "policy-observable",
             Rule::RegisterClass => "register-class",
             Rule::RegisterNumber => "register-number",
+            Rule::RelocationField => "relocation-field",
+            Rule::RelocationFormat => "relocation-format",
+            Rule::RelocationKind => "relocation-kind",
             Rule::ReservedRegister => "reserved-register",
             Rule::Schema => "schema",
             Rule::SchemaDigest => "schema-digest",

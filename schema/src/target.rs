@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::hex::ColonId;
+use neverc_records::{Overflow, RelocationBase, RelocationFormat, RelocationKind};
 
 /// One target: identity, registers, the standard ABI and the calling-convention defaults.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -23,6 +24,82 @@ pub struct TargetDeclaration {
     pub callee_saved: Vec<String>,
     pub abi: StandardAbi,
     pub conventions: ConventionDefaults,
+    /// What the target's ELF files say in their headers; required when ELF relocations are declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "ElfFacts")]
+    pub elf: Option<ElfFacts>,
+    /// The relocation types of the target's object files: every number an input may use.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub relocations: Vec<RelocationDeclaration>,
+}
+
+/// The ELF header facts of the target, and the page sizes its executables are laid out for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ElfFacts {
+    /// `e_machine`: `EM_X86_64` = 62, `EM_AARCH64` = 183, `EM_RISCV` = 243 (`EM_NONE`, 0, is refused).
+    pub machine: u16,
+    /// `EI_CLASS` in bits, 32 or 64: the target's pointer width.
+    pub class: u32,
+    /// The page size segments are laid out for by default (ld's `COMMONPAGESIZE`), a power of two.
+    pub common_page_size: u64,
+    /// The largest page size the target runs with (ld's `MAXPAGESIZE`): segments are aligned to it. A power
+    /// of two, at least `common_page_size`.
+    pub max_page_size: u64,
+}
+
+/// One relocation type: its number in an object format, what it computes and how the result is written.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RelocationDeclaration {
+    pub format: RelocationFormat,
+    /// The raw number (`r_type`), unique within the format.
+    pub number: u32,
+    /// The ABI's name (`R_X86_64_PC32`), unique within the target.
+    #[schemars(regex(pattern = r"^R_[A-Z0-9_]+$"))]
+    pub name: String,
+    pub kind: RelocationKind,
+    /// What is subtracted from the value: nothing (absolute), the place (pc-relative), the place's page
+    /// (`Page(value) - Page(P)`, ADRP) or the GOT's address. The kind says which are allowed.
+    #[serde(default, skip_serializing_if = "is_nothing")]
+    pub relative_to: RelocationBase,
+    /// Bits of the place that are read and written: 0 for a marker (`none`, `tls_desc_call`), else 8, 16,
+    /// 32 or 64.
+    pub size: u32,
+    /// When the value does not fit its field: `signed`, `unsigned`, `either` or `none` (never checked).
+    pub overflow: Overflow,
+    /// For an instruction: the bits of the place the value goes to, and its shift. Without it the value fills
+    /// the whole place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "InstructionField")]
+    pub instruction: Option<InstructionField>,
+}
+
+fn is_nothing(base: &RelocationBase) -> bool {
+    *base == RelocationBase::Nothing
+}
+
+/// Where a relocation's value goes in an instruction.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InstructionField {
+    /// Right shift applied to the value first (ADRP 12, a branch 2), below 64.
+    #[serde(default)]
+    pub shift: u32,
+    /// The runs of bits the shifted value fills, its least significant bits first (ADRP: `immlo` at 29, 2
+    /// bits, then `immhi` at 5, 19 bits). They must not overlap and must lie inside the place.
+    #[schemars(length(min = 1))]
+    pub bits: Vec<InstructionBits>,
+}
+
+/// A run of bits of an instruction.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InstructionBits {
+    /// Its least significant bit (0 = the instruction's least significant bit).
+    pub lsb: u32,
+    /// How many bits, at least 1.
+    pub width: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

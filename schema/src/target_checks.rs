@@ -6,7 +6,8 @@ use crate::diagnostic::Finding;
 use crate::model::{Spelling, name_table};
 use crate::rule::Rule;
 use crate::spec_text::{Spec, SpecList, is_stack_token};
-use crate::target::{RegisterClassKind, TargetDeclaration};
+use crate::target::{RegisterClassKind, RelocationDeclaration, TargetDeclaration};
+use neverc_records::{Overflow, RelocationBase, RelocationFormat};
 
 /// IR type spellings a `stack_only_types` entry may name.
 const IR_SCALAR_TYPES: &[&str] = &[
@@ -46,6 +47,8 @@ pub(crate) fn target_findings(declaration: &TargetDeclaration) -> Vec<Finding> {
     context.check_callee_saved(&mut findings);
     context.check_abi(&mut findings);
     context.check_specs(&mut findings);
+    check_elf(declaration, &mut findings);
+    check_relocations(declaration, &mut findings);
     findings
 }
 
@@ -104,6 +107,211 @@ fn check_identity(declaration: &TargetDeclaration, findings: &mut Vec<Finding>) 
                 ));
             }
         }
+    }
+}
+
+fn check_elf(declaration: &TargetDeclaration, findings: &mut Vec<Finding>) {
+    let Some(elf) = &declaration.elf else {
+        return;
+    };
+    if elf.machine == 0 {
+        findings.push(Finding::error(
+            Rule::Elf,
+            "/elf/machine",
+            "ELF machine 0 is `EM_NONE`, no machine",
+        ));
+    }
+    if elf.class != declaration.identity.pointer_width || !matches!(elf.class, 32 | 64) {
+        findings.push(Finding::error(
+            Rule::Elf,
+            "/elf/class",
+            format!(
+                "ELF class {} must be 32 or 64 and equal the pointer width ({} bits)",
+                elf.class, declaration.identity.pointer_width
+            ),
+        ));
+    }
+    for (key, size) in [
+        ("common_page_size", elf.common_page_size),
+        ("max_page_size", elf.max_page_size),
+    ] {
+        if size == 0 || !size.is_power_of_two() {
+            findings.push(Finding::error(
+                Rule::PageSize,
+                format!("/elf/{key}"),
+                format!("page size {size} is not a power of two"),
+            ));
+        }
+    }
+    if elf.max_page_size < elf.common_page_size {
+        findings.push(Finding::error(
+            Rule::PageSize,
+            "/elf/max_page_size",
+            format!(
+                "the maximum page size {} is smaller than the common page size {}",
+                elf.max_page_size, elf.common_page_size
+            ),
+        ));
+    }
+}
+
+fn check_relocations(declaration: &TargetDeclaration, findings: &mut Vec<Finding>) {
+    let mut numbers: HashMap<(RelocationFormat, u32), &str> = HashMap::new();
+    let mut names: HashMap<&str, usize> = HashMap::new();
+    for (index, relocation) in declaration.relocations.iter().enumerate() {
+        let pointer = format!("/relocations/{index}");
+        if relocation.format == RelocationFormat::Elf && declaration.elf.is_none() {
+            findings.push(Finding::error(
+                Rule::RelocationFormat,
+                format!("{pointer}/format"),
+                format!(
+                    "`{}` is an ELF relocation, and the target declares no `[elf]` facts (machine, class, page sizes)",
+                    relocation.name
+                ),
+            ));
+        }
+        if let Some(first) = numbers.insert((relocation.format, relocation.number), &relocation.name) {
+            findings.push(Finding::error(
+                Rule::DuplicateRelocationNumber,
+                format!("{pointer}/number"),
+                format!(
+                    "`{}` reuses {} relocation number {} of `{first}`",
+                    relocation.name,
+                    relocation.format.name(),
+                    relocation.number
+                ),
+            ));
+        }
+        if let Some(first) = names.insert(&relocation.name, index) {
+            findings.push(Finding::error(
+                Rule::DuplicateRelocationName,
+                format!("{pointer}/name"),
+                format!(
+                    "relocation `{}` is already declared as number {}",
+                    relocation.name, declaration.relocations[first].number
+                ),
+            ));
+        }
+        check_relocation_kind(relocation, &pointer, findings);
+        check_relocation_field(relocation, &pointer, findings);
+    }
+}
+
+fn check_relocation_kind(relocation: &RelocationDeclaration, pointer: &str, findings: &mut Vec<Finding>) {
+    let kind = relocation.kind;
+    if !kind.allows(relocation.relative_to) {
+        let allowed: Vec<&str> = RelocationBase::ALL
+            .into_iter()
+            .filter(|base| kind.allows(*base))
+            .map(RelocationBase::name)
+            .collect();
+        findings.push(Finding::error(
+            Rule::RelocationKind,
+            format!("{pointer}/relative_to"),
+            format!(
+                "`{}` is of kind `{}`, which cannot be relative to `{}` (only {})",
+                relocation.name,
+                kind.name(),
+                relocation.relative_to.name(),
+                allowed.join(", ")
+            ),
+        ));
+    }
+    if relocation.relative_to == RelocationBase::Page && relocation.instruction.is_none() {
+        findings.push(Finding::error(
+            Rule::RelocationKind,
+            format!("{pointer}/relative_to"),
+            format!(
+                "`{}` is page-relative, which only an instruction field can be (ADRP: `instruction = {{ shift = 12, bits = ... }}`)",
+                relocation.name
+            ),
+        ));
+    }
+    if kind.patches_place() != (relocation.size != 0) {
+        let what = if kind.patches_place() {
+            "patches its place, so its size cannot be 0"
+        } else {
+            "is a marker that patches nothing, so its size must be 0"
+        };
+        findings.push(Finding::error(
+            Rule::RelocationKind,
+            format!("{pointer}/size"),
+            format!("`{}` is of kind `{}`, which {what}", relocation.name, kind.name()),
+        ));
+    }
+}
+
+fn check_relocation_field(relocation: &RelocationDeclaration, pointer: &str, findings: &mut Vec<Finding>) {
+    let name = &relocation.name;
+    let size = relocation.size;
+    if !matches!(size, 0 | 8 | 16 | 32 | 64) {
+        findings.push(Finding::error(
+            Rule::RelocationField,
+            format!("{pointer}/size"),
+            format!("`{name}` patches {size} bits; a place is 0 (a marker), 8, 16, 32 or 64 bits"),
+        ));
+    }
+    if size == 0 && (relocation.overflow != Overflow::None || relocation.instruction.is_some()) {
+        findings.push(Finding::error(
+            Rule::RelocationField,
+            format!("{pointer}/size"),
+            format!("`{name}` patches no bits, so it has no overflow rule (`none`) and no instruction field"),
+        ));
+    }
+    let Some(field) = &relocation.instruction else {
+        return;
+    };
+    let at = format!("{pointer}/instruction");
+    if field.shift >= 64 {
+        findings.push(Finding::error(
+            Rule::RelocationField,
+            format!("{at}/shift"),
+            format!("`{name}` shifts its value by {}; a shift is below 64", field.shift),
+        ));
+    }
+    if size > 32 {
+        findings.push(Finding::error(
+            Rule::RelocationField,
+            format!("{pointer}/size"),
+            format!("`{name}` has an instruction field, so its place is an instruction of at most 32 bits, not {size}"),
+        ));
+    }
+    let mut used = 0u64;
+    let mut total = 0u64;
+    for (index, bits) in field.bits.iter().enumerate() {
+        let end = u64::from(bits.lsb) + u64::from(bits.width);
+        if bits.width == 0 || end > u64::from(size.min(32)) {
+            findings.push(Finding::error(
+                Rule::RelocationField,
+                format!("{at}/bits/{index}"),
+                format!(
+                    "bits {}..{end} of `{name}` are not a non-empty run inside its {}-bit instruction",
+                    bits.lsb,
+                    size.min(32)
+                ),
+            ));
+            continue;
+        }
+        let mask = ((1u64 << bits.width) - 1) << bits.lsb;
+        if used & mask != 0 {
+            findings.push(Finding::error(
+                Rule::RelocationField,
+                format!("{at}/bits/{index}"),
+                format!("bits {}..{end} of `{name}` overlap an earlier run", bits.lsb),
+            ));
+        }
+        used |= mask;
+        total += u64::from(bits.width);
+    }
+    if total > 0 && total + u64::from(field.shift) > 64 {
+        findings.push(Finding::error(
+            Rule::RelocationField,
+            format!("{at}/shift"),
+            format!(
+                "`{name}` takes {total} bits above a shift of {}, past bit 63 of the value",
+                field.shift
+            ),
+        ));
     }
 }
 

@@ -299,3 +299,254 @@ fn toml_errors_carry_line_and_column() {
     assert_eq!(found[0].line, line);
     assert!(found[0].column > 1);
 }
+
+/// The 1-based line of the first line of `changed` that is exactly `needle`.
+fn line_of(changed: &str, needle: &str) -> usize {
+    changed.lines().position(|line| line == needle).unwrap() + 1
+}
+
+/// Like [`target_with`], also returning the changed text.
+fn target_text_with(file: &str, change: impl FnOnce(String) -> String) -> (String, Vec<Diagnostic>) {
+    let text = change(std::fs::read_to_string(repo().join("targets").join(file)).unwrap());
+    let found = match parse_target(file, &text) {
+        Ok(_) => Vec::new(),
+        Err(diagnostics) => diagnostics,
+    };
+    (text, found)
+}
+
+/// The diagnostic of `rule` whose message contains `text_in_message`.
+fn find<'a>(found: &'a [Diagnostic], rule: &str, text_in_message: &str) -> &'a Diagnostic {
+    found
+        .iter()
+        .find(|d| d.rule == rule && d.message.contains(text_in_message))
+        .unwrap_or_else(|| panic!("no {rule} `{text_in_message}` in {found:?}"))
+}
+
+#[test]
+fn relocation_numbers_and_names_are_unique() {
+    let (text, found) = target_text_with("x86_64.toml", |text| {
+        text.replacen(
+            "number = 42\nname = \"R_X86_64_REX_GOTPCRELX\"",
+            "number = 41\nname = \"R_X86_64_REX_GOTPCRELX\"",
+            1,
+        )
+        .replacen("name = \"R_X86_64_PC64\"", "name = \"R_X86_64_PC32\"", 1)
+    });
+    let number = find(
+        &found,
+        "duplicate-relocation-number",
+        "`R_X86_64_REX_GOTPCRELX` reuses elf relocation number 41 of `R_X86_64_GOTPCRELX`",
+    );
+    assert!(number.pointer.starts_with("/relocations/") && number.pointer.ends_with("/number"));
+    // The second of the two `number = 41` lines.
+    let second = text
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| *line == "number = 41")
+        .nth(1)
+        .unwrap()
+        .0
+        + 1;
+    assert_eq!(number.line, second);
+    let name = find(
+        &found,
+        "duplicate-relocation-name",
+        "`R_X86_64_PC32` is already declared as number 2",
+    );
+    assert!(name.pointer.ends_with("/name"), "{name}");
+    assert_eq!(
+        text.lines().nth(name.line - 2),
+        Some("number = 24"),
+        "the name of the relocation numbered 24 is reported"
+    );
+    assert_eq!(found.len(), 2, "{found:?}");
+}
+
+#[test]
+fn relocation_fields_have_legal_sizes_bits_and_shifts() {
+    let (text, found) = target_text_with("aarch64.toml", |text| {
+        text.replacen(
+            "name = \"R_AARCH64_ABS16\"\nkind = \"symbol\"\nsize = 16",
+            "name = \"R_AARCH64_ABS16\"\nkind = \"symbol\"\nsize = 24",
+            1,
+        )
+        // Past the 32-bit instruction, overlapping, and shifted past bit 63.
+        .replacen(
+            "name = \"R_AARCH64_CALL26\"\nkind = \"branch\"\nrelative_to = \"place\"\nsize = 32\noverflow = \"signed\"\ninstruction = { shift = 2, bits = [{ lsb = 0, width = 26 }] }",
+            "name = \"R_AARCH64_CALL26\"\nkind = \"branch\"\nrelative_to = \"place\"\nsize = 32\noverflow = \"signed\"\ninstruction = { shift = 2, bits = [{ lsb = 0, width = 26 }, { lsb = 20, width = 13 }] }",
+            1,
+        )
+        .replacen(
+            "instruction = { shift = 2, bits = [{ lsb = 5, width = 14 }] }",
+            "instruction = { shift = 2, bits = [{ lsb = 5, width = 14 }, { lsb = 10, width = 4 }] }",
+            1,
+        )
+        .replacen(
+            "instruction = { shift = 48, bits = [{ lsb = 5, width = 16 }] }",
+            "instruction = { shift = 64, bits = [{ lsb = 5, width = 16 }] }",
+            1,
+        )
+        .replacen(
+            "name = \"R_AARCH64_ABS64\"\nkind = \"symbol\"\nsize = 64\noverflow = \"none\"",
+            "name = \"R_AARCH64_ABS64\"\nkind = \"symbol\"\nsize = 64\noverflow = \"none\"\ninstruction = { bits = [{ lsb = 0, width = 0 }] }",
+            1,
+        )
+    });
+    let size = find(&found, "relocation-field", "`R_AARCH64_ABS16` patches 24 bits");
+    assert_eq!(size.line, line_of(&text, "size = 24"));
+    let outside = find(
+        &found,
+        "relocation-field",
+        "bits 20..33 of `R_AARCH64_CALL26` are not a non-empty run",
+    );
+    assert!(outside.pointer.ends_with("/instruction/bits/1"), "{outside}");
+    find(
+        &found,
+        "relocation-field",
+        "bits 10..14 of `R_AARCH64_TSTBR14` overlap an earlier run",
+    );
+    find(
+        &found,
+        "relocation-field",
+        "`R_AARCH64_MOVW_UABS_G3` shifts its value by 64",
+    );
+    find(
+        &found,
+        "relocation-field",
+        "`R_AARCH64_MOVW_UABS_G3` takes 16 bits above a shift of 64",
+    );
+    find(
+        &found,
+        "relocation-field",
+        "bits 0..0 of `R_AARCH64_ABS64` are not a non-empty run",
+    );
+    find(
+        &found,
+        "relocation-field",
+        "`R_AARCH64_ABS64` has an instruction field, so its place is an instruction",
+    );
+    assert!(found.iter().all(|d| d.rule == "relocation-field"), "{found:?}");
+}
+
+#[test]
+fn relocation_kinds_say_what_they_may_be_relative_to_and_whether_they_patch() {
+    let (text, found) = target_text_with("x86_64.toml", |text| {
+        text.replacen(
+            "name = \"R_X86_64_PC32\"\nkind = \"symbol\"\nrelative_to = \"place\"",
+            "name = \"R_X86_64_PC32\"\nkind = \"symbol\"\nrelative_to = \"page\"",
+            1,
+        )
+        .replacen(
+            "name = \"R_X86_64_PLT32\"\nkind = \"branch\"\nrelative_to = \"place\"\n",
+            "name = \"R_X86_64_PLT32\"\nkind = \"branch\"\n",
+            1,
+        )
+        .replacen(
+            "name = \"R_X86_64_TPOFF32\"\nkind = \"tls_le\"\n",
+            "name = \"R_X86_64_TPOFF32\"\nkind = \"tls_le\"\nrelative_to = \"got\"\n",
+            1,
+        )
+        .replacen(
+            "name = \"R_X86_64_64\"\nkind = \"symbol\"\nsize = 64",
+            "name = \"R_X86_64_64\"\nkind = \"symbol\"\nsize = 0",
+            1,
+        )
+        .replacen(
+            "name = \"R_X86_64_TLSDESC_CALL\"\nkind = \"tls_desc_call\"\nsize = 0",
+            "name = \"R_X86_64_TLSDESC_CALL\"\nkind = \"tls_desc_call\"\nsize = 32",
+            1,
+        )
+    });
+    let page = find(
+        &found,
+        "relocation-kind",
+        "`R_X86_64_PC32` is page-relative, which only an instruction field can be",
+    );
+    assert_eq!(page.line, line_of(&text, "relative_to = \"page\""));
+    let branch = find(
+        &found,
+        "relocation-kind",
+        "`R_X86_64_PLT32` is of kind `branch`, which cannot be relative to `nothing` (only place)",
+    );
+    assert!(branch.pointer.ends_with("/relative_to"), "{branch}");
+    find(
+        &found,
+        "relocation-kind",
+        "`R_X86_64_TPOFF32` is of kind `tls_le`, which cannot be relative to `got`",
+    );
+    find(
+        &found,
+        "relocation-kind",
+        "`R_X86_64_64` is of kind `symbol`, which patches its place, so its size cannot be 0",
+    );
+    find(
+        &found,
+        "relocation-kind",
+        "`R_X86_64_TLSDESC_CALL` is of kind `tls_desc_call`, which is a marker",
+    );
+    assert_eq!(found.len(), 5, "{found:?}");
+}
+
+#[test]
+fn relocations_need_the_elf_facts_and_the_facts_must_hold() {
+    let (_, found) = target_text_with("aarch64.toml", |text| {
+        let start = text.find("[elf]\n").unwrap();
+        let end = start + text[start..].find("\n\n").unwrap();
+        format!("{}{}", &text[..start], &text[end..])
+    });
+    let declared = std::fs::read_to_string(repo().join("targets/aarch64.toml"))
+        .unwrap()
+        .matches("[[relocations]]")
+        .count();
+    assert!(declared >= 40, "{declared}");
+    assert_eq!(
+        found.iter().filter(|d| d.rule == "relocation-format").count(),
+        declared,
+        "every ELF relocation of a target without ELF facts is reported: {found:?}"
+    );
+    find(
+        &found,
+        "relocation-format",
+        "`R_AARCH64_CALL26` is an ELF relocation, and the target declares no `[elf]` facts",
+    );
+
+    let (text, found) = target_text_with("x86_64.toml", |text| {
+        text.replacen("machine = 62 ", "machine = 0  ", 1)
+            .replacen("class = 64\n", "class = 32\n", 1)
+            .replacen("common_page_size = 4096\n", "common_page_size = 8192\n", 1)
+            .replacen("max_page_size = 4096\n", "max_page_size = 3000\n", 1)
+    });
+    let machine = find(&found, "elf", "ELF machine 0 is `EM_NONE`");
+    assert_eq!(
+        machine.line,
+        text.lines().position(|line| line.starts_with("machine = 0")).unwrap() + 1
+    );
+    find(
+        &found,
+        "elf",
+        "ELF class 32 must be 32 or 64 and equal the pointer width (64 bits)",
+    );
+    find(&found, "page-size", "page size 3000 is not a power of two");
+    find(
+        &found,
+        "page-size",
+        "the maximum page size 3000 is smaller than the common page size 8192",
+    );
+    assert_eq!(found.len(), 4, "{found:?}");
+}
+
+#[test]
+fn relocation_kinds_outside_the_vocabulary_are_structural_errors() {
+    let (text, found) = target_text_with("x86_64.toml", |text| {
+        text.replacen(
+            "name = \"R_X86_64_PC32\"\nkind = \"symbol\"",
+            "name = \"R_X86_64_PC32\"\nkind = \"pc_relative\"",
+            1,
+        )
+    });
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].rule, "schema");
+    assert!(found[0].pointer.ends_with("/kind"), "{}", found[0]);
+    assert_eq!(found[0].line, line_of(&text, "kind = \"pc_relative\""));
+}

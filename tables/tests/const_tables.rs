@@ -3,7 +3,10 @@
 
 use neverc_tables::generated::phases::{self, POLICY_OBSERVABLE, POLICY_SEALED_HOST_GATE, phase_by_name};
 use neverc_tables::generated::state_machines::link;
-use neverc_tables::generated::targets::{self, x86_64};
+use neverc_tables::generated::targets::{self, aarch64, x86_64};
+use neverc_tables::{
+    BUNDLED_TARGETS, RelocationBase, RelocationFormat, RelocationKind, RelocationRecord, target_by_elf,
+};
 use neverc_test_support::repo;
 use serde_json::Value;
 
@@ -13,6 +16,8 @@ const COMMIT_POLICY: u32 = match phase_by_name("neverc.link.commit") {
     None => 0,
 };
 const ECX: Option<neverc_tables::ResolvedRegister> = x86_64::resolve("EcX");
+const PC32: Option<&RelocationRecord> = x86_64::relocation(RelocationFormat::Elf, 2);
+const CALL26: Option<&RelocationRecord> = aarch64::relocation_by_name("R_AARCH64_CALL26");
 
 fn schema_json() -> Value {
     serde_json::from_str(&std::fs::read_to_string(repo().join("PhaseSchema.json")).unwrap()).unwrap()
@@ -93,4 +98,53 @@ fn the_link_machine_matches_the_json() {
     );
     assert_eq!(link::MACHINE.transition_from(link::MACHINE.final_state()), None);
     assert_eq!(link::MACHINE.class_of_operation("NoSuchCall"), None);
+}
+
+#[test]
+fn relocation_lookups_work_at_compile_time_and_agree_both_ways() {
+    let pc32 = PC32.unwrap();
+    assert_eq!(
+        (pc32.name, pc32.kind, pc32.relative_to, pc32.size),
+        ("R_X86_64_PC32", RelocationKind::Symbol, RelocationBase::Place, 32)
+    );
+    let call26 = CALL26.unwrap();
+    assert_eq!(
+        (call26.number, call26.kind, call26.shift),
+        (283, RelocationKind::Branch, 2)
+    );
+    let mut checked = 0;
+    for target in BUNDLED_TARGETS {
+        let mut previous = None;
+        for relocation in target.relocations {
+            assert!(
+                previous < Some((relocation.format, relocation.number)),
+                "{} is sorted",
+                target.name
+            );
+            previous = Some((relocation.format, relocation.number));
+            assert_eq!(
+                target.relocation(relocation.format, relocation.number),
+                Some(relocation)
+            );
+            assert_eq!(target.relocation_by_name(relocation.name), Some(relocation));
+            assert_eq!(target.relocation_by_name(&relocation.name.to_ascii_lowercase()), None);
+            checked += 1;
+        }
+        assert_eq!(target.relocation(RelocationFormat::Elf, u32::MAX), None);
+        assert_eq!(target.relocation_by_name(""), None);
+    }
+    assert!(checked >= 75, "{checked}");
+    // R_X86_64_RELATIVE64 and R_AARCH64_P32_ABS32 exist, but not in a static link's inputs.
+    assert_eq!(x86_64::relocation(RelocationFormat::Elf, 38), None);
+    assert_eq!(aarch64::relocation(RelocationFormat::Elf, 1), None);
+}
+
+#[test]
+fn targets_are_found_by_their_elf_header_facts() {
+    assert_eq!(target_by_elf(62, 64, true).map(|target| target.name), Some("x86_64"));
+    assert_eq!(target_by_elf(183, 64, true).map(|target| target.name), Some("aarch64"));
+    assert_eq!(target_by_elf(243, 64, true).map(|target| target.name), Some("riscv64"));
+    assert_eq!(target_by_elf(62, 32, true), None, "x32 is not bundled");
+    assert_eq!(target_by_elf(183, 64, false), None, "big-endian AArch64 is not bundled");
+    assert_eq!(target_by_elf(3, 32, true), None, "i386 is not bundled");
 }

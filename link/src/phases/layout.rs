@@ -211,10 +211,11 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         + (1..SEGMENT_FLAGS.len())
             .filter(|group| sections.iter().any(|(section, _)| section.segment == *group))
             .count();
-    let others = other_program_headers(sections.iter().map(|(section, _)| section)).len();
+    // Decided by permission group, before placing turns each section's group into its PT_LOAD's index.
+    let others = other_program_headers(sections.iter().map(|(section, _)| section));
     let mut loads = groups;
     let layout = loop {
-        let layout = place(context, &mut sections, loads + others)?;
+        let layout = place(context, &mut sections, loads + others.len())?;
         if layout.segments.len() <= loads {
             break layout;
         }
@@ -222,7 +223,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     };
     let mut layout = layout;
     layout.sections = sections.into_iter().map(|(section, _)| section).collect();
-    let (program_headers, tls) = describe_program_headers(&layout.sections, context.options.page_size.max(1));
+    let (program_headers, tls) = describe_program_headers(&layout.sections, others, context.options.page_size.max(1));
     layout.program_headers = program_headers;
     layout.tls = tls;
     let graph = &mut context.graph;
@@ -319,9 +320,13 @@ fn other_program_headers<'s>(
 
 /// The program headers other than loads over the placed sections, and the TLS template. `PT_GNU_RELRO`
 /// extends to the end of its page: its `PT_LOAD` ends there, and the next one starts on a page of its own.
-fn describe_program_headers(sections: &[OutputSection], page: u64) -> (Vec<ProgramHeaderLayout>, Option<TlsTemplate>) {
+fn describe_program_headers(
+    sections: &[OutputSection],
+    others: Vec<(ProgramHeaderKind, Vec<usize>)>,
+    page: u64,
+) -> (Vec<ProgramHeaderLayout>, Option<TlsTemplate>) {
     let mut tls = None;
-    let headers = other_program_headers(sections.iter())
+    let headers = others
         .into_iter()
         .map(|(kind, members)| {
             let covered = || members.iter().map(|index| &sections[*index]);

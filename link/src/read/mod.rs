@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use neverc_userfile::{LINK_INPUT_LIMIT, UserFileError, read_user_file};
 
-use crate::graph::{ArchiveId, Input, InputId, InputKind, LinkGraph, MemberId, Origin};
+use crate::graph::{ArchiveId, Input, InputId, InputKind, LinkGraph, LinkTarget, MemberId, Origin};
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{input}: {message}")]
@@ -172,9 +172,18 @@ pub(crate) fn extract_member(
 }
 
 /// Reads named inputs (objects and archives, as bytes) into a new graph, extracting no archive members:
-/// what the `read_inputs` phase does, for tests, fuzzing and benchmarks.
+/// what the `read_inputs` phase does, for tests, fuzzing and benchmarks. The first object sets the target.
 pub fn graph_from_inputs(inputs: Vec<(String, Vec<u8>)>) -> Result<LinkGraph, ReadError> {
-    let mut graph = LinkGraph::default();
+    graph_from_inputs_for(LinkTarget::FromFirstObject, inputs)
+}
+
+/// Like [`graph_from_inputs`], for `target` ([`LinkTarget::AnyMachine`] reads objects of every format and
+/// machine side by side).
+pub fn graph_from_inputs_for(target: LinkTarget, inputs: Vec<(String, Vec<u8>)>) -> Result<LinkGraph, ReadError> {
+    let mut graph = LinkGraph {
+        target,
+        ..LinkGraph::default()
+    };
     for (name, data) in inputs {
         let id = add_input(&mut graph, name, data.into(), 0);
         read_input(&mut graph, id, 0)?;

@@ -9,9 +9,10 @@ use object::{
 
 use crate::graph::{
     Atom, AtomId, Binding, Comdat, ComdatId, ComdatSelection, Content, Definition, Edge, EdgeKind, InputId, LinkGraph,
-    Machine, ObjectFormat, Origin, RelocationType, Section, SectionId, SectionKind, Symbol, SymbolId, SymbolType,
-    Unwind, Visibility, atom_flags, section_flags,
+    LinkTarget, Machine, ObjectFormat, Origin, RelocationType, Section, SectionId, SectionKind, Symbol, SymbolId,
+    SymbolType, Unwind, Visibility, atom_flags, section_flags,
 };
+use neverc_tables::{RelocationFormat, TargetRecord, target_by_elf};
 use rustc_hash::FxHashMap;
 
 use crate::read::ReadError;
@@ -42,6 +43,7 @@ pub(crate) fn read_object(graph: &mut LinkGraph, input: InputId, phase: u16) -> 
     if file.kind() != object::ObjectKind::Relocatable {
         return Err(ReadError::new(&name, "not a relocatable object"));
     }
+    let declared = relocation_table(graph, &name, format, bytes)?;
     let origin = |object_entity: usize| Origin {
         input: Some(input),
         member,
@@ -227,6 +229,19 @@ pub(crate) fn read_object(graph: &mut LinkGraph, input: InputId, phase: u16) -> 
                 RelocationFlags::MachO { r_type, .. } => u32::from(r_type),
                 _ => 0,
             };
+            if let Some(target) = declared
+                && target.relocation(RelocationFormat::Elf, raw).is_none()
+            {
+                return Err(ReadError::new(
+                    &name,
+                    format!(
+                        "section `{}`: unknown relocation type {raw} at offset {offset:#x} (target {} declares no \
+                         ELF relocation {raw})",
+                        section.name().unwrap_or("?"),
+                        target.name
+                    ),
+                ));
+            }
             graph.edges.push(Edge {
                 kind: EdgeKind::Relocation,
                 source,
@@ -278,6 +293,149 @@ pub(crate) fn read_object(graph: &mut LinkGraph, input: InputId, phase: u16) -> 
     }
     read_eh_frame_records(graph, input, &section_ids, phase, member, first_edge);
     Ok(())
+}
+
+/// What an ELF header says: `e_machine`, the class in bits and whether the file is little-endian.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ElfIdentity {
+    machine: u16,
+    class: u32,
+    little_endian: bool,
+}
+
+impl ElfIdentity {
+    /// The identity of the ELF object `bytes` (which the `object` crate parsed, so its header is complete).
+    fn read(bytes: &[u8]) -> Option<ElfIdentity> {
+        let class = match bytes.get(4)? {
+            1 => 32,
+            2 => 64,
+            _ => return None,
+        };
+        let little_endian = match bytes.get(5)? {
+            1 => true,
+            2 => false,
+            _ => return None,
+        };
+        let machine = [*bytes.get(18)?, *bytes.get(19)?];
+        let machine = if little_endian {
+            u16::from_le_bytes(machine)
+        } else {
+            u16::from_be_bytes(machine)
+        };
+        Some(ElfIdentity {
+            machine,
+            class,
+            little_endian,
+        })
+    }
+
+    /// The bundled target of this machine, class and byte order.
+    fn target(self) -> Option<&'static TargetRecord> {
+        target_by_elf(self.machine, self.class, self.little_endian)
+    }
+
+    /// `ELF machine 62, 64-bit, little-endian`.
+    fn facts(self) -> String {
+        let order = if self.little_endian {
+            "little-endian"
+        } else {
+            "big-endian"
+        };
+        format!("ELF machine {}, {}-bit, {order}", self.machine, self.class)
+    }
+
+    /// `an object for x86_64 (ELF machine 62, 64-bit, little-endian)`.
+    fn describe(self) -> String {
+        let target = self
+            .target()
+            .map_or_else(String::new, |target| format!(" for {}", target.name));
+        format!("an object{target} ({})", self.facts())
+    }
+}
+
+/// The ELF identity of a target.
+fn identity_of(target: &TargetRecord) -> Option<ElfIdentity> {
+    target.elf.map(|elf| ElfIdentity {
+        machine: elf.machine,
+        class: elf.class,
+        little_endian: target.little_endian,
+    })
+}
+
+/// The bundled target an object's bytes name in their ELF header, if they are an ELF object of one.
+pub(crate) fn target_named_by(bytes: &[u8]) -> Option<&'static TargetRecord> {
+    if !bytes.starts_with(b"\x7fELF") {
+        return None;
+    }
+    ElfIdentity::read(bytes)?.target()
+}
+
+/// Checks an object against the graph's target (setting the target from the first object) and returns the
+/// target whose declared relocations its relocations must be: `None` when nothing is checked (a non-ELF
+/// object, or an ELF object of a machine no bundled target declares, read for inspection only).
+fn relocation_table(
+    graph: &mut LinkGraph,
+    name: &str,
+    format: ObjectFormat,
+    bytes: &[u8],
+) -> Result<Option<&'static TargetRecord>, ReadError> {
+    let identity = if format == ObjectFormat::Elf {
+        ElfIdentity::read(bytes)
+    } else {
+        None
+    };
+    let format_name = match format {
+        ObjectFormat::Elf => "ELF",
+        ObjectFormat::Coff => "COFF",
+        ObjectFormat::MachO => "Mach-O",
+    };
+    match &graph.target {
+        LinkTarget::AnyMachine => Ok(identity.and_then(ElfIdentity::target)),
+        LinkTarget::Fixed { target, set_by } => {
+            let target = *target;
+            let wanted = identity_of(target);
+            if identity.is_some() && identity == wanted {
+                return Ok(Some(target));
+            }
+            let found = match identity {
+                Some(identity) => identity.describe(),
+                None => format!("a {format_name} object"),
+            };
+            let wanted = wanted.map_or_else(|| "which declares no ELF facts".to_string(), ElfIdentity::facts);
+            let chosen = set_by
+                .as_ref()
+                .map_or_else(String::new, |input| format!(", set by `{input}`"));
+            Err(ReadError::new(
+                name,
+                format!(
+                    "{found} cannot be linked: the link's target is {} ({wanted}){chosen}",
+                    target.name
+                ),
+            ))
+        }
+        LinkTarget::FromFirstObject => {
+            let Some(identity) = identity else {
+                return Err(ReadError::new(
+                    name,
+                    format!("a {format_name} object cannot be linked: the linker links ELF objects"),
+                ));
+            };
+            let target = identity.target().ok_or_else(|| {
+                ReadError::new(
+                    name,
+                    format!(
+                        "{} cannot be linked: no target declares its machine",
+                        identity.describe()
+                    ),
+                )
+            })?;
+            graph.target = LinkTarget::Fixed {
+                target,
+                set_by: Some(name.to_string()),
+            };
+            Ok(Some(target))
+        }
+    }
 }
 
 /// The normalized kind and flags of a section.

@@ -1,15 +1,30 @@
 //! Reading many inputs on all cores. Each input is read into a fragment of its own (a small graph whose ids
 //! start at 0), by whichever worker takes it next; the fragments are then appended in input order, their
-//! ids shifted, so the graph is the same entity for entity as reading the inputs one after another.
+//! ids shifted, so the graph is the same entity for entity as reading the inputs one after another. The link's
+//! target, which reading one after another takes from the first object, is taken from it before the workers
+//! start, so every fragment is checked against it.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::graph::{ArchiveId, AtomId, ComdatId, Content, InputId, LinkGraph, MemberId, SectionId, SymbolId};
+use crate::graph::{
+    ArchiveId, AtomId, ComdatId, Content, InputId, InputKind, LinkGraph, LinkTarget, MemberId, SectionId, SymbolId,
+};
+use crate::read::object_file::target_named_by;
 use crate::read::{ReadError, read_input};
 
 /// Reads every input of `graph` (probed, not yet parsed) into it, using up to `workers` threads.
 pub(crate) fn read_all_inputs(graph: &mut LinkGraph, phase: u16, workers: usize) -> Result<(), ReadError> {
+    if matches!(graph.target, LinkTarget::FromFirstObject)
+        && let Some(first) = graph.inputs.iter().find(|input| input.kind == InputKind::Object)
+        && let Some(target) = first.data.get(first.object_range.clone()).and_then(target_named_by)
+    {
+        // What reading the first object would set; if it cannot, its fragment fails as it would have.
+        graph.target = LinkTarget::Fixed {
+            target,
+            set_by: Some(first.logical_name.clone()),
+        };
+    }
     let count = graph.inputs.len();
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<LinkGraph, ReadError>>>> = Mutex::new((0..count).map(|_| None).collect());
@@ -25,6 +40,7 @@ pub(crate) fn read_all_inputs(graph: &mut LinkGraph, phase: u16, workers: usize)
                     // The fragment holds only its input, as input 0.
                     let mut fragment = LinkGraph {
                         inputs: vec![shared.inputs[index].clone()],
+                        target: shared.target.clone(),
                         ..LinkGraph::default()
                     };
                     let result = read_input(&mut fragment, InputId(0), phase).map(|()| fragment);
@@ -72,6 +88,9 @@ fn append_fragment(graph: &mut LinkGraph, fragment: LinkGraph, input: InputId) {
         origin.input = origin.input.map(|_| input);
     };
 
+    if matches!(graph.target, LinkTarget::FromFirstObject) {
+        graph.target = fragment.target;
+    }
     if let Some(read) = fragment.inputs.first() {
         let entry = &mut graph.inputs[input.index()];
         entry.format = read.format;
