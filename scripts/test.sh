@@ -7,8 +7,9 @@ cd "$(dirname "$0")/.."
 # Debian packages the tests need: clang-14 (C to LLVM IR; COFF and Mach-O objects), llvm-14 (llc-14 oracle,
 # llvm-as-14), g++ and binutils (C++ COMDAT fixtures, ld.bfd reference links, readelf), gcc-aarch64-linux-gnu
 # (AArch64 objects), chromium (headless rendering of the audit's HTML page), graphviz (renders `audit --format
-# dot`).
-PACKAGES=(clang-14 llvm-14 g++ binutils gcc-aarch64-linux-gnu chromium graphviz)
+# dot`), musl-tools (musl-gcc: static C programs through the `ld` driver), lld (ld.lld: the oracle for the
+# driver's lld-style archive search).
+PACKAGES=(clang-14 llvm-14 g++ binutils gcc-aarch64-linux-gnu chromium graphviz musl-tools lld)
 if ((${#PACKAGES[@]})); then
     missing=()
     for package in "${PACKAGES[@]}"; do
