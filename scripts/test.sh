@@ -7,9 +7,10 @@ cd "$(dirname "$0")/.."
 # Debian packages the tests need: clang-14 (C to LLVM IR; COFF and Mach-O objects), llvm-14 (llc-14 oracle,
 # llvm-as-14), g++ and binutils (C++ COMDAT fixtures, ld.bfd reference links, readelf; with glibc's elf.h and
 # GNU as, the oracles of the declared relocations), gcc-aarch64-linux-gnu (AArch64 objects; its as and ld are
-# the AArch64 relocation oracles), musl-tools (static programs against musl), chromium (headless rendering of
+# the AArch64 relocation oracles), musl-tools (static programs against musl, and musl-gcc through the `ld`
+# driver), lld (ld.lld: the oracle for the driver's lld-style archive search), chromium (headless rendering of
 # the audit's HTML page), graphviz (renders `audit --format dot`).
-PACKAGES=(clang-14 llvm-14 g++ binutils gcc-aarch64-linux-gnu musl-tools chromium graphviz)
+PACKAGES=(clang-14 llvm-14 g++ binutils gcc-aarch64-linux-gnu musl-tools lld chromium graphviz)
 if ((${#PACKAGES[@]})); then
     missing=()
     for package in "${PACKAGES[@]}"; do

@@ -59,6 +59,15 @@ pub(crate) enum Command {
     /// GNU-style single-dash spellings are accepted too: `-static`, `-Map FILE`, `-Map=FILE`.
     #[command(after_help = AFTER_HELP)]
     Link(LinkArgs),
+    /// GNU ld's command line, for compiler drivers: `gcc -static -B DIR` with `DIR/ld` a link to this binary.
+    ///
+    /// Invoked as `ld`, `ld.NAME` or `TRIPLE-ld`, or as `neverc-spec ld ARGS...`, neverc-spec parses GNU ld's
+    /// options (order-sensitive `-l`, `-L`, `-Bstatic`, groups, `@file` response files), expands linker
+    /// scripts such as Debian's `libm.a` (GROUP/INPUT/AS_NEEDED), and runs the same link as `link`. Archives
+    /// are searched as lld searches them: a symbol is taken from any archive, whatever the order.
+    /// `neverc-spec ld --help` lists every supported, accepted, ignored and refused option.
+    #[command(disable_help_flag = true, disable_version_flag = true)]
+    Ld(LdArgs),
     /// Audit a phase schema: sealed gates, capabilities, invariants, policy smells; diff it against a baseline;
     /// check a plugin manifest.
     ///
@@ -147,6 +156,13 @@ pub(crate) struct LinkArgs {
     /// Objects and archives, in link order.
     #[arg(required = true)]
     pub(crate) inputs: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LdArgs {
+    /// GNU ld's arguments (`neverc-spec ld --help` lists them).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "ARGS")]
+    pub(crate) arguments: Vec<std::ffi::OsString>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -1,6 +1,7 @@
 //! `neverc-spec link`: the declared link phases over real objects, into a static executable.
 
 use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 
 use neverc_link::LinkPhase;
 use neverc_link::context::{IcfMode, LinkContext, LinkOptions};
@@ -29,17 +30,6 @@ pub(crate) fn gnu_style_arguments(arguments: impl Iterator<Item = OsString>) -> 
 }
 
 pub(crate) fn run(args: &LinkArgs) -> Result<(), CommandError> {
-    // Refused before the link runs, so that nothing is read twice or written at all.
-    let mut outputs = vec![("-o", args.output.as_path())];
-    outputs.extend(args.map.as_deref().map(|map| ("-Map", map)));
-    let mut inputs: Vec<(&str, &std::path::Path)> =
-        args.inputs.iter().map(|input| ("the input", input.as_path())).collect();
-    inputs.extend(
-        args.symbol_ordering_file
-            .as_deref()
-            .map(|path| ("--symbol-ordering-file", path)),
-    );
-    neverc_output::check_distinct(&outputs, &inputs)?;
     let mut options = LinkOptions::new(args.inputs.clone(), args.output.clone());
     options.entry = args.entry.clone();
     options.gc_sections = args.gc_sections;
@@ -49,9 +39,45 @@ pub(crate) fn run(args: &LinkArgs) -> Result<(), CommandError> {
         IcfChoice::None => IcfMode::None,
     };
     options.map_file = args.map.clone();
-    let mut context = LinkContext::new(options);
+    link(LinkRequest {
+        options,
+        symbol_ordering_file: args.symbol_ordering_file.clone(),
+        trace_phases: args.trace_phases,
+    })
+}
+
+/// A link as `neverc-spec link` and the `ld` driver ask for it: the options, and what the CLI adds to them.
+pub(crate) struct LinkRequest {
+    pub(crate) options: LinkOptions,
+    /// `--symbol-ordering-file`: run the ordering plugin with this file.
+    pub(crate) symbol_ordering_file: Option<PathBuf>,
+    /// `--trace-phases`: print every phase as it ran.
+    pub(crate) trace_phases: bool,
+}
+
+/// Runs one link: the one path of `neverc-spec link` and `neverc-spec ld`.
+pub(crate) fn link(request: LinkRequest) -> Result<(), CommandError> {
+    let LinkRequest {
+        options,
+        symbol_ordering_file,
+        trace_phases,
+    } = request;
+    // Refused before the link runs, so that nothing is read twice or written at all.
+    let mut outputs = vec![("-o", options.output.as_path())];
+    outputs.extend(options.map_file.as_deref().map(|map| ("-Map", map)));
+    let mut inputs: Vec<(&str, &Path)> = options
+        .inputs
+        .iter()
+        .map(|input| ("the input", input.as_path()))
+        .collect();
+    inputs.extend(
+        symbol_ordering_file
+            .as_deref()
+            .map(|path| ("--symbol-ordering-file", path)),
+    );
+    neverc_output::check_distinct(&outputs, &inputs)?;
     let mut registry = Registry::default();
-    if let Some(path) = &args.symbol_ordering_file {
+    if let Some(path) = &symbol_ordering_file {
         let text = neverc_userfile::read_user_text(path, neverc_userfile::TEXT_LIMIT)
             .map_err(|error| CommandError::Io(error.to_string()))?;
         let mut plugin = SymbolOrderingPlugin::from_text(&text);
@@ -59,6 +85,7 @@ pub(crate) fn run(args: &LinkArgs) -> Result<(), CommandError> {
             .register(&neverc_tables::BUNDLED_PHASES, &mut plugin)
             .map_err(|status| CommandError::Internal(status.to_string()))?;
     }
+    let mut context = LinkContext::new(options);
     let trace =
         run_link(&mut context, &neverc_tables::BUNDLED_PHASES, &mut registry).map_err(|error| match &error {
             // Files that cannot be read or written are I/O failures (exit status 3).
@@ -67,7 +94,10 @@ pub(crate) fn run(args: &LinkArgs) -> Result<(), CommandError> {
             }
             _ => CommandError::Request(format!("link failed: {error}")),
         })?;
-    if args.trace_phases {
+    for warning in &context.warnings {
+        errln!("warning: {warning}");
+    }
+    if trace_phases {
         for entry in &trace {
             outln!(
                 "{:<34} {:<58} {:<32} {:>21} -> {:<21} {:>9.3} ms",

@@ -1,4 +1,5 @@
-//! `neverc-spec`: validate declarations, generate tables, inspect targets, plan calling conventions, link.
+//! `neverc-spec`: validate declarations, generate tables, inspect targets, plan calling conventions, link;
+//! invoked as `ld` (or as `neverc-spec ld`), GNU ld's command line for compiler drivers.
 //!
 //! Exit codes: 0 success; 1 the declarations (or the request, or the link) are invalid; 2 usage error (an
 //! output that is also an input or another output among them); 3 a file could not be read or written;
@@ -27,6 +28,7 @@ mod check;
 mod cli;
 mod conformance;
 mod gen_files;
+mod ld;
 mod link;
 mod render;
 mod resolve;
@@ -86,16 +88,15 @@ fn main() -> ExitCode {
     if let Err(error) = neverc_output::remove_temporaries_on_signals() {
         errln!("warning: {error}");
     }
-    let cli = Cli::parse_from(link::gnu_style_arguments(std::env::args_os()));
-    let result = match &cli.command {
-        Command::Check(args) => check::run(args),
-        Command::Gen(args) => gen_files::run(args),
-        Command::Targets(args) => targets::run(args),
-        Command::Resolve(args) => resolve::run(args),
-        Command::Cc(command) => cc::run(command),
-        Command::Link(args) => link::run(args),
-        Command::Audit(args) => audit::run(args),
-        Command::Conformance(args) => conformance::run(args),
+    let mut arguments: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // Invoked as `ld` (a compiler driver's linker) or as `neverc-spec ld`: GNU ld's command line, which clap
+    // cannot parse, goes to the driver untouched.
+    let result = if arguments.first().is_some_and(|program| ld::invoked_as_ld(program)) {
+        ld::run(arguments.split_off(1))
+    } else if arguments.get(1).is_some_and(|command| command == "ld") {
+        ld::run(arguments.split_off(2))
+    } else {
+        run_command(arguments)
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -105,5 +106,23 @@ fn main() -> ExitCode {
             }
             ExitCode::from(error.exit_code())
         }
+    }
+}
+
+/// Every command but `ld`, parsed by clap.
+fn run_command(arguments: Vec<std::ffi::OsString>) -> Result<(), CommandError> {
+    let cli = Cli::parse_from(link::gnu_style_arguments(arguments.into_iter()));
+    match &cli.command {
+        Command::Check(args) => check::run(args),
+        Command::Gen(args) => gen_files::run(args),
+        Command::Targets(args) => targets::run(args),
+        Command::Resolve(args) => resolve::run(args),
+        Command::Cc(command) => cc::run(command),
+        Command::Link(args) => link::run(args),
+        Command::Audit(args) => audit::run(args),
+        Command::Conformance(args) => conformance::run(args),
+        // Reached only through clap (`neverc-spec help ld` prints clap's help); `neverc-spec ld` is routed
+        // to the driver before clap sees it.
+        Command::Ld(args) => ld::run(args.arguments.clone()),
     }
 }

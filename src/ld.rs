@@ -1,0 +1,241 @@
+//! The `ld` driver: GNU ld's command line, so that compiler drivers (`gcc -static -B DIR`, `musl-gcc -static
+//! -B DIR`, `clang -static --ld-path=...`) link with neverc-spec unchanged. It runs when the binary is invoked
+//! as `ld` (argv[0] `ld`, `ld.NAME` or `TRIPLE-ld`, such as a symbolic link in gcc's `-B` directory) or as
+//! `neverc-spec ld ARGS...`.
+//!
+//! `@file` response files are expanded ([`response`]), the command line is parsed ([`args`]), `-l` options
+//! and linker scripts are resolved to files ([`inputs`], [`script`]), and the link runs through the same
+//! code as `neverc-spec link` ([`crate::link::link`]).
+
+mod args;
+mod error;
+mod inputs;
+mod response;
+mod script;
+
+use std::ffi::{OsStr, OsString};
+use std::path::Path;
+
+use miette::{LabeledSpan, MietteDiagnostic, NamedSource, Report};
+use neverc_link::context::LinkOptions;
+
+use crate::CommandError;
+use crate::link::{LinkRequest, link};
+use args::{LdCommand, Request};
+use error::{LdError, ScriptError};
+
+/// The first line of `--version` and `-v`: tools that ask which linker they have (libtool looks for `GNU`,
+/// Meson and CMake read the first line) see a GNU-compatible linker, and who it really is.
+pub(crate) const VERSION_LINE: &str = concat!("neverc-spec ", env!("CARGO_PKG_VERSION"), " (compatible with GNU ld)");
+
+/// Whether argv[0] asks for the driver: its file name is `ld`, `ld.NAME` or `TRIPLE-ld`.
+pub(crate) fn invoked_as_ld(program: &OsStr) -> bool {
+    let Some(name) = Path::new(program).file_name().and_then(OsStr::to_str) else {
+        return false;
+    };
+    name == "ld" || name.starts_with("ld.") || name.ends_with("-ld")
+}
+
+/// Runs the driver on GNU ld's arguments (without argv[0]).
+pub(crate) fn run(arguments: Vec<OsString>) -> Result<(), CommandError> {
+    match drive(arguments) {
+        Ok(()) => Ok(()),
+        Err(Driven::Ld(LdError::Script(script))) => {
+            print_script_error(&script);
+            Err(LdError::Script(script).into())
+        }
+        Err(Driven::Ld(error)) => Err(error.into()),
+        Err(Driven::Link(error)) => Err(error),
+    }
+}
+
+/// Where a driver run failed: before the link (refused by the driver) or in it.
+enum Driven {
+    Ld(LdError),
+    Link(CommandError),
+}
+
+impl From<LdError> for Driven {
+    fn from(error: LdError) -> Driven {
+        Driven::Ld(error)
+    }
+}
+
+fn drive(arguments: Vec<OsString>) -> Result<(), Driven> {
+    let arguments = response::expand(arguments)?;
+    let command = match args::parse(arguments)? {
+        Request::Help => {
+            outln!("{HELP}");
+            return Ok(());
+        }
+        Request::Version => {
+            outln!("{VERSION_LINE}");
+            return Ok(());
+        }
+        Request::Link(command) => command,
+    };
+    if command.ignored_plugin.is_some() || command.ignored_plugin_options > 0 {
+        let plugin = command
+            .ignored_plugin
+            .as_deref()
+            .map_or_else(String::new, |plugin| format!("-plugin {plugin} and "));
+        errln!(
+            "note: neverc-spec ld: ignoring {plugin}{} -plugin-opt option(s): no linker plugins run yet, so \
+             objects compiled with -flto cannot be linked",
+            command.ignored_plugin_options
+        );
+    }
+    if command.unclosed_group {
+        errln!("warning: neverc-spec ld: missing --end-group; added as the last option");
+    }
+    let resolver = inputs::Resolver::new(&command);
+    if command.print_version || command.verbose {
+        outln!("{VERSION_LINE}");
+    }
+    if command.verbose {
+        // What `ld --verbose | grep SEARCH_DIR` looks for.
+        for dir in resolver.library_dirs() {
+            outln!("SEARCH_DIR(\"{}\");", dir.display());
+        }
+    }
+    if command.items.is_empty() {
+        return if command.print_version || command.verbose {
+            Ok(())
+        } else {
+            Err(LdError::NoInputs.into())
+        };
+    }
+    let files = resolver.resolve(&command.items)?;
+    if command.trace_inputs {
+        for file in &files {
+            outln!("{}", file.display());
+        }
+    }
+    link(request(*command, files)).map_err(Driven::Link)
+}
+
+/// The link the command line describes, over the resolved input files.
+fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
+    let mut options = LinkOptions::new(files, command.output);
+    if let Some(entry) = command.entry {
+        options.entry = entry;
+    }
+    options.gc_sections = command.gc_sections;
+    options.icf = command.icf;
+    options.map_file = command.map_file;
+    options.build_id = command.build_id;
+    options.eh_frame_hdr = command.eh_frame_hdr;
+    options.relro = command.relro;
+    options.strip = command.strip;
+    options.relocatable = command.relocatable;
+    if let Some(page_size) = command.page_size {
+        options.page_size = page_size;
+    }
+    LinkRequest {
+        options,
+        symbol_ordering_file: command.symbol_ordering_file,
+        trace_phases: command.trace_phases,
+    }
+}
+
+/// A script problem with a snippet of the script (the message follows as the command's error).
+fn print_script_error(error: &ScriptError) {
+    let (text, span) = crate::render::excerpt(&error.text, error.span.clone());
+    let report = MietteDiagnostic::new(error.message.clone()).with_label(LabeledSpan::at(span, "here"));
+    let file = error.file.display().to_string();
+    let report = Report::new(report).with_source_code(NamedSource::new(&file, text));
+    errln!("{file}:{}:{}:", error.line, error.column);
+    errln!("{report:?}");
+}
+
+/// `neverc-spec ld --help`.
+const HELP: &str = "\
+neverc-spec ld: GNU ld's command line for static x86-64 executables, so that compiler drivers link with
+neverc-spec unchanged:
+
+  gcc -static -B DIR ...          (DIR holds a symbolic link `ld` to neverc-spec)
+  musl-gcc -static -B DIR ...
+  clang -static --ld-path=DIR/ld ...
+  neverc-spec ld -static -o prog crt1.o main.o -L DIR -lfoo ...
+
+It runs when neverc-spec is invoked as `ld`, `ld.NAME` or `TRIPLE-ld`, or as `neverc-spec ld`. The link
+itself is `neverc-spec link`'s: the declared link phases, into a static executable.
+
+Inputs, in order:
+  FILE                  an object, an archive (GNU or thin) or a linker script
+  -l NAME, -lNAME, --library=NAME
+                        libNAME.a in the library directories (after -Bstatic/-static only libNAME.a; otherwise
+                        libNAME.so first, as GNU ld does, and a shared library found that way is an error)
+  -l :FILE              FILE itself in the library directories
+  -L DIR, -LDIR, --library-path=DIR
+                        a library directory; every -L applies to every -l, wherever it appears; `=DIR` or
+                        `$SYSROOT/DIR` is under --sysroot
+  -static, -Bstatic, -dn, -non_shared / -Bdynamic, -dy, -call_shared
+                        which files -l looks for from here on; --push-state / --pop-state save and restore it
+  --start-group, -(  ... --end-group, -)
+                        accepted; every archive is searched as if all were in one group (see below)
+  --                    everything after it is an input file
+  @FILE                 read arguments from FILE (GNU quoting: quotes, backslash; nested, at most 32 deep)
+  --sysroot=DIR         the sysroot for `=` paths, the default directories and absolute names in scripts
+  -nostdlib             search only the -L directories, not the default ones (GNU ld's for elf_x86_64)
+
+Output:
+  -o FILE, --output=FILE          the executable (default a.out), written completely or not at all
+  -e SYM, --entry=SYM             the entry symbol (default _start)
+  --gc-sections, --no-gc-sections drop sections nothing live refers to
+  --icf=all|none                  fold identical code whose address is not significant
+  -Map FILE, -Map=FILE            write a link map
+  --build-id[=sha1|none]          a .note.gnu.build-id (sha1 only)
+  --eh-frame-hdr, --no-eh-frame-hdr
+  -z relro, -z norelro            PT_GNU_RELRO (relro is the default)
+  -z max-page-size=N              the segment alignment (a power of two, 4 KiB to 1 GiB; default 4 KiB)
+  -z common-page-size=N           accepted when at most the maximum page size
+  -s, --strip-all / -S, --strip-debug
+                                  drop the symbol table / debugging sections (the last one wins)
+  -r, -i, --relocatable           merge the inputs into one object; needs an object-merge provider
+                                  (there is no builtin one yet, so this is a link failure naming it)
+  --symbol-ordering-file FILE     place the symbols FILE names first, in that order
+  -t, --trace                     print every input file after -l and scripts are resolved
+  --trace-phases                  print every link phase: policy, actor, states, duration
+  -v, -V, --verbose               print the version first (--verbose also the SEARCH_DIRs); without
+                                  inputs, only that
+
+Accepted, since they cannot change a static executable (or ask for what neverc-spec does anyway):
+  -m elf_x86_64, --hash-style=sysv|gnu|both, -O LEVEL, --as-needed, --no-as-needed, -no-pie,
+  --no-dynamic-linker, -dynamic-linker FILE and -I FILE (ignored for a static output, as ld.bfd does),
+  -rpath DIR, -rpath-link DIR, -R DIR, --export-dynamic, -E, --no-undefined, --[no-]allow-shlib-undefined,
+  --enable-new-dtags, --disable-new-dtags, --[no-]copy-dt-needed-entries, --relax, --no-whole-archive,
+  --[no-]warn-rwx-segments, --[no-]warn-execstack, --no-fatal-warnings, --warn-common, --warn-once,
+  --no-warn-mismatch, --no-warn-search-mismatch, --compress-debug-sections=none, -g,
+  -z now|lazy|noexecstack|separate-code|defs|text|notext
+
+Ignored with a note on stderr:
+  -plugin FILE, -plugin-opt OPT   no linker plugins run yet (gcc passes its LTO plugin on every link;
+                                  objects compiled with -flto cannot be linked)
+
+Refused (exit 2, naming the option), because neverc-spec does not implement what they would change:
+  -pie, -static-pie, -shared, -T/--script, --whole-archive, -u/--undefined, --defsym, --wrap, --no-relax,
+  --emit-relocs, -x, -X, -N, -n, --fatal-warnings, -z execstack, -z noseparate-code, -m other than
+  elf_x86_64, --build-id=md5|uuid|0xHEX, --icf=safe, any other -z keyword, and every option not listed here.
+
+Linker scripts: a file that is text rather than ELF or an archive is a linker script, as with GNU ld (Debian's
+libm.a and libc.so are). GROUP(...), INPUT(...), AS_NEEDED(...) (its files are inputs like the others),
+-lNAME inside them, OUTPUT_FORMAT(elf64-x86-64) and /* */ comments are supported; any other command is an
+error naming it, the script, and the line. A name starting with `=` is under the sysroot; an absolute name in
+a script inside the sysroot is looked for there; a relative name not found is looked for in the library
+directories.
+
+Archives: neverc-spec searches archives as lld does, not as GNU ld does. GNU ld pulls a member from an
+archive only to define a symbol that is undefined when it reaches that archive, so archives that need each
+other must be grouped (--start-group ... --end-group) and an archive must come after the objects that use
+it. neverc-spec remembers every archive's symbols, so a symbol undefined anywhere is taken from any archive:
+links that GNU ld refuses for their order succeed, as with lld. When two archives define a symbol, the
+first in command-line order wins.
+
+Exit status:
+  0  success (also --help, --version)
+  1  the link failed (an undefined symbol, a library not found, a shared object where a static link needs
+     an archive, a phase error)
+  2  usage error: an unknown or unsupported option or value, a linker script command that is not supported,
+     an output that is also an input; nothing is written
+  3  a file could not be read or written";

@@ -1,0 +1,817 @@
+//! GNU ld's command line, parsed by hand: clap cannot express it. Order matters (`-Bstatic` applies to the
+//! `-l` options after it), options mix with input files, short options take their value attached or as the
+//! next argument (`-lm`, `-l m`, `-L/usr/lib`), and, as with getopt_long_only, a long option may be spelled
+//! with one dash or two (`-static`, `--static`, `-Map=FILE`, `--Map FILE`); a single-dash word that is no
+//! long option is a short option with its value attached (`-lfoo`, `-O1`, `-zrelro`).
+//!
+//! Every option is one of: mapped onto [`LinkOptions`](neverc_link::context::LinkOptions); accepted because
+//! it cannot change a static executable; ignored with a note (linker plugins); or refused, naming the option,
+//! because it would change the output in a way neverc-spec does not implement.
+
+use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
+
+use neverc_link::context::{IcfMode, Strip};
+
+use super::error::LdError;
+
+/// One input in command-line order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Item {
+    /// A file named on the command line (an object, an archive or a linker script).
+    File { path: PathBuf, static_only: bool },
+    /// `-lNAME` or `-l:FILE`; `static_only` is the `-Bstatic` / `-Bdynamic` state where it appears.
+    Library { namespec: OsString, static_only: bool },
+}
+
+/// A link as GNU ld's command line describes it.
+#[derive(Clone, Debug)]
+pub(crate) struct LdCommand {
+    pub(crate) items: Vec<Item>,
+    /// `-L` directories in order (all apply to every `-l`, wherever they appear, as in GNU ld).
+    pub(crate) library_dirs: Vec<PathBuf>,
+    pub(crate) output: PathBuf,
+    pub(crate) entry: Option<String>,
+    pub(crate) gc_sections: bool,
+    pub(crate) icf: IcfMode,
+    pub(crate) map_file: Option<PathBuf>,
+    pub(crate) build_id: bool,
+    pub(crate) eh_frame_hdr: bool,
+    pub(crate) relro: bool,
+    pub(crate) strip: Strip,
+    /// `-z max-page-size=`.
+    pub(crate) page_size: Option<u64>,
+    /// `-z common-page-size=`, checked against the page size once the whole line is read.
+    pub(crate) common_page_size: Option<u64>,
+    /// `-nostdlib`: only the `-L` directories are searched.
+    pub(crate) nostdlib: bool,
+    pub(crate) sysroot: Option<PathBuf>,
+    pub(crate) relocatable: bool,
+    /// `-t`: print every input file.
+    pub(crate) trace_inputs: bool,
+    pub(crate) trace_phases: bool,
+    pub(crate) symbol_ordering_file: Option<PathBuf>,
+    /// `-v` / `-V`: print the version line, then link if there are inputs.
+    pub(crate) print_version: bool,
+    /// `--verbose`: the version and the library search directories.
+    pub(crate) verbose: bool,
+    /// `-plugin FILE` (the last one) and how many `-plugin-opt` options came with it: ignored, noted once.
+    pub(crate) ignored_plugin: Option<String>,
+    pub(crate) ignored_plugin_options: usize,
+    /// A `--start-group` that was never closed (GNU ld adds the `--end-group` with a warning).
+    pub(crate) unclosed_group: bool,
+}
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub(crate) enum Request {
+    Help,
+    Version,
+    Link(Box<LdCommand>),
+}
+
+/// Whether an option takes a value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Arity {
+    Flag,
+    /// Attached (`--opt=V`, `-xV`) or the next argument.
+    Required,
+    /// Only attached (`--build-id=sha1`); `--build-id` alone is the default.
+    Optional,
+}
+
+/// Why a GNU ld option is refused.
+const CHANGES_OUTPUT: &str = "neverc-spec does not implement it, and it would change the output";
+const PIE: &str = "neverc-spec writes static executables at a fixed address, not position-independent ones \
+                   (PIE, static-pie): link with -no-pie (gcc: -static -no-pie)";
+const SHARED: &str = "neverc-spec writes static executables, not shared libraries";
+const SCRIPT: &str = "neverc-spec has no linker-script layout; a script of GROUP/INPUT/AS_NEEDED/OUTPUT_FORMAT \
+                      commands may be given as an input file instead";
+
+/// Every option the driver knows, by what it does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Opt {
+    Output,
+    Entry,
+    Library,
+    LibraryPath,
+    Static,
+    Dynamic,
+    StartGroup,
+    EndGroup,
+    PushState,
+    PopState,
+    Emulation,
+    HashStyle,
+    BuildId,
+    Z,
+    EhFrameHdr(bool),
+    NoStdLib,
+    StripAll,
+    StripDebug,
+    Optimize,
+    GcSections(bool),
+    Icf,
+    Map,
+    Version,
+    PrintVersion,
+    Verbose,
+    Help,
+    Plugin,
+    PluginOption,
+    /// `-dynamic-linker FILE`: there is no `PT_INTERP` in a static executable (ld.bfd ignores it too).
+    DynamicLinker,
+    /// `-R DIR` is `-rpath DIR`; `-R FILE` is `--just-symbols FILE`, which is refused.
+    RpathOrJustSymbols,
+    /// Options whose value does not matter for a static executable (`-rpath DIR`).
+    IgnoredWithValue,
+    Sysroot,
+    Relocatable,
+    Trace,
+    TracePhases,
+    SymbolOrderingFile,
+    CompressDebugSections,
+    /// Accepted: cannot change a static executable, or asks for what neverc-spec does anyway.
+    NoEffect,
+    Unsupported(&'static str),
+}
+
+/// The long options (one or two dashes), exactly as GNU ld spells them. Abbreviations are not accepted.
+fn long_option(name: &str) -> Option<(Opt, Arity)> {
+    use Arity::{Flag, Optional, Required};
+    let found = match name {
+        "output" => (Opt::Output, Required),
+        "entry" => (Opt::Entry, Required),
+        "library" => (Opt::Library, Required),
+        "library-path" => (Opt::LibraryPath, Required),
+        "static" | "Bstatic" | "dn" | "non_shared" => (Opt::Static, Flag),
+        "Bdynamic" | "dy" | "call_shared" => (Opt::Dynamic, Flag),
+        "start-group" => (Opt::StartGroup, Flag),
+        "end-group" => (Opt::EndGroup, Flag),
+        "push-state" => (Opt::PushState, Flag),
+        "pop-state" => (Opt::PopState, Flag),
+        "hash-style" => (Opt::HashStyle, Required),
+        "build-id" => (Opt::BuildId, Optional),
+        "eh-frame-hdr" => (Opt::EhFrameHdr(true), Flag),
+        "no-eh-frame-hdr" => (Opt::EhFrameHdr(false), Flag),
+        "nostdlib" => (Opt::NoStdLib, Flag),
+        "strip-all" => (Opt::StripAll, Flag),
+        "strip-debug" => (Opt::StripDebug, Flag),
+        "gc-sections" => (Opt::GcSections(true), Flag),
+        "no-gc-sections" => (Opt::GcSections(false), Flag),
+        "icf" => (Opt::Icf, Required),
+        "Map" => (Opt::Map, Required),
+        "version" => (Opt::Version, Flag),
+        "verbose" => (Opt::Verbose, Flag),
+        "help" => (Opt::Help, Flag),
+        "plugin" => (Opt::Plugin, Required),
+        "plugin-opt" => (Opt::PluginOption, Required),
+        "dynamic-linker" => (Opt::DynamicLinker, Required),
+        "rpath" | "rpath-link" => (Opt::IgnoredWithValue, Required),
+        "sysroot" => (Opt::Sysroot, Required),
+        "relocatable" => (Opt::Relocatable, Flag),
+        "trace" => (Opt::Trace, Flag),
+        "trace-phases" => (Opt::TracePhases, Flag),
+        "symbol-ordering-file" => (Opt::SymbolOrderingFile, Required),
+        "compress-debug-sections" => (Opt::CompressDebugSections, Required),
+        // Nothing to do for a static executable: no dynamic section, no dynamic symbols, no shared libraries;
+        // or what neverc-spec does anyway (undefined symbols are errors, GOTPCRELX is relaxed).
+        "no-pie"
+        | "no-pic-executable"
+        | "no-dynamic-linker"
+        | "as-needed"
+        | "no-as-needed"
+        | "no-undefined"
+        | "allow-shlib-undefined"
+        | "no-allow-shlib-undefined"
+        | "export-dynamic"
+        | "no-export-dynamic"
+        | "enable-new-dtags"
+        | "disable-new-dtags"
+        | "copy-dt-needed-entries"
+        | "no-copy-dt-needed-entries"
+        | "warn-rwx-segments"
+        | "no-warn-rwx-segments"
+        | "warn-execstack"
+        | "no-warn-execstack"
+        | "no-fatal-warnings"
+        | "no-whole-archive"
+        | "relax"
+        | "no-warn-symbol-ordering"
+        | "warn-symbol-ordering"
+        | "no-warn-mismatch"
+        | "no-warn-search-mismatch"
+        | "warn-common"
+        | "warn-once" => (Opt::NoEffect, Flag),
+        "pie" | "pic-executable" | "static-pie" => (Opt::Unsupported(PIE), Flag),
+        "shared" | "Bshareable" | "soname" => (Opt::Unsupported(SHARED), Flag),
+        "script" | "default-script" | "dT" | "Ttext" | "Tdata" | "Tbss" | "Ttext-segment" | "Trodata-segment"
+        | "Tldata-segment" | "section-start" => (Opt::Unsupported(SCRIPT), Flag),
+        "whole-archive"
+        | "undefined"
+        | "require-defined"
+        | "defsym"
+        | "wrap"
+        | "just-symbols"
+        | "no-relax"
+        | "emit-relocs"
+        | "discard-all"
+        | "discard-locals"
+        | "omagic"
+        | "nmagic"
+        | "print-map"
+        | "cref"
+        | "fatal-warnings"
+        | "sort-common"
+        | "sort-section"
+        | "print-gc-sections"
+        | "retain-symbols-file"
+        | "strip-discarded"
+        | "orphan-handling"
+        | "unique"
+        | "format"
+        | "oformat"
+        | "relax-thunks" => (Opt::Unsupported(CHANGES_OUTPUT), Flag),
+        _ => return None,
+    };
+    Some(found)
+}
+
+/// The short options (`-x`, with a value attached or as the next argument).
+fn short_option(letter: u8) -> Option<(Opt, Arity)> {
+    use Arity::{Flag, Required};
+    let found = match letter {
+        b'o' => (Opt::Output, Required),
+        b'e' => (Opt::Entry, Required),
+        b'l' => (Opt::Library, Required),
+        b'L' => (Opt::LibraryPath, Required),
+        b'(' => (Opt::StartGroup, Flag),
+        b')' => (Opt::EndGroup, Flag),
+        b'm' => (Opt::Emulation, Required),
+        b'z' => (Opt::Z, Required),
+        b's' => (Opt::StripAll, Flag),
+        b'S' => (Opt::StripDebug, Flag),
+        b'O' => (Opt::Optimize, Required),
+        b'v' | b'V' => (Opt::PrintVersion, Flag),
+        b'I' => (Opt::DynamicLinker, Required),
+        b'R' => (Opt::RpathOrJustSymbols, Required),
+        b'r' | b'i' => (Opt::Relocatable, Flag),
+        b't' => (Opt::Trace, Flag),
+        // -E: export all dynamic symbols (there are none); -g: ignored by GNU ld too.
+        b'E' | b'g' => (Opt::NoEffect, Flag),
+        b'T' => (Opt::Unsupported(SCRIPT), Flag),
+        b'h' => (Opt::Unsupported(SHARED), Flag),
+        b'u' | b'y' | b'x' | b'X' | b'M' | b'N' | b'n' | b'q' | b'd' | b'c' | b'b' | b'F' | b'f' | b'A' => {
+            (Opt::Unsupported(CHANGES_OUTPUT), Flag)
+        }
+        _ => return None,
+    };
+    Some(found)
+}
+
+/// The parse in progress. A single-dash word is looked up as a long option first ([`long_option`]), as
+/// getopt_long_only does, so only words that are no long option reach [`short_option`].
+struct Parser {
+    arguments: std::vec::IntoIter<OsString>,
+    command: LdCommand,
+    static_only: bool,
+    in_group: bool,
+    pushed: Vec<bool>,
+}
+
+/// Parses GNU ld's command line (after response files are expanded).
+pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
+    let mut parser = Parser {
+        arguments: arguments.into_iter(),
+        command: LdCommand {
+            items: Vec::new(),
+            library_dirs: Vec::new(),
+            output: PathBuf::from("a.out"),
+            entry: None,
+            gc_sections: false,
+            icf: IcfMode::None,
+            map_file: None,
+            build_id: false,
+            eh_frame_hdr: false,
+            relro: true,
+            strip: Strip::Nothing,
+            page_size: None,
+            common_page_size: None,
+            nostdlib: false,
+            sysroot: None,
+            relocatable: false,
+            trace_inputs: false,
+            trace_phases: false,
+            symbol_ordering_file: None,
+            print_version: false,
+            verbose: false,
+            ignored_plugin: None,
+            ignored_plugin_options: 0,
+            unclosed_group: false,
+        },
+        static_only: false,
+        in_group: false,
+        pushed: Vec::new(),
+    };
+    // The first refusal is reported once the whole line is read, so that `--help` and `--version` work
+    // whatever else the line holds (`gcc -Wl,--version` passes gcc's usual options before it).
+    let mut refused = None;
+    while let Some(argument) = parser.arguments.next() {
+        let bytes = argument.as_encoded_bytes();
+        if argument == "--" {
+            // Everything after `--` is an input file, even if it starts with a dash.
+            let static_only = parser.static_only;
+            let rest: Vec<OsString> = parser.arguments.by_ref().collect();
+            parser.command.items.extend(rest.into_iter().map(|path| Item::File {
+                path: PathBuf::from(path),
+                static_only,
+            }));
+            break;
+        }
+        if bytes.len() < 2 || bytes[0] != b'-' {
+            let static_only = parser.static_only;
+            parser.command.items.push(Item::File {
+                path: PathBuf::from(argument),
+                static_only,
+            });
+            continue;
+        }
+        match parser.option(&argument) {
+            Ok(Some(request)) => return Ok(request),
+            Ok(None) => {}
+            Err(error) => {
+                refused.get_or_insert(error);
+            }
+        }
+    }
+    match refused {
+        Some(error) => Err(error),
+        None => parser.finish(),
+    }
+}
+
+impl Parser {
+    /// Handles one option; returns a request that ends parsing (`--help`, `--version`).
+    fn option(&mut self, argument: &OsStr) -> Result<Option<Request>, LdError> {
+        let bytes = argument.as_encoded_bytes();
+        let dashes = if bytes.starts_with(b"--") { 2 } else { 1 };
+        let body = &bytes[dashes..];
+        // A long option: the name up to `=`, with one dash or two.
+        let name_end = body.iter().position(|&byte| byte == b'=').unwrap_or(body.len());
+        let long = std::str::from_utf8(&body[..name_end]).ok().and_then(long_option);
+        let (opt, arity, spelled, attached) = match long {
+            Some((opt, arity)) => {
+                let spelled = display(&bytes[..dashes + name_end]);
+                let attached = (name_end < body.len()).then(|| os_from_bytes_of(argument, dashes + name_end + 1));
+                (opt, arity, spelled, attached.map(OsStr::to_os_string))
+            }
+            None if dashes == 1 => {
+                let Some((opt, arity)) = short_option(body[0]) else {
+                    return Err(LdError::UnknownOption(display(bytes)));
+                };
+                let spelled = display(&bytes[..2]);
+                let attached = (body.len() > 1).then(|| os_from_bytes_of(argument, 2).to_os_string());
+                if attached.is_some() && arity == Arity::Flag {
+                    // Short flags do not cluster (`-sS`); GNU ld reads such a word as a long option it lacks.
+                    return Err(LdError::UnknownOption(display(bytes)));
+                }
+                (opt, arity, spelled, attached)
+            }
+            None => return Err(LdError::UnknownOption(display(bytes))),
+        };
+        if let Opt::Unsupported(reason) = opt {
+            return Err(LdError::Unsupported {
+                option: spelled,
+                reason,
+            });
+        }
+        let value = match (arity, attached) {
+            (Arity::Flag, Some(_)) => return Err(LdError::UnexpectedArgument(spelled)),
+            (Arity::Flag, None) | (Arity::Optional, None) => None,
+            (_, Some(value)) => Some(value),
+            (Arity::Required, None) => match self.arguments.next() {
+                Some(value) => Some(value),
+                None => return Err(LdError::MissingArgument(spelled)),
+            },
+        };
+        self.apply(opt, &spelled, value)
+    }
+
+    fn apply(&mut self, opt: Opt, spelled: &str, value: Option<OsString>) -> Result<Option<Request>, LdError> {
+        let text = |value: &Option<OsString>| -> Result<String, LdError> {
+            match value {
+                Some(value) => value.to_str().map(str::to_string).ok_or_else(|| LdError::BadValue {
+                    option: spelled.to_string(),
+                    reason: format!("`{}` is not UTF-8", value.to_string_lossy()),
+                }),
+                None => Err(LdError::MissingArgument(spelled.to_string())),
+            }
+        };
+        let path = |value: Option<OsString>| -> Result<PathBuf, LdError> {
+            value
+                .map(PathBuf::from)
+                .ok_or_else(|| LdError::MissingArgument(spelled.to_string()))
+        };
+        let command = &mut self.command;
+        match opt {
+            Opt::Output => command.output = path(value)?,
+            Opt::Entry => command.entry = Some(text(&value)?),
+            Opt::Library => {
+                let namespec = value.ok_or_else(|| LdError::MissingArgument(spelled.to_string()))?;
+                if namespec.is_empty() {
+                    return Err(bad(spelled, "an empty library name"));
+                }
+                command.items.push(Item::Library {
+                    namespec,
+                    static_only: self.static_only,
+                });
+            }
+            Opt::LibraryPath => command.library_dirs.push(path(value)?),
+            Opt::Static => self.static_only = true,
+            Opt::Dynamic => self.static_only = false,
+            Opt::StartGroup => {
+                if self.in_group {
+                    return Err(LdError::Group(
+                        "groups may not nest: a second --start-group before --end-group",
+                    ));
+                }
+                self.in_group = true;
+            }
+            Opt::EndGroup => {
+                if !self.in_group {
+                    return Err(LdError::Group("--end-group without --start-group"));
+                }
+                self.in_group = false;
+            }
+            Opt::PushState => self.pushed.push(self.static_only),
+            Opt::PopState => {
+                self.static_only = self
+                    .pushed
+                    .pop()
+                    .ok_or(LdError::Group("--pop-state without --push-state"))?;
+            }
+            Opt::Emulation => {
+                let emulation = text(&value)?;
+                if emulation != "elf_x86_64" {
+                    return Err(bad(
+                        spelled,
+                        format!(
+                            "emulation `{emulation}` is not supported: the link runtime writes x86-64 ELF only \
+                             (-m elf_x86_64)"
+                        ),
+                    ));
+                }
+            }
+            Opt::HashStyle => {
+                let style = text(&value)?;
+                // There is no dynamic symbol table, so no hash table, in a static executable.
+                if !matches!(style.as_str(), "sysv" | "gnu" | "both") {
+                    return Err(bad(
+                        spelled,
+                        format!("unknown hash style `{style}` (sysv, gnu or both)"),
+                    ));
+                }
+            }
+            Opt::BuildId => {
+                command.build_id = match value.as_deref().map(|style| style.to_str()) {
+                    None | Some(Some("sha1")) => true,
+                    Some(Some("none")) => false,
+                    Some(style) => {
+                        let style = style.map_or_else(|| "(not UTF-8)".to_string(), str::to_string);
+                        return Err(bad(
+                            spelled,
+                            format!("build-id style `{style}` is not supported (sha1, the default, or none)"),
+                        ));
+                    }
+                };
+            }
+            Opt::Z => {
+                let keyword = text(&value)?;
+                self.z_keyword(&keyword)?;
+            }
+            Opt::EhFrameHdr(on) => command.eh_frame_hdr = on,
+            Opt::NoStdLib => command.nostdlib = true,
+            // As with GNU ld, the last of -s and -S wins.
+            Opt::StripAll => command.strip = Strip::All,
+            Opt::StripDebug => command.strip = Strip::Debug,
+            Opt::Optimize => {
+                // -O only tunes hash tables of shared objects in GNU ld; any level is accepted.
+                let level = text(&value)?;
+                if level.is_empty() || !level.bytes().all(|byte| byte.is_ascii_digit()) {
+                    return Err(bad(spelled, format!("`{level}` is not an optimization level")));
+                }
+            }
+            Opt::GcSections(on) => command.gc_sections = on,
+            Opt::Icf => {
+                command.icf = match text(&value)?.as_str() {
+                    "all" => IcfMode::All,
+                    "none" => IcfMode::None,
+                    other => {
+                        return Err(bad(spelled, format!("`{other}` is not supported (all or none)")));
+                    }
+                }
+            }
+            Opt::Map => command.map_file = Some(path(value)?),
+            Opt::Version => return Ok(Some(Request::Version)),
+            Opt::PrintVersion => command.print_version = true,
+            Opt::Verbose => command.verbose = true,
+            Opt::Help => return Ok(Some(Request::Help)),
+            Opt::Plugin => command.ignored_plugin = Some(path(value)?.display().to_string()),
+            Opt::PluginOption => command.ignored_plugin_options += 1,
+            Opt::DynamicLinker | Opt::IgnoredWithValue | Opt::NoEffect => {}
+            Opt::RpathOrJustSymbols => {
+                // GNU ld reads `-R FILE` as --just-symbols and `-R DIR` as -rpath.
+                let target = path(value)?;
+                if target.is_file() {
+                    return Err(LdError::Unsupported {
+                        option: format!("{spelled} {}", target.display()),
+                        reason: "it is --just-symbols for a file, which would change the output",
+                    });
+                }
+            }
+            Opt::Sysroot => command.sysroot = Some(path(value)?),
+            Opt::Relocatable => command.relocatable = true,
+            Opt::Trace => command.trace_inputs = true,
+            Opt::TracePhases => command.trace_phases = true,
+            Opt::SymbolOrderingFile => command.symbol_ordering_file = Some(path(value)?),
+            Opt::CompressDebugSections => {
+                let how = text(&value)?;
+                if how != "none" {
+                    return Err(LdError::Unsupported {
+                        option: format!("{spelled}={how}"),
+                        reason: CHANGES_OUTPUT,
+                    });
+                }
+            }
+            Opt::Unsupported(reason) => {
+                return Err(LdError::Unsupported {
+                    option: spelled.to_string(),
+                    reason,
+                });
+            }
+        }
+        Ok(None)
+    }
+
+    /// `-z KEYWORD`.
+    fn z_keyword(&mut self, keyword: &str) -> Result<(), LdError> {
+        let option = format!("-z {keyword}");
+        let (name, value) = match keyword.split_once('=') {
+            Some((name, value)) => (name, Some(value)),
+            None => (keyword, None),
+        };
+        match (name, value) {
+            ("relro", None) => self.command.relro = true,
+            ("norelro", None) => self.command.relro = false,
+            // Binding and text relocations concern the dynamic linker; the stack is never executable and
+            // code is kept apart from headers and data (as with `-z separate-code`).
+            ("now" | "lazy" | "noexecstack" | "separate-code" | "defs" | "text" | "notext" | "textoff", None) => {}
+            ("execstack", None) => {
+                return Err(LdError::Unsupported {
+                    option,
+                    reason: "neverc-spec never makes the stack executable",
+                });
+            }
+            ("max-page-size", Some(size)) => {
+                let size = page_size_value(&option, size)?;
+                self.command.page_size = Some(size);
+            }
+            ("common-page-size", Some(size)) => {
+                let size = page_size_value(&option, size)?;
+                self.command.common_page_size = Some(size);
+            }
+            _ => {
+                return Err(LdError::Unsupported {
+                    option,
+                    reason: "an unknown -z keyword, or one neverc-spec does not implement (it would change \
+                             the output)",
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Request, LdError> {
+        self.command.unclosed_group = self.in_group;
+        if let Some(common) = self.command.common_page_size {
+            let page = self.command.page_size.unwrap_or(DEFAULT_PAGE_SIZE);
+            if common > page {
+                return Err(bad(
+                    "-z common-page-size",
+                    format!("{common:#x} is larger than the maximum page size {page:#x}"),
+                ));
+            }
+        }
+        Ok(Request::Link(Box::new(self.command)))
+    }
+}
+
+/// The page size of an x86-64 executable when `-z max-page-size` is not given (GNU ld's too).
+pub(crate) const DEFAULT_PAGE_SIZE: u64 = 0x1000;
+
+/// A page size: a power of two from 4 KiB to 1 GiB, in C notation (`0x200000`, `4096`, `010000`).
+fn page_size_value(option: &str, text: &str) -> Result<u64, LdError> {
+    let parsed = if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        u64::from_str_radix(hex, 16).ok()
+    } else if text.len() > 1 && text.starts_with('0') {
+        u64::from_str_radix(&text[1..], 8).ok()
+    } else {
+        text.parse().ok()
+    };
+    match parsed {
+        Some(size) if size.is_power_of_two() && (0x1000..=1 << 30).contains(&size) => Ok(size),
+        _ => Err(bad(
+            option,
+            format!("`{text}` is not a page size (a power of two from 4096 to 1 GiB)"),
+        )),
+    }
+}
+
+fn bad(option: &str, reason: impl Into<String>) -> LdError {
+    LdError::BadValue {
+        option: option.to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// An option as the user spelled it, for messages (lossy only if it is not UTF-8).
+fn display(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// `argument` without its first `skip` bytes (which are ASCII, so the rest is a valid `OsStr`).
+pub(crate) fn os_from_bytes_of(argument: &OsStr, skip: usize) -> &OsStr {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt as _;
+        OsStr::from_bytes(&argument.as_bytes()[skip..])
+    }
+    #[cfg(not(unix))]
+    {
+        // Only reached on platforms where arguments are not bytes; the driver targets Linux.
+        match argument.to_str() {
+            Some(text) => OsStr::new(text.get(skip..).unwrap_or_default()),
+            None => OsStr::new(""),
+        }
+    }
+}
+
+/// Bytes read from a response file as an argument.
+pub(crate) fn os_from_vec(bytes: Vec<u8>) -> OsString {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStringExt as _;
+        OsString::from_vec(bytes)
+    }
+    #[cfg(not(unix))]
+    {
+        OsString::from(String::from_utf8_lossy(&bytes).into_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    fn parse_link(arguments: &[&str]) -> Result<LdCommand, LdError> {
+        match parse(arguments.iter().map(OsString::from).collect())? {
+            Request::Link(command) => Ok(*command),
+            other => panic!("not a link: {other:?}"),
+        }
+    }
+
+    fn library(name: &str, static_only: bool) -> Item {
+        Item::Library {
+            namespec: name.into(),
+            static_only,
+        }
+    }
+
+    fn file(name: &str, static_only: bool) -> Item {
+        Item::File {
+            path: name.into(),
+            static_only,
+        }
+    }
+
+    #[test]
+    fn gcc_s_static_command_line_parses_in_order() {
+        let command = parse_link(&[
+            "-plugin",
+            "/usr/lib/gcc/x86_64-linux-gnu/12/liblto_plugin.so",
+            "-plugin-opt=-pass-through=-lc",
+            "--build-id",
+            "-m",
+            "elf_x86_64",
+            "--hash-style=gnu",
+            "--as-needed",
+            "-static",
+            "-o",
+            "out",
+            "crt1.o",
+            "-L/a",
+            "-L",
+            "/b",
+            "main.o",
+            "-lm",
+            "--start-group",
+            "-lgcc",
+            "-l",
+            "c",
+            "--end-group",
+            "-Bdynamic",
+            "-l:libx.a",
+            "--",
+            "-odd.o",
+        ])
+        .unwrap();
+        assert_eq!(command.output, PathBuf::from("out"));
+        assert!(command.build_id);
+        assert_eq!(command.library_dirs, [PathBuf::from("/a"), PathBuf::from("/b")]);
+        assert_eq!(
+            command.items,
+            [
+                file("crt1.o", true),
+                file("main.o", true),
+                library("m", true),
+                library("gcc", true),
+                library("c", true),
+                library(":libx.a", false),
+                file("-odd.o", false),
+            ]
+        );
+        assert_eq!(
+            command.ignored_plugin.as_deref(),
+            Some("/usr/lib/gcc/x86_64-linux-gnu/12/liblto_plugin.so")
+        );
+        assert_eq!(command.ignored_plugin_options, 1);
+    }
+
+    #[test]
+    fn long_options_take_one_dash_or_two_and_values_attached_or_not() {
+        let command = parse_link(&["-Map=m1", "--entry", "main", "-e", "other", "x.o"]).unwrap();
+        assert_eq!(command.map_file, Some(PathBuf::from("m1")));
+        assert_eq!(command.entry.as_deref(), Some("other"));
+        let command = parse_link(&[
+            "--Map",
+            "m2",
+            "-eentry",
+            "--output=o",
+            "-zrelro",
+            "-z",
+            "norelro",
+            "x.o",
+        ])
+        .unwrap();
+        assert_eq!(command.map_file, Some(PathBuf::from("m2")));
+        assert_eq!(command.entry.as_deref(), Some("entry"));
+        assert_eq!(command.output, PathBuf::from("o"));
+        assert!(!command.relro);
+        let command = parse_link(&[
+            "-s",
+            "-S",
+            "--gc-sections",
+            "--icf=all",
+            "-z",
+            "max-page-size=0x200000",
+            "x.o",
+        ])
+        .unwrap();
+        assert_eq!(command.strip, Strip::Debug);
+        assert!(command.gc_sections);
+        assert_eq!(command.icf, IcfMode::All);
+        assert_eq!(command.page_size, Some(0x20_0000));
+    }
+
+    #[test]
+    fn refusals_name_the_option() {
+        let message = |arguments: &[&str]| parse_link(arguments).unwrap_err().to_string();
+        assert!(message(&["--frobnicate", "x.o"]).contains("`--frobnicate`"));
+        assert!(message(&["-pie", "x.o"]).contains("`-pie`"));
+        assert!(message(&["-sS", "x.o"]).contains("`-sS`"));
+        assert!(message(&["--build-id=md5", "x.o"]).contains("`md5`"));
+        assert!(message(&["-m", "aarch64linux", "x.o"]).contains("`aarch64linux`"));
+        assert!(message(&["-z", "execstack", "x.o"]).contains("`-z execstack`"));
+        assert!(message(&["-z", "max-page-size=100", "x.o"]).contains("`100`"));
+        assert!(message(&["--whole-archive", "x.o"]).contains("`--whole-archive`"));
+        assert!(message(&["-static", "--gc-sections=yes"]).contains("takes no argument"));
+        assert!(message(&["x.o", "-o"]).contains("`-o` needs an argument"));
+        assert!(message(&["-(", "-(", "x.o"]).contains("nest"));
+        assert!(message(&["-)", "x.o"]).contains("without --start-group"));
+    }
+
+    #[test]
+    fn help_and_version_end_parsing() {
+        assert!(matches!(
+            parse(vec!["x.o".into(), "--version".into()]),
+            Ok(Request::Version)
+        ));
+        assert!(matches!(
+            parse(vec!["--help".into(), "--bogus".into()]),
+            Ok(Request::Help)
+        ));
+        assert!(parse_link(&["-v"]).unwrap().print_version);
+    }
+}
