@@ -624,6 +624,45 @@ impl LinkGraph {
             .map(|id| (*id, &self.edges[id.index()]))
     }
 
+    /// The target the link is for, once an object (or the caller) fixed it.
+    pub fn target_record(&self) -> Option<&'static neverc_tables::TargetRecord> {
+        match &self.target {
+            LinkTarget::Fixed { target, .. } => Some(target),
+            _ => None,
+        }
+    }
+
+    /// What the target declares about an edge's relocation type (`targets/*.toml`): its kind, base, field
+    /// and overflow rule. `None` for an undeclared type (the reader refuses those) or before the target is
+    /// known.
+    pub fn relocation(&self, edge: &Edge) -> Option<&'static neverc_tables::RelocationRecord> {
+        let format = match edge.relocation.format {
+            ObjectFormat::Elf => neverc_tables::RelocationFormat::Elf,
+            _ => return None,
+        };
+        self.target_record()?.relocation(format, edge.relocation.raw)
+    }
+
+    /// The number of the target's relocation of `kind` relative to `base` with a field of `size` bits, for
+    /// edges the linker makes itself (a GOT slot's address, a PLT entry's jump).
+    pub fn declared_relocation(
+        &self,
+        kind: neverc_tables::RelocationKind,
+        base: neverc_tables::RelocationBase,
+        size: u32,
+    ) -> Option<u32> {
+        self.target_record()?
+            .relocations
+            .iter()
+            .find(|relocation| relocation.kind == kind && relocation.relative_to == base && relocation.size == size)
+            .map(|relocation| relocation.number)
+    }
+
+    /// The declared kind of an edge's relocation, if it is declared.
+    pub fn relocation_kind(&self, edge: &Edge) -> Option<neverc_tables::RelocationKind> {
+        self.relocation(edge).map(|relocation| relocation.kind)
+    }
+
     /// The symbol a reference resolves to: the prevailing definition of its name, or itself.
     pub fn resolved(&self, symbol: SymbolId) -> SymbolId {
         self.symbols

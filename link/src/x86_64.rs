@@ -1,25 +1,15 @@
-//! x86-64 specifics: relocation names and GOT relaxation (the psABI's GOTPCRELX rules, as GNU ld and lld
-//! apply them in static links).
+//! x86-64 specifics: GOT relaxation (the psABI's GOTPCRELX rules, as GNU ld and lld apply them in static
+//! links). Which relocations load through the GOT or may be relaxed is the declared kind's business.
 
-use neverc_tables::RelocationFormat;
-use neverc_tables::generated::targets::x86_64 as x86_64_target;
-use object::elf;
+use neverc_tables::RelocationKind;
 
 use crate::graph::{Definition, Edge, LinkGraph};
 
-/// The name of an x86-64 ELF relocation type, for messages: the name `targets/x86_64.toml` declares for it.
-pub(crate) fn relocation_name(raw: u32) -> String {
-    match x86_64_target::relocation(RelocationFormat::Elf, raw) {
-        Some(relocation) => relocation.name.to_string(),
-        None => format!("relocation type {raw}"),
-    }
-}
-
-/// Whether the edge loads an address through the GOT.
-pub(crate) fn uses_got(edge: &Edge) -> bool {
+/// Whether the edge loads an address through the GOT (its declared kind says so).
+pub(crate) fn uses_got(graph: &LinkGraph, edge: &Edge) -> bool {
     matches!(
-        edge.relocation.raw,
-        elf::R_X86_64_GOTPCREL | elf::R_X86_64_GOTPCRELX | elf::R_X86_64_REX_GOTPCRELX
+        graph.relocation_kind(edge),
+        Some(RelocationKind::GotEntry | RelocationKind::GotEntryRelaxable)
     )
 }
 
@@ -37,11 +27,7 @@ pub(crate) enum Relaxation {
 /// The relaxation of a GOTPCRELX edge, if its instruction and target allow one: the target must be
 /// defined in the link (a weak undefined symbol needs a real slot holding 0).
 pub(crate) fn relaxation(graph: &LinkGraph, edge: &Edge) -> Option<Relaxation> {
-    if !matches!(
-        edge.relocation.raw,
-        elf::R_X86_64_GOTPCRELX | elf::R_X86_64_REX_GOTPCRELX
-    ) || edge.addend != -4
-    {
+    if graph.relocation_kind(edge) != Some(RelocationKind::GotEntryRelaxable) || edge.addend != -4 {
         return None;
     }
     let symbol = &graph.symbols[graph.resolved(edge.target_symbol?).index()];
@@ -58,5 +44,38 @@ pub(crate) fn relaxation(graph: &LinkGraph, edge: &Edge) -> Option<Relaxation> {
         (0xff, 0x15) => Some(Relaxation::Call),
         (0xff, 0x25) => Some(Relaxation::Jump),
         _ => None,
+    }
+}
+
+/// Rewrites the instruction of a relaxable GOT load whose field is at `at` (see [`Relaxation`]); returns
+/// where the direct PC-relative field now is and what to add to `S + A - P` for it.
+pub(crate) fn relax_gotpcrelx(code: &mut [u8], at: usize, relaxation: Relaxation) -> Result<(usize, i128), String> {
+    let missing = || "a relaxable GOT load at the start of its section has no instruction to relax".to_string();
+    let byte = |code: &mut [u8], back: usize| -> Result<usize, String> {
+        at.checked_sub(back)
+            .filter(|index| *index < code.len())
+            .ok_or_else(missing)
+    };
+    match relaxation {
+        Relaxation::MovToLea => {
+            let opcode = byte(code, 2)?;
+            code[opcode] = 0x8d;
+            Ok((at, 0))
+        }
+        Relaxation::Call => {
+            let (prefix, opcode) = (byte(code, 2)?, byte(code, 1)?);
+            code[prefix] = 0x67;
+            code[opcode] = 0xe8;
+            Ok((at, 0))
+        }
+        Relaxation::Jump => {
+            // `jmp rel32` is one byte shorter: the field moves back a byte and a `nop` fills the end.
+            let opcode = byte(code, 2)?;
+            code[opcode] = 0xe9;
+            if let Some(last) = code.get_mut(at + 3) {
+                *last = 0x90;
+            }
+            Ok((at - 1, 1))
+        }
     }
 }

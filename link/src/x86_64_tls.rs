@@ -7,12 +7,14 @@
 
 use std::ops::Range;
 
-/// The bytes of the code sequence a TLS relocation of type `raw` at `offset` begins, which the relaxation to
+use neverc_tables::RelocationKind;
+
+/// The bytes of the code sequence a TLS relocation of `kind` at `offset` begins, which the relaxation to
 /// local-exec rewrites whole (with the call of `__tls_get_addr` in it); `None` for other relocations.
-pub(crate) fn relaxed_sequence(raw: u32, offset: u64) -> Option<Range<u64>> {
-    match raw {
-        object::elf::R_X86_64_TLSGD => Some(offset.saturating_sub(4)..offset.saturating_add(12)),
-        object::elf::R_X86_64_TLSLD => Some(offset.saturating_sub(3)..offset.saturating_add(10)),
+pub(crate) fn relaxed_sequence(kind: Option<RelocationKind>, offset: u64) -> Option<Range<u64>> {
+    match kind? {
+        RelocationKind::TlsGd => Some(offset.saturating_sub(4)..offset.saturating_add(12)),
+        RelocationKind::TlsLd => Some(offset.saturating_sub(3)..offset.saturating_add(10)),
         _ => None,
     }
 }

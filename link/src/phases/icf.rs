@@ -5,11 +5,10 @@
 
 use rustc_hash::FxHashMap;
 
+use neverc_tables::RelocationKind;
+
 use crate::context::{IcfMode, LinkContext, PhaseError};
 use crate::graph::{AtomId, atom_flags, section_flags};
-
-/// `R_X86_64_PLT32`: a direct call or jump, which does not make its target's address significant.
-const BRANCH: u32 = object::elf::R_X86_64_PLT32;
 
 /// What two atoms must share to fold: their bytes and their relocations (offset, type, addend, target
 /// leader, target symbol value).
@@ -25,7 +24,10 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
     for edge in &graph.edges {
         // Calls, and unwind records describing a function, do not take its address.
         let source = &graph.atoms[edge.source.index()];
-        if edge.relocation.raw == BRANCH || !source.is_live() || source.flags & atom_flags::UNWIND != 0 {
+        if graph.relocation_kind(edge) == Some(RelocationKind::Branch)
+            || !source.is_live()
+            || source.flags & atom_flags::UNWIND != 0
+        {
             continue;
         }
         if let Some(target) = graph.edge_target_atom(edge) {

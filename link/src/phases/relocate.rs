@@ -3,8 +3,6 @@
 //! `GOTPCRELX`/`REX_GOTPCRELX` relaxed to direct addresses where the instruction allows). A value that
 //! does not fit its field is an error naming the input, the section, the offset and the symbol.
 
-use object::elf;
-
 use crate::context::{Layout, LinkContext, OutputSection, PhaseError};
 use crate::eh_frame;
 use crate::graph::{AtomId, Definition, Edge, SymbolId, SymbolType, atom_flags};
@@ -13,7 +11,9 @@ use crate::phases::LinkPhase;
 use crate::phases::layout::EH_FRAME_HDR;
 use crate::phases::layout::merged_location;
 use crate::phases::synthesize::IPLT_ENTRY_SIZE;
-use crate::x86_64::{Relaxation, relaxation, relocation_name};
+use neverc_tables::{RelocationBase, RelocationKind, RelocationRecord};
+
+use crate::x86_64::{relax_gotpcrelx, relaxation};
 use crate::x86_64_tls::{
     relax_gottpoff_to_le, relax_tlsdesc_call_to_le, relax_tlsdesc_to_le, relax_tlsgd_to_le, relax_tlsld_to_le,
     relaxed_sequence,
@@ -169,10 +169,10 @@ fn place_atom(
     let rewritten: Vec<std::ops::Range<u64>> = context
         .graph
         .edges_of(atom)
-        .filter_map(|(_, edge)| relaxed_sequence(edge.relocation.raw, edge.offset))
+        .filter_map(|(_, edge)| relaxed_sequence(context.graph.relocation_kind(edge), edge.offset))
         .collect();
     for (_, edge) in context.graph.edges_of(atom) {
-        let sequence = relaxed_sequence(edge.relocation.raw, edge.offset).is_some();
+        let sequence = relaxed_sequence(context.graph.relocation_kind(edge), edge.offset).is_some();
         if !sequence && rewritten.iter().any(|range| range.contains(&edge.offset)) {
             continue;
         }
@@ -188,55 +188,50 @@ fn place_atom(
     }
 }
 
-/// Patches one edge of an atom placed at `atom_address`, whose bytes start at `start` of `buffer`.
+/// Patches one edge of an atom placed at `atom_address`, whose bytes start at `start` of `buffer`: what
+/// the value is made of comes from the relocation's declared kind, what is subtracted from its declared
+/// base, and how it is checked and written from its declared field and overflow rule. Only the instruction
+/// rewrites of relaxations are per-architecture code.
 fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8], start: usize) -> Result<(), String> {
-    let raw = edge.relocation.raw;
-    if raw == elf::R_X86_64_NONE {
-        return Ok(());
-    }
+    let graph = &context.graph;
+    let record = graph
+        .relocation(edge)
+        .ok_or_else(|| format!("relocation type {} is not declared for the target", edge.relocation.raw))?;
     let at = usize::try_from(edge.offset)
         .ok()
         .and_then(|offset| start.checked_add(offset))
-        .ok_or_else(|| {
-            format!(
-                "{} at offset {:#x} lies past its section",
-                relocation_name(raw),
-                edge.offset
-            )
-        })?;
+        .ok_or_else(|| format!("{} at offset {:#x} lies past its section", record.name, edge.offset))?;
     let place = i128::from(atom_address) + i128::from(edge.offset);
     let name = || {
         edge.target_symbol
-            .map(|symbol| context.graph.symbols[symbol.index()].name.clone())
+            .map(|symbol| graph.symbols[symbol.index()].name.clone())
             .filter(|name| !name.is_empty())
             .unwrap_or_else(|| "<section>".into())
     };
-    let value = || {
-        target_value(context, edge).ok_or_else(|| format!("{} against `{}`: no address", relocation_name(raw), name()))
-    };
-    let got_slot = || -> Result<i128, String> {
+    let what = || format!("{} against `{}`", record.name, name());
+    // S + A.
+    let value = || target_value(context, edge).ok_or_else(|| format!("{}: no address", what()));
+    // GOT + G + A.
+    let got_entry = || -> Result<i128, String> {
         let symbol = edge
             .target_symbol
-            .map(|symbol| context.graph.resolved(symbol))
+            .map(|symbol| graph.resolved(symbol))
             .ok_or_else(|| "GOT load without a symbol".to_string())?;
         let slot = context
             .got_slot_of(symbol)
             .ok_or_else(|| format!("no GOT slot for `{}`", name()))?;
-        let got = context.got_atom.ok_or_else(|| "no GOT".to_string())?;
-        Ok(i128::from(context.graph.atoms[got.index()].address) + slot as i128 * 8 + i128::from(edge.addend))
+        Ok(got_address(context)? + slot as i128 * 8 + i128::from(edge.addend))
     };
+    // The offset of S + A from the thread pointer.
     let tp_offset = || -> Result<i128, String> {
-        let tls = context.layout().and_then(|layout| layout.tls).ok_or_else(|| {
-            format!(
-                "{} against `{}`: the output has no TLS segment",
-                relocation_name(raw),
-                name()
-            )
-        })?;
+        let tls = context
+            .layout()
+            .and_then(|layout| layout.tls)
+            .ok_or_else(|| format!("{}: the output has no TLS segment", what()))?;
         // A weak undefined TLS symbol (glibc has some) is the start of the block, as lld has it.
-        let undefined = edge.target_symbol.is_some_and(|symbol| {
-            context.graph.symbols[context.graph.resolved(symbol).index()].definition == Definition::Undefined
-        });
+        let undefined = edge
+            .target_symbol
+            .is_some_and(|symbol| graph.symbols[graph.resolved(symbol).index()].definition == Definition::Undefined);
         let address = if undefined {
             i128::from(tls.address)
         } else {
@@ -245,125 +240,118 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
         let address = u64::try_from(address).map_err(|_| format!("`{}` has no TLS address", name()))?;
         Ok(tls.tp_offset(address) + i128::from(edge.addend))
     };
-    // The thread-pointer offset of the target, without the addend (the relaxed instructions hold no
-    // PC-relative bias).
+    // The relaxed sequences hold the offset of S itself: their addend was the PC-relative bias.
     let tp_offset_of_symbol = || -> Result<i128, String> { Ok(tp_offset()? - i128::from(edge.addend)) };
-    match raw {
-        elf::R_X86_64_TPOFF32 => write(buffer, at, tp_offset()?, SIGNED32, raw, &name),
-        elf::R_X86_64_TPOFF64 => write(buffer, at, tp_offset()?, FIELD64, raw, &name),
-        // A static executable relaxes every local-dynamic sequence, after which `%rax` holds the thread
-        // pointer: the offsets within the block are offsets from it.
-        elf::R_X86_64_DTPOFF32 => write(buffer, at, tp_offset()?, SIGNED32, raw, &name),
-        elf::R_X86_64_DTPOFF64 => write(buffer, at, tp_offset()?, FIELD64, raw, &name),
-        elf::R_X86_64_GOTTPOFF => {
-            relax_gottpoff_to_le(buffer, at)?;
-            write(buffer, at, tp_offset_of_symbol()?, SIGNED32, raw, &name)
+    let x86_64 = graph
+        .target_record()
+        .is_some_and(|target| target.elf.is_some_and(|elf| elf.machine == object::elf::EM_X86_64));
+    let relaxed_only_on_x86_64 = || -> Result<(), String> {
+        if x86_64 {
+            Ok(())
+        } else {
+            Err(format!(
+                "{}: relaxing this TLS model is not supported for this target yet",
+                what()
+            ))
         }
-        elf::R_X86_64_TLSGD => {
-            let (_, field) = relax_tlsgd_to_le(buffer, at)?;
-            write(buffer, field, tp_offset_of_symbol()?, SIGNED32, raw, &name)
-        }
-        elf::R_X86_64_TLSLD => relax_tlsld_to_le(buffer, at).map(|_| ()),
-        elf::R_X86_64_GOTPC32_TLSDESC => {
-            relax_tlsdesc_to_le(buffer, at)?;
-            write(buffer, at, tp_offset_of_symbol()?, SIGNED32, raw, &name)
-        }
-        elf::R_X86_64_TLSDESC_CALL => relax_tlsdesc_call_to_le(buffer, at),
-        elf::R_X86_64_64 => write(buffer, at, value()?, FIELD64, raw, &name),
-        elf::R_X86_64_PC64 => write(buffer, at, value()? - place, FIELD64, raw, &name),
-        elf::R_X86_64_PC32 | elf::R_X86_64_PLT32 => write(buffer, at, value()? - place, SIGNED32, raw, &name),
-        elf::R_X86_64_32 => write(buffer, at, value()?, UNSIGNED32, raw, &name),
-        elf::R_X86_64_32S => write(buffer, at, value()?, SIGNED32, raw, &name),
-        elf::R_X86_64_GOTPCREL => write(buffer, at, got_slot()? - place, SIGNED32, raw, &name),
-        elf::R_X86_64_GOTPCRELX | elf::R_X86_64_REX_GOTPCRELX => match relaxation(&context.graph, edge) {
-            Some(Relaxation::MovToLea) => {
-                *opcode(buffer, at, 2, raw)? = 0x8d;
-                write(buffer, at, value()? - place, SIGNED32, raw, &name)
+    };
+    let total = match record.kind {
+        RelocationKind::None => return Ok(()),
+        RelocationKind::Symbol | RelocationKind::Branch => value()?,
+        RelocationKind::GotEntry => got_entry()?,
+        RelocationKind::GotEntryRelaxable => match relaxation(graph, edge) {
+            Some(relaxation) => {
+                let (field, bias) = relax_gotpcrelx(buffer, at, relaxation)?;
+                return write_signed32(buffer, field, value()? + bias - place, &what);
             }
-            Some(Relaxation::Call) => {
-                *opcode(buffer, at, 2, raw)? = 0x67;
-                *opcode(buffer, at, 1, raw)? = 0xe8;
-                write(buffer, at, value()? - place, SIGNED32, raw, &name)
-            }
-            Some(Relaxation::Jump) => {
-                *opcode(buffer, at, 2, raw)? = 0xe9;
-                let result = write(buffer, at - 1, value()? - place + 1, SIGNED32, raw, &name);
-                if let Some(byte) = buffer.get_mut(at + 3) {
-                    *byte = 0x90;
-                }
-                result
-            }
-            None => write(buffer, at, got_slot()? - place, SIGNED32, raw, &name),
+            None => got_entry()?,
         },
-        _ => Err(format!("unsupported {} against `{}`", relocation_name(raw), name())),
-    }
+        RelocationKind::GotBase => got_address(context)? + i128::from(edge.addend),
+        RelocationKind::Size => {
+            let symbol = edge
+                .target_symbol
+                .map(|symbol| &graph.symbols[graph.resolved(symbol).index()])
+                .ok_or_else(|| format!("{}: no symbol", what()))?;
+            i128::from(symbol.size) + i128::from(edge.addend)
+        }
+        // A static executable relaxes every local-dynamic sequence, after which the register holds the
+        // thread pointer: offsets within the block are offsets from it.
+        RelocationKind::TlsLe | RelocationKind::TlsDtpOffset => tp_offset()?,
+        RelocationKind::TlsIe => {
+            relaxed_only_on_x86_64()?;
+            relax_gottpoff_to_le(buffer, at)?;
+            return write_signed32(buffer, at, tp_offset_of_symbol()?, &what);
+        }
+        RelocationKind::TlsGd => {
+            relaxed_only_on_x86_64()?;
+            let (_, field) = relax_tlsgd_to_le(buffer, at)?;
+            return write_signed32(buffer, field, tp_offset_of_symbol()?, &what);
+        }
+        RelocationKind::TlsLd => {
+            relaxed_only_on_x86_64()?;
+            return relax_tlsld_to_le(buffer, at).map(|_| ());
+        }
+        RelocationKind::TlsDesc => {
+            relaxed_only_on_x86_64()?;
+            relax_tlsdesc_to_le(buffer, at)?;
+            return write_signed32(buffer, at, tp_offset_of_symbol()?, &what);
+        }
+        RelocationKind::TlsDescCall => {
+            relaxed_only_on_x86_64()?;
+            return relax_tlsdesc_call_to_le(buffer, at);
+        }
+        RelocationKind::TlsModule | RelocationKind::TlsDescriptor | RelocationKind::Irelative => {
+            return Err(format!("{}: a dynamic relocation in a relocatable input", what()));
+        }
+    };
+    let relative = match record.relative_to {
+        RelocationBase::Nothing => total,
+        RelocationBase::Place => total - place,
+        RelocationBase::Page => (total & !0xfff) - (place & !0xfff),
+        RelocationBase::Got => total - got_address(context)?,
+    };
+    patch(buffer, at, record, relative, &what)
 }
 
-/// The instruction byte `back` bytes before the field at `at`, which a GOT relaxation rewrites.
-fn opcode(buffer: &mut [u8], at: usize, back: usize, raw: u32) -> Result<&mut u8, String> {
-    at.checked_sub(back)
-        .and_then(|index| buffer.get_mut(index))
-        .ok_or_else(|| {
-            format!(
-                "{} at the start of its section has no instruction to relax",
-                relocation_name(raw)
-            )
-        })
+/// The address of the global offset table (the start of `.got`, or of `.got.plt` when there is no `.got`).
+fn got_address(context: &LinkContext) -> Result<i128, String> {
+    let got = context.got_atom.ok_or_else(|| "no GOT".to_string())?;
+    Ok(i128::from(context.graph.atoms[got.index()].address))
 }
 
-/// A patched field: its width in bytes and whether its value is signed (a 64-bit field holds either).
-#[derive(Clone, Copy)]
-struct Field {
-    width: usize,
-    signed: bool,
-}
-
-const FIELD64: Field = Field {
-    width: 8,
-    signed: false,
-};
-const SIGNED32: Field = Field { width: 4, signed: true };
-const UNSIGNED32: Field = Field {
-    width: 4,
-    signed: false,
-};
-
-/// Writes `value` into `field` at `at`, little-endian, checking that it fits.
-fn write(
+/// Writes `value` into the field of `record` at `at` under its overflow rule.
+fn patch(
     buffer: &mut [u8],
     at: usize,
+    record: &RelocationRecord,
     value: i128,
-    field: Field,
-    raw: u32,
-    name: &dyn Fn() -> String,
+    what: &dyn Fn() -> String,
 ) -> Result<(), String> {
-    let Field { width, signed } = field;
-    let bits = (width * 8) as u32;
-    let fits = if width == 8 {
-        value >= i128::from(i64::MIN) && value <= i128::from(u64::MAX)
-    } else if signed {
-        value >= -(1i128 << (bits - 1)) && value < (1i128 << (bits - 1))
-    } else {
-        value >= 0 && value < (1i128 << bits)
-    };
-    if !fits {
-        return Err(format!(
-            "{} against `{}` out of range: {value:#x} does not fit",
-            relocation_name(raw),
-            name()
-        ));
-    }
-    let bytes = (value as u64).to_le_bytes();
+    // Values are checked as signed 64-bit numbers; an unsigned 64-bit address is the same bits.
+    let bits = i64::try_from(value)
+        .ok()
+        .or_else(|| u64::try_from(value).ok().map(|value| value as i64))
+        .filter(|bits| record.fits(*bits))
+        .ok_or_else(|| format!("{} out of range: {value:#x} does not fit", what()))?;
+    let width = (record.size / 8) as usize;
     let field = at
         .checked_add(width)
         .and_then(|end| buffer.get_mut(at..end))
-        .ok_or_else(|| {
-            format!(
-                "{} against `{}` patches past the end of its section",
-                relocation_name(raw),
-                name()
-            )
-        })?;
-    field.copy_from_slice(&bytes[..width]);
+        .ok_or_else(|| format!("{} patches past the end of its section", what()))?;
+    let mut place = [0u8; 8];
+    place[..width].copy_from_slice(field);
+    let patched = record.insert(u64::from_le_bytes(place), bits).to_le_bytes();
+    field.copy_from_slice(&patched[..width]);
+    Ok(())
+}
+
+/// Writes a 32-bit signed field that a relaxation rewrote (its meaning is the relaxed instruction's).
+fn write_signed32(buffer: &mut [u8], at: usize, value: i128, what: &dyn Fn() -> String) -> Result<(), String> {
+    let value = i32::try_from(value).map_err(|_| format!("{} out of range: {value:#x} does not fit", what()))?;
+    let field = at
+        .checked_add(4)
+        .and_then(|end| buffer.get_mut(at..end))
+        .ok_or_else(|| format!("{} patches past the end of its section", what()))?;
+    field.copy_from_slice(&value.to_le_bytes());
     Ok(())
 }

@@ -131,7 +131,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
 fn names_needed_outside_tls_sequences(graph: &LinkGraph) -> FxHashSet<&str> {
     let mut sequences: FxHashMap<AtomId, Vec<std::ops::Range<u64>>> = FxHashMap::default();
     for edge in &graph.edges {
-        if let Some(range) = relaxed_sequence(edge.relocation.raw, edge.offset) {
+        if let Some(range) = relaxed_sequence(graph.relocation_kind(edge), edge.offset) {
             sequences.entry(edge.source).or_default().push(range);
         }
     }
@@ -139,7 +139,7 @@ fn names_needed_outside_tls_sequences(graph: &LinkGraph) -> FxHashSet<&str> {
         .edges
         .iter()
         .filter(|edge| {
-            relaxed_sequence(edge.relocation.raw, edge.offset).is_some()
+            relaxed_sequence(graph.relocation_kind(edge), edge.offset).is_some()
                 || !sequences
                     .get(&edge.source)
                     .is_some_and(|ranges| ranges.iter().any(|range| range.contains(&edge.offset)))

@@ -12,25 +12,26 @@
 
 use rustc_hash::FxHashMap;
 
+use neverc_tables::{RelocationBase, RelocationKind};
+
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{
     Atom, AtomId, Edge, EdgeKind, ObjectFormat, Origin, RelocationType, SymbolId, SymbolType, Synthetic, SyntheticRole,
 };
+use crate::phases::LinkPhase;
 use crate::x86_64::{relaxation, uses_got};
 
 pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseError> {
-    synthesize_iplt(context, phase);
+    synthesize_iplt(context, phase)?;
     synthesize_got(context, phase)
 }
 
 /// The size of one PLT entry of an indirect function.
 pub(crate) const IPLT_ENTRY_SIZE: u64 = 16;
-/// `R_X86_64_IRELATIVE`.
-const R_X86_64_IRELATIVE: u64 = 37;
 
-fn synthesize_iplt(context: &mut LinkContext, phase: u16) {
+fn synthesize_iplt(context: &mut LinkContext, phase: u16) -> Result<(), PhaseError> {
     if context.iplt.is_some() {
-        return;
+        return Ok(());
     }
     let graph = &mut context.graph;
     let mut functions: Vec<SymbolId> = Vec::new();
@@ -52,8 +53,13 @@ fn synthesize_iplt(context: &mut LinkContext, phase: u16) {
         });
     }
     if functions.is_empty() {
-        return;
+        return Ok(());
     }
+    // The target's relocations for the entries: the slot's 64-bit address, the jump's 32-bit displacement,
+    // and the start-up relocation that fills the slot.
+    let absolute = declared(graph, RelocationKind::Symbol, RelocationBase::Nothing, 64)?;
+    let relative = declared(graph, RelocationKind::Symbol, RelocationBase::Place, 32)?;
+    let irelative = u64::from(declared(graph, RelocationKind::Irelative, RelocationBase::Nothing, 64)?);
     let origin = Origin {
         created_by_phase: Some(phase),
         ..Origin::default()
@@ -67,7 +73,7 @@ fn synthesize_iplt(context: &mut LinkContext, phase: u16) {
         plt.extend_from_slice(&[0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0, 0x66, 0x90]);
         // r_offset (patched below), r_info = IRELATIVE with no symbol, r_addend (patched below).
         rela.extend_from_slice(&[0; 8]);
-        rela.extend_from_slice(&R_X86_64_IRELATIVE.to_le_bytes());
+        rela.extend_from_slice(&irelative.to_le_bytes());
         rela.extend_from_slice(&[0; 8]);
     }
     let new_atom = |graph: &mut crate::graph::LinkGraph, name: &str, alignment: u64, bytes: Vec<u8>| {
@@ -86,10 +92,10 @@ fn synthesize_iplt(context: &mut LinkContext, phase: u16) {
             format: ObjectFormat::Elf,
             raw,
         },
-        width: if raw == object::elf::R_X86_64_64 { 64 } else { 32 },
+        width: if raw == absolute { 64 } else { 32 },
         addend,
-        pc_relative: raw != object::elf::R_X86_64_64,
-        signed: raw != object::elf::R_X86_64_64,
+        pc_relative: raw != absolute,
+        signed: raw != absolute,
         target_symbol: None,
         target_atom: Some(target),
         origin,
@@ -104,29 +110,11 @@ fn synthesize_iplt(context: &mut LinkContext, phase: u16) {
         let slot = i64::try_from(entry * 8).unwrap_or(i64::MAX);
         graph.edges.extend([
             // The jump reads the slot: slot - (field + 4).
-            edge(
-                plt_atom,
-                entry * IPLT_ENTRY_SIZE + 2,
-                object::elf::R_X86_64_PC32,
-                slots_atom,
-                slot - 4,
-            ),
+            edge(plt_atom, entry * IPLT_ENTRY_SIZE + 2, relative, slots_atom, slot - 4),
             // The slot holds the resolver until the C library runs it (as ld.bfd leaves it).
-            edge(
-                slots_atom,
-                entry * 8,
-                object::elf::R_X86_64_64,
-                resolver_atom,
-                resolver_offset,
-            ),
-            edge(rela_atom, entry * 24, object::elf::R_X86_64_64, slots_atom, slot),
-            edge(
-                rela_atom,
-                entry * 24 + 16,
-                object::elf::R_X86_64_64,
-                resolver_atom,
-                resolver_offset,
-            ),
+            edge(slots_atom, entry * 8, absolute, resolver_atom, resolver_offset),
+            edge(rela_atom, entry * 24, absolute, slots_atom, slot),
+            edge(rela_atom, entry * 24 + 16, absolute, resolver_atom, resolver_offset),
         ]);
         graph.synthetics.push(Synthetic {
             role: SyntheticRole::IpltEntry(*function),
@@ -137,6 +125,26 @@ fn synthesize_iplt(context: &mut LinkContext, phase: u16) {
     }
     graph.index_edges();
     context.iplt = Some((plt_atom, index));
+    Ok(())
+}
+
+/// The number of the target's relocation of `kind`, `base` and `size`, or an error naming what is missing.
+fn declared(
+    graph: &crate::graph::LinkGraph,
+    kind: RelocationKind,
+    base: RelocationBase,
+    size: u32,
+) -> Result<u32, PhaseError> {
+    graph.declared_relocation(kind, base, size).ok_or_else(|| {
+        PhaseError::new(
+            LinkPhase::Synthesize,
+            format!(
+                "the target declares no {}-bit `{}` relocation relative to {base:?}, which the linker's own entries need",
+                size,
+                kind.name()
+            ),
+        )
+    })
 }
 
 /// The names of the synthetic atoms of indirect functions, which are also their output sections' names
@@ -154,7 +162,7 @@ fn synthesize_got(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     let mut slots: Vec<SymbolId> = Vec::new();
     let mut index: FxHashMap<SymbolId, usize> = FxHashMap::default();
     for edge in &graph.edges {
-        if !uses_got(edge) || !graph.atoms[edge.source.index()].is_live() || relaxation(graph, edge).is_some() {
+        if !uses_got(graph, edge) || !graph.atoms[edge.source.index()].is_live() || relaxation(graph, edge).is_some() {
             continue;
         }
         let Some(symbol) = edge.target_symbol.map(|symbol| graph.resolved(symbol)) else {
@@ -172,6 +180,7 @@ fn synthesize_got(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         created_by_phase: Some(phase),
         ..Origin::default()
     };
+    let absolute = declared(graph, RelocationKind::Symbol, RelocationBase::Nothing, 64)?;
     let atom = AtomId(graph.atoms.len() as u32);
     graph
         .atoms
@@ -183,7 +192,7 @@ fn synthesize_got(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
             offset: slot as u64 * 8,
             relocation: RelocationType {
                 format: ObjectFormat::Elf,
-                raw: object::elf::R_X86_64_64,
+                raw: absolute,
             },
             width: 64,
             addend: 0,
