@@ -195,6 +195,8 @@ pub struct LinkContext {
     pub(crate) eh_frame_hdr: Option<AtomId>,
     /// Whether layout has merged the inputs' `.note.gnu.property` notes (once per link).
     pub(crate) gnu_property_merged: bool,
+    /// Whether layout has made the `.note.gnu.build-id` atom (`--build-id`), which emission fills in.
+    pub(crate) build_id_made: bool,
     /// The proof digest's hashing of the inputs so far (see [`LinkContext::input_digest`]).
     input_digest: RefCell<Option<InputDigest>>,
     pub merged_strings: MergedStrings,
@@ -217,6 +219,7 @@ impl LinkContext {
             iplt: None,
             eh_frame_hdr: None,
             gnu_property_merged: false,
+            build_id_made: false,
             input_digest: RefCell::new(None),
             merged_strings: MergedStrings::default(),
             products: Products::default(),

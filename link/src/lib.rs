@@ -3,6 +3,7 @@
 //! executable, and plugins that observe, intercept, replace or skip phases exactly as the declared policy
 //! allows.
 
+mod build_id;
 pub mod context;
 mod eh_frame;
 pub mod execute;

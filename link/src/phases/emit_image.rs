@@ -15,7 +15,14 @@ const PHASE: LinkPhase = LinkPhase::EmitImage;
 pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseError> {
     let image_layout = image_layout(context)?;
     let bound = elf_file_size(&image_layout).map_err(|error| PhaseError::new(PHASE, error.to_string()))?;
-    let bytes = write_elf(&image_layout, bound).map_err(|error| PhaseError::new(PHASE, error.to_string()))?;
+    let mut bytes = write_elf(&image_layout, bound).map_err(|error| PhaseError::new(PHASE, error.to_string()))?;
+    if let Some(note) = image_layout
+        .sections
+        .iter()
+        .find(|section| section.name == crate::build_id::SECTION)
+    {
+        crate::build_id::fill(&mut bytes, note.file_offset).map_err(|error| PhaseError::new(PHASE, error))?;
+    }
     context.set_image(bytes, Some(image_layout));
     Ok(())
 }
@@ -103,6 +110,10 @@ fn symbol_table(context: &LinkContext) -> Vec<SymbolLayout> {
     let Some(layout) = context.layout() else {
         return Vec::new();
     };
+    // `-s`: no symbol table at all.
+    if context.options.strip == crate::context::Strip::All {
+        return Vec::new();
+    }
     let section_of = |address: u64| {
         layout
             .sections

@@ -75,8 +75,10 @@ fn output_name(name: &str) -> (String, u32) {
     } else if name == IRELA {
         (IRELA, 60)
     } else if name == GNU_PROPERTY {
-        // The first note, as ld.bfd places it.
+        // The first note, as ld.bfd places it, then the build ID.
         (GNU_PROPERTY, 40)
+    } else if name == crate::build_id::SECTION {
+        (crate::build_id::SECTION, 45)
     } else if family(".rodata") {
         (".rodata", 1)
     } else if name == ".eh_frame" {
@@ -128,6 +130,18 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         make_eh_frame_header(context, phase);
     }
     merge_program_properties(context, phase);
+    if context.options.build_id && !context.build_id_made {
+        context.build_id_made = true;
+        let origin = Origin {
+            created_by_phase: Some(phase),
+            ..Origin::default()
+        };
+        let note = crate::build_id::empty_note();
+        context
+            .graph
+            .atoms
+            .push(Atom::synthetic(None, crate::build_id::SECTION, 4, note, origin));
+    }
     let graph = &mut context.graph;
 
     // Output sections by name, in first-seen order; atoms in graph order (link order).

@@ -122,7 +122,49 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         return Err(PhaseError::new(PHASE, messages.join("\n")));
     }
     context.global_symbols = table;
+    let warnings = gnu_warnings(&context.graph);
+    context.warnings.extend(warnings);
     Ok(())
+}
+
+/// The warnings of `.gnu.warning.SYMBOL` sections (text the C library attaches to a function, such as
+/// glibc's for `gets`), one per input that refers to the symbol, at its first reference; and of plain
+/// `.gnu.warning` sections, one per input that has one (as GNU ld reports them).
+fn gnu_warnings(graph: &LinkGraph) -> Vec<String> {
+    let text = |section: &crate::graph::Section| {
+        let bytes = graph.atom_bytes(&graph.atoms[section.atom.index()]);
+        let end = bytes.iter().position(|byte| *byte == 0).unwrap_or(bytes.len());
+        String::from_utf8_lossy(&bytes[..end]).trim().to_string()
+    };
+    let mut by_symbol: FxHashMap<&str, String> = FxHashMap::default();
+    let mut warnings = Vec::new();
+    for section in &graph.sections {
+        if let Some(symbol) = section.name.strip_prefix(".gnu.warning.") {
+            by_symbol.insert(symbol, text(section));
+        } else if section.name == ".gnu.warning" {
+            let input = graph.input_name(graph.atoms[section.atom.index()].origin.input);
+            warnings.push(format!("{input}: {}", text(section)));
+        }
+    }
+    if by_symbol.is_empty() {
+        return warnings;
+    }
+    let mut warned: FxHashSet<(Option<crate::graph::InputId>, &str)> = FxHashSet::default();
+    for (_, edge) in graph.edge_order.iter().map(|id| (*id, &graph.edges[id.index()])) {
+        let Some(symbol) = edge.target_symbol else { continue };
+        let name = graph.symbols[symbol.index()].name.as_str();
+        let Some(message) = by_symbol.get(name) else { continue };
+        let source = &graph.atoms[edge.source.index()];
+        if warned.insert((source.origin.input, name)) {
+            warnings.push(format!(
+                "{}:{}+{:#x}: {message}",
+                graph.input_name(source.origin.input),
+                source.name,
+                edge.offset
+            ));
+        }
+    }
+    warnings
 }
 
 /// The names some relocation needs, other than those inside a TLS code sequence that a static executable
