@@ -66,3 +66,14 @@ for name in phase_schema target_toml cc_plan cc_spec cc_signature ll_module link
 done
 
 echo "phase_schema: $(find "$phase" -type f | wc -l) files; target_toml: $(find "$target" -type f | wc -l) files"
+
+# The linker scripts libraries ship (Debian's libm.a and libc.so), and response files.
+mkdir -p "$fuzz_dir/corpus/linker_script" "$fuzz_dir/corpus/response_file"
+printf '%s\n' '/* GNU ld script */' 'OUTPUT_FORMAT(elf64-x86-64)' \
+    'GROUP ( /usr/lib/x86_64-linux-gnu/libm-2.36.a /usr/lib/x86_64-linux-gnu/libmvec.a )' \
+    > "$fuzz_dir/corpus/linker_script/libm.a"
+printf '%s\n' 'OUTPUT_FORMAT(elf64-x86-64)' \
+    'GROUP ( /lib/x86_64-linux-gnu/libc.so.6 /usr/lib/x86_64-linux-gnu/libc_nonshared.a  AS_NEEDED ( /lib64/ld-linux-x86-64.so.2 ) )' \
+    > "$fuzz_dir/corpus/linker_script/libc.so"
+printf '%s\n' 'INPUT(-lfoo, "bar baz.o"); GROUP(a.a b.a)' > "$fuzz_dir/corpus/linker_script/mixed"
+printf '%s\n' '-o out "a b.o" '"'"'c\'"'"'d'"'"' e\ f @nested -lm' > "$fuzz_dir/corpus/response_file/quoted"

@@ -11,7 +11,6 @@ mod args;
 mod error;
 mod inputs;
 mod response;
-mod script;
 
 use std::ffi::{OsStr, OsString};
 use std::path::Path;

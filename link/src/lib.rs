@@ -17,6 +17,8 @@ mod phases;
 pub use phases::{LinkPhase, lay_out_and_relocate};
 pub mod plugin;
 pub mod read;
+pub mod response_file;
+pub mod script;
 pub use neverc_tables::status;
 mod x86_64;
 mod x86_64_tls;

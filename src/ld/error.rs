@@ -95,18 +95,7 @@ impl std::fmt::Display for Via<'_> {
     }
 }
 
-/// A problem in a linker script: what and where. Rendered with a snippet of the script by the driver.
-#[derive(Debug, thiserror::Error)]
-#[error("in `{}` at line {line}, column {column}: {message}", file.display())]
-pub(crate) struct ScriptError {
-    pub(crate) file: PathBuf,
-    pub(crate) line: usize,
-    pub(crate) column: usize,
-    pub(crate) message: String,
-    /// The script and the byte range the message is about, for the snippet.
-    pub(crate) text: String,
-    pub(crate) span: std::ops::Range<usize>,
-}
+pub(crate) use neverc_link::script::ScriptError;
 
 impl From<LdError> for CommandError {
     fn from(error: LdError) -> CommandError {

@@ -20,7 +20,7 @@ use neverc_userfile::{TEXT_LIMIT, UserFileError, read_user_file, read_user_text}
 
 use super::args::{Item, LdCommand};
 use super::error::LdError;
-use super::script;
+use neverc_link::script;
 
 /// GNU ld's default library directories for `elf_x86_64` on Debian (`ld --verbose | grep SEARCH_DIR`), each
 /// under the sysroot.

@@ -69,47 +69,10 @@ fn response_file_name(argument: &OsStr) -> Option<&OsStr> {
 
 /// Splits response-file text into arguments with libiberty's quoting rules.
 pub(crate) fn split_arguments(text: &[u8]) -> Vec<OsString> {
-    let mut arguments = Vec::new();
-    let mut current = Vec::new();
-    let mut started = false;
-    let (mut single, mut double, mut escaped) = (false, false, false);
-    for &byte in text {
-        if escaped {
-            escaped = false;
-            current.push(byte);
-        } else if byte == b'\\' {
-            escaped = true;
-            started = true;
-        } else if single {
-            if byte == b'\'' {
-                single = false;
-            } else {
-                current.push(byte);
-            }
-        } else if double {
-            if byte == b'"' {
-                double = false;
-            } else {
-                current.push(byte);
-            }
-        } else if byte.is_ascii_whitespace() || byte == 0x0b {
-            if started {
-                arguments.push(super::args::os_from_vec(std::mem::take(&mut current)));
-                started = false;
-            }
-        } else {
-            started = true;
-            match byte {
-                b'\'' => single = true,
-                b'"' => double = true,
-                _ => current.push(byte),
-            }
-        }
-    }
-    if started {
-        arguments.push(super::args::os_from_vec(current));
-    }
-    arguments
+    neverc_link::response_file::split(text)
+        .into_iter()
+        .map(super::args::os_from_vec)
+        .collect()
 }
 
 #[cfg(test)]

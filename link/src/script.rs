@@ -10,16 +10,27 @@
 use std::ops::Range;
 use std::path::Path;
 
-use super::error::ScriptError;
+/// A problem in a linker script: what and where (the driver renders it with a snippet of the script).
+#[derive(Debug, thiserror::Error)]
+#[error("in `{}` at line {line}, column {column}: {message}", file.display())]
+pub struct ScriptError {
+    pub file: std::path::PathBuf,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+    /// The script and the byte range the message is about, for the snippet.
+    pub text: String,
+    pub span: Range<usize>,
+}
 
 /// The output format a script may ask for.
-pub(crate) const OUTPUT_FORMAT: &str = "elf64-x86-64";
+pub const OUTPUT_FORMAT: &str = "elf64-x86-64";
 
 /// One input a script names: a file name or `-lNAME`, with where it is in the script.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct ScriptInput {
-    pub(crate) name: String,
-    pub(crate) span: Range<usize>,
+pub struct ScriptInput {
+    pub name: String,
+    pub span: Range<usize>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,7 +51,7 @@ struct Lexer<'a> {
 }
 
 /// Parses `text`, the script `file`, into the inputs it names, in order.
-pub(crate) fn parse(file: &Path, text: &str) -> Result<Vec<ScriptInput>, ScriptError> {
+pub fn parse(file: &Path, text: &str) -> Result<Vec<ScriptInput>, ScriptError> {
     let mut lexer = Lexer { file, text, at: 0 };
     let mut inputs = Vec::new();
     while let Some((token, span)) = lexer.next()? {
