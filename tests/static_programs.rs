@@ -150,9 +150,13 @@ fn the_program_headers_are_loaded_and_thread_local_storage_has_its_segment() {
     // The first load maps the file from offset 0: the ELF header and the program headers (AT_PHDR).
     let first_load = headers.iter().find(|fields| fields[0] == "LOAD").unwrap();
     assert_eq!(first_load[1], "0x000000", "{headers:?}");
-    for kind in ["TLS", "GNU_STACK", "NOTE"] {
+    for kind in ["TLS", "GNU_STACK", "NOTE", "GNU_RELRO", "GNU_PROPERTY"] {
         assert!(kinds.contains(&kind), "no {kind} in {kinds:?}");
     }
+    // RELRO covers the TLS template, the constructor arrays and the GOT, and ends on a page boundary.
+    let relro = headers.iter().find(|fields| fields[0] == "GNU_RELRO").unwrap();
+    let hex = |field: &str| u64::from_str_radix(field.trim_start_matches("0x"), 16).unwrap();
+    assert_eq!((hex(&relro[2]) + hex(&relro[5])) % 0x1000, 0, "{relro:?}");
     // ld.bfd's build has the same template: .tdata's file size and the whole block's size and alignment.
     let reference = program_headers(&case.join("ref.elf"));
     let tls = |headers: &[Vec<String>]| {
