@@ -109,6 +109,7 @@ fn c_programs_against_musl_run_like_their_ld_bfd_builds() {
     check_cases("hello-musl");
     check_cases("init-musl");
     check_cases("tls-musl");
+    check_cases("tbss-musl");
 }
 
 #[test]
@@ -116,6 +117,7 @@ fn c_programs_against_glibc_run_like_their_ld_bfd_builds() {
     check_cases("hello-glibc");
     check_cases("init-glibc");
     check_cases("tls-glibc");
+    check_cases("tbss-glibc");
 }
 
 #[test]

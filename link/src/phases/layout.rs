@@ -428,7 +428,7 @@ fn place(
             };
             // `.tbss` takes no room in the address space of the sections after it: its template lives only in
             // each thread's block.
-            let resume = address;
+            let mut resume = address;
             let alignment = sections[index].0.alignment;
             let aligned = limit.check(align(address, alignment), || blame(&sections[index].0))?;
             // A section that would leave more than a page of zeros after the one before starts a `PT_LOAD` of
@@ -440,6 +440,8 @@ fn place(
                     file_cursor = push_segment(&mut layout, sections, flags, finished, address);
                 }
                 address = limit.check(align(address, alignment.max(page)), || blame(&sections[index].0))?;
+                // A `.tbss` that starts a segment leaves the next section at the segment's start.
+                resume = address;
                 // File offsets never pass the addresses they map (each segment's is at most its address less
                 // the base), so this neither overflows nor passes the output limit.
                 let file_start = align(file_cursor, page).unwrap_or(file_cursor) + address % effective_alignment(page);
