@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use neverc_test_support::{read_text, repo, run_script, scratch, text};
+use neverc_test_support::{
+    elf_section, program_header_rows, program_headers, read_text, repo, run_script, scratch, text,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_neverc-spec");
 
@@ -134,26 +136,12 @@ fn c_programs_against_glibc_with_tls_and_ifunc_run_under_qemu_like_their_ld_bfd_
 
 /// The 32-bit instruction words of `image`'s section `wanted`, and its address.
 fn section_words(image: &[u8], wanted: &str) -> (u64, Vec<u32>) {
-    let u16_at = |at: usize| u16::from_le_bytes(image[at..at + 2].try_into().unwrap()) as usize;
-    let u64_at = |at: usize| u64::from_le_bytes(image[at..at + 8].try_into().unwrap());
-    let (table, count, names) = (u64_at(0x28) as usize, u16_at(0x3c), u16_at(0x3e));
-    let header = |index: usize| table + index * 64;
-    let names_offset = u64_at(header(names) + 24) as usize;
-    (0..count)
-        .find_map(|index| {
-            let at = header(index);
-            let name_at = names_offset + u32::from_le_bytes(image[at..at + 4].try_into().unwrap()) as usize;
-            let end = name_at + image[name_at..].iter().position(|byte| *byte == 0)?;
-            (&image[name_at..end] == wanted.as_bytes()).then(|| {
-                let (offset, size) = (u64_at(at + 24) as usize, u64_at(at + 32) as usize);
-                let words = image[offset..offset + size]
-                    .chunks_exact(4)
-                    .map(|word| u32::from_le_bytes(word.try_into().unwrap()))
-                    .collect();
-                (u64_at(at + 16), words)
-            })
-        })
-        .unwrap_or_else(|| panic!("no {wanted}"))
+    let (address, bytes) = elf_section(image, wanted);
+    let words = bytes
+        .chunks_exact(4)
+        .map(|word| u32::from_le_bytes(word.try_into().unwrap()))
+        .collect();
+    (address, words)
 }
 
 /// Where the `b`/`bl` at `index` of `words` (at `address`) goes.
@@ -191,29 +179,13 @@ fn calls_beyond_128_mib_go_through_range_extension_thunks_near_their_callers() {
     assert!(call - address < 1 << 20);
 }
 
-/// `readelf -lW` of a program: the program header lines (type first).
-fn program_headers(listing: &str) -> Vec<Vec<String>> {
-    listing
-        .lines()
-        .skip_while(|line| !line.trim_start().starts_with("Type"))
-        .skip(1)
-        .take_while(|line| !line.trim().is_empty())
-        .map(|line| line.split_whitespace().map(str::to_string).collect())
-        .collect()
-}
-
-fn readelf_segments(program: &Path) -> String {
-    let listing = Command::new("readelf").arg("-lW").arg(program).output().unwrap();
-    text(&listing.stdout)
-}
-
 #[test]
 fn segments_are_aligned_to_the_targets_64_kib_pages_as_ld_bfd_aligns_them_unless_told_otherwise() {
     let case = fixtures().join("glibc-tls-le");
     let output = case.join("segments.elf");
     link(&case, &output, &[]).unwrap();
-    let ours = program_headers(&readelf_segments(&output));
-    let theirs = program_headers(&read_text(&case.join("ref.segments")));
+    let ours = program_headers(&output);
+    let theirs = program_header_rows(&read_text(&case.join("ref.segments")));
     let aligns = |headers: &[Vec<String>]| -> BTreeSet<String> {
         headers
             .iter()
@@ -242,7 +214,7 @@ fn segments_are_aligned_to_the_targets_64_kib_pages_as_ld_bfd_aligns_them_unless
         .arg(&small);
     let result = command.args(lines(&case, "inputs.txt")).output().unwrap();
     assert!(result.status.success(), "{}", text(&result.stderr));
-    let small_headers = program_headers(&readelf_segments(&small));
+    let small_headers = program_headers(&small);
     assert_eq!(aligns(&small_headers), BTreeSet::from(["0x1000".to_string()]));
     assert_eq!(run(&small), expected(&case));
 }
@@ -310,18 +282,18 @@ fn every_declared_aarch64_relocation_is_used_by_a_fixture_that_runs() {
 }
 
 #[test]
-fn aarch64_musl_gcc_links_through_the_ld_driver_and_the_program_runs() {
+fn aarch64_musl_gcc_links_a_tls_program_through_the_ld_driver_and_it_runs() {
     let dir = scratch!("aarch64-driver");
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     symlink(BIN, bin.join("ld")).unwrap();
-    let hello = repo().join("tests/fixtures/libc/hello.c");
-    let program = dir.join("hello");
+    let source = repo().join("tests/fixtures/libc/tls.c");
+    let program = dir.join("tls");
     let specs = "/usr/lib/aarch64-linux-musl/musl-gcc.specs";
     let result: Output = Command::new("aarch64-linux-gnu-gcc")
         .args(["-specs", specs, "-static", "-O2", "-B"])
         .arg(&bin)
-        .arg(&hello)
+        .arg(&source)
         .arg("-o")
         .arg(&program)
         .output()
@@ -331,7 +303,7 @@ fn aarch64_musl_gcc_links_through_the_ld_driver_and_the_program_runs() {
         text(&result.stderr).contains("neverc-spec ld"),
         "the driver did not run"
     );
-    assert_eq!(run(&program), expected(&fixtures().join("musl-hello")));
+    assert_eq!(run(&program), expected(&fixtures().join("musl-tls-le")));
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use neverc_test_support::{read_text, repo, run_script, text};
+use neverc_test_support::{elf_section, program_headers, read_text, repo, run_script, text};
 
 static FIXTURES: OnceLock<Result<PathBuf, String>> = OnceLock::new();
 
@@ -128,18 +128,6 @@ fn a_cxx_program_with_exceptions_across_three_units_runs_like_its_ld_bfd_build()
     check_cases("cxx-glibc");
 }
 
-/// `readelf -lW` of a program: the program header lines (type first) and the section-to-segment map.
-fn program_headers(program: &Path) -> Vec<Vec<String>> {
-    let listing = Command::new("readelf").arg("-lW").arg(program).output().unwrap();
-    text(&listing.stdout)
-        .lines()
-        .skip_while(|line| !line.trim_start().starts_with("Type"))
-        .skip(1)
-        .take_while(|line| !line.trim().is_empty())
-        .map(|line| line.split_whitespace().map(str::to_string).collect())
-        .collect()
-}
-
 #[test]
 fn the_program_headers_are_loaded_and_thread_local_storage_has_its_segment() {
     let case = fixtures().join("tls-glibc-plain");
@@ -175,26 +163,6 @@ fn fde_count(program: &Path) -> usize {
         .count()
 }
 
-/// A section's (address, file bytes) in `image`, read from its section headers.
-fn section(image: &[u8], wanted: &str) -> (u64, Vec<u8>) {
-    let u16_at = |at: usize| u16::from_le_bytes(image[at..at + 2].try_into().unwrap()) as usize;
-    let u64_at = |at: usize| u64::from_le_bytes(image[at..at + 8].try_into().unwrap());
-    let (table, count, names) = (u64_at(0x28) as usize, u16_at(0x3c), u16_at(0x3e));
-    let header = |index: usize| table + index * 64;
-    let names_offset = u64_at(header(names) + 24) as usize;
-    (0..count)
-        .find_map(|index| {
-            let at = header(index);
-            let name_at = names_offset + u32::from_le_bytes(image[at..at + 4].try_into().unwrap()) as usize;
-            let end = name_at + image[name_at..].iter().position(|byte| *byte == 0)?;
-            (&image[name_at..end] == wanted.as_bytes()).then(|| {
-                let (offset, size) = (u64_at(at + 24) as usize, u64_at(at + 32) as usize);
-                (u64_at(at + 16), image[offset..offset + size].to_vec())
-            })
-        })
-        .unwrap_or_else(|| panic!("no {wanted}"))
-}
-
 #[test]
 fn the_unwind_search_table_lists_every_kept_fde_in_order_and_exceptions_use_it() {
     let case = fixtures().join("cxx-glibc-plain");
@@ -213,8 +181,8 @@ fn the_unwind_search_table_lists_every_kept_fde_in_order_and_exceptions_use_it()
         assert!(headers.iter().any(|fields| fields[0] == "GNU_EH_FRAME"), "{label}");
         // Version 1, pcrel|sdata4 pointer to .eh_frame, udata4 count, datarel|sdata4 pairs.
         let image = std::fs::read(&output).unwrap();
-        let (header, table) = section(&image, ".eh_frame_hdr");
-        let (frames, frame_bytes) = section(&image, ".eh_frame");
+        let (header, table) = elf_section(&image, ".eh_frame_hdr");
+        let (frames, frame_bytes) = elf_section(&image, ".eh_frame");
         assert_eq!(table[..4], [1, 0x1b, 0x03, 0x3b], "{label}");
         let i32_at = |bytes: &[u8], at: usize| i32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
         assert_eq!(header as i64 + 4 + i64::from(i32_at(&table, 4)), frames as i64);

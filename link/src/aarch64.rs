@@ -33,7 +33,7 @@ pub(crate) const LDST64_LO12: InstructionField = InstructionField {
 };
 
 /// Little-endian bytes of instructions, for templates.
-const fn code<const N: usize, const B: usize>(instructions: [u32; N]) -> [u8; B] {
+pub(crate) const fn code<const N: usize, const B: usize>(instructions: [u32; N]) -> [u8; B] {
     let mut bytes = [0u8; B];
     let mut index = 0;
     while index < N {
@@ -54,26 +54,31 @@ const IPLT_CODE: [u8; 16] = code([0x9000_0010, 0xf940_0211, 0x9100_0210, 0xd61f_
 pub(crate) const IPLT_ENTRY: PltEntry = PltEntry {
     code: &IPLT_CODE,
     fields: &[
-        PltField {
-            offset: 0,
-            base: RelocationBase::Page,
-            field: ADRP_PAGE,
-            bias: 0,
-        },
-        PltField {
-            offset: 4,
-            base: RelocationBase::Nothing,
-            field: LDST64_LO12,
-            bias: 0,
-        },
-        PltField {
-            offset: 8,
-            base: RelocationBase::Nothing,
-            field: ADD_LO12,
-            bias: 0,
-        },
+        page_of_target(0),
+        low_12_bits_of_target(4, LDST64_LO12),
+        low_12_bits_of_target(8, ADD_LO12),
     ],
 };
+
+/// The `adrp` at `offset` of linker-made code: the page of its target.
+pub(crate) const fn page_of_target(offset: u64) -> PltField {
+    PltField {
+        offset,
+        base: RelocationBase::Page,
+        field: ADRP_PAGE,
+        bias: 0,
+    }
+}
+
+/// The `add` or `ldr` at `offset` of linker-made code: the low 12 bits of its target, written as `field`.
+pub(crate) const fn low_12_bits_of_target(offset: u64, field: InstructionField) -> PltField {
+    PltField {
+        offset,
+        base: RelocationBase::Nothing,
+        field,
+        bias: 0,
+    }
+}
 
 /// What a relocation against an undefined weak symbol becomes in a static executable, as ld.bfd makes it:
 /// a call or jump (`bl`, `b`) becomes a `nop`, and a PC- or page-relative reference resolves to the place

@@ -3,42 +3,17 @@
 //! :lo12:target; br x16` (ld.bfd's `aarch64_adrp_branch_stub`, lld's `AArch64ADRPThunk`). x16 (ip0) is the
 //! intra-procedure-call scratch register the AAPCS64 reserves for veneers.
 
-use neverc_tables::RelocationBase;
-
-use crate::aarch64::{ADD_LO12, ADRP_PAGE};
+use crate::aarch64::{ADD_LO12, code, low_12_bits_of_target, page_of_target};
 use crate::phases::relax_thunks::ThunkTemplate;
-use crate::phases::synthesize::PltField;
 
 /// `adrp x16, target; add x16, x16, :lo12:target; br x16`.
-const VENEER_CODE: [u8; 12] = {
-    let words = [0x9000_0010u32, 0x9100_0210, 0xd61f_0200];
-    let mut bytes = [0u8; 12];
-    let mut index = 0;
-    while index < 12 {
-        bytes[index] = words[index / 4].to_le_bytes()[index % 4];
-        index += 1;
-    }
-    bytes
-};
+const VENEER_CODE: [u8; 12] = code([0x9000_0010, 0x9100_0210, 0xd61f_0200]);
 
 pub(crate) const VENEER: ThunkTemplate = ThunkTemplate {
     name_prefix: "__AArch64ADRPThunk_",
     code: &VENEER_CODE,
     alignment: 4,
-    fields: &[
-        PltField {
-            offset: 0,
-            base: RelocationBase::Page,
-            field: ADRP_PAGE,
-            bias: 0,
-        },
-        PltField {
-            offset: 4,
-            base: RelocationBase::Nothing,
-            field: ADD_LO12,
-            bias: 0,
-        },
-    ],
+    fields: &[page_of_target(0), low_12_bits_of_target(4, ADD_LO12)],
 };
 
 #[cfg(test)]

@@ -76,6 +76,53 @@ pub fn run_in(program: impl AsRef<OsStr>, dir: &Path, args: &[&str]) -> Output {
     }
 }
 
+/// The rows of the program header table in a `readelf -lW` listing, each split into its fields (type first,
+/// alignment last; the flags `R E` are two fields).
+pub fn program_header_rows(listing: &str) -> Vec<Vec<String>> {
+    listing
+        .lines()
+        .skip_while(|line| !line.trim_start().starts_with("Type"))
+        .skip(1)
+        .take_while(|line| !line.trim().is_empty())
+        .map(|line| line.split_whitespace().map(str::to_string).collect())
+        .collect()
+}
+
+/// `readelf -lW` of `program`'s program header table, as [`program_header_rows`] splits it.
+pub fn program_headers(program: &Path) -> Vec<Vec<String>> {
+    program_header_rows(&text(
+        &run_in("readelf", Path::new("."), &["-lW", &program.to_string_lossy()]).stdout,
+    ))
+}
+
+/// The address and file bytes of the section named `wanted` of the little-endian ELF64 file `image`, read from
+/// its section headers; a missing section panics.
+pub fn elf_section(image: &[u8], wanted: &str) -> (u64, Vec<u8>) {
+    let u16_at = |at: usize| u16::from_le_bytes([image[at], image[at + 1]]) as usize;
+    let u64_at = |at: usize| {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(&image[at..at + 8]);
+        u64::from_le_bytes(bytes)
+    };
+    let (table, count, names) = (u64_at(0x28) as usize, u16_at(0x3c), u16_at(0x3e));
+    let header = |index: usize| table + index * 64;
+    let names_offset = u64_at(header(names) + 24) as usize;
+    let found = (0..count).find_map(|index| {
+        let at = header(index);
+        let name_at =
+            names_offset + u32::from_le_bytes([image[at], image[at + 1], image[at + 2], image[at + 3]]) as usize;
+        let end = name_at + image[name_at..].iter().position(|byte| *byte == 0)?;
+        (&image[name_at..end] == wanted.as_bytes()).then(|| {
+            let (offset, size) = (u64_at(at + 24) as usize, u64_at(at + 32) as usize);
+            (u64_at(at + 16), image[offset..offset + size].to_vec())
+        })
+    });
+    match found {
+        Some(section) => section,
+        None => panic!("no section {wanted}"),
+    }
+}
+
 /// Runs `bash script out`, the way every fixture build script is run; the error names the script and carries
 /// everything it printed.
 pub fn run_script(script: &Path, out: &Path) -> Result<(), String> {
