@@ -10,9 +10,11 @@ cd "$(dirname "$0")/.."
 # the AArch64 relocation oracles), musl-tools (static programs against musl, and musl-gcc through the `ld`
 # driver), lld (ld.lld: the oracle for the driver's lld-style archive search), chromium (headless rendering of
 # the audit's HTML page), graphviz (renders `audit --format dot`), qemu-user (runs the AArch64 programs:
-# qemu-aarch64), musl-dev:arm64 (musl's AArch64 libc.a and start files, from Debian's arm64 archive through
-# multiarch; its aarch64-linux-musl-gcc specs drive gcc-aarch64-linux-gnu).
-PACKAGES=(clang-14 llvm-14 g++ binutils gcc-aarch64-linux-gnu musl-tools lld chromium graphviz qemu-user musl-dev:arm64)
+# qemu-aarch64), g++-aarch64-linux-gnu (AArch64 C++ and its libstdc++.a), musl-dev:arm64 (musl's AArch64
+# libc.a and start files, from Debian's arm64 archive through multiarch; its aarch64-linux-musl-gcc specs drive
+# gcc-aarch64-linux-gnu).
+PACKAGES=(clang-14 llvm-14 g++ binutils gcc-aarch64-linux-gnu musl-tools lld chromium graphviz qemu-user
+    g++-aarch64-linux-gnu musl-dev:arm64)
 if ((${#PACKAGES[@]})); then
     missing=()
     for package in "${PACKAGES[@]}"; do

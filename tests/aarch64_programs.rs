@@ -6,7 +6,7 @@
 //! exit as it does, with and without `--gc-sections`. The oracles are aarch64-linux-gnu-ld (ld.bfd) and the
 //! programs themselves: `relocs.s` checks every instruction relocation against what the compiler computes,
 //! `far_*.s` calls across 200 MiB (range-extension thunks), the C library programs use every TLS model a
-//! static executable relaxes and IFUNC.
+//! static executable relaxes and IFUNC, and a C++ program throws across three units.
 //!
 //! The fixtures (`tests/fixtures/aarch64/build.sh`) are built once per run of this test binary.
 
@@ -132,6 +132,21 @@ fn c_programs_against_musl_run_under_qemu_like_their_ld_bfd_builds() {
 #[test]
 fn c_programs_against_glibc_with_tls_and_ifunc_run_under_qemu_like_their_ld_bfd_builds() {
     check_cases("glibc-");
+}
+
+#[test]
+fn a_cxx_program_with_exceptions_rtti_and_thread_local_runs_like_its_ld_bfd_build() {
+    check_cases("cxx-glibc");
+    // Exceptions found their handlers through the search table (the case links with --eh-frame-hdr).
+    let case = fixtures().join("cxx-glibc-sections-hdr");
+    let output = case.join("neverc.elf");
+    let kinds: Vec<String> = program_headers(&output)
+        .into_iter()
+        .map(|fields| fields[0].clone())
+        .collect();
+    assert!(kinds.iter().any(|kind| kind == "GNU_EH_FRAME"), "{kinds:?}");
+    let theirs = program_header_rows(&read_text(&case.join("ref.segments")));
+    assert!(theirs.iter().any(|fields| fields[0] == "GNU_EH_FRAME"));
 }
 
 /// The 32-bit instruction words of `image`'s section `wanted`, and its address.

@@ -520,3 +520,35 @@ impl InputDigest {
             })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tls_offsets_follow_the_targets_variant() {
+        let template = |variant, alignment| TlsTemplate {
+            address: 0x41_0000,
+            memory_size: 0x50,
+            alignment,
+            variant,
+        };
+        // x86-64: the block (0x50 rounded up to 0x20 = 0x60) ends at the thread pointer.
+        let x86_64 = template(TlsVariant::II, 0x20);
+        assert_eq!(x86_64.tp_offset(0x41_0000), -0x60);
+        assert_eq!(x86_64.tp_offset(0x41_0008), -0x58);
+        // AArch64: a 16-byte TCB, then the block at its alignment (ld.bfd's and lld's TPREL).
+        let aarch64 = |alignment| template(TlsVariant::I { tcb_size: 16 }, alignment);
+        assert_eq!(aarch64(8).tp_offset(0x41_0000), 16);
+        assert_eq!(aarch64(16).tp_offset(0x41_0008), 24);
+        assert_eq!(aarch64(64).tp_offset(0x41_0000), 64);
+        // RISC-V: the thread pointer points at the block.
+        assert_eq!(template(TlsVariant::I { tcb_size: 0 }, 8).tp_offset(0x41_0010), 16);
+        // The variant comes from the target.
+        let by_name = |name| TlsVariant::of(neverc_tables::target_by_name(name));
+        assert_eq!(by_name("aarch64"), TlsVariant::I { tcb_size: 16 });
+        assert_eq!(by_name("x86_64"), TlsVariant::II);
+        assert_eq!(by_name("riscv64"), TlsVariant::I { tcb_size: 0 });
+        assert_eq!(TlsVariant::of(None), TlsVariant::II);
+    }
+}

@@ -261,3 +261,27 @@ pub(crate) fn place_after_callers(atoms: &mut Vec<AtomId>, thunks: &[Thunk]) {
     }
     *atoms = ordered;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thunks_go_right_after_their_callers() {
+        let thunk = |atom, anchor| Thunk {
+            atom: AtomId(atom),
+            anchor: AtomId(anchor),
+            destination: (None, Some(AtomId(0)), 0),
+        };
+        // Atoms 1, 2, 3 in a section, thunks 10 and 11 (for 1) and 12 (for 3) appended at its end as layout
+        // first collects them, and 13 for an atom of another section.
+        let mut atoms: Vec<AtomId> = [1, 2, 3, 10, 11, 12, 13].into_iter().map(AtomId).collect();
+        let thunks = [thunk(10, 1), thunk(11, 1), thunk(12, 3), thunk(13, 7)];
+        place_after_callers(&mut atoms, &thunks);
+        let order: Vec<u32> = atoms.iter().map(|atom| atom.0).collect();
+        assert_eq!(order, [1, 10, 11, 2, 3, 12, 13]);
+        let mut unchanged = vec![AtomId(4), AtomId(5)];
+        place_after_callers(&mut unchanged, &[]);
+        assert_eq!(unchanged, [AtomId(4), AtomId(5)]);
+    }
+}
