@@ -17,7 +17,7 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use neverc_test_support::{
-    elf_section, program_header_rows, program_headers, read_text, repo, run_script, scratch, text,
+    LinkCases, elf_section, program_header_rows, program_headers, read_text, repo, run_script, scratch, text,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_neverc-spec");
@@ -39,40 +39,22 @@ fn fixtures() -> &'static Path {
     }
 }
 
-/// The cases whose name starts with `prefix`.
-fn cases(prefix: &str) -> Vec<String> {
-    let list = read_text(&fixtures().join("cases.txt"));
-    let cases: Vec<String> = list
-        .lines()
-        .filter(|name| name.starts_with(prefix))
-        .map(str::to_string)
-        .collect();
-    assert!(!cases.is_empty(), "no `{prefix}` cases");
-    cases
+/// The cases, linked by neverc-spec.
+fn cases() -> LinkCases<'static> {
+    LinkCases {
+        dir: fixtures(),
+        linker: BIN,
+    }
 }
 
 /// The lines of a case's file.
 fn lines(case: &Path, file: &str) -> Vec<String> {
-    read_text(&case.join(file)).lines().map(str::to_string).collect()
+    LinkCases::lines(case, file)
 }
 
 /// Links `case` (its inputs and link flags) with `extra` options into `output`; the link's stderr when it fails.
 fn link(case: &Path, output: &Path, extra: &[&str]) -> Result<(), String> {
-    let mut flags = lines(case, "flags.txt");
-    flags.extend(extra.iter().map(|flag| flag.to_string()));
-    flags.dedup();
-    let result = Command::new(BIN)
-        .args(["link", "-static", "-o"])
-        .arg(output)
-        .args(&flags)
-        .args(lines(case, "inputs.txt"))
-        .output()
-        .expect("neverc-spec runs");
-    if result.status.success() {
-        Ok(())
-    } else {
-        Err(text(&result.stderr))
-    }
+    cases().link(case, output, extra)
 }
 
 /// Runs an AArch64 `program` under qemu-aarch64 in its directory: (stdout, exit status).
@@ -87,31 +69,12 @@ fn run(program: &Path) -> (String, i32) {
 
 /// What ld.bfd's build of `case` printed and its exit status.
 fn expected(case: &Path) -> (String, i32) {
-    let status = read_text(&case.join("expected.status")).trim().parse().unwrap();
-    (read_text(&case.join("expected.stdout")), status)
+    LinkCases::expected(case)
 }
 
 /// Every case with `prefix`, linked with and without `--gc-sections`, runs like its ld.bfd build.
 fn check_cases(prefix: &str) {
-    let mut failures = Vec::new();
-    for name in cases(prefix) {
-        let case = fixtures().join(&name);
-        let (expected, status) = expected(&case);
-        for (label, extra) in [("", &[][..]), ("-gc", &["--gc-sections"][..])] {
-            let output = case.join(format!("neverc{label}.elf"));
-            if let Err(stderr) = link(&case, &output, extra) {
-                failures.push(format!("{name} {extra:?}: the link failed:\n{stderr}"));
-                continue;
-            }
-            let (stdout, code) = run(&output);
-            if (stdout.as_str(), code) != (expected.as_str(), status) {
-                failures.push(format!(
-                    "{name} {extra:?}: exit {code} (ld.bfd's build: {status})\n--- ours\n{stdout}--- ld.bfd's\n{expected}"
-                ));
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    cases().check(prefix, run, |_, _, _, _| None);
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use neverc_test_support::{elf_section, program_headers, read_text, repo, run_script, text};
+use neverc_test_support::{LinkCases, elf_section, program_headers, read_text, repo, run_script, text};
 
 static FIXTURES: OnceLock<Result<PathBuf, String>> = OnceLock::new();
 
@@ -27,33 +27,17 @@ fn fixtures() -> &'static Path {
     }
 }
 
-/// The cases whose name starts with `prefix`.
-fn cases(prefix: &str) -> Vec<String> {
-    let list = read_text(&fixtures().join("cases.txt"));
-    let cases: Vec<String> = list
-        .lines()
-        .filter(|name| name.starts_with(prefix))
-        .map(str::to_string)
-        .collect();
-    assert!(!cases.is_empty(), "no `{prefix}` cases");
-    cases
+/// The cases, linked by neverc-spec.
+fn cases() -> LinkCases<'static> {
+    LinkCases {
+        dir: fixtures(),
+        linker: env!("CARGO_BIN_EXE_neverc-spec"),
+    }
 }
 
 /// Links `case` with `extra` options into `output`; the link's stderr when it fails.
 fn link(case: &Path, output: &Path, extra: &[&str]) -> Result<(), String> {
-    let inputs = read_text(&case.join("inputs.txt"));
-    let result = Command::new(env!("CARGO_BIN_EXE_neverc-spec"))
-        .args(["link", "-static", "-o"])
-        .arg(output)
-        .args(extra)
-        .args(inputs.lines())
-        .output()
-        .expect("neverc-spec runs");
-    if result.status.success() {
-        Ok(())
-    } else {
-        Err(text(&result.stderr))
-    }
+    cases().link(case, output, extra)
 }
 
 /// Runs `program` in its case directory: (stdout, exit status).
@@ -75,33 +59,13 @@ fn properties(program: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Every case with `prefix`, linked with and without `--gc-sections`, runs like its ld.bfd build.
+/// Every case with `prefix`, linked with and without `--gc-sections`, runs like its ld.bfd build, and the
+/// inputs' program properties merge as ld.bfd merges them.
 fn check_cases(prefix: &str) {
-    let mut failures = Vec::new();
-    for name in cases(prefix) {
-        let case = fixtures().join(&name);
-        let expected = read_text(&case.join("expected.stdout"));
-        let status: i32 = read_text(&case.join("expected.status")).trim().parse().unwrap();
-        for (label, extra) in [("", &[][..]), ("-gc", &["--gc-sections"][..])] {
-            let output = case.join(format!("neverc{label}.elf"));
-            if let Err(stderr) = link(&case, &output, extra) {
-                failures.push(format!("{name} {extra:?}: the link failed:\n{stderr}"));
-                continue;
-            }
-            let (stdout, code) = run(&output);
-            if (stdout.as_str(), code) != (expected.as_str(), status) {
-                failures.push(format!(
-                    "{name} {extra:?}: exit {code} (ld.bfd's build: {status})\n--- ours\n{stdout}--- ld.bfd's\n{expected}"
-                ));
-            }
-            // The inputs' program properties merge as ld.bfd merges them.
-            let (ours, theirs) = (properties(&output), properties(&case.join("ref.elf")));
-            if ours != theirs {
-                failures.push(format!("{name} {extra:?}: properties {ours:?}, ld.bfd's {theirs:?}"));
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    cases().check(prefix, run, |name, case, extra, output| {
+        let (ours, theirs) = (properties(output), properties(&case.join("ref.elf")));
+        (ours != theirs).then(|| format!("{name} {extra:?}: properties {ours:?}, ld.bfd's {theirs:?}"))
+    });
 }
 
 #[test]
