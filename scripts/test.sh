@@ -9,8 +9,12 @@ cd "$(dirname "$0")/.."
 # GNU as, the oracles of the declared relocations), gcc-aarch64-linux-gnu (AArch64 objects; its as and ld are
 # the AArch64 relocation oracles), musl-tools (static programs against musl, and musl-gcc through the `ld`
 # driver), lld (ld.lld: the oracle for the driver's lld-style archive search), chromium (headless rendering of
-# the audit's HTML page), graphviz (renders `audit --format dot`).
-PACKAGES=(clang-14 llvm-14 g++ binutils gcc-aarch64-linux-gnu musl-tools lld chromium graphviz)
+# the audit's HTML page), graphviz (renders `audit --format dot`), qemu-user (runs the AArch64 programs:
+# qemu-aarch64), g++-aarch64-linux-gnu (AArch64 C++ and its libstdc++.a), musl-dev:arm64 (musl's AArch64
+# libc.a and start files, from Debian's arm64 archive through multiarch; its aarch64-linux-musl-gcc specs drive
+# gcc-aarch64-linux-gnu).
+PACKAGES=(clang-14 llvm-14 g++ binutils gcc-aarch64-linux-gnu musl-tools lld chromium graphviz qemu-user
+    g++-aarch64-linux-gnu musl-dev:arm64)
 if ((${#PACKAGES[@]})); then
     missing=()
     for package in "${PACKAGES[@]}"; do
@@ -18,6 +22,12 @@ if ((${#PACKAGES[@]})); then
     done
     if ((${#missing[@]})); then
         SUDO=$([ "$(id -u)" -eq 0 ] && echo "" || echo sudo)
+        # Packages of another architecture (NAME:arm64) need it added to dpkg before the lists are updated.
+        for package in "${missing[@]}"; do
+            if [[ $package == *:* ]] && ! dpkg --print-foreign-architectures | grep -qx "${package##*:}"; then
+                $SUDO dpkg --add-architecture "${package##*:}"
+            fi
+        done
         $SUDO apt-get update -q
         $SUDO apt-get install -y -q "${missing[@]}"
     fi

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use neverc_test_support::{read_text, repo, run_script, text};
+use neverc_test_support::{LinkCases, elf_section, program_headers, read_text, repo, run_script, text};
 
 static FIXTURES: OnceLock<Result<PathBuf, String>> = OnceLock::new();
 
@@ -27,33 +27,17 @@ fn fixtures() -> &'static Path {
     }
 }
 
-/// The cases whose name starts with `prefix`.
-fn cases(prefix: &str) -> Vec<String> {
-    let list = read_text(&fixtures().join("cases.txt"));
-    let cases: Vec<String> = list
-        .lines()
-        .filter(|name| name.starts_with(prefix))
-        .map(str::to_string)
-        .collect();
-    assert!(!cases.is_empty(), "no `{prefix}` cases");
-    cases
+/// The cases, linked by neverc-spec.
+fn cases() -> LinkCases<'static> {
+    LinkCases {
+        dir: fixtures(),
+        linker: env!("CARGO_BIN_EXE_neverc-spec"),
+    }
 }
 
 /// Links `case` with `extra` options into `output`; the link's stderr when it fails.
 fn link(case: &Path, output: &Path, extra: &[&str]) -> Result<(), String> {
-    let inputs = read_text(&case.join("inputs.txt"));
-    let result = Command::new(env!("CARGO_BIN_EXE_neverc-spec"))
-        .args(["link", "-static", "-o"])
-        .arg(output)
-        .args(extra)
-        .args(inputs.lines())
-        .output()
-        .expect("neverc-spec runs");
-    if result.status.success() {
-        Ok(())
-    } else {
-        Err(text(&result.stderr))
-    }
+    cases().link(case, output, extra)
 }
 
 /// Runs `program` in its case directory: (stdout, exit status).
@@ -75,33 +59,13 @@ fn properties(program: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Every case with `prefix`, linked with and without `--gc-sections`, runs like its ld.bfd build.
+/// Every case with `prefix`, linked with and without `--gc-sections`, runs like its ld.bfd build, and the
+/// inputs' program properties merge as ld.bfd merges them.
 fn check_cases(prefix: &str) {
-    let mut failures = Vec::new();
-    for name in cases(prefix) {
-        let case = fixtures().join(&name);
-        let expected = read_text(&case.join("expected.stdout"));
-        let status: i32 = read_text(&case.join("expected.status")).trim().parse().unwrap();
-        for (label, extra) in [("", &[][..]), ("-gc", &["--gc-sections"][..])] {
-            let output = case.join(format!("neverc{label}.elf"));
-            if let Err(stderr) = link(&case, &output, extra) {
-                failures.push(format!("{name} {extra:?}: the link failed:\n{stderr}"));
-                continue;
-            }
-            let (stdout, code) = run(&output);
-            if (stdout.as_str(), code) != (expected.as_str(), status) {
-                failures.push(format!(
-                    "{name} {extra:?}: exit {code} (ld.bfd's build: {status})\n--- ours\n{stdout}--- ld.bfd's\n{expected}"
-                ));
-            }
-            // The inputs' program properties merge as ld.bfd merges them.
-            let (ours, theirs) = (properties(&output), properties(&case.join("ref.elf")));
-            if ours != theirs {
-                failures.push(format!("{name} {extra:?}: properties {ours:?}, ld.bfd's {theirs:?}"));
-            }
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    cases().check(prefix, run, |name, case, extra, output| {
+        let (ours, theirs) = (properties(output), properties(&case.join("ref.elf")));
+        (ours != theirs).then(|| format!("{name} {extra:?}: properties {ours:?}, ld.bfd's {theirs:?}"))
+    });
 }
 
 #[test]
@@ -128,18 +92,6 @@ fn indirect_functions_run_like_their_ld_bfd_builds() {
 #[test]
 fn a_cxx_program_with_exceptions_across_three_units_runs_like_its_ld_bfd_build() {
     check_cases("cxx-glibc");
-}
-
-/// `readelf -lW` of a program: the program header lines (type first) and the section-to-segment map.
-fn program_headers(program: &Path) -> Vec<Vec<String>> {
-    let listing = Command::new("readelf").arg("-lW").arg(program).output().unwrap();
-    text(&listing.stdout)
-        .lines()
-        .skip_while(|line| !line.trim_start().starts_with("Type"))
-        .skip(1)
-        .take_while(|line| !line.trim().is_empty())
-        .map(|line| line.split_whitespace().map(str::to_string).collect())
-        .collect()
 }
 
 #[test]
@@ -181,26 +133,6 @@ fn fde_count(program: &Path) -> usize {
         .count()
 }
 
-/// A section's (address, file bytes) in `image`, read from its section headers.
-fn section(image: &[u8], wanted: &str) -> (u64, Vec<u8>) {
-    let u16_at = |at: usize| u16::from_le_bytes(image[at..at + 2].try_into().unwrap()) as usize;
-    let u64_at = |at: usize| u64::from_le_bytes(image[at..at + 8].try_into().unwrap());
-    let (table, count, names) = (u64_at(0x28) as usize, u16_at(0x3c), u16_at(0x3e));
-    let header = |index: usize| table + index * 64;
-    let names_offset = u64_at(header(names) + 24) as usize;
-    (0..count)
-        .find_map(|index| {
-            let at = header(index);
-            let name_at = names_offset + u32::from_le_bytes(image[at..at + 4].try_into().unwrap()) as usize;
-            let end = name_at + image[name_at..].iter().position(|byte| *byte == 0)?;
-            (&image[name_at..end] == wanted.as_bytes()).then(|| {
-                let (offset, size) = (u64_at(at + 24) as usize, u64_at(at + 32) as usize);
-                (u64_at(at + 16), image[offset..offset + size].to_vec())
-            })
-        })
-        .unwrap_or_else(|| panic!("no {wanted}"))
-}
-
 #[test]
 fn the_unwind_search_table_lists_every_kept_fde_in_order_and_exceptions_use_it() {
     let case = fixtures().join("cxx-glibc-plain");
@@ -219,8 +151,8 @@ fn the_unwind_search_table_lists_every_kept_fde_in_order_and_exceptions_use_it()
         assert!(headers.iter().any(|fields| fields[0] == "GNU_EH_FRAME"), "{label}");
         // Version 1, pcrel|sdata4 pointer to .eh_frame, udata4 count, datarel|sdata4 pairs.
         let image = std::fs::read(&output).unwrap();
-        let (header, table) = section(&image, ".eh_frame_hdr");
-        let (frames, frame_bytes) = section(&image, ".eh_frame");
+        let (header, table) = elf_section(&image, ".eh_frame_hdr");
+        let (frames, frame_bytes) = elf_section(&image, ".eh_frame");
         assert_eq!(table[..4], [1, 0x1b, 0x03, 0x3b], "{label}");
         let i32_at = |bytes: &[u8], at: usize| i32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
         assert_eq!(header as i64 + 4 + i64::from(i32_at(&table, 4)), frames as i64);

@@ -32,6 +32,9 @@ pub struct LinkOptions {
     pub map_file: Option<PathBuf>,
     /// The image base: where the first segment goes.
     pub image_base: u64,
+    /// The page size segments are aligned to (`-z max-page-size`); 0, the default, means the target's declared
+    /// maximum page size (`[elf] max_page_size`: 4 KiB for x86-64, 64 KiB for AArch64, as ld.bfd's defaults),
+    /// which layout resolves once the target is known.
     pub page_size: u64,
     /// `-r`: merge the inputs into one relocatable object (an object-merge provider does the work).
     pub relocatable: bool,
@@ -74,7 +77,7 @@ impl LinkOptions {
             icf: IcfMode::None,
             map_file: None,
             image_base: 0x40_0000,
-            page_size: 0x1000,
+            page_size: 0,
             relocatable: false,
             max_output_size: MAX_OUTPUT_SIZE,
             build_id: false,
@@ -133,21 +136,68 @@ pub struct TlsTemplate {
     pub address: u64,
     pub memory_size: u64,
     pub alignment: u64,
+    /// Where the executable's block lies relative to the thread pointer (the target's TLS variant).
+    pub variant: TlsVariant,
+}
+
+/// Where the executable's TLS block lies relative to the thread pointer ("ELF Handling For Thread-Local
+/// Storage", §3.4): the target's ABI decides, so the variant is chosen from the link's target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlsVariant {
+    /// Variant I (AArch64, RISC-V, PowerPC): the thread pointer points at a thread control block of
+    /// `tcb_size` bytes, and the block follows it at the block's alignment.
+    I { tcb_size: u64 },
+    /// Variant II (x86-64, i386): the block ends at the thread pointer, its size rounded up to its alignment.
+    II,
+}
+
+impl TlsVariant {
+    /// The variant of `target`'s ABI: AArch64's thread pointer points at a 16-byte TCB (its psABI, §TLS),
+    /// RISC-V's directly at the block; x86-64 (and any target not known to use variant I) is variant II.
+    pub fn of(target: Option<&neverc_tables::TargetRecord>) -> TlsVariant {
+        match target.and_then(|target| target.elf).map(|elf| elf.machine) {
+            Some(object::elf::EM_AARCH64) => TlsVariant::I { tcb_size: 16 },
+            Some(object::elf::EM_RISCV) => TlsVariant::I { tcb_size: 0 },
+            _ => TlsVariant::II,
+        }
+    }
 }
 
 impl TlsTemplate {
-    /// The offset of `address` (inside the template) from the thread pointer. On x86-64 (TLS variant II) the
-    /// block ends at the thread pointer, its size rounded up to its alignment.
+    /// The offset of `address` (inside the template) from the thread pointer, by the template's variant: in
+    /// variant II the block ends at the thread pointer, its size rounded up to its alignment; in variant I it
+    /// starts after the TCB, at `align_up(tcb_size, alignment)` (as ld.bfd and lld compute `TPREL`).
     pub fn tp_offset(&self, address: u64) -> i128 {
         let alignment = u128::from(self.alignment.max(1));
-        let size = u128::from(self.memory_size).div_ceil(alignment) * alignment;
-        i128::from(address) - i128::from(self.address) - size as i128
+        let from_start = i128::from(address) - i128::from(self.address);
+        match self.variant {
+            TlsVariant::II => {
+                let size = u128::from(self.memory_size).div_ceil(alignment) * alignment;
+                from_start - size as i128
+            }
+            TlsVariant::I { tcb_size } => {
+                let gap = u128::from(tcb_size).div_ceil(alignment) * alignment;
+                from_start + gap as i128
+            }
+        }
     }
 
     /// The offset of `address` from the start of the template (what a `DTPOFF` relocation holds).
     pub fn dtp_offset(&self, address: u64) -> i128 {
         i128::from(address) - i128::from(self.address)
     }
+}
+
+/// What a range-extension thunk jumps to: a branch's target symbol (resolved) or atom, and its addend.
+pub(crate) type Destination = (Option<SymbolId>, Option<AtomId>, i64);
+
+/// A range-extension thunk: its atom, the atom whose branches it serves (layout places it right after that
+/// one), and where it jumps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Thunk {
+    pub(crate) atom: AtomId,
+    pub(crate) anchor: AtomId,
+    pub(crate) destination: Destination,
 }
 
 /// Mergeable string pieces: for a merged atom, where each input piece went.
@@ -191,6 +241,8 @@ pub struct LinkContext {
     /// reference to such a symbol means its PLT entry, which jumps through a slot that an `IRELATIVE`
     /// relocation fills at start-up.
     pub(crate) iplt: Option<(AtomId, FxHashMap<SymbolId, u32>)>,
+    /// Range-extension thunks (`relax_thunks`), each placed right after the atom whose branches it serves.
+    pub(crate) thunks: Vec<Thunk>,
     /// The `.eh_frame_hdr` atom (`--eh-frame-hdr`), which relocation fills in.
     pub(crate) eh_frame_hdr: Option<AtomId>,
     /// Whether layout has merged the inputs' `.note.gnu.property` notes (once per link).
@@ -217,6 +269,7 @@ impl LinkContext {
             got_atom: None,
             got_slots: FxHashMap::default(),
             iplt: None,
+            thunks: Vec::new(),
             eh_frame_hdr: None,
             gnu_property_merged: false,
             build_id_made: false,
@@ -225,6 +278,18 @@ impl LinkContext {
             products: Products::default(),
             warnings: Vec::new(),
             incoming: OnceCell::new(),
+        }
+    }
+
+    /// Sets `options.page_size` to the target's declared maximum page size unless it was given (it is 0 by
+    /// default); 4 KiB when the target declares none. Segments are aligned to it and `p_align` is it.
+    pub(crate) fn resolve_page_size(&mut self) {
+        if self.options.page_size == 0 {
+            self.options.page_size = self
+                .graph
+                .target_record()
+                .and_then(|target| target.elf)
+                .map_or(0x1000, |elf| elf.max_page_size.max(1));
         }
     }
 
@@ -456,5 +521,37 @@ impl InputDigest {
             .is_some_and(|input| {
                 Arc::ptr_eq(data, &input.data) && *range == input.object_range && *name == input.logical_name
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tls_offsets_follow_the_targets_variant() {
+        let template = |variant, alignment| TlsTemplate {
+            address: 0x41_0000,
+            memory_size: 0x50,
+            alignment,
+            variant,
+        };
+        // x86-64: the block (0x50 rounded up to 0x20 = 0x60) ends at the thread pointer.
+        let x86_64 = template(TlsVariant::II, 0x20);
+        assert_eq!(x86_64.tp_offset(0x41_0000), -0x60);
+        assert_eq!(x86_64.tp_offset(0x41_0008), -0x58);
+        // AArch64: a 16-byte TCB, then the block at its alignment (ld.bfd's and lld's TPREL).
+        let aarch64 = |alignment| template(TlsVariant::I { tcb_size: 16 }, alignment);
+        assert_eq!(aarch64(8).tp_offset(0x41_0000), 16);
+        assert_eq!(aarch64(16).tp_offset(0x41_0008), 24);
+        assert_eq!(aarch64(64).tp_offset(0x41_0000), 64);
+        // RISC-V: the thread pointer points at the block.
+        assert_eq!(template(TlsVariant::I { tcb_size: 0 }, 8).tp_offset(0x41_0010), 16);
+        // The variant comes from the target.
+        let by_name = |name| TlsVariant::of(neverc_tables::target_by_name(name));
+        assert_eq!(by_name("aarch64"), TlsVariant::I { tcb_size: 16 });
+        assert_eq!(by_name("x86_64"), TlsVariant::II);
+        assert_eq!(by_name("riscv64"), TlsVariant::I { tcb_size: 0 });
+        assert_eq!(TlsVariant::of(None), TlsVariant::II);
     }
 }

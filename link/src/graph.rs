@@ -500,6 +500,23 @@ pub struct Constraint {
     pub origin: Origin,
 }
 
+/// The instruction sets the linker has per-architecture code for (see [`LinkGraph::isa`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isa {
+    X86_64,
+    Aarch64,
+}
+
+/// The field of an instruction (or data word) that a relocation the linker makes itself writes: `size` bits
+/// of the place, the value shifted right by `shift` and written into `bits` (empty: the whole place), as the
+/// target file declares its relocations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InstructionField {
+    pub size: u32,
+    pub shift: u32,
+    pub bits: &'static [neverc_tables::BitRange],
+}
+
 /// The target a graph's objects are read for: whose ELF machine, class and byte order they must have, and
 /// whose declared relocations they may use.
 #[derive(Clone, Default)]
@@ -656,6 +673,43 @@ impl LinkGraph {
             .iter()
             .find(|relocation| relocation.kind == kind && relocation.relative_to == base && relocation.size == size)
             .map(|relocation| relocation.number)
+    }
+
+    /// The number of the target's relocation that writes a value of `kind` relative to `base` into the field
+    /// `field` describes (its size, shift and instruction bits), for instructions the linker writes itself (a
+    /// PLT entry's `adrp`, a thunk's `add`). Relocations that differ only in name compute the same thing, so
+    /// the first is as good as any; of those that differ in their overflow rule, one that checks is preferred.
+    pub fn declared_field(
+        &self,
+        kind: neverc_tables::RelocationKind,
+        base: neverc_tables::RelocationBase,
+        field: &InstructionField,
+    ) -> Option<u32> {
+        let matching = |relocation: &&neverc_tables::RelocationRecord| {
+            relocation.kind == kind
+                && relocation.relative_to == base
+                && relocation.size == field.size
+                && relocation.shift == field.shift
+                && relocation.bits == field.bits
+        };
+        let relocations = self.target_record()?.relocations;
+        relocations
+            .iter()
+            .filter(matching)
+            .find(|relocation| relocation.overflow != neverc_tables::Overflow::None)
+            .or_else(|| relocations.iter().find(matching))
+            .map(|relocation| relocation.number)
+    }
+
+    /// The instruction set of the link's target, which picks the per-architecture code (relaxations, the
+    /// entries of indirect functions, range-extension thunks); `None` before the target is known or for a
+    /// target the linker has no such code for.
+    pub fn isa(&self) -> Option<Isa> {
+        match self.target_record()?.elf?.machine {
+            object::elf::EM_X86_64 => Some(Isa::X86_64),
+            object::elf::EM_AARCH64 => Some(Isa::Aarch64),
+            _ => None,
+        }
     }
 
     /// The declared kind of an edge's relocation, if it is declared.

@@ -3,6 +3,9 @@
 //! executable, and plugins that observe, intercept, replace or skip phases exactly as the declared policy
 //! allows.
 
+mod aarch64;
+mod aarch64_thunks;
+mod aarch64_tls;
 mod build_id;
 pub mod context;
 mod eh_frame;

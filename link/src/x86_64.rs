@@ -1,9 +1,27 @@
 //! x86-64 specifics: GOT relaxation (the psABI's GOTPCRELX rules, as GNU ld and lld apply them in static
 //! links). Which relocations load through the GOT or may be relaxed is the declared kind's business.
 
-use neverc_tables::RelocationKind;
+use neverc_tables::{RelocationBase, RelocationKind};
 
-use crate::graph::{Definition, Edge, LinkGraph};
+use crate::graph::{Definition, Edge, InstructionField, LinkGraph};
+use crate::phases::synthesize::{PltEntry, PltField};
+
+/// The PLT entry of an indirect function, as ld.bfd writes them in a static executable: `jmp *slot(%rip)`,
+/// then an eight-byte and a two-byte `nop` to fill the 16 bytes.
+pub(crate) const IPLT_ENTRY: PltEntry = PltEntry {
+    code: &[0xff, 0x25, 0, 0, 0, 0, 0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0, 0x66, 0x90],
+    fields: &[PltField {
+        offset: 2,
+        base: RelocationBase::Place,
+        // The jump's 32-bit displacement, from the end of the instruction (the field + 4).
+        field: InstructionField {
+            size: 32,
+            shift: 0,
+            bits: &[],
+        },
+        bias: -4,
+    }],
+};
 
 /// Whether the edge loads an address through the GOT (its declared kind says so).
 pub(crate) fn uses_got(graph: &LinkGraph, edge: &Edge) -> bool {

@@ -60,7 +60,7 @@ pub struct RelocationDeclaration {
     pub name: String,
     pub kind: RelocationKind,
     /// What is subtracted from the value: nothing (absolute), the place (pc-relative), the place's page
-    /// (`Page(value) - Page(P)`, ADRP) or the GOT's address. The kind says which are allowed.
+    /// (`Page(value) - Page(P)`, ADRP), the GOT's address or the GOT's page. The kind says which are allowed.
     #[serde(default, skip_serializing_if = "is_nothing")]
     pub relative_to: RelocationBase,
     /// Bits of the place that are read and written: 0 for a marker (`none`, `tls_desc_call`), else 8, 16,

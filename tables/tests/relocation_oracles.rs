@@ -155,7 +155,7 @@ fn value_of(record: &RelocationRecord, s_plus_a: u64, p: u64) -> Option<i64> {
         RelocationBase::Nothing => s_plus_a,
         RelocationBase::Place => s_plus_a.wrapping_sub(p),
         RelocationBase::Page => (s_plus_a & !0xfff).wrapping_sub(p & !0xfff),
-        RelocationBase::Got => return None,
+        RelocationBase::Got | RelocationBase::GotPage => return None,
     };
     Some(value as i64)
 }
@@ -433,7 +433,7 @@ fn ld_refuses_exactly_the_values_the_records_say_do_not_fit() {
             // A branch may go through a thunk (ld.bfd adds AArch64 long-branch stubs), and the other kinds need a
             // GOT or a TLS block: only plain symbol references overflow.
             if record.kind != RelocationKind::Symbol
-                || record.relative_to == RelocationBase::Got
+                || matches!(record.relative_to, RelocationBase::Got | RelocationBase::GotPage)
                 || record.value_width() >= 64
             {
                 continue;

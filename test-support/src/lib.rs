@@ -76,6 +76,148 @@ pub fn run_in(program: impl AsRef<OsStr>, dir: &Path, args: &[&str]) -> Output {
     }
 }
 
+/// Programs a fixture script built into `dir` for the linker to link and run as ld.bfd's builds ran:
+/// `cases.txt` names one case a line; each case's directory holds `inputs.txt` (the linker inputs in link
+/// order, one a line), maybe `flags.txt` (link options, one a line), `expected.stdout` and `expected.status`
+/// (what ld.bfd's build printed and how it exited).
+pub struct LinkCases<'a> {
+    pub dir: &'a Path,
+    /// The `neverc-spec` binary (`env!("CARGO_BIN_EXE_neverc-spec")` in the root package's tests).
+    pub linker: &'a str,
+}
+
+impl LinkCases<'_> {
+    /// The cases whose name starts with `prefix` (at least one).
+    pub fn names(&self, prefix: &str) -> Vec<String> {
+        let names: Vec<String> = read_text(&self.dir.join("cases.txt"))
+            .lines()
+            .filter(|name| name.starts_with(prefix))
+            .map(str::to_string)
+            .collect();
+        assert!(!names.is_empty(), "no `{prefix}` cases in {}", self.dir.display());
+        names
+    }
+
+    /// The lines of a case's file (none when the file is not there).
+    pub fn lines(case: &Path, file: &str) -> Vec<String> {
+        let path = case.join(file);
+        if !path.exists() {
+            return Vec::new();
+        }
+        read_text(&path).lines().map(str::to_string).collect()
+    }
+
+    /// Links `case` statically (its inputs and link flags, then `extra`) into `output`; the linker's stderr
+    /// when it fails.
+    pub fn link(&self, case: &Path, output: &Path, extra: &[&str]) -> Result<(), String> {
+        let mut flags = Self::lines(case, "flags.txt");
+        flags.extend(extra.iter().map(|flag| flag.to_string()));
+        flags.dedup();
+        let result = match Command::new(self.linker)
+            .args(["link", "-static", "-o"])
+            .arg(output)
+            .args(&flags)
+            .args(Self::lines(case, "inputs.txt"))
+            .output()
+        {
+            Ok(result) => result,
+            Err(error) => panic!("cannot run {}: {error}", self.linker),
+        };
+        if result.status.success() {
+            Ok(())
+        } else {
+            Err(text(&result.stderr))
+        }
+    }
+
+    /// What ld.bfd's build of `case` printed and its exit status.
+    pub fn expected(case: &Path) -> (String, i32) {
+        let status = read_text(&case.join("expected.status"));
+        match status.trim().parse() {
+            Ok(status) => (read_text(&case.join("expected.stdout")), status),
+            Err(_) => panic!("{}: `{status}` is no exit status", case.display()),
+        }
+    }
+
+    /// Links every case with `prefix`, with and without `--gc-sections`, runs it with `run` (stdout, exit
+    /// status) and compares that with ld.bfd's build; `also` may add failures of its own for each output
+    /// (the case's name, directory, the extra options and the output). Panics listing every failure.
+    pub fn check(
+        &self,
+        prefix: &str,
+        run: impl Fn(&Path) -> (String, i32),
+        mut also: impl FnMut(&str, &Path, &[&str], &Path) -> Option<String>,
+    ) {
+        let mut failures = Vec::new();
+        for name in self.names(prefix) {
+            let case = self.dir.join(&name);
+            let (expected, status) = Self::expected(&case);
+            for (label, extra) in [("", &[][..]), ("-gc", &["--gc-sections"][..])] {
+                let output = case.join(format!("neverc{label}.elf"));
+                if let Err(stderr) = self.link(&case, &output, extra) {
+                    failures.push(format!("{name} {extra:?}: the link failed:\n{stderr}"));
+                    continue;
+                }
+                let (stdout, code) = run(&output);
+                if (stdout.as_str(), code) != (expected.as_str(), status) {
+                    failures.push(format!(
+                        "{name} {extra:?}: exit {code} (ld.bfd's build: {status})\n--- ours\n{stdout}--- ld.bfd's\n{expected}"
+                    ));
+                }
+                failures.extend(also(&name, &case, extra, &output));
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    }
+}
+
+/// The rows of the program header table in a `readelf -lW` listing, each split into its fields (type first,
+/// alignment last; the flags `R E` are two fields).
+pub fn program_header_rows(listing: &str) -> Vec<Vec<String>> {
+    listing
+        .lines()
+        .skip_while(|line| !line.trim_start().starts_with("Type"))
+        .skip(1)
+        .take_while(|line| !line.trim().is_empty())
+        .map(|line| line.split_whitespace().map(str::to_string).collect())
+        .collect()
+}
+
+/// `readelf -lW` of `program`'s program header table, as [`program_header_rows`] splits it.
+pub fn program_headers(program: &Path) -> Vec<Vec<String>> {
+    program_header_rows(&text(
+        &run_in("readelf", Path::new("."), &["-lW", &program.to_string_lossy()]).stdout,
+    ))
+}
+
+/// The address and file bytes of the section named `wanted` of the little-endian ELF64 file `image`, read from
+/// its section headers; a missing section panics.
+pub fn elf_section(image: &[u8], wanted: &str) -> (u64, Vec<u8>) {
+    let u16_at = |at: usize| u16::from_le_bytes([image[at], image[at + 1]]) as usize;
+    let u64_at = |at: usize| {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(&image[at..at + 8]);
+        u64::from_le_bytes(bytes)
+    };
+    let (table, count, names) = (u64_at(0x28) as usize, u16_at(0x3c), u16_at(0x3e));
+    let header = |index: usize| table + index * 64;
+    let names_offset = u64_at(header(names) + 24) as usize;
+    let found = (0..count).find_map(|index| {
+        let at = header(index);
+        let name_at =
+            names_offset + u32::from_le_bytes([image[at], image[at + 1], image[at + 2], image[at + 3]]) as usize;
+        let end = name_at + image[name_at..].iter().position(|byte| *byte == 0)?;
+        (&image[name_at..end] == wanted.as_bytes()).then(|| {
+            let (offset, size) = (u64_at(at + 24) as usize, u64_at(at + 32) as usize);
+            (u64_at(at + 16), image[offset..offset + size].to_vec())
+        })
+    });
+    match found {
+        Some(section) => section,
+        None => panic!("no section {wanted}"),
+    }
+}
+
 /// Runs `bash script out`, the way every fixture build script is run; the error names the script and carries
 /// everything it printed.
 pub fn run_script(script: &Path, out: &Path) -> Result<(), String> {

@@ -6,7 +6,7 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::context::{Layout, LinkContext, OutputSection, OutputSegment, PhaseError, TlsTemplate};
+use crate::context::{Layout, LinkContext, OutputSection, OutputSegment, PhaseError, TlsTemplate, TlsVariant};
 use crate::eh_frame;
 use crate::graph::{
     Atom, AtomId, Content, Definition, LinkGraph, Origin, atom_flags, effective_alignment, section_flags,
@@ -122,6 +122,7 @@ fn init_priority(name: &str) -> u32 {
 }
 
 pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseError> {
+    context.resolve_page_size();
     merge_strings(context, phase);
     if eh_frame::compact_tables(&mut context.graph) {
         context.graph.index_edges();
@@ -209,6 +210,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
             });
         }
         apply_order_constraints(graph, &mut section.atoms);
+        crate::phases::relax_thunks::place_after_callers(&mut section.atoms, &context.thunks);
     }
     for (section, _) in &mut sections {
         section.segment = segment_of(&section.name, section.flags, context.options.relro);
@@ -237,7 +239,9 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     };
     let mut layout = layout;
     layout.sections = sections.into_iter().map(|(section, _)| section).collect();
-    let (program_headers, tls) = describe_program_headers(&layout.sections, others, context.options.page_size.max(1));
+    let variant = TlsVariant::of(context.graph.target_record());
+    let (program_headers, tls) =
+        describe_program_headers(&layout.sections, others, context.options.page_size.max(1), variant);
     layout.program_headers = program_headers;
     layout.tls = tls;
     let graph = &mut context.graph;
@@ -338,6 +342,7 @@ fn describe_program_headers(
     sections: &[OutputSection],
     others: Vec<(ProgramHeaderKind, Vec<usize>)>,
     page: u64,
+    variant: TlsVariant,
 ) -> (Vec<ProgramHeaderLayout>, Option<TlsTemplate>) {
     let mut tls = None;
     let headers = others
@@ -367,6 +372,7 @@ fn describe_program_headers(
                     address: start,
                     memory_size: end - start,
                     alignment,
+                    variant,
                 });
             }
             ProgramHeaderLayout {

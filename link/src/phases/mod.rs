@@ -10,6 +10,7 @@ pub(crate) mod image_verify;
 pub(crate) mod input_probe;
 pub(crate) mod layout;
 pub(crate) mod read_inputs;
+pub(crate) mod relax_thunks;
 pub(crate) mod relocate;
 pub(crate) mod resolve_symbols;
 pub(crate) mod select_comdat;
@@ -37,7 +38,8 @@ pub(crate) const fn builtin_for(phase: LinkPhase) -> Option<Builtin> {
     Some(match phase {
         LinkPhase::InputProbe => input_probe::run,
         LinkPhase::ReadInputs => read_inputs::run,
-        LinkPhase::LtoResolve | LinkPhase::LtoGenerate | LinkPhase::RelaxThunks => advance_only,
+        LinkPhase::LtoResolve | LinkPhase::LtoGenerate => advance_only,
+        LinkPhase::RelaxThunks => relax_thunks::run,
         LinkPhase::ResolveSymbols => resolve_symbols::run,
         LinkPhase::SelectComdat => select_comdat::run,
         LinkPhase::Gc => gc::run,
@@ -70,6 +72,7 @@ pub fn lay_out_and_relocate(
         LinkPhase::Gc,
         LinkPhase::Icf,
         LinkPhase::Synthesize,
+        LinkPhase::RelaxThunks,
         LinkPhase::Layout,
         LinkPhase::Relocate,
     ] {

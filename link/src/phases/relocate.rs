@@ -1,11 +1,17 @@
 //! `neverc.link.relocate`: copy every placed atom into its output section's bytes and patch each edge:
 //! absolute (`64`, `32`, `32S`), PC-relative (`PC32`, `PLT32`, `PC64`), GOT loads (`GOTPCREL`, and
-//! `GOTPCRELX`/`REX_GOTPCRELX` relaxed to direct addresses where the instruction allows). A value that
-//! does not fit its field is an error naming the input, the section, the offset and the symbol.
+//! `GOTPCRELX`/`REX_GOTPCRELX` relaxed to direct addresses where the instruction allows), and on AArch64
+//! the instruction fields (`ADR_PREL_PG_HI21`, `ADD_ABS_LO12_NC`, `LDSTn_ABS_LO12_NC`, `CALL26`, ...), every
+//! one by its declared kind, base and field. TLS sequences of other models are relaxed to local-exec, by
+//! per-architecture code (`x86_64_tls.rs`, `aarch64_tls.rs`). A value that does not fit its field is an error
+//! naming the input, the section, the offset and the symbol (a branch that does not reach went through a
+//! range-extension thunk, made by `relax_thunks`).
 
+use crate::aarch64::{self, UndefinedWeak};
+use crate::aarch64_tls;
 use crate::context::{Layout, LinkContext, OutputSection, PhaseError};
 use crate::eh_frame;
-use crate::graph::{AtomId, Definition, Edge, SymbolId, SymbolType, atom_flags};
+use crate::graph::{AtomId, Binding, Definition, Edge, Isa, SymbolId, SymbolType, atom_flags};
 use crate::image::SparseBytes;
 use crate::phases::LinkPhase;
 use crate::phases::layout::EH_FRAME_HDR;
@@ -51,9 +57,17 @@ pub(crate) fn symbol_address(context: &LinkContext, symbol: SymbolId) -> Option<
     }
 }
 
+/// Whether an edge refers to a weak symbol that nothing defines.
+fn is_undefined_weak(context: &LinkContext, edge: &Edge) -> bool {
+    edge.target_symbol.is_some_and(|symbol| {
+        let symbol = &context.graph.symbols[context.graph.resolved(symbol).index()];
+        symbol.definition == Definition::Undefined && symbol.binding == Binding::Weak
+    })
+}
+
 /// `S + A` of an edge: the target's address plus the addend (a reference into merged strings through a
 /// section symbol finds its string by the addend).
-fn target_value(context: &LinkContext, edge: &Edge) -> Option<i128> {
+pub(crate) fn target_value(context: &LinkContext, edge: &Edge) -> Option<i128> {
     let addend = i128::from(edge.addend);
     if let Some(symbol) = edge.target_symbol {
         let resolved = &context.graph.symbols[context.graph.resolved(symbol).index()];
@@ -242,19 +256,30 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
     };
     // The relaxed sequences hold the offset of S itself: their addend was the PC-relative bias.
     let tp_offset_of_symbol = || -> Result<i128, String> { Ok(tp_offset()? - i128::from(edge.addend)) };
-    let x86_64 = graph
-        .target_record()
-        .is_some_and(|target| target.elf.is_some_and(|elf| elf.machine == object::elf::EM_X86_64));
-    let relaxed_only_on_x86_64 = || -> Result<(), String> {
-        if x86_64 {
-            Ok(())
-        } else {
-            Err(format!(
-                "{}: relaxing this TLS model is not supported for this target yet",
-                what()
-            ))
-        }
+    let isa = graph.isa();
+    let unsupported = || {
+        format!(
+            "{}: relaxing this TLS model is not supported for this target yet",
+            what()
+        )
     };
+    // A static executable has no undefined symbols but weak ones, which are 0; on AArch64 a call of one
+    // becomes a `nop` and a PC-relative reference resolves to the place, as ld.bfd has it.
+    if isa == Some(Isa::Aarch64)
+        && is_undefined_weak(context, edge)
+        && let Some(weak) = aarch64::undefined_weak(record.kind, record.relative_to, place)
+    {
+        match weak {
+            UndefinedWeak::Nop => return aarch64::write_instruction(buffer, at, aarch64::NOP),
+            UndefinedWeak::Value(value) => {
+                let relative = match record.relative_to {
+                    RelocationBase::Page => (value & !0xfff) - (place & !0xfff),
+                    _ => value - place,
+                };
+                return patch(buffer, at, record, relative, &what);
+            }
+        }
+    }
     let total = match record.kind {
         RelocationKind::None => return Ok(()),
         RelocationKind::Symbol | RelocationKind::Branch => value()?,
@@ -278,27 +303,47 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
         // thread pointer: offsets within the block are offsets from it.
         RelocationKind::TlsLe | RelocationKind::TlsDtpOffset => tp_offset()?,
         RelocationKind::TlsIe => {
-            relaxed_only_on_x86_64()?;
-            relax_gottpoff_to_le(buffer, at)?;
-            return write_signed32(buffer, at, tp_offset_of_symbol()?, &what);
+            return match isa {
+                Some(Isa::X86_64) => {
+                    relax_gottpoff_to_le(buffer, at)?;
+                    write_signed32(buffer, at, tp_offset_of_symbol()?, &what)
+                }
+                // The addend of an AArch64 relocation is the variable's, not a PC bias.
+                Some(Isa::Aarch64) => aarch64_tls::relax_initial_exec_to_le(buffer, at, tp_offset()?)
+                    .map_err(|message| format!("{}: {message}", what())),
+                None => Err(unsupported()),
+            };
         }
         RelocationKind::TlsGd => {
-            relaxed_only_on_x86_64()?;
+            if isa != Some(Isa::X86_64) {
+                return Err(unsupported());
+            }
             let (_, field) = relax_tlsgd_to_le(buffer, at)?;
             return write_signed32(buffer, field, tp_offset_of_symbol()?, &what);
         }
         RelocationKind::TlsLd => {
-            relaxed_only_on_x86_64()?;
+            if isa != Some(Isa::X86_64) {
+                return Err(unsupported());
+            }
             return relax_tlsld_to_le(buffer, at).map(|_| ());
         }
         RelocationKind::TlsDesc => {
-            relaxed_only_on_x86_64()?;
-            relax_tlsdesc_to_le(buffer, at)?;
-            return write_signed32(buffer, at, tp_offset_of_symbol()?, &what);
+            return match isa {
+                Some(Isa::X86_64) => {
+                    relax_tlsdesc_to_le(buffer, at)?;
+                    write_signed32(buffer, at, tp_offset_of_symbol()?, &what)
+                }
+                Some(Isa::Aarch64) => aarch64_tls::relax_descriptor_to_le(buffer, at, tp_offset()?)
+                    .map_err(|message| format!("{}: {message}", what())),
+                None => Err(unsupported()),
+            };
         }
         RelocationKind::TlsDescCall => {
-            relaxed_only_on_x86_64()?;
-            return relax_tlsdesc_call_to_le(buffer, at);
+            return match isa {
+                Some(Isa::X86_64) => relax_tlsdesc_call_to_le(buffer, at),
+                Some(Isa::Aarch64) => aarch64_tls::relax_descriptor_call_to_le(buffer, at),
+                None => Err(unsupported()),
+            };
         }
         RelocationKind::TlsModule | RelocationKind::TlsDescriptor | RelocationKind::Irelative => {
             return Err(format!("{}: a dynamic relocation in a relocatable input", what()));
@@ -309,6 +354,7 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
         RelocationBase::Place => total - place,
         RelocationBase::Page => (total & !0xfff) - (place & !0xfff),
         RelocationBase::Got => total - got_address(context)?,
+        RelocationBase::GotPage => total - (got_address(context)? & !0xfff),
     };
     patch(buffer, at, record, relative, &what)
 }

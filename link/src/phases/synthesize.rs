@@ -5,7 +5,8 @@
 //! atom, filled by an absolute relocation.
 //!
 //! An indirect function (`STT_GNU_IFUNC`) that a live atom refers to gets, as ld.bfd makes them in a static
-//! executable, a 16-byte entry in `.plt` (`jmp *slot(%rip)`), a slot in `.got.plt`, and an `IRELATIVE`
+//! executable, a 16-byte entry in `.plt` (x86-64 `jmp *slot(%rip)`; AArch64 `adrp x16, slot; ldr x17,
+//! [x16, :lo12:slot]; add x16, x16, :lo12:slot; br x17`), a slot in `.got.plt`, and an `IRELATIVE`
 //! relocation in `.rela.plt` (slot, resolver) that the C library applies at start-up between
 //! `__rela_iplt_start` and `__rela_iplt_end`. Every reference to the function then means its PLT entry, so
 //! all of them agree on its address.
@@ -16,7 +17,8 @@ use neverc_tables::{RelocationBase, RelocationKind};
 
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{
-    Atom, AtomId, Edge, EdgeKind, ObjectFormat, Origin, RelocationType, SymbolId, SymbolType, Synthetic, SyntheticRole,
+    Atom, AtomId, Edge, EdgeKind, InstructionField, Isa, ObjectFormat, Origin, RelocationType, SymbolId, SymbolType,
+    Synthetic, SyntheticRole,
 };
 use crate::phases::LinkPhase;
 use crate::x86_64::{relaxation, uses_got};
@@ -26,8 +28,24 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     synthesize_got(context, phase)
 }
 
-/// The size of one PLT entry of an indirect function.
+/// The size of one PLT entry of an indirect function (every instruction set's [`PltEntry`] has it).
 pub(crate) const IPLT_ENTRY_SIZE: u64 = 16;
+
+/// The code of one PLT entry of an indirect function, for one instruction set, and the fields in it that
+/// address the entry's `.got.plt` slot.
+pub(crate) struct PltEntry {
+    pub(crate) code: &'static [u8; IPLT_ENTRY_SIZE as usize],
+    pub(crate) fields: &'static [PltField],
+}
+
+/// A field of a PLT entry: at `offset` in the entry, the slot's address plus `bias` relative to `base`,
+/// written as `field` says (a relocation the target declares for it is found by what it does).
+pub(crate) struct PltField {
+    pub(crate) offset: u64,
+    pub(crate) base: RelocationBase,
+    pub(crate) field: InstructionField,
+    pub(crate) bias: i64,
+}
 
 fn synthesize_iplt(context: &mut LinkContext, phase: u16) -> Result<(), PhaseError> {
     if context.iplt.is_some() {
@@ -55,10 +73,37 @@ fn synthesize_iplt(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErr
     if functions.is_empty() {
         return Ok(());
     }
-    // The target's relocations for the entries: the slot's 64-bit address, the jump's 32-bit displacement,
+    // The entry the target's instruction set jumps through, its relocated fields, the slot's 64-bit address
     // and the start-up relocation that fills the slot.
+    let template = match graph.isa() {
+        Some(Isa::Aarch64) => &crate::aarch64::IPLT_ENTRY,
+        Some(Isa::X86_64) => &crate::x86_64::IPLT_ENTRY,
+        None => {
+            return Err(PhaseError::new(
+                LinkPhase::Synthesize,
+                "indirect functions (STT_GNU_IFUNC) are not supported for this target",
+            ));
+        }
+    };
     let absolute = declared(graph, RelocationKind::Symbol, RelocationBase::Nothing, 64)?;
-    let relative = declared(graph, RelocationKind::Symbol, RelocationBase::Place, 32)?;
+    let fields = template
+        .fields
+        .iter()
+        .map(|field| {
+            graph
+                .declared_field(RelocationKind::Symbol, field.base, &field.field)
+                .map(|raw| (field, raw))
+                .ok_or_else(|| {
+                    PhaseError::new(
+                        LinkPhase::Synthesize,
+                        format!(
+                            "the target declares no `symbol` relocation relative to {:?} writing {:?}, which its PLT entries need",
+                            field.base, field.field
+                        ),
+                    )
+                })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let irelative = u64::from(declared(graph, RelocationKind::Irelative, RelocationBase::Nothing, 64)?);
     let origin = Origin {
         created_by_phase: Some(phase),
@@ -68,9 +113,7 @@ fn synthesize_iplt(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErr
     let mut plt = Vec::with_capacity((count * IPLT_ENTRY_SIZE) as usize);
     let mut rela = Vec::with_capacity((count * 24) as usize);
     for _ in 0..count {
-        // jmp *slot(%rip); an eight-byte and a two-byte nop fill the entry.
-        plt.extend_from_slice(&[0xff, 0x25, 0, 0, 0, 0]);
-        plt.extend_from_slice(&[0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0, 0x66, 0x90]);
+        plt.extend_from_slice(template.code);
         // r_offset (patched below), r_info = IRELATIVE with no symbol, r_addend (patched below).
         rela.extend_from_slice(&[0; 8]);
         rela.extend_from_slice(&irelative.to_le_bytes());
@@ -84,18 +127,18 @@ fn synthesize_iplt(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErr
     let plt_atom = new_atom(graph, IPLT, 16, plt);
     let slots_atom = new_atom(graph, IGOT, 8, vec![0u8; (count * 8) as usize]);
     let rela_atom = new_atom(graph, IRELA, 8, rela);
-    let edge = |source: AtomId, offset: u64, raw: u32, target: AtomId, addend: i64| Edge {
+    let absolute_edge = |source: AtomId, offset: u64, target: AtomId, addend: i64| Edge {
         kind: EdgeKind::Relocation,
         source,
         offset,
         relocation: RelocationType {
             format: ObjectFormat::Elf,
-            raw,
+            raw: absolute,
         },
-        width: if raw == absolute { 64 } else { 32 },
+        width: 64,
         addend,
-        pc_relative: raw != absolute,
-        signed: raw != absolute,
+        pc_relative: false,
+        signed: false,
         target_symbol: None,
         target_atom: Some(target),
         origin,
@@ -108,13 +151,30 @@ fn synthesize_iplt(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErr
         };
         let resolver_offset = i64::try_from(resolver_offset).unwrap_or(i64::MAX);
         let slot = i64::try_from(entry * 8).unwrap_or(i64::MAX);
+        // The entry reads the slot.
+        for (field, raw) in &fields {
+            graph.edges.push(Edge {
+                kind: EdgeKind::Relocation,
+                source: plt_atom,
+                offset: entry * IPLT_ENTRY_SIZE + field.offset,
+                relocation: RelocationType {
+                    format: ObjectFormat::Elf,
+                    raw: *raw,
+                },
+                width: field.field.size as u8,
+                addend: slot + field.bias,
+                pc_relative: field.base != RelocationBase::Nothing,
+                signed: field.base != RelocationBase::Nothing,
+                target_symbol: None,
+                target_atom: Some(slots_atom),
+                origin,
+            });
+        }
         graph.edges.extend([
-            // The jump reads the slot: slot - (field + 4).
-            edge(plt_atom, entry * IPLT_ENTRY_SIZE + 2, relative, slots_atom, slot - 4),
             // The slot holds the resolver until the C library runs it (as ld.bfd leaves it).
-            edge(slots_atom, entry * 8, absolute, resolver_atom, resolver_offset),
-            edge(rela_atom, entry * 24, absolute, slots_atom, slot),
-            edge(rela_atom, entry * 24 + 16, absolute, resolver_atom, resolver_offset),
+            absolute_edge(slots_atom, entry * 8, resolver_atom, resolver_offset),
+            absolute_edge(rela_atom, entry * 24, slots_atom, slot),
+            absolute_edge(rela_atom, entry * 24 + 16, resolver_atom, resolver_offset),
         ]);
         graph.synthetics.push(Synthetic {
             role: SyntheticRole::IpltEntry(*function),

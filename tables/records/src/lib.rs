@@ -362,14 +362,18 @@ pub enum RelocationBase {
     Page,
     /// The address of the global offset table.
     Got,
+    /// The page of the global offset table: `value - Page(GOT)`, pages of 4 KiB (AArch64
+    /// `LD64_GOTPAGE_LO15`, the offset of a GOT slot from the page an `adrp` of `_GLOBAL_OFFSET_TABLE_` reaches).
+    GotPage,
 }
 
 impl RelocationBase {
-    pub const ALL: [RelocationBase; 4] = [
+    pub const ALL: [RelocationBase; 5] = [
         RelocationBase::Nothing,
         RelocationBase::Place,
         RelocationBase::Page,
         RelocationBase::Got,
+        RelocationBase::GotPage,
     ];
 
     /// The base as target files spell it.
@@ -379,6 +383,7 @@ impl RelocationBase {
             RelocationBase::Place => "place",
             RelocationBase::Page => "page",
             RelocationBase::Got => "got",
+            RelocationBase::GotPage => "got_page",
         }
     }
 }

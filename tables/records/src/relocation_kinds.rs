@@ -186,7 +186,7 @@ impl RelocationKind {
             RelocationKind::GotEntry => {
                 matches!(
                     base, RelocationBase::Nothing | RelocationBase::Place |
-                    RelocationBase::Page | RelocationBase::Got
+                    RelocationBase::Page | RelocationBase::Got | RelocationBase::GotPage
                 )
             }
             RelocationKind::GotEntryRelaxable => matches!(base, RelocationBase::Place),

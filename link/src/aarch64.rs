@@ -1,0 +1,152 @@
+//! AArch64 specifics: the instructions the linker writes itself (the PLT entries of indirect functions) and
+//! what a static executable makes of references to undefined weak symbols. Which relocation writes which
+//! field is the target file's business: the fields here are found among its declarations by what they do
+//! (`LinkGraph::declared_field`), never by number.
+
+use neverc_tables::{BitRange, RelocationBase, RelocationKind};
+
+use crate::graph::InstructionField;
+use crate::phases::synthesize::{PltEntry, PltField};
+
+/// `nop`.
+pub(crate) const NOP: u32 = 0xd503_201f;
+
+/// The 21-bit page offset of `adrp` (immlo at bit 29, immhi at bit 5), in pages of 4 KiB.
+pub(crate) const ADRP_PAGE: InstructionField = InstructionField {
+    size: 32,
+    shift: 12,
+    bits: &[BitRange { lsb: 29, width: 2 }, BitRange { lsb: 5, width: 19 }],
+};
+
+/// The low 12 bits of an address in the immediate of `add` (bit 10).
+pub(crate) const ADD_LO12: InstructionField = InstructionField {
+    size: 32,
+    shift: 0,
+    bits: &[BitRange { lsb: 10, width: 12 }],
+};
+
+/// Bits 11:3 of an address in the scaled offset of a 64-bit `ldr` (bit 10).
+pub(crate) const LDST64_LO12: InstructionField = InstructionField {
+    size: 32,
+    shift: 3,
+    bits: &[BitRange { lsb: 10, width: 9 }],
+};
+
+/// Little-endian bytes of instructions, for templates.
+pub(crate) const fn code<const N: usize, const B: usize>(instructions: [u32; N]) -> [u8; B] {
+    let mut bytes = [0u8; B];
+    let mut index = 0;
+    while index < N {
+        let word = instructions[index].to_le_bytes();
+        bytes[index * 4] = word[0];
+        bytes[index * 4 + 1] = word[1];
+        bytes[index * 4 + 2] = word[2];
+        bytes[index * 4 + 3] = word[3];
+        index += 1;
+    }
+    bytes
+}
+
+/// The PLT entry of an indirect function, as ld.bfd writes them in a static executable:
+/// `adrp x16, slot; ldr x17, [x16, :lo12:slot]; add x16, x16, :lo12:slot; br x17`.
+const IPLT_CODE: [u8; 16] = code([0x9000_0010, 0xf940_0211, 0x9100_0210, 0xd61f_0220]);
+
+pub(crate) const IPLT_ENTRY: PltEntry = PltEntry {
+    code: &IPLT_CODE,
+    fields: &[
+        page_of_target(0),
+        low_12_bits_of_target(4, LDST64_LO12),
+        low_12_bits_of_target(8, ADD_LO12),
+    ],
+};
+
+/// The `adrp` at `offset` of linker-made code: the page of its target.
+pub(crate) const fn page_of_target(offset: u64) -> PltField {
+    PltField {
+        offset,
+        base: RelocationBase::Page,
+        field: ADRP_PAGE,
+        bias: 0,
+    }
+}
+
+/// The `add` or `ldr` at `offset` of linker-made code: the low 12 bits of its target, written as `field`.
+pub(crate) const fn low_12_bits_of_target(offset: u64, field: InstructionField) -> PltField {
+    PltField {
+        offset,
+        base: RelocationBase::Nothing,
+        field,
+        bias: 0,
+    }
+}
+
+/// What a relocation against an undefined weak symbol becomes in a static executable, as ld.bfd makes it:
+/// a call or jump (`bl`, `b`) becomes a `nop`, and a PC- or page-relative reference resolves to the place
+/// itself (an `adrp` of the place's own page); `None`: the symbol is 0 as everywhere else.
+pub(crate) fn undefined_weak(kind: RelocationKind, base: RelocationBase, place: i128) -> Option<UndefinedWeak> {
+    match (kind, base) {
+        (RelocationKind::Branch, _) => Some(UndefinedWeak::Nop),
+        (RelocationKind::Symbol, RelocationBase::Place | RelocationBase::Page) => Some(UndefinedWeak::Value(place)),
+        _ => None,
+    }
+}
+
+/// See [`undefined_weak`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum UndefinedWeak {
+    /// The instruction becomes a `nop`.
+    Nop,
+    /// `S + A` is this value.
+    Value(i128),
+}
+
+/// Replaces the 32-bit instruction at `at` by `instruction`.
+pub(crate) fn write_instruction(code: &mut [u8], at: usize, instruction: u32) -> Result<(), String> {
+    code.get_mut(at..at.saturating_add(4))
+        .filter(|place| place.len() == 4)
+        .ok_or_else(|| "an instruction lies past the end of its section".to_string())?
+        .copy_from_slice(&instruction.to_le_bytes());
+    Ok(())
+}
+
+/// The 32-bit instruction at `at`.
+pub(crate) fn read_instruction(code: &[u8], at: usize) -> Result<u32, String> {
+    code.get(at..at.saturating_add(4))
+        .and_then(|bytes| bytes.try_into().ok())
+        .map(u32::from_le_bytes)
+        .ok_or_else(|| "an instruction lies past the end of its section".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_plt_entry_is_ld_bfds() {
+        // adrp x16, 0; ldr x17, [x16]; add x16, x16, #0; br x17 (objdump of ld.bfd's .plt in a static glibc link).
+        assert_eq!(
+            IPLT_CODE,
+            [
+                0x10, 0x00, 0x00, 0x90, 0x11, 0x02, 0x40, 0xf9, 0x10, 0x02, 0x00, 0x91, 0x20, 0x02, 0x1f, 0xd6
+            ]
+        );
+    }
+
+    #[test]
+    fn undefined_weak_calls_become_nops_and_addresses_the_place() {
+        assert_eq!(
+            undefined_weak(RelocationKind::Branch, RelocationBase::Place, 8),
+            Some(UndefinedWeak::Nop)
+        );
+        assert_eq!(
+            undefined_weak(RelocationKind::Symbol, RelocationBase::Page, 0x40_1234),
+            Some(UndefinedWeak::Value(0x40_1234))
+        );
+        assert_eq!(undefined_weak(RelocationKind::Symbol, RelocationBase::Nothing, 8), None);
+        let mut code = [0u8; 6];
+        write_instruction(&mut code, 0, NOP).unwrap();
+        assert_eq!(read_instruction(&code, 0).unwrap(), NOP);
+        assert!(write_instruction(&mut code, 4, NOP).is_err());
+        assert!(read_instruction(&code, usize::MAX).is_err());
+    }
+}

@@ -1,0 +1,314 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+//! AArch64 static executables: objects built by gcc-aarch64-linux-gnu — freestanding, against musl's aarch64
+//! `libc.a` and against glibc's — linked by `neverc-spec link` (and through the `ld` driver) from the inputs the
+//! compiler driver hands to ld.bfd, run under `qemu-aarch64`. Each must print what ld.bfd's build prints and
+//! exit as it does, with and without `--gc-sections`. The oracles are aarch64-linux-gnu-ld (ld.bfd) and the
+//! programs themselves: `relocs.s` checks every instruction relocation against what the compiler computes,
+//! `far_*.s` calls across 200 MiB (range-extension thunks), the C library programs use every TLS model a
+//! static executable relaxes and IFUNC, and a C++ program throws across three units.
+//!
+//! The fixtures (`tests/fixtures/aarch64/build.sh`) are built once per run of this test binary.
+
+use std::collections::BTreeSet;
+use std::os::unix::fs::{MetadataExt, symlink};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use neverc_test_support::{
+    LinkCases, elf_section, program_header_rows, program_headers, read_text, repo, run_script, scratch, text,
+};
+
+const BIN: &str = env!("CARGO_BIN_EXE_neverc-spec");
+
+static FIXTURES: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+
+/// The built fixtures (on first use).
+fn fixtures() -> &'static Path {
+    let built = FIXTURES.get_or_init(|| {
+        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("aarch64-programs");
+        run_script(&repo().join("tests/fixtures/aarch64/build.sh"), &out).map(|()| out)
+    });
+    match built {
+        Ok(path) => path,
+        Err(message) => panic!(
+            "building the AArch64 fixtures failed (gcc-aarch64-linux-gnu, qemu-user and musl-dev:arm64 are needed; \
+             scripts/test.sh installs them): {message}"
+        ),
+    }
+}
+
+/// The cases, linked by neverc-spec.
+fn cases() -> LinkCases<'static> {
+    LinkCases {
+        dir: fixtures(),
+        linker: BIN,
+    }
+}
+
+/// The lines of a case's file.
+fn lines(case: &Path, file: &str) -> Vec<String> {
+    LinkCases::lines(case, file)
+}
+
+/// Links `case` (its inputs and link flags) with `extra` options into `output`; the link's stderr when it fails.
+fn link(case: &Path, output: &Path, extra: &[&str]) -> Result<(), String> {
+    cases().link(case, output, extra)
+}
+
+/// Runs an AArch64 `program` under qemu-aarch64 in its directory: (stdout, exit status).
+fn run(program: &Path) -> (String, i32) {
+    let result = Command::new("qemu-aarch64")
+        .arg(program)
+        .current_dir(program.parent().unwrap())
+        .output()
+        .expect("qemu-aarch64 runs (Debian: qemu-user)");
+    (text(&result.stdout), result.status.code().unwrap_or(-1))
+}
+
+/// What ld.bfd's build of `case` printed and its exit status.
+fn expected(case: &Path) -> (String, i32) {
+    LinkCases::expected(case)
+}
+
+/// Every case with `prefix`, linked with and without `--gc-sections`, runs like its ld.bfd build.
+fn check_cases(prefix: &str) {
+    cases().check(prefix, run, |_, _, _, _| None);
+}
+
+#[test]
+fn freestanding_programs_and_every_instruction_relocation_run_like_their_ld_bfd_builds() {
+    check_cases("free-c");
+    check_cases("free-relocs");
+    // relocs.s checks each relocation itself: all of them passed.
+    let (stdout, status) = expected(&fixtures().join("free-relocs"));
+    assert_eq!(status, 0, "{stdout}");
+    assert!(!stdout.contains("FAIL") && stdout.lines().count() > 20, "{stdout}");
+}
+
+#[test]
+fn c_programs_against_musl_run_under_qemu_like_their_ld_bfd_builds() {
+    check_cases("musl-");
+}
+
+#[test]
+fn c_programs_against_glibc_with_tls_and_ifunc_run_under_qemu_like_their_ld_bfd_builds() {
+    check_cases("glibc-");
+}
+
+#[test]
+fn a_cxx_program_with_exceptions_rtti_and_thread_local_runs_like_its_ld_bfd_build() {
+    check_cases("cxx-glibc");
+    // Exceptions found their handlers through the search table (the case links with --eh-frame-hdr).
+    let case = fixtures().join("cxx-glibc-sections-hdr");
+    let output = case.join("neverc.elf");
+    let kinds: Vec<String> = program_headers(&output)
+        .into_iter()
+        .map(|fields| fields[0].clone())
+        .collect();
+    assert!(kinds.iter().any(|kind| kind == "GNU_EH_FRAME"), "{kinds:?}");
+    let theirs = program_header_rows(&read_text(&case.join("ref.segments")));
+    assert!(theirs.iter().any(|fields| fields[0] == "GNU_EH_FRAME"));
+}
+
+/// The 32-bit instruction words of `image`'s section `wanted`, and its address.
+fn section_words(image: &[u8], wanted: &str) -> (u64, Vec<u32>) {
+    let (address, bytes) = elf_section(image, wanted);
+    let words = bytes
+        .chunks_exact(4)
+        .map(|word| u32::from_le_bytes(word.try_into().unwrap()))
+        .collect();
+    (address, words)
+}
+
+/// Where the `b`/`bl` at `index` of `words` (at `address`) goes.
+fn branch_target(address: u64, words: &[u32], index: usize) -> u64 {
+    let word = words[index];
+    assert!(matches!(word >> 26, 0b100101 | 0b000101), "{word:#010x} is no b/bl");
+    let offset = (((word & 0x03ff_ffff) << 6) as i32 >> 4) as i64;
+    (address as i64 + index as i64 * 4 + offset) as u64
+}
+
+#[test]
+fn calls_beyond_128_mib_go_through_range_extension_thunks_near_their_callers() {
+    check_cases("free-far");
+    let case = fixtures().join("free-far");
+    let output = case.join("neverc.elf");
+    let image = std::fs::read(&output).unwrap();
+    let (address, words) = section_words(&image, ".text");
+    // The 200 MiB between caller and callee are a hole: neither allocated in memory nor written to the file.
+    assert!(words.len() * 4 > 200 << 20);
+    assert!(std::fs::metadata(&output).unwrap().blocks() * 512 < 1 << 20);
+    // adrp x16, target; add x16, x16, :lo12:target; br x16 — one per target (far_function, far_tail, and
+    // back_helper called from 200 MiB further on).
+    let veneers: Vec<usize> = (0..words.len() - 2)
+        .filter(|index| {
+            words[*index] & 0x9f00_001f == 0x9000_0010
+                && words[index + 1] & 0xffc0_03ff == 0x9100_0210
+                && words[index + 2] == 0xd61f_0200
+        })
+        .collect();
+    assert_eq!(veneers.len(), 3, "{veneers:?}");
+    // _start's first call (`bl far_function`, the second instruction) goes to a veneer within reach.
+    let call = branch_target(address, &words, 1);
+    let veneer_addresses: Vec<u64> = veneers.iter().map(|index| address + *index as u64 * 4).collect();
+    assert!(veneer_addresses.contains(&call), "{call:#x} {veneer_addresses:x?}");
+    assert!(call - address < 1 << 20);
+}
+
+#[test]
+fn segments_are_aligned_to_the_targets_64_kib_pages_as_ld_bfd_aligns_them_unless_told_otherwise() {
+    let case = fixtures().join("glibc-tls-le");
+    let output = case.join("segments.elf");
+    link(&case, &output, &[]).unwrap();
+    let ours = program_headers(&output);
+    let theirs = program_header_rows(&read_text(&case.join("ref.segments")));
+    let aligns = |headers: &[Vec<String>]| -> BTreeSet<String> {
+        headers
+            .iter()
+            .filter(|fields| fields[0] == "LOAD")
+            .filter_map(|fields| fields.last().cloned())
+            .collect()
+    };
+    assert_eq!(aligns(&theirs), BTreeSet::from(["0x10000".to_string()]));
+    assert_eq!(aligns(&ours), aligns(&theirs), "{ours:?}");
+    for fields in ours.iter().filter(|fields| fields[0] == "LOAD") {
+        let offset = u64::from_str_radix(fields[1].trim_start_matches("0x"), 16).unwrap();
+        let address = u64::from_str_radix(fields[2].trim_start_matches("0x"), 16).unwrap();
+        assert_eq!(offset % 0x10000, address % 0x10000, "{fields:?}");
+    }
+    // The TLS template as ld.bfd's: .tdata's file size, the block's size and alignment (the last field).
+    let tls = |headers: &[Vec<String>]| {
+        let fields = headers.iter().find(|fields| fields[0] == "TLS").unwrap().clone();
+        (fields[4].clone(), fields[5].clone(), fields.last().cloned())
+    };
+    assert_eq!(tls(&ours), tls(&theirs));
+    // `-z max-page-size` still decides when given (the `ld` driver), and the program still runs.
+    let small = case.join("small-pages.elf");
+    let mut command = Command::new(BIN);
+    command
+        .args(["ld", "-static", "-z", "max-page-size=0x1000", "-o"])
+        .arg(&small);
+    let result = command.args(lines(&case, "inputs.txt")).output().unwrap();
+    assert!(result.status.success(), "{}", text(&result.stderr));
+    let small_headers = program_headers(&small);
+    assert_eq!(aligns(&small_headers), BTreeSet::from(["0x1000".to_string()]));
+    assert_eq!(run(&small), expected(&case));
+}
+
+/// The relocation names `readelf -r` lists for `object`.
+fn relocation_names(object: &Path) -> BTreeSet<String> {
+    let listing = Command::new("readelf").arg("-rW").arg(object).output().unwrap();
+    text(&listing.stdout)
+        .lines()
+        .filter_map(|line| line.split_whitespace().nth(2))
+        .filter(|name| name.starts_with("R_AARCH64_"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Declared relocations no fixture object uses, and why.
+const NOT_IN_FIXTURE_OBJECTS: &[(&str, &str)] = &[
+    ("R_AARCH64_NONE", "patches nothing"),
+    ("R_AARCH64_NULL", "patches nothing (the withdrawn encoding of NONE)"),
+    (
+        "R_AARCH64_IRELATIVE",
+        "dynamic: only the linker's own .rela.plt holds it (glibc-ifunc runs it)",
+    ),
+];
+
+#[test]
+fn every_declared_aarch64_relocation_is_used_by_a_fixture_that_runs() {
+    let declaration =
+        neverc_schema::parse_target("aarch64.toml", &read_text(&repo().join("targets/aarch64.toml"))).unwrap();
+    let declared: BTreeSet<String> = declaration
+        .relocations
+        .iter()
+        .map(|relocation| relocation.name.clone())
+        .collect();
+    let mut used = BTreeSet::new();
+    for name in read_text(&fixtures().join("cases.txt")).lines() {
+        for entry in std::fs::read_dir(fixtures().join(name)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|extension| extension == "o") {
+                used.extend(relocation_names(&path));
+            }
+        }
+    }
+    // Every relocation the objects use is declared (the reader refuses any other), and every declared one is
+    // used by a program whose run is checked, but those that cannot appear in a relocatable input.
+    assert!(
+        used.is_subset(&declared),
+        "undeclared: {:?}",
+        used.difference(&declared)
+    );
+    let excused: BTreeSet<String> = NOT_IN_FIXTURE_OBJECTS
+        .iter()
+        .map(|(name, _)| name.to_string())
+        .collect();
+    let missing: Vec<&String> = declared
+        .iter()
+        .filter(|name| !used.contains(*name) && !excused.contains(*name))
+        .collect();
+    assert!(missing.is_empty(), "declared but used by no fixture: {missing:?}");
+    assert!(
+        excused
+            .iter()
+            .all(|name| declared.contains(name) && !used.contains(name))
+    );
+}
+
+#[test]
+fn aarch64_musl_gcc_links_a_tls_program_through_the_ld_driver_and_it_runs() {
+    let dir = scratch!("aarch64-driver");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    symlink(BIN, bin.join("ld")).unwrap();
+    let source = repo().join("tests/fixtures/libc/tls.c");
+    let program = dir.join("tls");
+    let specs = "/usr/lib/aarch64-linux-musl/musl-gcc.specs";
+    let result: Output = Command::new("aarch64-linux-gnu-gcc")
+        .args(["-specs", specs, "-static", "-O2", "-B"])
+        .arg(&bin)
+        .arg(&source)
+        .arg("-o")
+        .arg(&program)
+        .output()
+        .unwrap();
+    assert!(result.status.success(), "{}", text(&result.stderr));
+    assert!(
+        text(&result.stderr).contains("neverc-spec ld"),
+        "the driver did not run"
+    );
+    assert_eq!(run(&program), expected(&fixtures().join("musl-tls-le")));
+}
+
+#[test]
+fn an_x86_64_object_among_aarch64_objects_is_refused_naming_it_and_nothing_is_written() {
+    let dir = scratch!("aarch64-mixed");
+    let source = dir.join("x86.c");
+    std::fs::write(&source, "int x86_function(void) { return 1; }\n").unwrap();
+    let object = dir.join("x86.o");
+    let compiled = Command::new("gcc")
+        .arg("-c")
+        .arg(&source)
+        .arg("-o")
+        .arg(&object)
+        .output()
+        .unwrap();
+    assert!(compiled.status.success());
+    let case = fixtures().join("free-c");
+    let output = dir.join("mixed.elf");
+    let result = Command::new(BIN)
+        .args(["link", "-static", "-o"])
+        .arg(&output)
+        .args(lines(&case, "inputs.txt"))
+        .arg(&object)
+        .output()
+        .unwrap();
+    assert!(!result.status.success());
+    let stderr = text(&result.stderr);
+    assert!(stderr.contains("x86.o"), "{stderr}");
+    assert!(!output.exists());
+}
