@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# Link time and peak RSS of ld.bfd, ld.lld, mold and neverc-spec (release build) on identical inputs and flags: the
+# real-world program that runs the sqlite3, Lua 5.4, zstd and zlib workloads (tests/fixtures/realworld, the same
+# objects and archives tests/real_programs.rs checks), statically linked
+#   (a) against musl, (b) against glibc, (c) -ffunction-sections objects with --gc-sections, against glibc and musl.
+# The linkers are run directly, not through the compiler driver: each case's command line is what `gcc -static`
+# (`musl-gcc -static`) passes to ld, recorded once by an `ld` wrapper found through `-B`, then replayed with every
+# linker with only the output path changed. Two kinds of option are dropped for every linker alike: gcc's
+# `-plugin`/`-plugin-opt=` (no object uses LTO; lld and mold would reject or try the plugin's options) and
+# `-dynamic-linker` (Debian's musl-gcc passes it with -static; ld.bfd ignores it for a static output, lld and
+# mold would write an interpreter the program does not have). Every linker's output is run once first and must do
+# what the ld.bfd build does, so no linker is timed on a link it gets wrong.
+#
+# Usage (from anywhere): bash bench/link.sh [RUNS]     (default RUNS=20)
+# Needs hyperfine, mold, lld, GNU time (/usr/bin/time), python3, and what the fixtures need (cargo, gcc,
+# musl-tools, binutils). Results: target/bench/link/ (hyperfine JSON per case, summary.md, trace-phases.txt).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+runs="${1:-20}"
+target="${CARGO_TARGET_DIR:-$root/target}"
+for tool in hyperfine mold ld.lld ld.bfd python3 /usr/bin/time; do
+    command -v "$tool" >/dev/null || {
+        echo "bench/link.sh needs $tool (Debian: hyperfine mold lld binutils python3 time)" >&2
+        exit 1
+    }
+done
+
+cargo build --release --locked --bin neverc-spec
+neverc="$target/release/neverc-spec"
+# The fixtures the tests build (kept when unchanged), in the same place as theirs.
+fixtures="$target/tmp/realworld"
+bash tests/fixtures/realworld/build.sh "$fixtures"
+out="$target/bench/link"
+rm -rf "$out"
+mkdir -p "$out/record"
+
+# An `ld` that records its command line (NUL-separated) and lets ld.bfd do the link.
+cat >"$out/record/ld" <<'EOF'
+#!/bin/sh
+printf '%s\0' "$@" >"$LD_RECORD"
+exec ld.bfd "$@"
+EOF
+chmod +x "$out/record/ld"
+
+cases=(a-musl:all-musl-plain b-glibc:all-glibc-plain c-glibc-gc:all-glibc-sections-gc c-musl-gc:all-musl-sections-gc)
+linkers=(ld.bfd ld.lld mold neverc-spec)
+
+# linker_command LINKER: the command that runs LINKER as ld.
+linker_command() {
+    case $1 in
+        ld.bfd) echo "ld.bfd" ;;
+        ld.lld) echo "ld.lld" ;;
+        mold) echo "mold" ;;
+        neverc-spec) echo "$neverc ld" ;;
+    esac
+}
+
+echo "== machine"
+echo "nproc: $(nproc)"
+echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+echo "versions: $(ld.bfd --version | head -n1); $(ld.lld --version); $(mold --version); $("$neverc" --version 2>/dev/null || echo neverc-spec)"
+echo "git: $(git rev-parse --short HEAD)"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+for entry in "${cases[@]}"; do
+    label=${entry%%:*} name=${entry#*:}
+    case_dir="$fixtures/$name"
+    work="$out/$label"
+    mkdir -p "$work"
+    # Record the driver's ld command line.
+    mapfile -t driver_args <"$case_dir/link.args"
+    (cd "$case_dir" && LD_RECORD="$work/recorded.args" "$(cat driver)" -B "$out/record" "${driver_args[@]}" \
+        -o "$work/recorded.elf" 2>/dev/null)
+    # The replayed arguments, one a line: without the plugin, -dynamic-linker, and -o with its operand.
+    python3 - "$work/recorded.args" >"$work/ld.args" <<'PY'
+import sys
+args = open(sys.argv[1], "rb").read().decode().split("\0")[:-1]
+kept, skip = [], False
+for arg in args:
+    if skip:
+        skip = False
+        continue
+    if arg in ("-plugin", "-dynamic-linker", "-o"):
+        skip = True
+        continue
+    if arg.startswith("-plugin-opt=") or arg.startswith("--dynamic-linker="):
+        continue
+    kept.append(arg)
+for arg in kept:
+    assert "\n" not in arg and " " not in arg, arg
+    print(arg)
+PY
+    mapfile -t ld_args <"$work/ld.args"
+    printf '%s\n' "${ld_args[@]}" >"$work/ld.args"
+    echo "== $label ($name): $(wc -l <"$work/ld.args") arguments: ${ld_args[*]}" | cut -c1-400
+
+    # Every linker's output must run the workloads as the ld.bfd build through the driver does.
+    mapfile -t run_args <"$case_dir/run.args"
+    commands=()
+    for linker in "${linkers[@]}"; do
+        output="$work/$linker.elf"
+        read -r -a command <<<"$(linker_command "$linker")"
+        "${command[@]}" "${ld_args[@]}" -o "$output" 2>"$work/$linker.stderr" || {
+            echo "$linker failed on $label:" >&2
+            cat "$work/$linker.stderr" >&2
+            exit 1
+        }
+        status=0
+        (cd "$case_dir" && "$output" "${run_args[@]}" >"$work/$linker.stdout" 2>/dev/null) || status=$?
+        if [[ $status != "$(cat "$case_dir/expected.status")" ]] || ! cmp -s "$work/$linker.stdout" "$case_dir/expected.stdout"; then
+            echo "$linker's output on $label does not run as the ld.bfd build does (exit $status)" >&2
+            exit 1
+        fi
+        # The command line hyperfine runs (no shell: -N), quoted for it.
+        commands+=(--command-name "$linker" "$(printf '%q ' "${command[@]}" "${ld_args[@]}" -o "$output")")
+    done
+    echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+    hyperfine -N --warmup 3 --runs "$runs" --export-json "$work/hyperfine.json" "${commands[@]}" >"$work/hyperfine.txt"
+    echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$work/load.txt"
+    # Peak RSS: the median of 5 runs of each linker under GNU time. mold forks and its parent returns when the
+    # output is written, so GNU time would measure the parent only: --no-fork here (not for the timings).
+    for linker in "${linkers[@]}"; do
+        read -r -a command <<<"$(linker_command "$linker")"
+        [[ $linker == mold ]] && command+=(--no-fork)
+        for _ in 1 2 3 4 5; do
+            /usr/bin/time -f '%M' -o "$work/rss.tmp" "${command[@]}" "${ld_args[@]}" -o "$work/$linker.elf" 2>/dev/null
+            cat "$work/rss.tmp"
+        done | sort -n | sed -n 3p >"$work/$linker.rss"
+    done
+    ls -l "$work"/*.elf | awk '{print $5, $NF}' >"$work/sizes.txt"
+done
+
+# Where neverc-spec's time goes on the biggest link: --trace-phases, 11 runs, the median of each phase.
+biggest="$out/b-glibc"
+mapfile -t ld_args <"$biggest/ld.args"
+for run in $(seq 1 11); do
+    "$neverc" ld --trace-phases "${ld_args[@]}" -o "$biggest/traced.elf" >"$out/trace-phases-$run.txt" 2>&1
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+python3 - "$out" "${cases[@]}" <<'PY' | tee "$out/summary.md"
+import json, pathlib, sys
+
+out = pathlib.Path(sys.argv[1])
+linkers = ["ld.bfd", "ld.lld", "mold", "neverc-spec"]
+print("| case | output | " + " | ".join(f"{l} median (RSS)" for l in linkers)
+      + " | neverc-spec vs ld.bfd | vs ld.lld | vs mold |")
+print("| --- | --- | " + " | ".join("---" for _ in linkers) + " | --- | --- | --- |")
+for entry in sys.argv[2:]:
+    label, name = entry.split(":")
+    work = out / label
+    results = {r["command"]: r for r in json.loads((work / "hyperfine.json").read_text())["results"]}
+    median = {l: results[l]["median"] * 1000 for l in linkers}
+    rss = {l: int((work / f"{l}.rss").read_text()) / 1024 for l in linkers}
+    size = (work / "neverc-spec.elf").stat().st_size / 1e6
+    cells = [f"{median[l]:.1f} ms ({rss[l]:.0f} MiB)" for l in linkers]
+    ours = median["neverc-spec"]
+    ratios = [f"{ours / median[l]:.2f}×" for l in ["ld.bfd", "ld.lld", "mold"]]
+    print(f"| {label} `{name}` | {size:.2f} MB | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
+
+# CPU time (user + system, mean per link): less sensitive than wall time to other work on the machine, and it
+# counts every thread of lld. Not mold's: its work is done in a forked child that hyperfine does not reap.
+cpu_linkers = ["ld.bfd", "ld.lld", "neverc-spec"]
+print()
+print("| case | " + " | ".join(f"{l} CPU" for l in cpu_linkers) + " | neverc-spec vs ld.bfd | vs ld.lld |")
+print("| --- | " + " | ".join("---" for _ in cpu_linkers) + " | --- | --- |")
+for entry in sys.argv[2:]:
+    label, name = entry.split(":")
+    results = {r["command"]: r for r in json.loads((out / label / "hyperfine.json").read_text())["results"]}
+    cpu = {l: (results[l]["user"] + results[l]["system"]) * 1000 for l in cpu_linkers}
+    ratios = [f"{cpu['neverc-spec'] / cpu[l]:.2f}×" for l in ["ld.bfd", "ld.lld"]]
+    print(f"| {label} | " + " | ".join(f"{cpu[l]:.1f} ms" for l in cpu_linkers) + " | " + " | ".join(ratios) + " |")
+
+# The phases of the biggest link: the median of each over the traced runs.
+phases = {}
+for trace in sorted(out.glob("trace-phases-*.txt")):
+    for line in trace.read_text().splitlines():
+        fields = line.split()
+        if len(fields) >= 3 and fields[-1] == "ms" and fields[0].startswith("neverc.link."):
+            phases.setdefault(fields[0], []).append(float(fields[-2]))
+def median(values):
+    values = sorted(values)
+    return values[len(values) // 2]
+total = median(phases.pop("neverc.link.full", [0.0])) + sum(
+    median(phases[p]) for p in phases if p in ("neverc.link.image_verify", "neverc.link.side_outputs_verify",
+                                              "neverc.link.commit", "neverc.link.post_emit", "neverc.link.after_commit"))
+print()
+print(f"phases of b-glibc, median of {len(list(out.glob('trace-phases-*.txt')))} runs with --trace-phases:")
+print()
+print("| phase | median | share |")
+print("| --- | --- | --- |")
+for phase, values in sorted(phases.items(), key=lambda item: -median(item[1])):
+    if median(values) >= 0.05:
+        print(f"| `{phase.removeprefix('neverc.link.')}` | {median(values):.2f} ms | {100 * median(values) / total:.0f} % |")
+print(f"| all phases | {total:.2f} ms | |")
+PY
+echo "(hyperfine output: $out/*/hyperfine.txt; phases: $out/trace-phases-*.txt)"

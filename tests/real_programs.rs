@@ -1,0 +1,186 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+//! Real-world programs: sqlite3 (the amalgamation of the `libsqlite3-sys` crate), Lua 5.4 (`lua-src`), zstd
+//! (`zstd-sys`) and zlib (`libz-sys`), fetched by cargo and compiled with gcc -O2, with and without
+//! `-ffunction-sections -fdata-sections`, each driven by a workload (SQL queries, a Lua script, compression round
+//! trips), plus one program running all four. Each is linked statically against musl (`musl-gcc -static -B DIR`)
+//! and against glibc (`gcc -static -B DIR`), DIR holding `ld`, a symbolic link to neverc-spec, with and without
+//! `-Wl,--gc-sections` for the `-ffunction-sections` builds. The oracle is the ld.bfd build of the same objects
+//! through the same driver: what our build writes to stdout and stderr and its exit status must be its.
+//!
+//! The fixtures (`tests/fixtures/realworld/build.sh`: sources fetched, libraries compiled once per libc and flag
+//! set, the ld.bfd builds and what they do) are built once per run of this test binary.
+
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use neverc_test_support::{read_text, repo, run_script, text};
+
+const BIN: &str = env!("CARGO_BIN_EXE_neverc-spec");
+
+/// The built fixtures (on first use).
+fn fixtures() -> &'static Path {
+    static FIXTURES: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let built = FIXTURES.get_or_init(|| {
+        let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("realworld");
+        run_script(&repo().join("tests/fixtures/realworld/build.sh"), &out).map(|()| out)
+    });
+    match built {
+        Ok(path) => path,
+        Err(message) => panic!(
+            "building the real-world fixtures failed (cargo with access to crates.io, gcc, musl-tools and \
+             binutils are needed): {message}"
+        ),
+    }
+}
+
+/// The directory holding `ld`, a symbolic link to neverc-spec: what the drivers' `-B` points at.
+fn ld_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("realworld-bin");
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        symlink(BIN, dir.join("ld")).unwrap();
+        dir
+    })
+}
+
+/// The lines of a file in a case directory.
+fn lines(case: &Path, file: &str) -> Vec<String> {
+    read_text(&case.join(file)).lines().map(str::to_string).collect()
+}
+
+/// Links `case` through its compiler driver with neverc-spec as `ld` into `output` (a name in the case
+/// directory); the link's stderr when it fails.
+fn link(case: &Path, output: &str) -> Result<(), String> {
+    let driver = read_text(&case.join("driver"));
+    let result = Command::new(driver.trim())
+        .arg("-B")
+        .arg(ld_dir())
+        .args(lines(case, "link.args"))
+        .args(["-o", output])
+        .current_dir(case)
+        .output()
+        .unwrap_or_else(|error| panic!("cannot run {}: {error}", driver.trim()));
+    let stderr = text(&result.stderr);
+    if !result.status.success() {
+        return Err(stderr);
+    }
+    // Only neverc-spec's driver prints this note (the drivers pass gcc's LTO plugin): no other ld ran.
+    if !stderr.contains("note: neverc-spec ld: ignoring -plugin") {
+        return Err(format!("neverc-spec did not run as ld:\n{stderr}"));
+    }
+    Ok(())
+}
+
+/// What a program in `case` does with the case's arguments: (stdout, stderr, exit status).
+fn run(case: &Path, program: &str) -> (String, String, Option<i32>) {
+    let result = Command::new(case.join(program))
+        .args(lines(case, "run.args"))
+        .current_dir(case)
+        .output()
+        .unwrap_or_else(|error| panic!("cannot run {program} in {}: {error}", case.display()));
+    (text(&result.stdout), text(&result.stderr), result.status.code())
+}
+
+/// Every case of `program` (every libc, flag set, with and without --gc-sections) linked by neverc-spec runs
+/// as its ld.bfd build does.
+fn check_program(program: &str) {
+    let prefix = format!("{program}-");
+    let cases: Vec<String> = read_text(&fixtures().join("cases.txt"))
+        .lines()
+        .filter(|name| name.starts_with(&prefix))
+        .map(str::to_string)
+        .collect();
+    // musl and glibc, plain and -ffunction-sections, the latter with and without --gc-sections.
+    assert_eq!(cases.len(), 6, "the cases of {program}: {cases:?}");
+    let mut failures = Vec::new();
+    for name in &cases {
+        let case = fixtures().join(name);
+        let expected = (
+            read_text(&case.join("expected.stdout")),
+            read_text(&case.join("expected.stderr")),
+            Some(read_text(&case.join("expected.status")).trim().parse().unwrap()),
+        );
+        // The workload ran: the reference printed its results.
+        assert!(
+            expected.0.lines().count() > 10,
+            "{name}: ld.bfd's build wrote:\n{}",
+            expected.0
+        );
+        if let Err(stderr) = link(&case, "neverc.elf") {
+            failures.push(format!("{name}: the link failed:\n{stderr}"));
+            continue;
+        }
+        let ours = run(&case, "neverc.elf");
+        if ours != expected {
+            failures.push(format!(
+                "{name}: exit {:?} (ld.bfd's build: {:?})\n--- our stdout\n{}--- ld.bfd's\n{}--- our stderr\n{}--- ld.bfd's\n{}",
+                ours.2, expected.2, ours.0, expected.0, ours.1, expected.1
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn sqlite_runs_its_sql_workload_like_its_ld_bfd_builds() {
+    check_program("sqlite");
+}
+
+#[test]
+fn lua_runs_its_script_like_its_ld_bfd_builds() {
+    check_program("lua");
+}
+
+#[test]
+fn zstd_round_trips_like_its_ld_bfd_builds() {
+    check_program("zstd");
+}
+
+#[test]
+fn zlib_round_trips_like_its_ld_bfd_builds() {
+    check_program("zlib");
+}
+
+#[test]
+fn the_four_workloads_in_one_program_run_like_their_ld_bfd_builds() {
+    check_program("all");
+}
+
+/// The SHA-256 of a file, by `sha256sum`.
+fn sha256(path: &Path) -> String {
+    let output = Command::new("sha256sum").arg(path).output().expect("sha256sum runs");
+    assert!(output.status.success(), "sha256sum {}", path.display());
+    text(&output.stdout).split_whitespace().next().unwrap().to_string()
+}
+
+/// Linking the same inputs twice gives the same bytes: the glibc sqlite program, and the program of all four
+/// workloads with --gc-sections.
+#[test]
+fn linking_twice_gives_byte_identical_programs() {
+    for name in ["sqlite-glibc-plain", "all-glibc-sections-gc"] {
+        let case = fixtures().join(name);
+        for output in ["twice-1.elf", "twice-2.elf"] {
+            link(&case, output).unwrap_or_else(|stderr| panic!("{name}: the link failed:\n{stderr}"));
+        }
+        let (first, second) = (case.join("twice-1.elf"), case.join("twice-2.elf"));
+        let (first_bytes, second_bytes) = (fs::read(&first).unwrap(), fs::read(&second).unwrap());
+        assert!(first_bytes.len() > 100_000, "{name}: {} bytes", first_bytes.len());
+        if let Some(at) = first_bytes.iter().zip(&second_bytes).position(|(a, b)| a != b) {
+            panic!("{name}: the two links differ from byte {at} on");
+        }
+        assert_eq!(
+            first_bytes.len(),
+            second_bytes.len(),
+            "{name}: the two links differ in size"
+        );
+        let (hash, again) = (sha256(&first), sha256(&second));
+        assert_eq!(hash, again);
+        println!("{name}: sha256 {hash} ({} bytes), twice", first_bytes.len());
+    }
+}
