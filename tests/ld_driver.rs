@@ -337,6 +337,33 @@ fn a_gnu_warning_section_warns_where_its_symbol_is_used() {
         "{stderr}"
     );
     assert!(stderr.contains(".o:.text"), "{stderr}");
+    // A warning section the compiler made allocated is still only a message: it is not in the image.
+    fs::write(
+        out.join("lib.c"),
+        "int old_api(void) { return 42; }\n\
+         static const char w[] __attribute__((used, section(\".gnu.warning.old_api\"))) = \"old_api is obsolete\";\n",
+    )
+    .unwrap();
+    fs::write(
+        out.join("main.c"),
+        "int old_api(void);\nint main(void) { return old_api(); }\n",
+    )
+    .unwrap();
+    succeeded(&run("gcc", out, &["-O2", "-c", "lib.c", "main.c"]), "gcc -c");
+    succeeded(&run("ar", out, &["rc", "libold.a", "lib.o"]), "ar");
+    let linked = run(
+        "gcc",
+        out,
+        &["-static", "-B", &dash_b, "-o", "old", "main.o", "-L.", "-lold"],
+    );
+    succeeded(&linked, "gcc main.o -lold");
+    let stderr = text(&linked.stderr);
+    assert!(
+        stderr.contains("main.o:.text.startup+0x1: old_api is obsolete"),
+        "{stderr}"
+    );
+    assert!(section_range(&out.join("old"), ".gnu.warning.old_api").is_none());
+    assert_eq!(outcome(&out.join("old"), &[]).1, Some(42));
 }
 
 #[test]

@@ -141,11 +141,15 @@ fn unwind_record_targets(graph: &LinkGraph) -> (UnwindRecords, Vec<Vec<AtomId>>)
     (records, targets)
 }
 
-/// Allocated, not discarded by COMDAT selection, and with a home in the output.
+/// Allocated, not discarded by COMDAT selection, and with a home in the output. A `.gnu.warning` section
+/// is a message for the linker (resolution reports it), never part of the image, even when it is allocated.
 fn is_placeable(graph: &LinkGraph, atom: AtomId) -> bool {
     let entry = &graph.atoms[atom.index()];
     let allocated = match entry.section {
-        Some(section) => graph.sections[section.index()].flags & section_flags::ALLOCATED != 0,
+        Some(section) => {
+            let section = &graph.sections[section.index()];
+            section.flags & section_flags::ALLOCATED != 0 && !section.name.starts_with(".gnu.warning")
+        }
         None => true,
     };
     allocated && !is_discarded(graph, atom)
