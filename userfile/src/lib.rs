@@ -57,6 +57,36 @@ impl UserFileError {
     }
 }
 
+/// Like [`read_user_file`], read straight into a shared buffer (one allocation, no copy): what readers that
+/// keep the bytes for a whole run (link inputs) want. A file that changes size while it is read is read
+/// again the ordinary way.
+pub fn read_user_file_shared(path: &Path, limit: u64) -> Result<std::sync::Arc<[u8]>, UserFileError> {
+    let io = |source: std::io::Error| UserFileError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    check_regular(path, &fs::metadata(path).map_err(io)?, limit)?;
+    let mut file = File::open(path).map_err(io)?;
+    let metadata = file.metadata().map_err(io)?;
+    check_regular(path, &metadata, limit)?;
+    let size = usize::try_from(metadata.len()).map_err(|_| UserFileError::TooLarge {
+        path: path.to_path_buf(),
+        limit,
+    })?;
+    // Zeroed in place by the collection (it knows the length), then filled: the file's bytes are written
+    // once, where they stay.
+    let mut shared: std::sync::Arc<[u8]> = std::iter::repeat_n(0u8, size).collect();
+    let complete = match std::sync::Arc::get_mut(&mut shared) {
+        Some(buffer) => file.read_exact(buffer).is_ok() && file.read(&mut [0u8; 1]).map_err(io)? == 0,
+        None => false,
+    };
+    if complete {
+        Ok(shared)
+    } else {
+        read_user_file(path, limit).map(std::sync::Arc::from)
+    }
+}
+
 /// The bytes of the regular file at `path`, which may be at most `limit` bytes long.
 pub fn read_user_file(path: &Path, limit: u64) -> Result<Vec<u8>, UserFileError> {
     let io = |source: std::io::Error| UserFileError::Io {
@@ -176,5 +206,20 @@ mod tests {
         fs::write(&path, [0xff, 0xfe]).unwrap();
         assert!(matches!(read_user_text(&path, 5), Err(UserFileError::NotUtf8 { .. })));
         fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn the_shared_reader_reads_the_same_bytes_under_the_same_rules() {
+        let path = std::env::temp_dir().join(format!("neverc-userfile-shared-{}", std::process::id()));
+        let bytes: Vec<u8> = (0..100_000u32).map(|index| (index % 251) as u8).collect();
+        fs::write(&path, &bytes).unwrap();
+        assert_eq!(&*read_user_file_shared(&path, 100_000).unwrap(), &bytes[..]);
+        let error = read_user_file_shared(&path, 99_999).unwrap_err();
+        assert!(matches!(error, UserFileError::TooLarge { .. }), "{error}");
+        fs::write(&path, b"").unwrap();
+        assert!(read_user_file_shared(&path, 0).unwrap().is_empty());
+        fs::remove_file(&path).unwrap();
+        let error = read_user_file_shared(Path::new("/dev/zero"), TEXT_LIMIT).unwrap_err();
+        assert!(matches!(error, UserFileError::NotRegularFile { .. }), "{error}");
     }
 }

@@ -9,7 +9,7 @@ pub(crate) mod parallel;
 use std::path::Path;
 use std::sync::Arc;
 
-use neverc_userfile::{LINK_INPUT_LIMIT, UserFileError, read_user_file};
+use neverc_userfile::{LINK_INPUT_LIMIT, UserFileError, read_user_file_shared};
 
 use crate::graph::{ArchiveId, Input, InputId, InputKind, LinkGraph, LinkTarget, MemberId, Origin};
 
@@ -83,9 +83,8 @@ pub fn probe(data: &[u8]) -> InputKind {
 /// as input `ordinal` (probed, not yet parsed).
 pub fn add_input_file(graph: &mut LinkGraph, path: &Path, phase: u16) -> Result<InputId, ReadError> {
     let name = path.display().to_string();
-    let data: Arc<[u8]> = read_user_file(path, LINK_INPUT_LIMIT)
-        .map_err(|error| ReadError::unreadable(&name, &error))?
-        .into();
+    let data: Arc<[u8]> =
+        read_user_file_shared(path, LINK_INPUT_LIMIT).map_err(|error| ReadError::unreadable(&name, &error))?;
     Ok(add_input(graph, name, data, phase))
 }
 
