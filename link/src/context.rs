@@ -181,11 +181,6 @@ impl TlsTemplate {
             }
         }
     }
-
-    /// The offset of `address` from the start of the template (what a `DTPOFF` relocation holds).
-    pub fn dtp_offset(&self, address: u64) -> i128 {
-        i128::from(address) - i128::from(self.address)
-    }
 }
 
 /// What a range-extension thunk jumps to: a branch's target symbol (resolved) or atom, and its addend.

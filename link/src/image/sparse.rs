@@ -294,14 +294,9 @@ impl<'a> object::ReadRef<'a> for &'a SparseBytes {
         let start = usize::try_from(range.start - extent.offset).map_err(|_| ())?;
         let stop = usize::try_from(range.end.min(extent.end()) - extent.offset).map_err(|_| ())?;
         let bytes = extent.bytes.get(start..stop).ok_or(())?;
-        let found = memchr_position(bytes, delimiter).ok_or(())?;
+        let found = bytes.iter().position(|byte| *byte == delimiter).ok_or(())?;
         Ok(&bytes[..found])
     }
-}
-
-/// The first position of `byte` in `bytes`.
-fn memchr_position(bytes: &[u8], byte: u8) -> Option<usize> {
-    bytes.iter().position(|candidate| *candidate == byte)
 }
 
 #[cfg(test)]
