@@ -5,8 +5,8 @@ use std::cell::{OnceCell, RefCell};
 use std::hash::{DefaultHasher, Hash};
 use std::ops::Range;
 use std::path::PathBuf;
-use std::sync::Arc;
 
+use neverc_userfile::SharedBytes;
 use rustc_hash::FxHashMap;
 
 use crate::graph::{AtomId, EdgeId, Input, LinkGraph, SymbolId};
@@ -471,11 +471,7 @@ impl LinkContext {
                 }
             }
             digest.inputs = inputs.len();
-            digest.last = Some((
-                Arc::clone(&last.data),
-                last.object_range.clone(),
-                last.logical_name.clone(),
-            ));
+            digest.last = Some((last.data.clone(), last.object_range.clone(), last.logical_name.clone()));
         }
         digest.hashers.clone()
     }
@@ -488,7 +484,7 @@ struct InputDigest {
     inputs: usize,
     /// The data, object range and name of the last of them (the data is held, so its address cannot be
     /// reused by another input).
-    last: Option<(Arc<[u8]>, Range<usize>, String)>,
+    last: Option<(SharedBytes, Range<usize>, String)>,
     hashers: [DefaultHasher; 2],
 }
 
@@ -514,7 +510,7 @@ impl InputDigest {
             .checked_sub(1)
             .and_then(|last| inputs.get(last))
             .is_some_and(|input| {
-                Arc::ptr_eq(data, &input.data) && *range == input.object_range && *name == input.logical_name
+                SharedBytes::ptr_eq(data, &input.data) && *range == input.object_range && *name == input.logical_name
             })
     }
 }

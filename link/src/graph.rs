@@ -10,6 +10,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use neverc_tables::TargetRecord;
+use neverc_userfile::SharedBytes;
 
 macro_rules! entity_ids {
     ($($(#[$meta:meta])* $name:ident),* $(,)?) => {
@@ -157,7 +158,7 @@ pub struct Input {
     pub logical_name: String,
     pub kind: InputKind,
     pub ordinal: u32,
-    pub data: Arc<[u8]>,
+    pub data: SharedBytes,
     /// For an object: its bytes within `data`.
     pub object_range: Range<usize>,
     pub format: Option<ObjectFormat>,
@@ -189,7 +190,7 @@ pub struct ArchiveMember {
     pub name: String,
     pub ordinal: u32,
     /// The member's bytes: a range of the archive's data, or (thin archives) the external file's data.
-    pub data: Arc<[u8]>,
+    pub data: SharedBytes,
     pub range: Range<usize>,
     /// Names the archive's symbol index says the member defines.
     pub defines: Vec<String>,

@@ -862,6 +862,56 @@ fn archive_definitions_match_the_index_for_every_symbol_kind() {
     );
 }
 
+/// Member definitions come from the archive's symbol index when it has one (as ld.bfd and lld read them) and
+/// from the members' own symbol tables when it has none (`ar S`): both give what `nm` lists, member by member.
+#[test]
+fn archives_with_and_without_an_index_list_the_same_definitions() {
+    let dir = scratch!("link-read/index");
+    std::fs::write(
+        dir.join("one.c"),
+        "int one_a(void) { return 1; }\nint one_b;\n__thread int one_t = 2;\n",
+    )
+    .expect("write one.c");
+    std::fs::write(
+        dir.join("two.c"),
+        "static int hidden(void) { return 3; }\nint two(void) { return hidden(); }\n",
+    )
+    .expect("write two.c");
+    std::fs::write(
+        dir.join("three.c"),
+        "static int nothing_global;\nint *three_local(void);\n",
+    )
+    .expect("write three.c");
+    for name in ["one", "two", "three"] {
+        tool("gcc", &["-O2", "-fcommon", "-c", &format!("{name}.c")], Some(&dir));
+    }
+    tool("ar", &["rcsD", "indexed.a", "one.o", "two.o", "three.o"], Some(&dir));
+    tool("ar", &["rcSD", "plain.a", "one.o", "two.o", "three.o"], Some(&dir));
+    assert!(!nm_armap(&dir.join("indexed.a")).is_empty(), "the fixture has an index");
+    let listed = |name: &str| -> Vec<Vec<String>> {
+        let graph = read_files(&[dir.join(name)]);
+        graph
+            .archive_members
+            .iter()
+            .map(|member| {
+                let mut defines = member.defines.clone();
+                defines.sort();
+                defines
+            })
+            .collect()
+    };
+    let indexed = listed("indexed.a");
+    assert_eq!(
+        indexed,
+        [
+            vec!["one_a".to_string(), "one_b".to_string(), "one_t".to_string()],
+            vec!["two".to_string()],
+            vec![],
+        ]
+    );
+    assert_eq!(listed("plain.a"), indexed, "without an index, from the members");
+}
+
 #[test]
 fn foreign_objects_read_into_one_graph() {
     let foreign = foreign_objects();

@@ -13,6 +13,9 @@
 use std::fs::{self, File, Metadata};
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use neverc_sys::MappedFile;
 
 /// The limit for declaration files (phase schemas, target files, plugin manifests), ordering files and
 /// other small text inputs: 64 MiB.
@@ -57,34 +60,106 @@ impl UserFileError {
     }
 }
 
-/// Like [`read_user_file`], read straight into a shared buffer (one allocation, no copy): what readers that
-/// keep the bytes for a whole run (link inputs) want. A file that changes size while it is read is read
-/// again the ordinary way.
-pub fn read_user_file_shared(path: &Path, limit: u64) -> Result<std::sync::Arc<[u8]>, UserFileError> {
+/// Bytes that the parts of a run share without copying: a file mapped into memory, or bytes on the heap.
+#[derive(Clone)]
+pub struct SharedBytes(Backing);
+
+#[derive(Clone)]
+enum Backing {
+    Heap(Arc<[u8]>),
+    Mapped(Arc<MappedFile>),
+}
+
+impl SharedBytes {
+    /// Whether the bytes are a mapped file (rather than on the heap).
+    pub fn is_mapped(&self) -> bool {
+        matches!(self.0, Backing::Mapped(_))
+    }
+
+    /// Whether `a` and `b` share one buffer (not merely equal bytes).
+    pub fn ptr_eq(a: &SharedBytes, b: &SharedBytes) -> bool {
+        match (&a.0, &b.0) {
+            (Backing::Heap(a), Backing::Heap(b)) => Arc::ptr_eq(a, b),
+            (Backing::Mapped(a), Backing::Mapped(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+impl std::ops::Deref for SharedBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            Backing::Heap(bytes) => bytes,
+            Backing::Mapped(map) => map,
+        }
+    }
+}
+
+impl AsRef<[u8]> for SharedBytes {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl From<Vec<u8>> for SharedBytes {
+    fn from(bytes: Vec<u8>) -> SharedBytes {
+        SharedBytes(Backing::Heap(bytes.into()))
+    }
+}
+
+impl From<Arc<[u8]>> for SharedBytes {
+    fn from(bytes: Arc<[u8]>) -> SharedBytes {
+        SharedBytes(Backing::Heap(bytes))
+    }
+}
+
+impl From<&[u8]> for SharedBytes {
+    fn from(bytes: &[u8]) -> SharedBytes {
+        SharedBytes(Backing::Heap(bytes.into()))
+    }
+}
+
+impl Default for SharedBytes {
+    fn default() -> SharedBytes {
+        SharedBytes(Backing::Heap(Arc::from(&[][..])))
+    }
+}
+
+impl std::fmt::Debug for SharedBytes {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let how = if self.is_mapped() { "mapped" } else { "on the heap" };
+        write!(formatter, "SharedBytes({} bytes, {how})", self.len())
+    }
+}
+
+/// Like [`read_user_file`], for readers that keep the bytes for a whole run (link inputs): the file is
+/// mapped into memory (see [`neverc_sys::MappedFile`] for the contract), so that it is neither zeroed nor
+/// copied and the pages the run never looks at are never read. A file that cannot be mapped (an empty file,
+/// one whose reported size is not its contents, as in `/proc`) is read the ordinary way.
+pub fn read_user_file_shared(path: &Path, limit: u64) -> Result<SharedBytes, UserFileError> {
     let io = |source: std::io::Error| UserFileError::Io {
         path: path.to_path_buf(),
         source,
     };
     check_regular(path, &fs::metadata(path).map_err(io)?, limit)?;
-    let mut file = File::open(path).map_err(io)?;
+    let file = File::open(path).map_err(io)?;
     let metadata = file.metadata().map_err(io)?;
     check_regular(path, &metadata, limit)?;
-    let size = usize::try_from(metadata.len()).map_err(|_| UserFileError::TooLarge {
-        path: path.to_path_buf(),
-        limit,
-    })?;
-    // Zeroed in place by the collection (it knows the length), then filled: the file's bytes are written
-    // once, where they stay.
-    let mut shared: std::sync::Arc<[u8]> = std::iter::repeat_n(0u8, size).collect();
-    let complete = match std::sync::Arc::get_mut(&mut shared) {
-        Some(buffer) => file.read_exact(buffer).is_ok() && file.read(&mut [0u8; 1]).map_err(io)? == 0,
-        None => false,
-    };
-    if complete {
-        Ok(shared)
-    } else {
-        read_user_file(path, limit).map(std::sync::Arc::from)
+    if metadata.len() > 0
+        && let Ok(map) = MappedFile::map(&file)
+    {
+        // The length is the file's when it was mapped, which may have grown since it was checked.
+        if map.len() as u64 > limit {
+            return Err(UserFileError::TooLarge {
+                path: path.to_path_buf(),
+                limit,
+            });
+        }
+        return Ok(SharedBytes(Backing::Mapped(Arc::new(map))));
     }
+    read_user_file(path, limit).map(SharedBytes::from)
 }
 
 /// The bytes of the regular file at `path`, which may be at most `limit` bytes long.
@@ -213,11 +288,23 @@ mod tests {
         let path = std::env::temp_dir().join(format!("neverc-userfile-shared-{}", std::process::id()));
         let bytes: Vec<u8> = (0..100_000u32).map(|index| (index % 251) as u8).collect();
         fs::write(&path, &bytes).unwrap();
-        assert_eq!(&*read_user_file_shared(&path, 100_000).unwrap(), &bytes[..]);
+        let shared = read_user_file_shared(&path, 100_000).unwrap();
+        assert!(shared.is_mapped(), "{shared:?}");
+        assert_eq!(&*shared, &bytes[..]);
+        // A file replaced by a rename (as compilers and `ar` replace theirs) leaves the mapping as it was.
+        let replacement = path.with_extension("new");
+        fs::write(&replacement, b"other").unwrap();
+        fs::rename(&replacement, &path).unwrap();
+        assert_eq!(&*shared, &bytes[..]);
+        fs::write(&path, &bytes).unwrap();
         let error = read_user_file_shared(&path, 99_999).unwrap_err();
         assert!(matches!(error, UserFileError::TooLarge { .. }), "{error}");
         fs::write(&path, b"").unwrap();
-        assert!(read_user_file_shared(&path, 0).unwrap().is_empty());
+        let empty = read_user_file_shared(&path, 0).unwrap();
+        assert!(empty.is_empty() && !empty.is_mapped(), "{empty:?}");
+        // What cannot be mapped is read: a file whose reported size is not its contents.
+        let proc_file = read_user_file_shared(Path::new("/proc/self/stat"), TEXT_LIMIT).unwrap();
+        assert!(!proc_file.is_empty() && !proc_file.is_mapped(), "{proc_file:?}");
         fs::remove_file(&path).unwrap();
         let error = read_user_file_shared(Path::new("/dev/zero"), TEXT_LIMIT).unwrap_err();
         assert!(matches!(error, UserFileError::NotRegularFile { .. }), "{error}");

@@ -29,7 +29,7 @@
 //! Everything is staged through a [`BoundedImageWriter`], so an image larger than the caller's bound
 //! aborts. The output depends only on the layout: no timestamps, no hash-map order.
 
-use std::collections::BTreeMap;
+use rustc_hash::FxHashMap;
 use std::fmt;
 use std::ops::BitOr;
 
@@ -488,21 +488,21 @@ pub fn write_elf_into(layout: &ImageLayout, writer: &mut BoundedImageWriter) -> 
 }
 
 /// The encoded symbol table and where it goes.
-struct SymbolPlan {
+struct SymbolPlan<'a> {
     symtab: Vec<u8>,
     symtab_offset: u64,
     /// The index of the first non-local symbol (`sh_info` of `.symtab`).
     first_global: u32,
-    strtab: StringTable,
+    strtab: StringTable<'a>,
     strtab_offset: u64,
 }
 
 /// Where everything goes, computed (and the layout validated) before anything is written.
-struct Plan {
+struct Plan<'a> {
     /// The end of the last section contents or segment file range (at least the end of the headers).
     content_end: u64,
-    symbols: Option<SymbolPlan>,
-    shstrtab: StringTable,
+    symbols: Option<SymbolPlan<'a>>,
+    shstrtab: StringTable<'a>,
     /// `sh_name` of each layout section, in layout order.
     section_names: Vec<u32>,
     shstrtab_offset: u64,
@@ -512,7 +512,7 @@ struct Plan {
     file_size: u64,
 }
 
-impl Plan {
+impl Plan<'_> {
     /// The ELF index of `.shstrtab`, the last section.
     fn shstrtab_index(&self) -> u16 {
         self.section_count.saturating_sub(1)
@@ -520,7 +520,7 @@ impl Plan {
 }
 
 /// Validates `layout` and decides where the synthesised tables go.
-fn plan(layout: &ImageLayout) -> Result<Plan, ElfError> {
+fn plan(layout: &ImageLayout) -> Result<Plan<'_>, ElfError> {
     let headers_end = elf_headers_size(layout.segments.len() + layout.program_headers.len());
     let segments_end = validate_segments(&layout.segments)?;
     let sections_end = validate_sections(layout, headers_end)?;
@@ -773,29 +773,32 @@ pub(crate) fn permission_string(p_flags: u32) -> String {
 }
 
 /// A NUL-terminated string table that stores each distinct string once.
-struct StringTable {
+struct StringTable<'a> {
     bytes: Vec<u8>,
-    offsets: BTreeMap<String, u32>,
+    /// The offset of each name added, borrowed from the layout: no name is copied but into `bytes`.
+    offsets: FxHashMap<&'a str, u32>,
 }
 
-impl StringTable {
+impl<'a> StringTable<'a> {
     /// A table holding only the empty string at offset 0.
-    fn new() -> StringTable {
+    fn new() -> StringTable<'a> {
+        let mut offsets = FxHashMap::default();
+        offsets.insert("", 0);
         StringTable {
             bytes: vec![0],
-            offsets: BTreeMap::from([(String::new(), 0)]),
+            offsets,
         }
     }
 
     /// The offset of `name`, adding it first if needed.
-    fn add(&mut self, name: &str) -> u32 {
+    fn add(&mut self, name: &'a str) -> u32 {
         if let Some(&offset) = self.offsets.get(name) {
             return offset;
         }
         let offset = u32::try_from(self.bytes.len()).unwrap_or(u32::MAX);
         self.bytes.extend_from_slice(name.as_bytes());
         self.bytes.push(0);
-        self.offsets.insert(name.to_string(), offset);
+        self.offsets.insert(name, offset);
         offset
     }
 }
@@ -989,7 +992,7 @@ fn section_headers(layout: &ImageLayout, plan: &Plan) -> Vec<u8> {
 
 /// `.symtab` (null symbol, locals, then the rest, each group in layout order), the index of the first
 /// non-local symbol, and `.strtab`.
-fn encode_symbols(layout: &ImageLayout) -> (Vec<u8>, u32, StringTable) {
+fn encode_symbols(layout: &ImageLayout) -> (Vec<u8>, u32, StringTable<'_>) {
     let mut strtab = StringTable::new();
     let mut encoder = Encoder::default();
     encoder.0.resize(SYMBOL_SIZE as usize, 0);

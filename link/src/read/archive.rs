@@ -1,12 +1,14 @@
-//! `ar` archives, GNU and thin: each member is listed with the global symbols it defines (read from the
-//! member's own symbol table, so that thin archives and archives without an index work alike).
+//! `ar` archives, GNU and thin: each member is listed with the global symbols it defines. They are read from
+//! the archive's symbol index, as ld.bfd and lld read them, when the archive has one and every entry of it
+//! names a member; otherwise (no index, a thin archive, an index entry that points nowhere) from each
+//! member's own symbol table, which is what a correct index lists.
 
 use std::path::Path;
-use std::sync::Arc;
 
 use object::{Object, ObjectSymbol};
+use rustc_hash::FxHashMap;
 
-use neverc_userfile::{LINK_INPUT_LIMIT, read_user_file};
+use neverc_userfile::{LINK_INPUT_LIMIT, SharedBytes, read_user_file};
 
 use crate::graph::{Archive, ArchiveId, ArchiveMember, InputId, InputKind, LinkGraph, MemberId, Origin};
 use crate::read::{ReadError, probe};
@@ -20,15 +22,23 @@ pub(crate) fn read_archive(graph: &mut LinkGraph, input: InputId, phase: u16) ->
     let directory = Path::new(&name).parent().map(Path::to_path_buf).unwrap_or_default();
     let archive_id = ArchiveId(graph.archives.len() as u32);
     let first = graph.archive_members.len() as u32;
-    for (ordinal, member) in archive.members().enumerate() {
-        let member = member.map_err(|error| ReadError::new(&name, format!("malformed archive member: {error}")))?;
+    let members = archive
+        .members()
+        .map(|member| member.map_err(|error| ReadError::new(&name, format!("malformed archive member: {error}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut indexed = if archive.is_thin() {
+        None
+    } else {
+        indexed_definitions(&archive, &data, &members)
+    };
+    for (ordinal, member) in members.into_iter().enumerate() {
         let member_name = String::from_utf8_lossy(member.name()).into_owned();
-        let (member_data, range): (Arc<[u8]>, std::ops::Range<usize>) = if member.is_thin() {
+        let (member_data, range): (SharedBytes, std::ops::Range<usize>) = if member.is_thin() {
             // The member is a file of its own: read like a top-level input (only a regular file, since a
             // device or a pipe named by a crafted archive would never end, and up to the input limit).
             let path = directory.join(&member_name);
             let member_input = format!("{name}({member_name})");
-            let bytes: Arc<[u8]> = read_user_file(&path, LINK_INPUT_LIMIT)
+            let bytes: SharedBytes = read_user_file(&path, LINK_INPUT_LIMIT)
                 .map_err(|error| ReadError::unreadable(&member_input, &error))?
                 .into();
             // ld.bfd refuses a member it cannot recognize; a thin archive is read member by member here,
@@ -53,7 +63,10 @@ pub(crate) fn read_archive(graph: &mut LinkGraph, input: InputId, phase: u16) ->
             }
             (data.clone(), start..end)
         };
-        let defines = member_definitions(&member_data[range.clone()]);
+        let defines = match indexed.as_mut() {
+            Some(indexed) => std::mem::take(&mut indexed[ordinal]),
+            None => member_definitions(&member_data[range.clone()]),
+        };
         let member_id = MemberId(graph.archive_members.len() as u32);
         graph.archive_members.push(ArchiveMember {
             archive: archive_id,
@@ -84,6 +97,35 @@ pub(crate) fn read_archive(graph: &mut LinkGraph, input: InputId, phase: u16) ->
     });
     graph.inputs[input.index()].archive = Some(archive_id);
     Ok(archive_id)
+}
+
+/// The names the archive's symbol index lists, member by member (in `members` order); `None` when there is
+/// no index or an entry of it names no member (the members are read instead).
+fn indexed_definitions(
+    archive: &object::read::archive::ArchiveFile<'_>,
+    data: &[u8],
+    members: &[object::read::archive::ArchiveMember<'_>],
+) -> Option<Vec<Vec<String>>> {
+    let symbols = archive.symbols().ok()??;
+    // An index entry names a member by the file offset of its header, which is where the header the
+    // reader returns lies in `data`.
+    let start = data.as_ptr() as usize;
+    let by_header: FxHashMap<u64, usize> = members
+        .iter()
+        .enumerate()
+        .filter_map(|(ordinal, member)| {
+            let header = member.header()? as *const object::archive::Header as usize;
+            Some((header.checked_sub(start)? as u64, ordinal))
+        })
+        .collect();
+    let mut defines = vec![Vec::new(); members.len()];
+    for symbol in symbols {
+        let symbol = symbol.ok()?;
+        let ordinal = *by_header.get(&symbol.offset().0)?;
+        let name = std::str::from_utf8(symbol.name()).ok()?;
+        defines[ordinal].push(name.to_string());
+    }
+    Some(defines)
 }
 
 /// The global (and weak) symbols a member defines — functions, data, TLS, IFUNC, absolute and common ones,

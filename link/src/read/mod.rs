@@ -7,9 +7,8 @@ pub(crate) mod object_file;
 pub(crate) mod parallel;
 
 use std::path::Path;
-use std::sync::Arc;
 
-use neverc_userfile::{LINK_INPUT_LIMIT, UserFileError, read_user_file_shared};
+use neverc_userfile::{LINK_INPUT_LIMIT, SharedBytes, UserFileError, read_user_file_shared};
 
 use crate::graph::{ArchiveId, Input, InputId, InputKind, LinkGraph, LinkTarget, MemberId, Origin};
 
@@ -83,13 +82,13 @@ pub fn probe(data: &[u8]) -> InputKind {
 /// as input `ordinal` (probed, not yet parsed).
 pub fn add_input_file(graph: &mut LinkGraph, path: &Path, phase: u16) -> Result<InputId, ReadError> {
     let name = path.display().to_string();
-    let data: Arc<[u8]> =
+    let data: SharedBytes =
         read_user_file_shared(path, LINK_INPUT_LIMIT).map_err(|error| ReadError::unreadable(&name, &error))?;
     Ok(add_input(graph, name, data, phase))
 }
 
 /// Adds bytes as an input (probed, not yet parsed).
-pub(crate) fn add_input(graph: &mut LinkGraph, name: String, data: Arc<[u8]>, phase: u16) -> InputId {
+pub(crate) fn add_input(graph: &mut LinkGraph, name: String, data: SharedBytes, phase: u16) -> InputId {
     let id = InputId(graph.inputs.len() as u32);
     let kind = probe(&data);
     graph.inputs.push(Input {
