@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use neverc_schema::{Declarations, LoadError, load_declarations, target_files};
+use neverc_schema::{Declarations, LoadError, LoadedAbiPart, load_declarations, load_plugin_abi, target_files};
 
 use crate::GeneratedFile;
 
@@ -21,6 +21,17 @@ fn load_bundled_declarations(root: &Path) -> Result<Declarations, String> {
         println!("cargo::rerun-if-changed={}", file.display());
     }
     load_declarations(&schema, &files).map_err(|error| describe(&error))
+}
+
+/// Loads `root/abi/*.toml` for a build script, printing the `cargo::rerun-if-changed` lines for them.
+pub fn load_bundled_plugin_abi(root: &Path) -> Result<Vec<LoadedAbiPart>, String> {
+    let dir = root.join("abi");
+    println!("cargo::rerun-if-changed={}", dir.display());
+    let files = target_files(&dir).map_err(|error| error.to_string())?;
+    for file in &files {
+        println!("cargo::rerun-if-changed={}", file.display());
+    }
+    load_plugin_abi(&files).map_err(|error| describe(&error))
 }
 
 fn describe(error: &LoadError) -> String {

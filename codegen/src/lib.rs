@@ -6,6 +6,9 @@
 
 pub mod build_support;
 pub mod conformance;
+mod plugin_abi;
+
+pub use plugin_abi::plugin_abi;
 
 use std::path::Path;
 

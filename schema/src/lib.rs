@@ -1,10 +1,13 @@
-//! Declarations of neverc-spec: the phase schema (`PhaseSchema.json`) and target files (`targets/*.toml`).
+//! Declarations of neverc-spec: the phase schema (`PhaseSchema.json`), target files (`targets/*.toml`) and
+//! the plugin C ABI (`abi/*.toml`).
 //!
 //! Loading goes in three steps and reports every problem it finds, each with its file, JSON pointer and
 //! line:column: syntax, structure (the committed JSON Schemas, checked by the validator of the JSON Schema
 //! subset they use, in `json_schema`), then the semantic rules in [`phase_checks`](crate) and
 //! [`target_checks`](crate).
 
+mod abi;
+mod abi_checks;
 mod diagnostic;
 mod hex;
 mod json_map;
@@ -23,13 +26,15 @@ mod target;
 mod target_checks;
 mod toml_map;
 
+pub use abi::{AbiEnum, AbiEnumValue, AbiFlagBit, AbiFlags, AbiInterface, PluginAbiDeclaration};
 /// The arena lowered records live in.
 pub use bumpalo::Bump;
 pub use diagnostic::{DIAGNOSTIC_TEXT_LIMIT, Diagnostic, Severity};
 pub use hex::{ColonId, HexU64, IdPair};
 pub use load::{
-    Declarations, LoadError, LoadedTarget, SourceText, load_declarations, load_phase_schema, load_targets,
-    parse_phase_schema, parse_phase_schema_for_audit, parse_target, target_files,
+    Declarations, LoadError, LoadedAbiPart, LoadedTarget, SourceText, load_declarations, load_phase_schema,
+    load_plugin_abi, load_targets, parse_phase_schema, parse_phase_schema_for_audit, parse_plugin_abi, parse_target,
+    target_files,
 };
 pub use model::lower_target;
 pub use phase::{
@@ -41,7 +46,8 @@ pub use phase_model::lower_phase_schema;
 pub use rule::Rule;
 pub use spec_text::{Spec, SpecList, SpecSegment, SpecToken, is_stack_token};
 pub use structural::{
-    COMMITTED_PHASE_SCHEMA, COMMITTED_TARGET_SCHEMA, generated_phase_schema, generated_target_schema,
+    COMMITTED_PHASE_SCHEMA, COMMITTED_PLUGIN_ABI_SCHEMA, COMMITTED_TARGET_SCHEMA, generated_phase_schema,
+    generated_plugin_abi_schema, generated_target_schema,
 };
 pub use target::{
     AbiRules, ConventionDefaults, ElfFacts, Endianness, InstructionBits, InstructionField, Int128Registers, Register,

@@ -7,6 +7,8 @@ use neverc_userfile::{TEXT_LIMIT, UserFileError, read_user_text};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::abi::PluginAbiDeclaration;
+use crate::abi_checks::{abi_findings, abi_registry_findings};
 use crate::diagnostic::{Diagnostic, Finding, LineIndex, SourceMap, at_offset, escape_token, place};
 use crate::json_map::JsonSourceMap;
 use crate::phase::PhaseSchemaDocument;
@@ -49,6 +51,15 @@ pub struct LoadedTarget {
     /// The file name without `.toml`; names the generated module.
     pub stem: String,
     pub declaration: TargetDeclaration,
+}
+
+/// A plugin ABI file that passed validation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoadedAbiPart {
+    pub path: PathBuf,
+    /// The file name without `.toml`; names the generated module.
+    pub stem: String,
+    pub declaration: PluginAbiDeclaration,
 }
 
 /// Validated declarations: the phase schema and every target.
@@ -183,6 +194,53 @@ pub fn parse_target(file: &str, text: &str) -> Result<TargetDeclaration, Vec<Dia
     }
 }
 
+/// Parses and validates one plugin ABI TOML text (`abi/*.toml`); `file` names it in diagnostics.
+pub fn parse_plugin_abi(file: &str, text: &str) -> Result<PluginAbiDeclaration, Vec<Diagnostic>> {
+    let (mut value, map) = parse_toml(file, text)?;
+    let mut findings = structural_findings(DocumentKind::PluginAbi, &value);
+    if !only_unknown_keys(&findings) {
+        return Err(place(file, text, &map, findings));
+    }
+    remove_unknown_keys(&mut value, &findings);
+    let declaration: PluginAbiDeclaration = typed(value, file, text, &map)?;
+    findings.extend(abi_findings(&declaration));
+    if findings.is_empty() {
+        Ok(declaration)
+    } else {
+        Err(place(file, text, &map, findings))
+    }
+}
+
+/// Reads and validates plugin ABI files, each on its own and then together (names and interface ids are
+/// unique across all of them).
+pub fn load_plugin_abi(paths: &[PathBuf]) -> Result<Vec<LoadedAbiPart>, LoadError> {
+    let ReadEach {
+        passed,
+        sources,
+        mut diagnostics,
+    } = read_each(paths, parse_plugin_abi)?;
+    let maps: Vec<usize> = passed.iter().map(|(_, _, source)| *source).collect();
+    let parts: Vec<LoadedAbiPart> = passed
+        .into_iter()
+        .map(|(path, declaration, _)| LoadedAbiPart {
+            stem: stem_of(&path),
+            path,
+            declaration,
+        })
+        .collect();
+    let declarations: Vec<&PluginAbiDeclaration> = parts.iter().map(|part| &part.declaration).collect();
+    let across = abi_registry_findings(&declarations)
+        .into_iter()
+        .map(|(index, finding)| (maps[index], finding))
+        .collect();
+    place_across(&sources, across, &mut diagnostics);
+    if diagnostics.is_empty() {
+        Ok(parts)
+    } else {
+        Err(LoadError::Invalid { diagnostics, sources })
+    }
+}
+
 /// The text of a declaration file: a regular file of at most [`TEXT_LIMIT`] bytes.
 fn read(path: &Path) -> Result<String, LoadError> {
     Ok(read_user_text(path, TEXT_LIMIT)?)
@@ -225,28 +283,65 @@ fn stem_of(path: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// Reads and validates target files, each on its own and then together.
-pub fn load_targets(paths: &[PathBuf]) -> Result<Vec<LoadedTarget>, LoadError> {
-    let mut diagnostics = Vec::new();
-    let mut sources = Vec::new();
-    let mut targets = Vec::new();
-    let mut maps = Vec::new();
+/// What reading a set of declaration files one by one found: the files that passed on their own (with the
+/// index of their text in `sources`), the texts of all, and the problems of the others.
+struct ReadEach<T> {
+    passed: Vec<(PathBuf, T, usize)>,
+    sources: Vec<SourceText>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+/// Reads and validates each of `paths` on its own with `parse`.
+fn read_each<T>(
+    paths: &[PathBuf],
+    parse: fn(&str, &str) -> Result<T, Vec<Diagnostic>>,
+) -> Result<ReadEach<T>, LoadError> {
+    let mut each = ReadEach {
+        passed: Vec::new(),
+        sources: Vec::new(),
+        diagnostics: Vec::new(),
+    };
     for path in paths {
         let text = read(path)?;
         let file = path.display().to_string();
-        match parse_target(&file, &text) {
-            Ok(declaration) => {
-                targets.push(LoadedTarget {
-                    path: path.clone(),
-                    stem: stem_of(path),
-                    declaration,
-                });
-                maps.push(sources.len());
-            }
+        match parse(&file, &text) {
+            Ok(declaration) => each.passed.push((path.clone(), declaration, each.sources.len())),
+            Err(found) => each.diagnostics.extend(found),
+        }
+        each.sources.push(SourceText { file, text });
+    }
+    Ok(each)
+}
+
+/// Places the findings of checks across files, each in the file whose index in `sources` it names.
+fn place_across(sources: &[SourceText], findings: Vec<(usize, Finding)>, diagnostics: &mut Vec<Diagnostic>) {
+    for (index, finding) in findings {
+        let Some(source) = sources.get(index) else {
+            continue;
+        };
+        match parse_toml(&source.file, &source.text) {
+            Ok((_, map)) => diagnostics.extend(place(&source.file, &source.text, &map, vec![finding])),
             Err(found) => diagnostics.extend(found),
         }
-        sources.push(SourceText { file, text });
     }
+}
+
+/// Reads and validates target files, each on its own and then together.
+pub fn load_targets(paths: &[PathBuf]) -> Result<Vec<LoadedTarget>, LoadError> {
+    let ReadEach {
+        passed,
+        sources,
+        mut diagnostics,
+    } = read_each(paths, parse_target)?;
+    let maps: Vec<usize> = passed.iter().map(|(_, _, source)| *source).collect();
+    let targets: Vec<LoadedTarget> = passed
+        .into_iter()
+        .map(|(path, declaration, _)| LoadedTarget {
+            stem: stem_of(&path),
+            path,
+            declaration,
+        })
+        .collect();
     let stems: Vec<&str> = targets.iter().map(|target| target.stem.as_str()).collect();
     for (index, stem) in stems.iter().enumerate() {
         let valid_module = stem.starts_with(|c: char| c.is_ascii_lowercase())
@@ -265,17 +360,11 @@ pub fn load_targets(paths: &[PathBuf]) -> Result<Vec<LoadedTarget>, LoadError> {
         }
     }
     let declarations: Vec<&TargetDeclaration> = targets.iter().map(|target| &target.declaration).collect();
-    for (index, finding) in registry_findings(&declarations) {
-        let source = &sources[maps[index]];
-        let (_, map) = match parse_toml(&source.file, &source.text) {
-            Ok(parsed) => parsed,
-            Err(found) => {
-                diagnostics.extend(found);
-                continue;
-            }
-        };
-        diagnostics.extend(place(&source.file, &source.text, &map, vec![finding]));
-    }
+    let across = registry_findings(&declarations)
+        .into_iter()
+        .map(|(index, finding)| (maps[index], finding))
+        .collect();
+    place_across(&sources, across, &mut diagnostics);
     if diagnostics.is_empty() {
         Ok(targets)
     } else {

@@ -6,12 +6,18 @@ use std::fmt;
 /// A validation rule. Its [`code`](Rule::code) is the short stable name shown in diagnostics.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Rule {
+    /// `abi-duplicate-name`.
+    AbiDuplicateName,
+    /// `abi-duplicate-value`.
+    AbiDuplicateValue,
     /// `abi-rule`.
     AbiRule,
     /// `abi-sret`.
     AbiSret,
     /// `abi-stack`.
     AbiStack,
+    /// `abi-width`.
+    AbiWidth,
     /// `artifact-chain`.
     ArtifactChain,
     /// `commit-points`.
@@ -138,10 +144,13 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule.
-    pub const ALL: [Rule; 64] = [
+    pub const ALL: [Rule; 67] = [
+        Rule::AbiDuplicateName,
+        Rule::AbiDuplicateValue,
         Rule::AbiRule,
         Rule::AbiSret,
         Rule::AbiStack,
+        Rule::AbiWidth,
         Rule::ArtifactChain,
         Rule::CommitPoints,
         Rule::DuplicateClass,
@@ -208,9 +217,12 @@ impl Rule {
     /// The rule's stable code (`duplicate-id`, `unknown-key`).
     pub const fn code(self) -> &'static str {
         match self {
+            Rule::AbiDuplicateName => "abi-duplicate-name",
+            Rule::AbiDuplicateValue => "abi-duplicate-value",
             Rule::AbiRule => "abi-rule",
             Rule::AbiSret => "abi-sret",
             Rule::AbiStack => "abi-stack",
+            Rule::AbiWidth => "abi-width",
             Rule::ArtifactChain => "artifact-chain",
             Rule::CommitPoints => "commit-points",
             Rule::DuplicateClass => "duplicate-class",

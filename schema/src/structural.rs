@@ -5,6 +5,7 @@ use std::sync::OnceLock;
 use schemars::schema_for;
 use serde_json::Value;
 
+use crate::abi::PluginAbiDeclaration;
 use crate::diagnostic::{Finding, escape_token};
 use crate::json_schema::{ErrorKind, Validator};
 use crate::phase::PhaseSchemaDocument;
@@ -15,6 +16,8 @@ use crate::target::TargetDeclaration;
 pub const COMMITTED_PHASE_SCHEMA: &str = include_str!("../json/phase-schema.schema.json");
 /// The committed JSON Schema of target TOML files (kept fresh by a test).
 pub const COMMITTED_TARGET_SCHEMA: &str = include_str!("../json/target.schema.json");
+/// The committed JSON Schema of plugin ABI files, `abi/*.toml` (kept fresh by a test).
+pub const COMMITTED_PLUGIN_ABI_SCHEMA: &str = include_str!("../json/plugin-abi.schema.json");
 
 /// The JSON Schema the Rust types describe now, pretty-printed with a trailing newline.
 pub fn generated_phase_schema() -> String {
@@ -24,6 +27,11 @@ pub fn generated_phase_schema() -> String {
 /// The JSON Schema the Rust types describe now, pretty-printed with a trailing newline.
 pub fn generated_target_schema() -> String {
     render(serde_json::to_value(schema_for!(TargetDeclaration)))
+}
+
+/// The JSON Schema the Rust types describe now, pretty-printed with a trailing newline.
+pub fn generated_plugin_abi_schema() -> String {
+    render(serde_json::to_value(schema_for!(PluginAbiDeclaration)))
 }
 
 fn render(value: Result<Value, serde_json::Error>) -> String {
@@ -37,14 +45,17 @@ fn render(value: Result<Value, serde_json::Error>) -> String {
 pub(crate) enum DocumentKind {
     PhaseSchema,
     Target,
+    PluginAbi,
 }
 
 fn validator(kind: DocumentKind) -> Result<&'static Validator, Finding> {
     static PHASE: OnceLock<Result<Validator, String>> = OnceLock::new();
     static TARGET: OnceLock<Result<Validator, String>> = OnceLock::new();
+    static PLUGIN_ABI: OnceLock<Result<Validator, String>> = OnceLock::new();
     let (cell, text) = match kind {
         DocumentKind::PhaseSchema => (&PHASE, COMMITTED_PHASE_SCHEMA),
         DocumentKind::Target => (&TARGET, COMMITTED_TARGET_SCHEMA),
+        DocumentKind::PluginAbi => (&PLUGIN_ABI, COMMITTED_PLUGIN_ABI_SCHEMA),
     };
     cell.get_or_init(|| {
         let schema: Value = serde_json::from_str(text).map_err(|error| error.to_string())?;
@@ -101,5 +112,6 @@ mod tests {
     fn the_committed_schemas_compile() {
         assert!(validator(DocumentKind::PhaseSchema).is_ok());
         assert!(validator(DocumentKind::Target).is_ok());
+        assert!(validator(DocumentKind::PluginAbi).is_ok());
     }
 }

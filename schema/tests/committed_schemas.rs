@@ -28,3 +28,8 @@ fn phase_schema_json_schema_is_fresh() {
 fn target_json_schema_is_fresh() {
     check("target.schema.json", neverc_schema::generated_target_schema());
 }
+
+#[test]
+fn plugin_abi_json_schema_is_fresh() {
+    check("plugin-abi.schema.json", neverc_schema::generated_plugin_abi_schema());
+}

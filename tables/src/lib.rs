@@ -26,7 +26,14 @@ pub mod generated {
     pub mod targets {
         include!(concat!(env!("OUT_DIR"), "/targets.rs"));
     }
+
+    /// The plugin C ABI's interfaces, enumerations and flag sets, from `abi/*.toml`.
+    pub mod plugin_abi {
+        include!(concat!(env!("OUT_DIR"), "/plugin_abi.rs"));
+    }
 }
+
+pub use generated::plugin_abi;
 
 pub use generated::phases::TABLES as BUNDLED_PHASES;
 pub use generated::targets::{TARGETS as BUNDLED_TARGETS, target_by_elf, target_by_name};

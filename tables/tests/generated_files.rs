@@ -9,8 +9,14 @@ use neverc_test_support::repo;
 fn generated_files_are_what_codegen_produces_now() {
     let files = neverc_schema::target_files(&repo().join("targets")).unwrap();
     let declarations = neverc_schema::load_declarations(&repo().join("PhaseSchema.json"), &files).unwrap();
-    let first = neverc_codegen::generate(&declarations, &repo()).unwrap();
-    let second = neverc_codegen::generate(&declarations, &repo()).unwrap();
+    let abi = neverc_schema::load_plugin_abi(&neverc_schema::target_files(&repo().join("abi")).unwrap()).unwrap();
+    let generate = || {
+        let mut files = neverc_codegen::generate(&declarations, &repo()).unwrap();
+        files.push(neverc_codegen::plugin_abi(&abi, &repo()).unwrap());
+        files
+    };
+    let first = generate();
+    let second = generate();
     assert_eq!(first, second, "code generation is not deterministic");
     let out_dir = Path::new(env!("OUT_DIR"));
     for file in &first {

@@ -13,6 +13,10 @@ mod relocation_kinds;
 
 pub use relocation_kinds::RelocationKind;
 
+mod plugin_abi;
+
+pub use plugin_abi::{AbiBitRecord, AbiEnumRecord, AbiFlagsRecord, AbiValueRecord, InterfaceRecord, PluginAbiPart};
+
 /// A 128-bit identifier.
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -1,0 +1,160 @@
+//! The plugin ABI's tables and types (`plugin_abi.rs`), from the validated `abi/*.toml` files: per file a
+//! module with its records, one Rust enum per enumeration and one flag type per flag set, so that the
+//! runtime names ABI values only through them.
+
+use std::path::Path;
+
+use neverc_schema::{LoadedAbiPart, Stability};
+use serde_json::{Value, json};
+
+use crate::{CodegenError, GeneratedFile, camel_case, check_module_name, display_source, render, variants};
+
+const PLUGIN_ABI_TEMPLATE: &str = include_str!("../templates/plugin_abi.rs.hbs");
+
+/// `LTOSymbolResolutionFlags` → `LtoSymbolResolutionFlags`: a run of capitals is one word, whose last
+/// capital starts the next word when a lowercase letter follows it.
+fn rust_type_name(name: &str) -> String {
+    let chars: Vec<char> = name.chars().collect();
+    let mut out = String::new();
+    for (index, &c) in chars.iter().enumerate() {
+        let previous_upper = index > 0 && chars[index - 1].is_ascii_uppercase();
+        let next_lower = chars.get(index + 1).is_some_and(|next| next.is_ascii_lowercase());
+        if c.is_ascii_uppercase() && previous_upper && !next_lower {
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The Rust integer type of a C type `width` bits wide.
+fn repr(width: u32) -> Result<&'static str, CodegenError> {
+    match width {
+        8 => Ok("u8"),
+        16 => Ok("u16"),
+        32 => Ok("u32"),
+        64 => Ok("u64"),
+        _ => Err(CodegenError::Lowering(format!("width {width} is not 8, 16, 32 or 64"))),
+    }
+}
+
+fn part_data(part: &LoadedAbiPart) -> Result<Value, CodegenError> {
+    check_module_name(&part.stem)?;
+    let declaration = &part.declaration;
+    let type_names = variants(
+        declaration
+            .enums
+            .iter()
+            .map(|item| (item.name.as_str(), rust_type_name(&item.name)))
+            .chain(
+                declaration
+                    .flags
+                    .iter()
+                    .map(|item| (item.name.as_str(), rust_type_name(&item.name))),
+            ),
+    )?;
+    let (enum_names, flag_names) = type_names.split_at(declaration.enums.len());
+    let mut enums = Vec::new();
+    for (item, rust_name) in declaration.enums.iter().zip(enum_names) {
+        let value_variants = variants(
+            item.values
+                .iter()
+                .map(|value| (value.name.as_str(), camel_case(&value.name))),
+        )?;
+        enums.push(json!({
+            "name": item.name,
+            "aliases": item.aliases,
+            "c_prefix": item.c_prefix,
+            "width": item.width,
+            "doc": item.doc,
+            "type_doc": format!(" {} (`Neverc{}`, constants `{}*`).", item.doc, item.name, item.c_prefix),
+            "rust_name": rust_name,
+            "repr": repr(item.width)?,
+            "value_count": item.values.len(),
+            "values": item.values.iter().zip(value_variants).map(|(value, variant)| json!({
+                "name": value.name,
+                "value": value.value,
+                "doc": value.doc,
+                "variant": variant,
+            })).collect::<Vec<_>>(),
+        }));
+    }
+    let mut flags = Vec::new();
+    for (item, rust_name) in declaration.flags.iter().zip(flag_names) {
+        flags.push(json!({
+            "name": item.name,
+            "c_prefix": item.c_prefix,
+            "width": item.width,
+            "none": item.none,
+            "doc": item.doc,
+            "type_doc": format!(" {} (`Neverc{}`, constants `{}*`).", item.doc, item.name, item.c_prefix),
+            "rust_name": rust_name,
+            "repr": repr(item.width)?,
+            "bit_count": item.bits.len(),
+            "known": item.bits.iter().fold(0u64, |mask, bit| mask | 1u64.checked_shl(bit.bit).unwrap_or(0)),
+            "bits": item.bits.iter().map(|bit| json!({"name": bit.name, "bit": bit.bit, "doc": bit.doc})).collect::<Vec<_>>(),
+        }));
+    }
+    let interfaces: Vec<Value> = declaration
+        .interfaces
+        .iter()
+        .map(|interface| {
+            json!({
+                "name": interface.name,
+                "high": interface.id.high,
+                "low": interface.id.low,
+                "major": interface.major,
+                "minor": interface.minor,
+                "stability": match interface.stability {
+                    Stability::Stable => "Stable",
+                    Stability::Experimental => "Experimental",
+                },
+                "doc": interface.doc,
+            })
+        })
+        .collect();
+    Ok(json!({
+        "module": part.stem,
+        "module_doc": format!(" The part of the plugin ABI declared in `abi/{}.toml`.", part.stem),
+        "interface_count": interfaces.len(),
+        "interfaces": interfaces,
+        "enum_count": enums.len(),
+        "enums": enums,
+        "flags_count": flags.len(),
+        "flags": flags,
+    }))
+}
+
+/// `plugin_abi.rs`: the records, enums and flag types of every ABI file. `root` is the directory source
+/// paths are shown relative to.
+pub fn plugin_abi(parts: &[LoadedAbiPart], root: &Path) -> Result<GeneratedFile, CodegenError> {
+    let data: Vec<Value> = parts.iter().map(part_data).collect::<Result<_, _>>()?;
+    let sources: Vec<String> = parts.iter().map(|part| display_source(root, &part.path)).collect();
+    let source = if sources.is_empty() {
+        "abi/".to_string()
+    } else {
+        sources.join("`, `")
+    };
+    render(
+        "plugin_abi.rs.hbs",
+        PLUGIN_ABI_TEMPLATE,
+        &json!({ "count": data.len(), "parts": data }),
+        "plugin_abi.rs",
+        &source,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rust_type_name;
+
+    #[test]
+    fn acronyms_become_one_capitalized_word() {
+        assert_eq!(rust_type_name("LTOSymbolResolutionFlags"), "LtoSymbolResolutionFlags");
+        assert_eq!(rust_type_name("LTOType"), "LtoType");
+        assert_eq!(rust_type_name("ABITypeKind"), "AbiTypeKind");
+        assert_eq!(rust_type_name("LinkPhase"), "LinkPhase");
+        assert_eq!(rust_type_name("CC"), "Cc");
+    }
+}
