@@ -24,22 +24,35 @@ fn check_consistent(data: &[u8], table: &BitcodeSymbolTable<'_>) {
     }
     assert_eq!(next, table.symbols.len());
     assert!(!table.modules.is_empty());
-    let (Some(_), Some(strtab)) = (data.get(table.symtab_range.clone()), data.get(table.strtab_range.clone())) else {
+    let (Some(_), Some(strtab)) = (
+        data.get(table.symtab_range.clone()),
+        data.get(table.strtab_range.clone()),
+    ) else {
         panic!("blobs outside the input");
     };
     let strtab = strtab.as_ptr_range();
-    let inside =
-        |string: &[u8]| string.is_empty() || (string.as_ptr() >= strtab.start && string.as_ptr_range().end <= strtab.end);
+    let inside = |string: &[u8]| {
+        string.is_empty() || (string.as_ptr() >= strtab.start && string.as_ptr_range().end <= strtab.end)
+    };
     for symbol in &table.symbols {
         assert!(inside(symbol.name) && inside(symbol.ir_name));
-        assert!(symbol.comdat.is_none_or(|comdat| (comdat as usize) < table.comdats.len()));
+        assert!(
+            symbol
+                .comdat
+                .is_none_or(|comdat| (comdat as usize) < table.comdats.len())
+        );
         if let Some(uncommon) = symbol.uncommon {
             assert!(inside(uncommon.section_name) && inside(uncommon.coff_weak_external_fallback));
         }
     }
     assert!(table.comdats.iter().all(|comdat| inside(comdat.name)));
     assert!(table.dependent_libraries.iter().all(|library| inside(library)));
-    for string in [table.producer, table.target_triple, table.source_file_name, table.coff_linker_opts] {
+    for string in [
+        table.producer,
+        table.target_triple,
+        table.source_file_name,
+        table.coff_linker_opts,
+    ] {
         assert!(inside(string));
     }
 }

@@ -2,13 +2,13 @@
 //! lld reads it: from the irsymtab that LLVM stores next to the IR, never from the IR itself and never by
 //! running a tool.
 //!
-//! A bitcode file is a bitstream (see [`bitstream`]) after the magic `BC\xC0\xDE`, possibly inside a wrapper
-//! whose header starts with `0x0B17C0DE` little-endian and gives the stream's offset and size. Its top level
-//! holds, per module, an `IDENTIFICATION_BLOCK` (id 13) and a `MODULE_BLOCK` (id 8); then a `SYMTAB_BLOCK`
-//! (id 25) whose `SYMTAB_BLOB` record is the irsymtab, and a `STRTAB_BLOCK` (id 23) whose `STRTAB_BLOB`
-//! record is the string table the irsymtab's names point into. This module walks that top level as LLVM's
-//! `getBitcodeFileContents` (`lib/Bitcode/Reader/BitcodeReader.cpp`) does, and [`irsymtab`] decodes the
-//! table as `llvm/Object/IRSymtab.h` lays it out.
+//! A bitcode file is a bitstream (read by the `bitstream` module) after the magic `BC\xC0\xDE`, possibly
+//! inside a wrapper whose header starts with `0x0B17C0DE` little-endian and gives the stream's offset and
+//! size. Its top level holds, per module, an `IDENTIFICATION_BLOCK` (id 13) and a `MODULE_BLOCK` (id 8); then a
+//! `SYMTAB_BLOCK` (id 25) whose `SYMTAB_BLOB` record is the irsymtab, and a `STRTAB_BLOCK` (id 23) whose
+//! `STRTAB_BLOB` record is the string table the irsymtab's names point into. This module walks that top
+//! level as LLVM's `getBitcodeFileContents` (`lib/Bitcode/Reader/BitcodeReader.cpp`) does, and the `irsymtab`
+//! module decodes the table as `llvm/Object/IRSymtab.h` lays it out.
 //!
 //! Where LLVM would rebuild the table from the IR (no table, a table of another format version or producer,
 //! a table that does not describe every module of the file, as after `llvm-cat -b`), this reader returns an
