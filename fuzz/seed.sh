@@ -57,8 +57,35 @@ if command -v gcc >/dev/null && command -v g++ >/dev/null; then
     rm -rf "$out"
 fi
 
+# Bitcode symbol tables: a few objects clang-14 writes with -flto and -flto=thin (ELF, a two-module split LTO
+# unit, Mach-O inside the bitcode wrapper, COFF).
+mkdir -p "$fuzz_dir/corpus/bitcode_symtab"
+if command -v clang-14 >/dev/null && command -v clang++-14 >/dev/null; then
+    out="$(mktemp -d)"
+    printf '%s\n' 'extern int u(int); extern int w(void) __attribute__((weak)); int d = 1; int z; static int s;' \
+        '__thread int t; __attribute__((visibility("hidden"))) int h; __attribute__((used)) static int k;' \
+        '__attribute__((section("x"))) int x = 2; int f(int a) { return u(a) + s + k + (w ? w() : 0); }' \
+        'int g(int) __attribute__((weak, alias("f"))); __asm__(".globl m\nm: ret");' > "$out/basic.c"
+    printf '%s\n' 'int c; __attribute__((aligned(64))) int a;' > "$out/common.c"
+    printf '%s\n' 'inline int i(int x) { return x; } template <typename T> T t(T x) { return x; }' \
+        'struct A { virtual int f(); virtual ~A(); }; int A::f() { return 1; } A::~A() {}' \
+        'int use(A *a) { return i(1) + t<long>(2) + a->f(); }' > "$out/cxx.cpp"
+    (
+        cd "$out"
+        clang-14 -c -flto basic.c -o basic-full.o
+        clang-14 -c -flto=thin basic.c -o basic-thin.o
+        clang-14 -c -flto -fcommon common.c -o common-full.o
+        clang++-14 -c -flto cxx.cpp -o cxx-full.o
+        clang++-14 -c -flto=thin -fsplit-lto-unit -fwhole-program-vtables -fvisibility=hidden cxx.cpp -o cxx-split.o
+        clang-14 -c -flto --target=x86_64-apple-macosx11 common.c -o common-macho.o
+        clang-14 -c -flto --target=x86_64-pc-windows-msvc common.c -o common-coff.o
+    )
+    cp "$out"/*.o "$fuzz_dir/corpus/bitcode_symtab/"
+    rm -rf "$out"
+fi
+
 # Saved regressions join the corpora, so a run starts from every input that once failed.
-for name in phase_schema target_toml cc_plan cc_spec cc_signature ll_module link_inputs; do
+for name in phase_schema target_toml cc_plan cc_spec cc_signature ll_module link_inputs bitcode_symtab; do
     if [ -d "$fuzz_dir/regressions/$name" ]; then
         find "$fuzz_dir/regressions/$name" -maxdepth 1 -type f ! -name '.*' ! -name '*.md' \
             -exec cp {} "$fuzz_dir/corpus/$name/" \;

@@ -3,6 +3,7 @@
 //! panic.
 
 pub(crate) mod archive;
+pub mod bitcode;
 pub(crate) mod object_file;
 pub(crate) mod parallel;
 
