@@ -50,6 +50,8 @@ pub struct LinkOptions {
     pub relro: bool,
     /// `-s` / `-S`: which symbols the image keeps.
     pub strip: Strip,
+    /// How bitcode inputs are optimized and compiled (`-plugin-opt=`, `--lto-*`, `--thinlto-*`).
+    pub lto: crate::lto::request::LtoOptions,
 }
 
 /// What `-s` (`--strip-all`) and `-S` (`--strip-debug`) remove.
@@ -84,6 +86,7 @@ impl LinkOptions {
             eh_frame_hdr: false,
             relro: true,
             strip: Strip::Nothing,
+            lto: crate::lto::request::LtoOptions::default(),
         }
     }
 }
@@ -252,6 +255,8 @@ pub struct LinkContext {
     pub warnings: Vec<String>,
     /// Edges by target atom, built once when a verifier first needs it (for as many edges as there were).
     incoming: OnceCell<(usize, Vec<Vec<EdgeId>>)>,
+    /// The provider `lto_generate` asks for objects; `None` for the default (`llvm-lto2`).
+    pub lto_provider: Option<crate::lto::provider::SharedProvider>,
 }
 
 impl LinkContext {
@@ -273,6 +278,7 @@ impl LinkContext {
             products: Products::default(),
             warnings: Vec::new(),
             incoming: OnceCell::new(),
+            lto_provider: None,
         }
     }
 

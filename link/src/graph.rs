@@ -205,10 +205,45 @@ pub struct SharedLibrary {
     pub origin: Origin,
 }
 
+/// One LLVM bitcode module of an input (a bitcode file may hold several), with the symbols its irsymtab
+/// lists. Its symbols are not graph symbols: `lto_resolve` resolves them together with the objects' and
+/// `lto_generate` replaces the modules by the objects a provider generates from them, whose symbols are.
 #[derive(Clone, Debug)]
 pub struct BitcodeModule {
     pub input: InputId,
+    /// The module's bytes within the input's data.
+    pub range: Range<usize>,
+    /// Which module of the file it is (0 for the first).
+    pub ordinal: u32,
+    /// The module's source file name (LLVM's module identifier).
+    pub source_file: String,
+    pub triple: String,
+    pub symbols: Vec<BitcodeSymbol>,
+    /// The objects generated from it, once `lto_generate` ran.
+    pub generated: Vec<InputId>,
     pub origin: Origin,
+}
+
+/// A symbol of a bitcode module, as its irsymtab describes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BitcodeSymbol {
+    pub name: String,
+    pub binding: Binding,
+    pub visibility: Visibility,
+    /// `Undefined`, `Defined` or `Common`.
+    pub definition: Definition,
+    pub symbol_type: SymbolType,
+    /// The COMDAT the definition belongs to.
+    pub comdat: Option<String>,
+    /// The section the definition is placed in, when the module names one (`__start_`/`__stop_` users).
+    pub section: Option<String>,
+    /// `__attribute__((used))` or `llvm.used`: the definition must be kept.
+    pub used: bool,
+    /// The definition may be dropped when nothing outside the module refers to it (`linkonce_odr` with
+    /// `unnamed_addr`).
+    pub may_omit: bool,
+    /// For a common symbol: its size and alignment.
+    pub common: Option<(u64, u64)>,
 }
 
 /// The kind of an input section, normalized over the formats.
@@ -576,6 +611,8 @@ pub struct LinkGraph {
     /// Edges grouped by source atom: `edges_of[atom]` is a range of `edge_order`.
     pub edge_order: Vec<EdgeId>,
     pub edges_by_atom: Vec<Range<u32>>,
+    /// One resolution per symbol of every bitcode module, made by `lto_resolve`.
+    pub lto_resolutions: Vec<crate::lto::LtoResolution>,
 }
 
 impl LinkGraph {

@@ -15,6 +15,7 @@ mod gnu_property;
 pub mod graph;
 pub mod image;
 mod linker_defined;
+pub mod lto;
 pub mod ordering;
 mod phases;
 pub use phases::{LinkPhase, lay_out_and_relocate};

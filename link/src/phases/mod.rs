@@ -9,6 +9,8 @@ pub(crate) mod icf;
 pub(crate) mod image_verify;
 pub(crate) mod input_probe;
 pub(crate) mod layout;
+pub(crate) mod lto_generate;
+pub(crate) mod lto_resolve;
 pub(crate) mod read_inputs;
 pub(crate) mod relax_thunks;
 pub(crate) mod relocate;
@@ -38,7 +40,8 @@ pub(crate) const fn builtin_for(phase: LinkPhase) -> Option<Builtin> {
     Some(match phase {
         LinkPhase::InputProbe => input_probe::run,
         LinkPhase::ReadInputs => read_inputs::run,
-        LinkPhase::LtoResolve | LinkPhase::LtoGenerate => advance_only,
+        LinkPhase::LtoResolve => lto_resolve::run,
+        LinkPhase::LtoGenerate => lto_generate::run,
         LinkPhase::RelaxThunks => relax_thunks::run,
         LinkPhase::ResolveSymbols => resolve_symbols::run,
         LinkPhase::SelectComdat => select_comdat::run,

@@ -131,6 +131,9 @@ fn indexed_definitions(
 /// The global (and weak) symbols a member defines — functions, data, TLS, IFUNC, absolute and common ones,
 /// as `ar`'s index lists them; a member that is not an object defines none.
 fn member_definitions(bytes: &[u8]) -> Vec<String> {
+    if probe(bytes) == InputKind::Bitcode {
+        return crate::read::bitcode_input::bitcode_definitions(bytes);
+    }
     let Ok(file) = object::File::parse(bytes) else {
         return Vec::new();
     };

@@ -4,6 +4,7 @@
 
 pub(crate) mod archive;
 pub mod bitcode;
+pub(crate) mod bitcode_input;
 pub(crate) mod object_file;
 pub(crate) mod parallel;
 
@@ -122,10 +123,7 @@ pub(crate) fn read_input(graph: &mut LinkGraph, input: InputId, phase: u16) -> R
             &entry.logical_name,
             "shared libraries are not supported by the static linker",
         )),
-        InputKind::Bitcode => Err(ReadError::new(
-            &entry.logical_name,
-            "LLVM bitcode inputs need an LTO provider; none is registered",
-        )),
+        InputKind::Bitcode => bitcode_input::read_bitcode(graph, input, phase),
         InputKind::Script => Err(ReadError::new(&entry.logical_name, "linker scripts are not supported")),
         InputKind::Unknown | InputKind::Blob => Err(ReadError::new(
             &entry.logical_name,
@@ -147,10 +145,14 @@ pub(crate) fn extract_member(
     let name = format!("{}({})", graph.inputs[archive_input.index()].logical_name, entry.name);
     let data = entry.data.clone();
     let range = entry.range.clone();
+    let kind = match data.get(range.clone()).map(probe) {
+        Some(InputKind::Bitcode) => InputKind::Bitcode,
+        _ => InputKind::Object,
+    };
     let id = InputId(graph.inputs.len() as u32);
     graph.inputs.push(Input {
         logical_name: name,
-        kind: InputKind::Object,
+        kind,
         ordinal: id.0,
         object_range: range,
         data,
@@ -166,7 +168,10 @@ pub(crate) fn extract_member(
         },
     });
     graph.archive_members[member.index()].materialized = Some((id, reason));
-    object_file::read_object(graph, id, phase)?;
+    match kind {
+        InputKind::Bitcode => bitcode_input::read_bitcode(graph, id, phase)?,
+        _ => object_file::read_object(graph, id, phase)?,
+    }
     Ok(id)
 }
 

@@ -154,4 +154,11 @@ fn append_fragment(graph: &mut LinkGraph, fragment: LinkGraph, input: InputId) {
             shift_origin(&mut entry.origin);
             entry
         }));
+    graph
+        .bitcode_modules
+        .extend(fragment.bitcode_modules.into_iter().map(|mut entry| {
+            entry.input = input;
+            shift_origin(&mut entry.origin);
+            entry
+        }));
 }

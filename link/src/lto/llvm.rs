@@ -1,0 +1,171 @@
+//! The default LTO provider: LLVM 14's own `llvm-lto2 run`, given every module and one `-r` per symbol
+//! resolution (in module and symbol order, as it requires), full or thin as the modules are, with the
+//! request's optimization levels, CPU, features and thread budget. It writes the modules into a fresh
+//! private directory, runs the tool there and reads back the objects (`out.0` for the merged full-LTO
+//! module, `out.N` for the N-th ThinLTO module), removing the directory whatever happens.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::lto::ProviderFlags;
+use crate::lto::provider::{LtoCandidate, LtoObject, LtoProvider, ProviderError};
+use crate::lto::request::LtoRequest;
+
+/// The tool the default provider runs, found on `PATH` unless `NEVERC_LLVM_LTO2` names another.
+pub const LLVM_LTO2: &str = "llvm-lto2-14";
+
+/// `llvm-lto2 run` as an LTO provider.
+#[derive(Clone, Debug)]
+pub struct LlvmLto2 {
+    pub tool: PathBuf,
+    pub target: String,
+}
+
+impl LlvmLto2 {
+    /// The provider for `target` (a triple), running [`LLVM_LTO2`] or `$NEVERC_LLVM_LTO2`.
+    pub fn new(target: &str) -> LlvmLto2 {
+        let tool = std::env::var_os("NEVERC_LLVM_LTO2").map_or_else(|| PathBuf::from(LLVM_LTO2), PathBuf::from);
+        LlvmLto2 {
+            tool,
+            target: target.to_string(),
+        }
+    }
+
+    /// The `llvm-lto2 run` arguments for `request`, with its files in `dir` as `0.bc`, `1.bc`, ...
+    pub fn arguments(&self, request: &LtoRequest, dir: &Path) -> Vec<String> {
+        let options = &request.options;
+        let file_path = |index: usize| dir.join(format!("{index}.bc")).display().to_string();
+        let mut arguments = vec![
+            "run".to_string(),
+            format!("-o={}", dir.join("out").display()),
+            format!("-O={}", options.optimization_level.min(3)),
+            format!("--cg-opt-level={}", options.codegen_optimization_level.min(3)),
+            format!("--thinlto-threads={}", options.thread_budget.max(1)),
+            // A static executable: no code needs to be position-independent (lld: static unless PIC).
+            "--relocation-model=static".to_string(),
+        ];
+        if !options.cpu.is_empty() {
+            arguments.push(format!("--mcpu={}", options.cpu));
+        }
+        if !options.features.is_empty() {
+            arguments.push(format!("--mattr={}", options.features));
+        }
+        if options.flags.contains(crate::lto::OptionFlags::SAVE_TEMPS) {
+            arguments.push("--save-temps".to_string());
+        }
+        arguments.extend((0..request.files.len()).map(file_path));
+        // One resolution per symbol, in file, module and symbol order (the modules of a file are
+        // consecutive, and the resolutions follow the modules).
+        for resolution in &request.resolutions {
+            let Some(module) = request.modules.get(resolution.module.index()) else {
+                continue;
+            };
+            let name = module
+                .symbols
+                .get(resolution.symbol as usize)
+                .map_or("", String::as_str);
+            arguments.push(format!("-r={},{name},{}", file_path(module.file), resolution.letters()));
+        }
+        arguments
+    }
+}
+
+impl LtoProvider for LlvmLto2 {
+    fn id(&self) -> &str {
+        "org.llvm.llvm-lto2-14"
+    }
+
+    fn target(&self) -> &str {
+        &self.target
+    }
+
+    fn flags(&self) -> u64 {
+        (ProviderFlags::FULL | ProviderFlags::THIN | ProviderFlags::DETERMINISTIC).bits()
+    }
+
+    fn codegen(&self, request: &LtoRequest) -> Result<LtoCandidate, ProviderError> {
+        let dir = TempDir::new()?;
+        for (index, file) in request.files.iter().enumerate() {
+            fs::write(dir.path.join(format!("{index}.bc")), &file.bytes).map_err(|error| {
+                ProviderError::new(format!("cannot write a module for {}: {error}", self.tool.display()))
+            })?;
+        }
+        let output = Command::new(&self.tool)
+            .args(self.arguments(request, &dir.path))
+            .current_dir(&dir.path)
+            .output()
+            .map_err(|error| {
+                ProviderError::new(format!(
+                    "cannot run `{}` (LLVM 14's LTO tool; Debian package llvm-14): {error}",
+                    self.tool.display()
+                ))
+            })?;
+        if !output.status.success() {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let first_lines: Vec<&str> = stderr.lines().take(20).collect();
+            return Err(ProviderError::new(format!(
+                "`{}` failed ({}):\n{}",
+                self.tool.display(),
+                output.status,
+                first_lines.join("\n")
+            )));
+        }
+        // Task 0 is the merged full-LTO module, task N (from 1) the N-th ThinLTO module; a task with
+        // nothing to compile writes no file.
+        let mut objects = Vec::new();
+        for task in 0..=request.modules.len() {
+            let path = dir.path.join(format!("out.{task}"));
+            let Ok(bytes) = fs::read(&path) else { continue };
+            if bytes.is_empty() {
+                continue;
+            }
+            objects.push(LtoObject {
+                source_module: task.checked_sub(1),
+                logical_name: format!("<lto object {task}>"),
+                bytes,
+            });
+        }
+        if objects.is_empty() {
+            return Err(ProviderError::new(format!("`{}` wrote no object", self.tool.display())));
+        }
+        Ok(LtoCandidate {
+            objects,
+            ..LtoCandidate::default()
+        })
+    }
+}
+
+/// A private directory removed when dropped.
+struct TempDir {
+    path: PathBuf,
+}
+
+impl TempDir {
+    fn new() -> Result<TempDir, ProviderError> {
+        use std::hash::{BuildHasher as _, Hasher as _};
+        let base = std::env::temp_dir();
+        for _ in 0..16 {
+            let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+            hasher.write_u32(std::process::id());
+            let path = base.join(format!("neverc-lto-{}-{:016x}", std::process::id(), hasher.finish()));
+            match fs::create_dir(&path) {
+                Ok(()) => return Ok(TempDir { path }),
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(error) => {
+                    return Err(ProviderError::new(format!(
+                        "cannot create a directory for LTO in {}: {error}",
+                        base.display()
+                    )));
+                }
+            }
+        }
+        Err(ProviderError::new("cannot create a fresh directory for LTO"))
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.path);
+    }
+}

@@ -1,0 +1,136 @@
+//! LTO code generation providers: the Rust mirror of `NevercLTOProviderDescriptor`, the rules registration
+//! checks (those NeverC's host checks), and what a provider returns.
+
+use neverc_tables::status::{Status, StatusCode};
+
+use crate::lto::ProviderFlags;
+use crate::lto::request::LtoRequest;
+
+/// Why a provider could not generate code.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ProviderError {
+    pub message: String,
+}
+
+impl ProviderError {
+    pub fn new(message: impl Into<String>) -> ProviderError {
+        ProviderError {
+            message: message.into(),
+        }
+    }
+}
+
+/// What `BuildCacheKey` reports: the key's full size, of which the first `min(size, buffer.len())` bytes
+/// were written into the caller's buffer. A caller whose buffer was too small grows it to `size` and asks
+/// again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeySize(pub usize);
+
+/// One object a provider generated (`NevercLTOObjectProduct`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LtoObject {
+    /// The module it was generated from (an index into the request's modules), when it came from one.
+    pub source_module: Option<usize>,
+    /// What the link calls it.
+    pub logical_name: String,
+    pub bytes: Vec<u8>,
+}
+
+/// What a provider returns (`NevercLTOProductCandidate`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LtoCandidate {
+    pub objects: Vec<LtoObject>,
+    pub optimized_bitcode: Option<Vec<u8>>,
+    pub thin_index: Option<Vec<u8>>,
+    /// The cache key the provider used, when it used one.
+    pub cache_key: Option<Vec<u8>>,
+}
+
+/// An LTO code generation provider. `flags` are raw bits, as a C plugin would hand them over, and are
+/// checked at registration ([`check_descriptor`]).
+pub trait LtoProvider {
+    /// A unique id, such as `org.llvm.lto2`.
+    fn id(&self) -> &str;
+    /// The triple of the target it generates code for.
+    fn target(&self) -> &str;
+    /// `NEVERC_LTO_PROVIDER_*` bits.
+    fn flags(&self) -> u64;
+    /// Whether it has a `BuildCacheKey` (required for CACHEABLE).
+    fn builds_cache_keys(&self) -> bool {
+        false
+    }
+    /// Whether it has a `Codegen`.
+    fn generates(&self) -> bool {
+        true
+    }
+    /// Writes the request's cache key into `buffer` (as much of it as fits) and reports its full size. The
+    /// key must be a pure function of the request.
+    fn build_cache_key(&self, _request: &LtoRequest, _buffer: &mut [u8]) -> Result<KeySize, ProviderError> {
+        Err(ProviderError::new("this provider builds no cache keys"))
+    }
+    /// Generates objects for the request.
+    fn codegen(&self, request: &LtoRequest) -> Result<LtoCandidate, ProviderError>;
+}
+
+/// The checks NeverC's host makes when a provider registers: known flags only, FULL or THIN (or both), a
+/// `Codegen`, a `BuildCacheKey` when CACHEABLE, and an id no other registered provider has. A refusal is
+/// `INVALID_DESCRIPTOR` (or `DUPLICATE_ID`) naming the rule.
+pub fn check_descriptor(provider: &dyn LtoProvider, registered: &[&str]) -> Result<ProviderFlags, Status> {
+    let id = provider.id();
+    let refuse = |rule: &str| Status::new(StatusCode::InvalidDescriptor, format!("LTO provider `{id}`: {rule}"));
+    let flags = ProviderFlags::from_bits(provider.flags()).ok_or_else(|| {
+        refuse(&format!(
+            "unknown flag bits {:#x}",
+            provider.flags() & !ProviderFlags::ALL.bits()
+        ))
+    })?;
+    if !flags.contains(ProviderFlags::FULL) && !flags.contains(ProviderFlags::THIN) {
+        return Err(refuse("it declares neither FULL nor THIN"));
+    }
+    if !provider.generates() {
+        return Err(refuse("it has no Codegen"));
+    }
+    if flags.contains(ProviderFlags::CACHEABLE) && !provider.builds_cache_keys() {
+        return Err(refuse("it is CACHEABLE without a BuildCacheKey"));
+    }
+    if id.is_empty() {
+        return Err(refuse("its id is empty"));
+    }
+    if registered.contains(&id) {
+        return Err(Status::new(
+            StatusCode::DuplicateId,
+            format!("LTO provider `{id}` is registered already"),
+        ));
+    }
+    Ok(flags)
+}
+
+/// The provider's cache key, asked for with the caller-buffer protocol: a first buffer of `first` bytes,
+/// grown to the size the provider reports and asked again (at most twice more: a provider whose key keeps
+/// growing is refused).
+pub fn cache_key(provider: &dyn LtoProvider, request: &LtoRequest, first: usize) -> Result<Vec<u8>, ProviderError> {
+    let mut buffer = vec![0u8; first];
+    for _ in 0..3 {
+        let KeySize(size) = provider.build_cache_key(request, &mut buffer)?;
+        if size <= buffer.len() {
+            buffer.truncate(size);
+            return Ok(buffer);
+        }
+        buffer = vec![0u8; size];
+    }
+    Err(ProviderError::new(format!(
+        "LTO provider `{}` reported a larger cache key each time it was asked",
+        provider.id()
+    )))
+}
+
+/// A registered provider, shared by the copies of a link context.
+#[derive(Clone)]
+pub struct SharedProvider(pub std::sync::Arc<dyn LtoProvider + Send + Sync>);
+
+impl std::fmt::Debug for SharedProvider {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "LtoProvider({})", self.0.id())
+    }
+}
