@@ -20,6 +20,8 @@ pub enum Rule {
     DuplicateClass,
     /// `duplicate-dwarf-number`.
     DuplicateDwarfNumber,
+    /// `duplicate-emulation`.
+    DuplicateEmulation,
     /// `duplicate-family`.
     DuplicateFamily,
     /// `duplicate-flag`.
@@ -110,6 +112,8 @@ pub enum Rule {
     StateUnreached,
     /// `target-file-name`.
     TargetFileName,
+    /// `tls-variant`.
+    TlsVariant,
     /// `toml-float`.
     TomlFloat,
     /// `toml-integer`.
@@ -138,7 +142,7 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule.
-    pub const ALL: [Rule; 64] = [
+    pub const ALL: [Rule; 66] = [
         Rule::AbiRule,
         Rule::AbiSret,
         Rule::AbiStack,
@@ -146,6 +150,7 @@ impl Rule {
         Rule::CommitPoints,
         Rule::DuplicateClass,
         Rule::DuplicateDwarfNumber,
+        Rule::DuplicateEmulation,
         Rule::DuplicateFamily,
         Rule::DuplicateFlag,
         Rule::DuplicateId,
@@ -191,6 +196,7 @@ impl Rule {
         Rule::StateReachedTwice,
         Rule::StateUnreached,
         Rule::TargetFileName,
+        Rule::TlsVariant,
         Rule::TomlFloat,
         Rule::TomlInteger,
         Rule::TomlSyntax,
@@ -215,6 +221,7 @@ impl Rule {
             Rule::CommitPoints => "commit-points",
             Rule::DuplicateClass => "duplicate-class",
             Rule::DuplicateDwarfNumber => "duplicate-dwarf-number",
+            Rule::DuplicateEmulation => "duplicate-emulation",
             Rule::DuplicateFamily => "duplicate-family",
             Rule::DuplicateFlag => "duplicate-flag",
             Rule::DuplicateId => "duplicate-id",
@@ -260,6 +267,7 @@ impl Rule {
             Rule::StateReachedTwice => "state-reached-twice",
             Rule::StateUnreached => "state-unreached",
             Rule::TargetFileName => "target-file-name",
+            Rule::TlsVariant => "tls-variant",
             Rule::TomlFloat => "toml-float",
             Rule::TomlInteger => "toml-integer",
             Rule::TomlSyntax => "toml-syntax",

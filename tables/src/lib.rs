@@ -29,4 +29,4 @@ pub mod generated {
 }
 
 pub use generated::phases::TABLES as BUNDLED_PHASES;
-pub use generated::targets::{TARGETS as BUNDLED_TARGETS, target_by_elf, target_by_name};
+pub use generated::targets::{TARGETS as BUNDLED_TARGETS, target_by_elf, target_by_emulation, target_by_name};
