@@ -66,6 +66,23 @@ struct TargetSummary {
     vector_registers: usize,
     spellings: usize,
     reserved: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    elf: Option<ElfSummary>,
+}
+
+/// A target's `[elf]` facts, as the linker reads them.
+#[derive(Serialize)]
+struct ElfSummary {
+    machine: u16,
+    class: u32,
+    common_page_size: u64,
+    max_page_size: u64,
+    /// `I` or `II`.
+    tls_variant: &'static str,
+    /// Variant I's thread control block, in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tcb_size: Option<u64>,
+    emulations: Vec<String>,
 }
 
 /// The target files named by the arguments: the directory's `*.toml`, then each `--target-file`.
@@ -183,6 +200,17 @@ fn summarize(declarations: &Declarations) -> Report {
                     })
                     .count()
             };
+            let arena = neverc_schema::Bump::new();
+            let model = lower_target(declaration, &arena).ok();
+            let elf = model.and_then(|model| model.elf).map(|elf| ElfSummary {
+                machine: elf.machine,
+                class: elf.class,
+                common_page_size: elf.common_page_size,
+                max_page_size: elf.max_page_size,
+                tls_variant: elf.tls.name(),
+                tcb_size: elf.tls.tcb_size(),
+                emulations: elf.emulations.iter().map(|name| name.to_string()).collect(),
+            });
             TargetSummary {
                 name: declaration.identity.name.clone(),
                 file: target.path.display().to_string(),
@@ -191,8 +219,9 @@ fn summarize(declarations: &Declarations) -> Report {
                 registers: declaration.registers.len(),
                 general_registers: count(true),
                 vector_registers: count(false),
-                spellings: lower_target(declaration, &neverc_schema::Bump::new()).map_or(0, |model| model.names.len()),
+                spellings: model.map_or(0, |model| model.names.len()),
                 reserved: declaration.reserved.clone(),
+                elf,
             }
         })
         .collect();
@@ -276,5 +305,19 @@ fn print_text(report: &Report) {
             target.schema_digest,
             target.file
         );
+        if let Some(elf) = &target.elf {
+            let tls = match elf.tcb_size {
+                Some(tcb_size) => format!("{} (a {tcb_size}-byte TCB at the thread pointer)", elf.tls_variant),
+                None => format!("{} (the block ends at the thread pointer)", elf.tls_variant),
+            };
+            outln!(
+                "           ELF machine {}, {}-bit, pages {} (max {}), TLS variant {tls}, emulations (ld -m) {}",
+                elf.machine,
+                elf.class,
+                elf.common_page_size,
+                elf.max_page_size,
+                elf.emulations.join(", ")
+            );
+        }
     }
 }

@@ -17,6 +17,7 @@ use std::path::Path;
 
 use miette::{LabeledSpan, MietteDiagnostic, NamedSource, Report};
 use neverc_link::context::LinkOptions;
+use neverc_link::graph::LinkTarget;
 
 use crate::CommandError;
 use crate::link::{LinkRequest, link};
@@ -64,7 +65,7 @@ fn drive(arguments: Vec<OsString>) -> Result<(), Driven> {
     let arguments = response::expand(arguments)?;
     let command = match args::parse(arguments)? {
         Request::Help => {
-            outln!("{HELP}");
+            outln!("{}", HELP.replace(DECLARED_EMULATIONS, &args::declared_emulations()));
             return Ok(());
         }
         Request::Version => {
@@ -130,6 +131,12 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
     if let Some(page_size) = command.page_size {
         options.page_size = page_size;
     }
+    if let Some(emulation) = command.emulation {
+        options.target = LinkTarget::Fixed {
+            target: emulation.target,
+            set_by: Some(format!("-m {}", emulation.name)),
+        };
+    }
     LinkRequest {
         options,
         symbol_ordering_file: command.symbol_ordering_file,
@@ -147,10 +154,13 @@ fn print_script_error(error: &ScriptError) {
     errln!("{report:?}");
 }
 
+/// Where `--help` lists the declared emulations.
+const DECLARED_EMULATIONS: &str = "{declared emulations}";
+
 /// `neverc-spec ld --help`.
 const HELP: &str = "\
-neverc-spec ld: GNU ld's command line for static x86-64 executables, so that compiler drivers link with
-neverc-spec unchanged:
+neverc-spec ld: GNU ld's command line for static executables of the declared targets, so that compiler
+drivers link with neverc-spec unchanged:
 
   gcc -static -B DIR ...          (DIR holds a symbolic link `ld` to neverc-spec)
   musl-gcc -static -B DIR ...
@@ -176,7 +186,17 @@ Inputs, in order:
   --                    everything after it is an input file
   @FILE                 read arguments from FILE (GNU quoting: quotes, backslash; nested, at most 32 deep)
   --sysroot=DIR         the sysroot for `=` paths, the default directories and absolute names in scripts
-  -nostdlib             search only the -L directories, not the default ones (GNU ld's for elf_x86_64)
+  -nostdlib             search only the -L directories, not the default ones (GNU ld's for elf_x86_64,
+                        whatever -m says)
+
+Target:
+  -m EMULATION, -mEMULATION
+                        the link's target, by GNU ld's name for it: an emulation a target declares in its
+                        `[elf] emulations`; every object must then be one of its. Without -m the first
+                        object's ELF header chooses. Declared:
+                        {declared emulations}
+  -EL, -EB              accepted when the link's target has that byte order (without -m: when every declared
+                        target has it); refused otherwise
 
 Output:
   -o FILE, --output=FILE          the executable (default a.out), written completely or not at all
@@ -187,7 +207,8 @@ Output:
   --build-id[=sha1|none]          a .note.gnu.build-id (sha1 only)
   --eh-frame-hdr, --no-eh-frame-hdr
   -z relro, -z norelro            PT_GNU_RELRO (relro is the default)
-  -z max-page-size=N              the segment alignment (a power of two, 4 KiB to 1 GiB; default 4 KiB)
+  -z max-page-size=N              the segment alignment (a power of two, 4 KiB to 1 GiB; default the
+                                  target's `[elf] max_page_size`)
   -z common-page-size=N           accepted when at most the maximum page size
   -s, --strip-all / -S, --strip-debug
                                   drop the symbol table / debugging sections (the last one wins)
@@ -200,12 +221,13 @@ Output:
                                   inputs, only that
 
 Accepted, since they cannot change a static executable (or ask for what neverc-spec does anyway):
-  -m elf_x86_64, --hash-style=sysv|gnu|both, -O LEVEL, --as-needed, --no-as-needed, -no-pie,
+  --hash-style=sysv|gnu|both, -O LEVEL, --as-needed, --no-as-needed, -no-pie,
   --no-dynamic-linker, -dynamic-linker FILE and -I FILE (ignored for a static output, as ld.bfd does),
   -rpath DIR, -rpath-link DIR, -R DIR, --export-dynamic, -E, --no-undefined, --[no-]allow-shlib-undefined,
   --enable-new-dtags, --disable-new-dtags, --[no-]copy-dt-needed-entries, --relax, --no-whole-archive,
   --[no-]warn-rwx-segments, --[no-]warn-execstack, --no-fatal-warnings, --warn-common, --warn-once,
   --no-warn-mismatch, --no-warn-search-mismatch, --compress-debug-sections=none, -g,
+  -X and --discard-locals (temporary `.L` symbols are never written to the symbol table),
   -z now|lazy|noexecstack|separate-code|defs|text|notext
 
 Ignored with a note on stderr:
@@ -214,8 +236,10 @@ Ignored with a note on stderr:
 
 Refused (exit 2, naming the option), because neverc-spec does not implement what they would change:
   -pie, -static-pie, -shared, -T/--script, --whole-archive, -u/--undefined, --defsym, --wrap, --no-relax,
-  --emit-relocs, -x, -X, -N, -n, --fatal-warnings, -z execstack, -z noseparate-code, -m other than
-  elf_x86_64, --build-id=md5|uuid|0xHEX, --icf=safe, any other -z keyword, and every option not listed here.
+  --emit-relocs, -x/--discard-all, -N, -n, --fatal-warnings, -z execstack, -z noseparate-code, -m naming no
+  declared emulation, -EB or -EL for the other byte order, --fix-cortex-a53-843419 (the erratum workaround
+  gcc's AArch64 driver asks for unless given -mno-fix-cortex-a53-843419), --build-id=md5|uuid|0xHEX,
+  --icf=safe, any other -z keyword, and every option not listed here.
 
 Linker scripts: a file that is text rather than ELF or an archive is a linker script, as with GNU ld (Debian's
 libm.a and libc.so are). GROUP(...), INPUT(...), AS_NEEDED(...) (its files are inputs like the others),

@@ -259,29 +259,71 @@ fn every_declared_aarch64_relocation_is_used_by_a_fixture_that_runs() {
     );
 }
 
-#[test]
-fn aarch64_musl_gcc_links_a_tls_program_through_the_ld_driver_and_it_runs() {
-    let dir = scratch!("aarch64-driver");
+/// Compiles `tests/fixtures/libc/tls.c` with `aarch64-linux-gnu-gcc -static -O2 ARGS` into `DIR/tls`, linked
+/// by neverc-spec as `ld` (a symbolic link in `DIR/bin`, which `-B` names): gcc's output and the program.
+fn gcc_tls_through_the_driver(dir: &Path, args: &[&str]) -> (Output, PathBuf) {
     let bin = dir.join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    symlink(BIN, bin.join("ld")).unwrap();
-    let source = repo().join("tests/fixtures/libc/tls.c");
+    if !bin.exists() {
+        std::fs::create_dir_all(&bin).unwrap();
+        symlink(BIN, bin.join("ld")).unwrap();
+    }
     let program = dir.join("tls");
-    let specs = "/usr/lib/aarch64-linux-musl/musl-gcc.specs";
-    let result: Output = Command::new("aarch64-linux-gnu-gcc")
-        .args(["-specs", specs, "-static", "-O2", "-B"])
+    let output = Command::new("aarch64-linux-gnu-gcc")
+        .args(["-static", "-O2"])
+        .args(args)
+        .arg("-B")
         .arg(&bin)
-        .arg(&source)
+        .arg(repo().join("tests/fixtures/libc/tls.c"))
         .arg("-o")
         .arg(&program)
         .output()
         .unwrap();
-    assert!(result.status.success(), "{}", text(&result.stderr));
+    (output, program)
+}
+
+/// gcc succeeded, and the driver ran: the note about gcc's LTO plugin, which only it prints.
+fn linked_by_the_driver(output: &Output) {
+    assert!(output.status.success(), "{}", text(&output.stderr));
     assert!(
-        text(&result.stderr).contains("neverc-spec ld"),
+        text(&output.stderr).contains("neverc-spec ld"),
         "the driver did not run"
     );
+}
+
+#[test]
+fn aarch64_musl_gcc_links_a_tls_program_through_the_ld_driver_and_it_runs() {
+    let dir = scratch!("aarch64-driver");
+    let specs = "/usr/lib/aarch64-linux-musl/musl-gcc.specs";
+    let (result, program) = gcc_tls_through_the_driver(&dir, &["-specs", specs]);
+    linked_by_the_driver(&result);
     assert_eq!(run(&program), expected(&fixtures().join("musl-tls-le")));
+}
+
+#[test]
+fn aarch64_gcc_against_glibc_chooses_the_target_by_its_emulation_and_the_erratum_workaround_is_refused() {
+    let dir = scratch!("aarch64-driver-glibc");
+    // Debian's cross gcc is built with --enable-fix-cortex-a53-843419: it asks ld for the workaround, which
+    // the driver refuses by name (exit 2, nothing written), after the emulation, byte order and -X.
+    let (refused, program) = gcc_tls_through_the_driver(&dir, &["-v"]);
+    let stderr = text(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    let collect2 = stderr
+        .lines()
+        .find(|line| line.contains("collect2") && line.contains("-plugin"))
+        .unwrap_or_else(|| panic!("no collect2 line in {stderr}"));
+    assert!(
+        collect2.contains(" -X -EL -maarch64linux --fix-cortex-a53-843419 "),
+        "{collect2}"
+    );
+    assert!(
+        stderr.contains("`--fix-cortex-a53-843419` is not supported") && stderr.contains("ld returned 2 exit status"),
+        "{stderr}"
+    );
+    assert!(!program.exists());
+    // Without it, `-maarch64linux` chooses the target, and the program runs like ld.bfd's build.
+    let (linked, program) = gcc_tls_through_the_driver(&dir, &["-mno-fix-cortex-a53-843419"]);
+    linked_by_the_driver(&linked);
+    assert_eq!(run(&program), expected(&fixtures().join("glibc-tls-le")));
 }
 
 #[test]

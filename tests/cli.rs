@@ -33,6 +33,18 @@ fn check_accepts_the_bundled_declarations() {
         stdout.contains("neverc.link.relax_thunks") && stdout.contains("rerun budget 16"),
         "{stdout}"
     );
+    // Each target's ELF facts, as the linker reads them.
+    assert!(
+        stdout.contains(
+            "ELF machine 183, 64-bit, pages 4096 (max 65536), TLS variant I (a 16-byte TCB at the thread \
+             pointer), emulations (ld -m) aarch64linux, aarch64elf"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("TLS variant II (the block ends at the thread pointer), emulations (ld -m) elf_x86_64"),
+        "{stdout}"
+    );
 
     let output = run(&["check", "--format", "json"]);
     assert!(output.status.success());
@@ -52,6 +64,13 @@ fn check_accepts_the_bundled_declarations() {
     let x86 = &report["targets"][2];
     assert_eq!(x86["general_registers"], 16);
     assert_eq!(x86["vector_registers"], 16);
+    assert_eq!(x86["elf"]["tls_variant"], "II");
+    assert!(x86["elf"].get("tcb_size").is_none());
+    assert_eq!(x86["elf"]["emulations"], serde_json::json!(["elf_x86_64"]));
+    let aarch64 = &report["targets"][0]["elf"];
+    assert_eq!(aarch64["tls_variant"], "I");
+    assert_eq!(aarch64["tcb_size"], 16);
+    assert_eq!(aarch64["emulations"], serde_json::json!(["aarch64linux", "aarch64elf"]));
 }
 
 #[test]

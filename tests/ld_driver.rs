@@ -656,7 +656,13 @@ fn unsupported_options_values_and_script_commands_are_refused_naming_them_and_no
     refused(&["-pie"], "`-pie` is not supported");
     refused(&["--whole-archive"], "`--whole-archive` is not supported");
     refused(&["-T", "x.ld"], "`-T` is not supported");
-    refused(&["-m", "aarch64linux"], "emulation `aarch64linux` is not supported");
+    refused(&["-m", "armelf"], "emulation `armelf` is not declared by any target");
+    refused(&["-EB"], "`-EB`: no declared target is big-endian");
+    refused(&["-x"], "`-x` is not supported");
+    refused(
+        &["--fix-cortex-a53-843419"],
+        "`--fix-cortex-a53-843419` is not supported",
+    );
     refused(&["--build-id=md5"], "build-id style `md5` is not supported");
     refused(&["-z", "execstack"], "`-z execstack` is not supported");
     refused(&["-zfrobnicate"], "`-z frobnicate` is not supported");
@@ -683,6 +689,69 @@ fn unsupported_options_values_and_script_commands_are_refused_naming_them_and_no
     let result = ld(&["-static"]);
     assert_eq!(result.status.code(), Some(2));
     assert!(text(&result.stderr).contains("no input files"));
+}
+
+#[test]
+fn m_chooses_the_links_target_by_a_declared_emulation() {
+    let out = fresh("emulation");
+    let inputs = ["start.o", "main.o", "liba.a", "libb.a"];
+    // The x86-64 objects link for `-m elf_x86_64` (joined or not), with gcc's -EL and -X, and run.
+    for emulation in [&["-m", "elf_x86_64"][..], &["-melf_x86_64"]] {
+        let program = out.join("prog");
+        let program_name = program.display().to_string();
+        let args = [
+            &["-static", "-EL", "-X", "--discard-locals", "-o", &program_name][..],
+            emulation,
+            &inputs,
+        ]
+        .concat();
+        succeeded(&ld(&args), &format!("ld {args:?}"));
+        assert_eq!(outcome(&program, &[]), ("main\na\nb\na2\n".to_string(), Some(7)));
+        fs::remove_file(&program).unwrap();
+    }
+    // `-m aarch64linux` (as gcc's AArch64 cross driver joins it, or not) makes AArch64 the link's target
+    // before any object is read: the first x86-64 object is refused, naming it and the option, and nothing
+    // is written.
+    let never = out.join("never").display().to_string();
+    for emulation in [&["-maarch64linux"][..], &["-m", "aarch64linux"], &["-m", "aarch64elf"]] {
+        let args = [&["-static", "-o", &never][..], emulation, &inputs].concat();
+        let result = ld(&args);
+        let stderr = text(&result.stderr);
+        assert_eq!(result.status.code(), Some(1), "{args:?}: {stderr}");
+        let spelled = if emulation.len() == 2 {
+            emulation[1]
+        } else {
+            &emulation[0][2..]
+        };
+        assert!(
+            stderr.contains(&format!(
+                "start.o: an object for x86_64 (ELF machine 62, 64-bit, little-endian) cannot be linked: the \
+                 link's target is aarch64 (ELF machine 183, 64-bit, little-endian), set by `-m {spelled}`"
+            )),
+            "{args:?}: {stderr}"
+        );
+        assert!(!out.join("never").exists());
+    }
+    // An emulation no target declares is refused, listing the declared ones with their targets.
+    let result = ld(&["-static", "-o", &never, "-m", "elf_i386", "start.o"]);
+    let stderr = text(&result.stderr);
+    assert_eq!(result.status.code(), Some(2), "{stderr}");
+    for listed in [
+        "emulation `elf_i386` is not declared by any target; the declared ones are",
+        "aarch64linux, aarch64elf (aarch64)",
+        "elf64lriscv (riscv64)",
+        "elf_x86_64 (x86_64)",
+    ] {
+        assert!(stderr.contains(listed), "{stderr} lacks {listed}");
+    }
+    // So is the other byte order for the chosen target.
+    let result = ld(&["-static", "-o", &never, "-EB", "-m", "elf_x86_64", "start.o"]);
+    assert_eq!(result.status.code(), Some(2));
+    assert!(
+        text(&result.stderr).contains("`-EB`: the target of `-m elf_x86_64`, x86_64, is not big-endian"),
+        "{}",
+        text(&result.stderr)
+    );
 }
 
 #[test]
@@ -731,6 +800,9 @@ fn version_and_help_as_ld_and_as_neverc_spec_ld() {
         "Archives: neverc-spec searches archives as lld does",
         "GROUP(...)",
         "@FILE",
+        "-m EMULATION, -mEMULATION",
+        "Declared:\n                        aarch64linux, aarch64elf (aarch64); elf64lriscv (riscv64); elf_x86_64 (x86_64)\n",
+        "--fix-cortex-a53-843419",
         "Exit status:",
     ] {
         assert!(help.contains(needle), "--help lacks {needle}: {help}");

@@ -89,6 +89,21 @@ fn a_new_toml_file_or_phase_and_a_rebuild_add_a_target_to_every_command_and_conf
         checked.contains("targets (4): valid") && checked.contains("toy-unknown-none"),
         "{checked}"
     );
+    // The `ld` driver's `-m` knows the new target's emulations: it becomes the link's target, and an x86-64
+    // object is refused for it.
+    let help = run(&binary, &copy, &["ld", "--help"]);
+    assert!(help.contains("elf64toy, toyelf (toy)"), "{help}");
+    std::fs::write(copy.join("x.c"), "int x(void) { return 1; }\n").unwrap();
+    let compiled = run_in("gcc", &copy, &["-c", "x.c", "-o", "x.o"]);
+    assert!(compiled.status.success(), "{}", text(&compiled.stderr));
+    let linked = run_in(&binary, &copy, &["ld", "-static", "-mtoyelf", "-o", "x", "x.o"]);
+    assert_eq!(linked.status.code(), Some(1), "{}", text(&linked.stderr));
+    assert!(
+        text(&linked.stderr)
+            .contains("the link's target is toy (ELF machine 4660, 64-bit, little-endian), set by `-m toyelf`"),
+        "{}",
+        text(&linked.stderr)
+    );
     let out = copy.join("generated");
     run(&binary, &copy, &["gen", "--out", out.to_str().unwrap()]);
     assert!(out.join("target_toy.rs").is_file());

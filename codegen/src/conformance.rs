@@ -120,14 +120,20 @@ pub enum Check {
         signature: String,
         origin: String,
     },
-    /// The target's ELF files have e_machine `machine` and class `class` (bits), and its executables are laid
-    /// out for `common_page_size` and aligned to `max_page_size`.
+    /// The target's ELF files have e_machine `machine` and class `class` (bits), its executables are laid
+    /// out for `common_page_size` and aligned to `max_page_size`, their TLS is variant `tls_variant` (`I`,
+    /// with a thread control block of `tcb_size` bytes, or `II`), and GNU ld's `-m` names it by each of
+    /// `emulations`.
     ElfFacts {
         target: String,
         machine: u16,
         class: u32,
         common_page_size: u64,
         max_page_size: u64,
+        tls_variant: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tcb_size: Option<u64>,
+        emulations: Vec<String>,
     },
     /// Relocation `number` of `format` on `target` is `name`, and `name` is it: of kind `relocation_kind`,
     /// relative to `relative_to`, patching `size` bits (the value shifted right by `shift` into `bits`, each
@@ -425,6 +431,9 @@ pub fn target_cases(model: &TargetRecordIn<'_>, source: &str) -> CaseSet {
                 class: elf.class,
                 common_page_size: elf.common_page_size,
                 max_page_size: elf.max_page_size,
+                tls_variant: elf.tls.name().to_string(),
+                tcb_size: elf.tls.tcb_size(),
+                emulations: elf.emulations.iter().map(|name| name.to_string()).collect(),
             },
         });
     }

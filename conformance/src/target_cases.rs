@@ -5,7 +5,7 @@ use neverc_cc::layout::TypeTable;
 use neverc_cc::plan_validation::validate_plan;
 use neverc_cc::planner::plan_from_spec;
 use neverc_cc::signature::Signature;
-use neverc_tables::{NameKind, RelocationFormat, TargetRecord};
+use neverc_tables::{NameKind, RelocationFormat, TargetRecord, TlsVariant, find_target_by_emulation};
 
 use crate::{Check, Environment, Outcome};
 
@@ -116,6 +116,9 @@ fn run_checked(environment: &Environment, check: &Check) -> Result<(), String> {
             class,
             common_page_size,
             max_page_size,
+            tls_variant,
+            tcb_size,
+            emulations,
         } => {
             let target = target(environment, name)?;
             let elf = target.elf.ok_or_else(|| format!("{name} has no ELF facts"))?;
@@ -126,6 +129,30 @@ fn run_checked(environment: &Environment, check: &Check) -> Result<(), String> {
             }
             if !target.matches_elf(*machine, *class, target.little_endian) {
                 return Err(format!("{name} does not answer to its own ELF header facts"));
+            }
+            // The variant as the linker reads it.
+            let tls = match (tls_variant.as_str(), *tcb_size) {
+                ("I", Some(tcb_size)) => TlsVariant::I { tcb_size },
+                ("II", None) => TlsVariant::II,
+                other => return Err(format!("`{other:?}` is no TLS variant (I with a TCB size, or II)")),
+            };
+            let found = TlsVariant::of(Some(target));
+            if found != tls {
+                return Err(format!("{name}: TLS {found:?}; declared {tls:?}"));
+            }
+            if elf.emulations != emulations.as_slice() {
+                return Err(format!(
+                    "{name}: emulations {:?}; declared {emulations:?}",
+                    elf.emulations
+                ));
+            }
+            for emulation in emulations {
+                let chosen = find_target_by_emulation(&environment.targets, emulation).map(|target| target.name);
+                if chosen != Some(target.name) {
+                    return Err(format!(
+                        "emulation `{emulation}` chooses {chosen:?} among the loaded targets, not {name}"
+                    ));
+                }
             }
             Ok(())
         }

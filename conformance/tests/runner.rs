@@ -22,6 +22,17 @@ fn outcome(json: &str) -> Outcome {
     run_case(&environment(), &case)
 }
 
+/// Every case (JSON) fails with a message that contains its reason.
+fn fail_saying(cases: &[(String, &str)]) {
+    for (wrong, reason) in cases {
+        let found = outcome(wrong);
+        assert!(
+            matches!(&found, Outcome::Failed(message) if message.contains(reason)),
+            "{wrong}: {found:?}"
+        );
+    }
+}
+
 #[test]
 fn wrong_machines_classes_and_expectations_fail() {
     let unknown_machine = outcome(
@@ -82,7 +93,7 @@ fn relocation_and_elf_cases_that_disagree_with_the_tables_fail() {
         "name": "R_AARCH64_ADR_PREL_PG_HI21", "relocation_kind": "symbol", "relative_to": "page", "size": 32,
         "overflow": "signed", "shift": 12, "bits": [[29, 2], [5, 19]]}"#;
     assert_eq!(outcome(right), Outcome::Passed);
-    for (wrong, reason) in [
+    fail_saying(&[
         (
             right.replace("\"number\": 275", "\"number\": 276"),
             "`R_AARCH64_ADR_PREL_PG_HI21_NC`, not",
@@ -101,19 +112,47 @@ fn relocation_and_elf_cases_that_disagree_with_the_tables_fail() {
             right.replace("\"format\": \"elf\"", "\"format\": \"coff\""),
             "unknown relocation format",
         ),
-    ] {
-        let found = outcome(&wrong);
-        assert!(
-            matches!(&found, Outcome::Failed(message) if message.contains(reason)),
-            "{wrong}: {found:?}"
-        );
-    }
+    ]);
     let elf = r#"{"id": "x", "kind": "elf_facts", "target": "x86_64", "machine": 62, "class": 64,
-        "common_page_size": 4096, "max_page_size": 4096}"#;
+        "common_page_size": 4096, "max_page_size": 4096, "tls_variant": "II", "emulations": ["elf_x86_64"]}"#;
     assert_eq!(outcome(elf), Outcome::Passed);
-    let wrong = outcome(&elf.replace("\"max_page_size\": 4096", "\"max_page_size\": 65536"));
+    let aarch64 = r#"{"id": "x", "kind": "elf_facts", "target": "aarch64", "machine": 183, "class": 64,
+        "common_page_size": 4096, "max_page_size": 65536, "tls_variant": "I", "tcb_size": 16,
+        "emulations": ["aarch64linux", "aarch64elf"]}"#;
+    assert_eq!(outcome(aarch64), Outcome::Passed);
+    fail_saying(&[
+        (
+            elf.replace("\"max_page_size\": 4096", "\"max_page_size\": 65536"),
+            "declared",
+        ),
+        (
+            elf.replace("\"tls_variant\": \"II\"", "\"tls_variant\": \"I\", \"tcb_size\": 16"),
+            "TLS II; declared I { tcb_size: 16 }",
+        ),
+        (
+            elf.replace("\"tls_variant\": \"II\"", "\"tls_variant\": \"III\""),
+            "no TLS variant",
+        ),
+        (
+            aarch64.replace("\"tcb_size\": 16", "\"tcb_size\": 0"),
+            "TLS I { tcb_size: 16 }; declared I { tcb_size: 0 }",
+        ),
+        (
+            elf.replace("[\"elf_x86_64\"]", "[\"elf_x86_64\", \"elf32_x86_64\"]"),
+            "emulations [\"elf_x86_64\"]",
+        ),
+    ]);
+    // An emulation that another loaded target also answers to chooses that one, and the case fails.
+    let mut environment = environment();
+    let mut copy = *neverc_tables::target_by_name("aarch64").unwrap();
+    let mut elf_record = copy.elf.unwrap();
+    elf_record.emulations = &["elf_x86_64"];
+    copy.elf = Some(elf_record);
+    environment.targets.insert(0, Box::leak(Box::new(copy)));
+    let case: Case = serde_json::from_str(elf).unwrap();
+    let found = run_case(&environment, &case);
     assert!(
-        matches!(&wrong, Outcome::Failed(message) if message.contains("declared")),
-        "{wrong:?}"
+        matches!(&found, Outcome::Failed(message) if message.contains("chooses Some(\"aarch64\")")),
+        "{found:?}"
     );
 }

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use neverc_userfile::SharedBytes;
 use rustc_hash::FxHashMap;
 
-use crate::graph::{AtomId, EdgeId, Input, LinkGraph, SymbolId};
+use crate::graph::{AtomId, EdgeId, Input, LinkGraph, LinkTarget, SymbolId};
 use crate::image::{ImageLayout, ProgramHeaderLayout, SegmentFlags, SparseBytes};
 use crate::phases::LinkPhase;
 
@@ -52,6 +52,9 @@ pub struct LinkOptions {
     pub strip: Strip,
     /// How bitcode inputs are optimized and compiled (`-plugin-opt=`, `--lto-*`, `--thinlto-*`).
     pub lto: crate::lto::request::LtoOptions,
+    /// The target the link is for: taken from the first object by default, or fixed by the caller (the `ld`
+    /// driver's `-m EMULATION`), in which case every object must be one of its.
+    pub target: LinkTarget,
 }
 
 /// What `-s` (`--strip-all`) and `-S` (`--strip-debug`) remove.
@@ -87,6 +90,7 @@ impl LinkOptions {
             relro: true,
             strip: Strip::Nothing,
             lto: crate::lto::request::LtoOptions::default(),
+            target: LinkTarget::FromFirstObject,
         }
     }
 }
@@ -143,28 +147,9 @@ pub struct TlsTemplate {
     pub variant: TlsVariant,
 }
 
-/// Where the executable's TLS block lies relative to the thread pointer ("ELF Handling For Thread-Local
-/// Storage", §3.4): the target's ABI decides, so the variant is chosen from the link's target.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TlsVariant {
-    /// Variant I (AArch64, RISC-V, PowerPC): the thread pointer points at a thread control block of
-    /// `tcb_size` bytes, and the block follows it at the block's alignment.
-    I { tcb_size: u64 },
-    /// Variant II (x86-64, i386): the block ends at the thread pointer, its size rounded up to its alignment.
-    II,
-}
-
-impl TlsVariant {
-    /// The variant of `target`'s ABI: AArch64's thread pointer points at a 16-byte TCB (its psABI, §TLS),
-    /// RISC-V's directly at the block; x86-64 (and any target not known to use variant I) is variant II.
-    pub fn of(target: Option<&neverc_tables::TargetRecord>) -> TlsVariant {
-        match target.and_then(|target| target.elf).map(|elf| elf.machine) {
-            Some(object::elf::EM_AARCH64) => TlsVariant::I { tcb_size: 16 },
-            Some(object::elf::EM_RISCV) => TlsVariant::I { tcb_size: 0 },
-            _ => TlsVariant::II,
-        }
-    }
-}
+/// Where the executable's TLS block lies relative to the thread pointer: the link target's `[elf] tls`, read
+/// through [`TlsVariant::of`].
+pub use neverc_tables::TlsVariant;
 
 impl TlsTemplate {
     /// The offset of `address` (inside the template) from the thread pointer, by the template's variant: in
@@ -262,8 +247,11 @@ pub struct LinkContext {
 impl LinkContext {
     pub fn new(options: LinkOptions) -> LinkContext {
         LinkContext {
+            graph: LinkGraph {
+                target: options.target.clone(),
+                ..LinkGraph::default()
+            },
             options,
-            graph: LinkGraph::default(),
             global_symbols: FxHashMap::default(),
             got: Vec::new(),
             got_atom: None,
@@ -544,7 +532,7 @@ mod tests {
         assert_eq!(aarch64(64).tp_offset(0x41_0000), 64);
         // RISC-V: the thread pointer points at the block.
         assert_eq!(template(TlsVariant::I { tcb_size: 0 }, 8).tp_offset(0x41_0010), 16);
-        // The variant comes from the target.
+        // The variant is the one the target declares in `[elf] tls`; without a target (no object read), II.
         let by_name = |name| TlsVariant::of(neverc_tables::target_by_name(name));
         assert_eq!(by_name("aarch64"), TlsVariant::I { tcb_size: 16 });
         assert_eq!(by_name("x86_64"), TlsVariant::II);

@@ -563,7 +563,8 @@ pub enum LinkTarget {
     #[default]
     FromFirstObject,
     /// Every object must be an ELF file of this target's machine, class and byte order, and use only its
-    /// declared relocations. `set_by` names the input that chose it (none when the caller did).
+    /// declared relocations. `set_by` names what chose it for messages: the input whose header did, or the
+    /// caller's option (`-m aarch64linux`); none when a caller chose it without saying how.
     Fixed {
         target: &'static TargetRecord,
         set_by: Option<String>,

@@ -2,7 +2,7 @@
 //! Generated tables and tables loaded at run time from the same files must agree, name by name.
 
 use neverc_loader::{load_phase_tables, load_target_file};
-use neverc_tables::{BUNDLED_PHASES, BUNDLED_TARGETS, target_by_name};
+use neverc_tables::{BUNDLED_PHASES, BUNDLED_TARGETS, TlsVariant, target_by_name};
 use neverc_test_support::repo;
 
 #[test]
@@ -61,7 +61,18 @@ fn bundled_phase_tables_agree_with_the_runtime_loaded_schema() {
 fn a_target_file_loaded_at_run_time_exposes_its_elf_facts_and_relocations() {
     let dir = neverc_test_support::scratch!("loader-relocations");
     let text = std::fs::read_to_string(repo().join("targets/x86_64.toml")).unwrap();
-    let text = text.replacen("max_page_size = 4096", "max_page_size = 2097152", 1)
+    let text = text
+        .replacen("max_page_size = 4096", "max_page_size = 2097152", 1)
+        .replacen(
+            "tls = { variant = \"II\" }",
+            "tls = { variant = \"I\", tcb_size = 64 }",
+            1,
+        )
+        .replacen(
+            "emulations = [\"elf_x86_64\"]",
+            "emulations = [\"elf_x86_64\", \"elf_x86_64_big_pages\"]",
+            1,
+        )
         + "\n[[relocations]]\nformat = \"elf\"\nnumber = 30\nname = \"R_X86_64_GOTPLT64\"\nkind = \"got_entry\"\n\
            relative_to = \"got\"\nsize = 64\noverflow = \"none\"\n";
     let path = dir.join("x86_64.toml");
@@ -70,6 +81,15 @@ fn a_target_file_loaded_at_run_time_exposes_its_elf_facts_and_relocations() {
     let bundled = target_by_name("x86_64").unwrap();
     assert_eq!(loaded.elf.map(|elf| elf.max_page_size), Some(2 << 20));
     assert_eq!(bundled.elf.map(|elf| elf.max_page_size), Some(4096));
+    // The TLS variant the linker uses, and the emulations, are the file's.
+    assert_eq!(TlsVariant::of(Some(loaded)), TlsVariant::I { tcb_size: 64 });
+    assert_eq!(TlsVariant::of(Some(bundled)), TlsVariant::II);
+    assert_eq!(
+        loaded.elf.map(|elf| elf.emulations),
+        Some(&["elf_x86_64", "elf_x86_64_big_pages"][..])
+    );
+    assert!(loaded.elf.unwrap().has_emulation("elf_x86_64_big_pages"));
+    assert!(!bundled.elf.unwrap().has_emulation("elf_x86_64_big_pages"));
     let added = loaded
         .relocation(neverc_tables::RelocationFormat::Elf, 30)
         .expect("the loaded file's own relocation");

@@ -52,6 +52,6 @@ pub use structural::{
 pub use target::{
     AbiRules, ConventionDefaults, ElfFacts, Endianness, InstructionBits, InstructionField, Int128Registers, Register,
     RegisterClass, RegisterClassKind, RegisterFlag, RelocationDeclaration, StackRules, StandardAbi, SubRegister,
-    TargetDeclaration, TargetIdentity,
+    TargetDeclaration, TargetIdentity, TlsFacts, TlsVariantName,
 };
 pub use target_checks::{DWARF_PLUS_ONE_DIGEST_PREFIX, LLVM_DIGEST_PREFIX};

@@ -8,13 +8,15 @@ use std::collections::HashMap;
 
 use bumpalo::Bump;
 use neverc_records::{
-    AbiRecordIn, BitRange, ElfRecord, Id128, NameKind, RegisterClassKind as ClassKindRecord, RegisterClassRecordIn,
+    AbiRecordIn, BitRange, ElfRecordIn, Id128, NameKind, RegisterClassKind as ClassKindRecord, RegisterClassRecordIn,
     RegisterNameIn, RegisterNumber, RegisterRecordIn, RegisterView, RelocationRecordIn, SubRegisterRecordIn,
-    TargetRecordIn,
+    TargetRecordIn, TlsVariant,
 };
 
 use crate::phase_model::{slice, strs};
-use crate::target::{AbiRules, Endianness, Int128Registers, RegisterClassKind, TargetDeclaration};
+use crate::target::{
+    AbiRules, ElfFacts, Endianness, Int128Registers, RegisterClassKind, TargetDeclaration, TlsVariantName,
+};
 
 /// What one spelling of a register (the key of [`name_table`], lowercase) names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -206,14 +208,30 @@ pub fn lower_target<'a>(declaration: &TargetDeclaration, arena: &'a Bump) -> Res
         },
         default_spec: arena.alloc_str(&declaration.conventions.default_spec),
         shuffle_layouts: strs(arena, &declaration.conventions.shuffle_layouts),
-        elf: declaration.elf.as_ref().map(|elf| ElfRecord {
-            machine: elf.machine,
-            class: elf.class,
-            common_page_size: elf.common_page_size,
-            max_page_size: elf.max_page_size,
-        }),
+        elf: declaration.elf.as_ref().map(|elf| lower_elf(elf, arena)).transpose()?,
         relocations,
         relocation_names,
+    })
+}
+
+/// The ELF facts; a TLS variant that validation would have refused (`tls-variant`) is an error.
+fn lower_elf<'a>(elf: &ElfFacts, arena: &'a Bump) -> Result<ElfRecordIn<'a>, String> {
+    let tls = match (elf.tls.variant, elf.tls.tcb_size) {
+        (TlsVariantName::I, Some(tcb_size)) => TlsVariant::I { tcb_size },
+        (TlsVariantName::II, None) => TlsVariant::II,
+        (variant, tcb_size) => {
+            return Err(format!(
+                "TLS variant {variant:?} with TCB size {tcb_size:?} did not pass validation"
+            ));
+        }
+    };
+    Ok(ElfRecordIn {
+        machine: elf.machine,
+        class: elf.class,
+        common_page_size: elf.common_page_size,
+        max_page_size: elf.max_page_size,
+        tls,
+        emulations: strs(arena, &elf.emulations),
     })
 }
 

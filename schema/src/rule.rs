@@ -26,6 +26,8 @@ pub enum Rule {
     DuplicateClass,
     /// `duplicate-dwarf-number`.
     DuplicateDwarfNumber,
+    /// `duplicate-emulation`.
+    DuplicateEmulation,
     /// `duplicate-family`.
     DuplicateFamily,
     /// `duplicate-flag`.
@@ -116,6 +118,8 @@ pub enum Rule {
     StateUnreached,
     /// `target-file-name`.
     TargetFileName,
+    /// `tls-variant`.
+    TlsVariant,
     /// `toml-float`.
     TomlFloat,
     /// `toml-integer`.
@@ -144,7 +148,7 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule.
-    pub const ALL: [Rule; 67] = [
+    pub const ALL: [Rule; 69] = [
         Rule::AbiDuplicateName,
         Rule::AbiDuplicateValue,
         Rule::AbiRule,
@@ -155,6 +159,7 @@ impl Rule {
         Rule::CommitPoints,
         Rule::DuplicateClass,
         Rule::DuplicateDwarfNumber,
+        Rule::DuplicateEmulation,
         Rule::DuplicateFamily,
         Rule::DuplicateFlag,
         Rule::DuplicateId,
@@ -200,6 +205,7 @@ impl Rule {
         Rule::StateReachedTwice,
         Rule::StateUnreached,
         Rule::TargetFileName,
+        Rule::TlsVariant,
         Rule::TomlFloat,
         Rule::TomlInteger,
         Rule::TomlSyntax,
@@ -227,6 +233,7 @@ impl Rule {
             Rule::CommitPoints => "commit-points",
             Rule::DuplicateClass => "duplicate-class",
             Rule::DuplicateDwarfNumber => "duplicate-dwarf-number",
+            Rule::DuplicateEmulation => "duplicate-emulation",
             Rule::DuplicateFamily => "duplicate-family",
             Rule::DuplicateFlag => "duplicate-flag",
             Rule::DuplicateId => "duplicate-id",
@@ -272,6 +279,7 @@ impl Rule {
             Rule::StateReachedTwice => "state-reached-twice",
             Rule::StateUnreached => "state-unreached",
             Rule::TargetFileName => "target-file-name",
+            Rule::TlsVariant => "tls-variant",
             Rule::TomlFloat => "toml-float",
             Rule::TomlInteger => "toml-integer",
             Rule::TomlSyntax => "toml-syntax",

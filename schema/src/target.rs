@@ -33,7 +33,8 @@ pub struct TargetDeclaration {
     pub relocations: Vec<RelocationDeclaration>,
 }
 
-/// The ELF header facts of the target, and the page sizes its executables are laid out for.
+/// The ELF header facts of the target, the page sizes its executables are laid out for, where their
+/// thread-local storage lies, and GNU ld's names for the target.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ElfFacts {
@@ -46,6 +47,35 @@ pub struct ElfFacts {
     /// The largest page size the target runs with (ld's `MAXPAGESIZE`): segments are aligned to it. A power
     /// of two, at least `common_page_size`.
     pub max_page_size: u64,
+    /// Where an executable's thread-local storage lies relative to the thread pointer (the psABI's TLS
+    /// variant).
+    pub tls: TlsFacts,
+    /// GNU ld's emulation names for the target, as `ld -V` lists them (`-m elf_x86_64`): at least one, each
+    /// used by no other target.
+    #[schemars(length(min = 1), inner(regex(pattern = r"^[a-z][a-z0-9_]*$")))]
+    pub emulations: Vec<String>,
+}
+
+/// Where an executable's TLS block lies relative to the thread pointer ("ELF Handling For Thread-Local
+/// Storage", §3.4).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TlsFacts {
+    /// `I`: the thread pointer points at a thread control block and the block follows it (AArch64, RISC-V);
+    /// `II`: the block ends at the thread pointer (x86-64).
+    pub variant: TlsVariantName,
+    /// The thread control block's size in bytes, which variant I needs and variant II has no use for
+    /// (AArch64 16, RISC-V 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    pub tcb_size: Option<u64>,
+}
+
+/// The TLS variants, spelled as the TLS document numbers them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum TlsVariantName {
+    I,
+    II,
 }
 
 /// One relocation type: its number in an object format, what it computes and how the result is written.

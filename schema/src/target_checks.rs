@@ -6,7 +6,7 @@ use crate::diagnostic::Finding;
 use crate::model::{Spelling, name_table};
 use crate::rule::Rule;
 use crate::spec_text::{Spec, SpecList, is_stack_token};
-use crate::target::{RegisterClassKind, RelocationDeclaration, TargetDeclaration};
+use crate::target::{RegisterClassKind, RelocationDeclaration, TargetDeclaration, TlsVariantName};
 use neverc_records::{Overflow, RelocationBase, RelocationFormat};
 
 /// IR type spellings a `stack_only_types` entry may name.
@@ -152,6 +152,33 @@ fn check_elf(declaration: &TargetDeclaration, findings: &mut Vec<Finding>) {
                 elf.max_page_size, elf.common_page_size
             ),
         ));
+    }
+    match (elf.tls.variant, elf.tls.tcb_size) {
+        (TlsVariantName::I, None) => findings.push(Finding::error(
+            Rule::TlsVariant,
+            "/elf/tls",
+            "TLS variant I needs `tcb_size`, the size of the thread control block the thread pointer points at \
+             (AArch64 16, RISC-V 0)",
+        )),
+        (TlsVariantName::II, Some(size)) => findings.push(Finding::error(
+            Rule::TlsVariant,
+            "/elf/tls/tcb_size",
+            format!(
+                "TLS variant II has no thread control block before the TLS block (it ends at the thread pointer), \
+                 so `tcb_size = {size}` means nothing"
+            ),
+        )),
+        _ => {}
+    }
+    let mut emulations = HashSet::new();
+    for (index, emulation) in elf.emulations.iter().enumerate() {
+        if !emulations.insert(emulation) {
+            findings.push(Finding::error(
+                Rule::DuplicateEmulation,
+                format!("/elf/emulations/{index}"),
+                format!("emulation `{emulation}` is listed twice"),
+            ));
+        }
     }
 }
 
@@ -723,12 +750,29 @@ impl Context<'_> {
     }
 }
 
-/// Checks across all targets: names, aliases, triples and ids must not collide.
+/// Checks across all targets: names, aliases, ids and GNU ld emulations must not collide.
 pub(crate) fn registry_findings(targets: &[&TargetDeclaration]) -> Vec<(usize, Finding)> {
     let mut findings = Vec::new();
     let mut names: HashMap<String, usize> = HashMap::new();
     let mut ids: HashMap<(u64, u64), usize> = HashMap::new();
+    let mut emulations: HashMap<&str, usize> = HashMap::new();
     for (file, target) in targets.iter().enumerate() {
+        for (index, emulation) in target.elf.iter().flat_map(|elf| elf.emulations.iter().enumerate()) {
+            let first = *emulations.entry(emulation).or_insert(file);
+            if first != file {
+                findings.push((
+                    file,
+                    Finding::error(
+                        Rule::DuplicateEmulation,
+                        format!("/elf/emulations/{index}"),
+                        format!(
+                            "emulation `{emulation}` is already declared by target `{}`",
+                            targets[first].identity.name
+                        ),
+                    ),
+                ));
+            }
+        }
         let identity = &target.identity;
         let spellings = std::iter::once(("/identity/name".to_string(), &identity.name)).chain(
             identity

@@ -550,3 +550,79 @@ fn relocation_kinds_outside_the_vocabulary_are_structural_errors() {
     assert!(found[0].pointer.ends_with("/kind"), "{}", found[0]);
     assert_eq!(found[0].line, line_of(&text, "kind = \"pc_relative\""));
 }
+
+#[test]
+fn a_tls_variant_has_a_tcb_size_exactly_when_it_is_variant_i() {
+    let (text, found) = target_text_with("aarch64.toml", |text| {
+        text.replacen(
+            "tls = { variant = \"I\", tcb_size = 16 }",
+            "tls = { variant = \"I\" }",
+            1,
+        )
+    });
+    assert_eq!(found.len(), 1, "{found:?}");
+    let missing = find(&found, "tls-variant", "TLS variant I needs `tcb_size`");
+    assert_eq!(missing.pointer, "/elf/tls");
+    assert_eq!(missing.line, line_of(&text, "tls = { variant = \"I\" }"));
+
+    let (text, found) = target_text_with("x86_64.toml", |text| {
+        text.replacen(
+            "tls = { variant = \"II\" }",
+            "tls = { variant = \"II\", tcb_size = 16 }",
+            1,
+        )
+    });
+    assert_eq!(found.len(), 1, "{found:?}");
+    let extra = find(&found, "tls-variant", "TLS variant II has no thread control block");
+    assert!(extra.message.contains("`tcb_size = 16`"), "{extra}");
+    assert_eq!(extra.pointer, "/elf/tls/tcb_size");
+    assert_eq!(extra.line, line_of(&text, "tls = { variant = \"II\", tcb_size = 16 }"));
+    // The variant is the TLS document's name, nothing else; and it is required.
+    let only = |from: &str, to: &str| target_text_with("x86_64.toml", |text| text.replacen(from, to, 1)).1;
+    let found = only("tls = { variant = \"II\" }", "tls = { variant = \"2\" }");
+    assert!(
+        found.len() == 1 && found[0].rule == "schema" && found[0].pointer == "/elf/tls/variant",
+        "{found:?}"
+    );
+    let found = only("tls = { variant = \"II\" }\n", "");
+    assert!(
+        found.len() == 1 && found[0].rule == "missing-key" && found[0].message.contains("tls"),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn emulations_are_listed_once_and_well_formed() {
+    let (text, found) = target_text_with("aarch64.toml", |text| {
+        text.replacen(
+            "emulations = [\"aarch64linux\", \"aarch64elf\"]",
+            "emulations = [\"aarch64linux\", \"aarch64elf\",\n    \"aarch64linux\"]",
+            1,
+        )
+    });
+    assert_eq!(found.len(), 1, "{found:?}");
+    let twice = find(
+        &found,
+        "duplicate-emulation",
+        "emulation `aarch64linux` is listed twice",
+    );
+    assert_eq!(twice.pointer, "/elf/emulations/2");
+    assert_eq!(twice.line, line_of(&text, "    \"aarch64linux\"]"));
+    for (emulations, pointer) in [
+        ("[]", "/elf/emulations"),
+        ("[\"elf x86_64\"]", "/elf/emulations/0"),
+        ("[\"\"]", "/elf/emulations/0"),
+    ] {
+        let (_, found) = target_text_with("x86_64.toml", |text| {
+            text.replacen(
+                "emulations = [\"elf_x86_64\"]",
+                &format!("emulations = {emulations}"),
+                1,
+            )
+        });
+        assert!(
+            found.len() == 1 && found[0].rule == "schema" && found[0].pointer == pointer,
+            "{emulations}: {found:?}"
+        );
+    }
+}

@@ -12,6 +12,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
 use neverc_link::context::{IcfMode, Strip};
+use neverc_tables::{BUNDLED_TARGETS, TargetRecord};
 
 use super::error::LdError;
 
@@ -60,6 +61,17 @@ pub(crate) struct LdCommand {
     pub(crate) ignored_plugin_options: usize,
     /// A `--start-group` that was never closed (GNU ld adds the `--end-group` with a warning).
     pub(crate) unclosed_group: bool,
+    /// `-m EMULATION` (the last one): the target it names and the option as spelled, for messages.
+    pub(crate) emulation: Option<Emulation>,
+    /// `-EL` (true) or `-EB` (false), the last one, checked against the target once the whole line is read.
+    pub(crate) little_endian: Option<bool>,
+}
+
+/// A GNU ld emulation the command line chose (`-m aarch64linux`, `-maarch64linux`).
+#[derive(Clone, Debug)]
+pub(crate) struct Emulation {
+    pub(crate) name: String,
+    pub(crate) target: &'static TargetRecord,
 }
 
 /// What the command line asks for.
@@ -87,6 +99,10 @@ const PIE: &str = "neverc-spec writes static executables at a fixed address, not
 const SHARED: &str = "neverc-spec writes static executables, not shared libraries";
 const SCRIPT: &str = "neverc-spec has no linker-script layout; a script of GROUP/INPUT/AS_NEEDED/OUTPUT_FORMAT \
                       commands may be given as an input file instead";
+const ERRATUM_843419: &str = "neverc-spec does not implement the Cortex-A53 erratum 843419 workaround, which \
+                              rewrites or veneers ADRP sequences at the end of a 4 KiB page; compile with \
+                              -mno-fix-cortex-a53-843419 (gcc then does not pass it) if the program will not run \
+                              on an affected core";
 
 /// Every option the driver knows, by what it does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,6 +118,8 @@ enum Opt {
     PushState,
     PopState,
     Emulation,
+    /// `-EL` (true) or `-EB` (false): the byte order of the output.
+    ByteOrder(bool),
     HashStyle,
     BuildId,
     Z,
@@ -150,6 +168,8 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         "end-group" => (Opt::EndGroup, Flag),
         "push-state" => (Opt::PushState, Flag),
         "pop-state" => (Opt::PopState, Flag),
+        "EL" => (Opt::ByteOrder(true), Flag),
+        "EB" => (Opt::ByteOrder(false), Flag),
         "hash-style" => (Opt::HashStyle, Required),
         "build-id" => (Opt::BuildId, Optional),
         "eh-frame-hdr" => (Opt::EhFrameHdr(true), Flag),
@@ -202,7 +222,9 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         | "no-warn-mismatch"
         | "no-warn-search-mismatch"
         | "warn-common"
-        | "warn-once" => (Opt::NoEffect, Flag),
+        | "warn-once"
+        // Temporary local symbols (`.L...`) are never written to the symbol table anyway.
+        | "discard-locals" => (Opt::NoEffect, Flag),
         "pie" | "pic-executable" | "static-pie" => (Opt::Unsupported(PIE), Flag),
         "shared" | "Bshareable" | "soname" => (Opt::Unsupported(SHARED), Flag),
         "script" | "default-script" | "dT" | "Ttext" | "Tdata" | "Tbss" | "Ttext-segment" | "Trodata-segment"
@@ -216,7 +238,6 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         | "no-relax"
         | "emit-relocs"
         | "discard-all"
-        | "discard-locals"
         | "omagic"
         | "nmagic"
         | "print-map"
@@ -232,6 +253,7 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         | "format"
         | "oformat"
         | "relax-thunks" => (Opt::Unsupported(CHANGES_OUTPUT), Flag),
+        "fix-cortex-a53-843419" => (Opt::Unsupported(ERRATUM_843419), Flag),
         _ => return None,
     };
     Some(found)
@@ -257,11 +279,12 @@ fn short_option(letter: u8) -> Option<(Opt, Arity)> {
         b'R' => (Opt::RpathOrJustSymbols, Required),
         b'r' | b'i' => (Opt::Relocatable, Flag),
         b't' => (Opt::Trace, Flag),
-        // -E: export all dynamic symbols (there are none); -g: ignored by GNU ld too.
-        b'E' | b'g' => (Opt::NoEffect, Flag),
+        // -E: export all dynamic symbols (there are none); -g: ignored by GNU ld too; -X (--discard-locals):
+        // temporary local symbols (`.L...`) are never written to the symbol table anyway.
+        b'E' | b'g' | b'X' => (Opt::NoEffect, Flag),
         b'T' => (Opt::Unsupported(SCRIPT), Flag),
         b'h' => (Opt::Unsupported(SHARED), Flag),
-        b'u' | b'y' | b'x' | b'X' | b'M' | b'N' | b'n' | b'q' | b'd' | b'c' | b'b' | b'F' | b'f' | b'A' => {
+        b'u' | b'y' | b'x' | b'M' | b'N' | b'n' | b'q' | b'd' | b'c' | b'b' | b'F' | b'f' | b'A' => {
             (Opt::Unsupported(CHANGES_OUTPUT), Flag)
         }
         _ => return None,
@@ -308,6 +331,8 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
             ignored_plugin: None,
             ignored_plugin_options: 0,
             unclosed_group: false,
+            emulation: None,
+            little_endian: None,
         },
         static_only: false,
         in_group: false,
@@ -451,17 +476,20 @@ impl Parser {
                     .ok_or(LdError::Group("--pop-state without --push-state"))?;
             }
             Opt::Emulation => {
-                let emulation = text(&value)?;
-                if emulation != "elf_x86_64" {
-                    return Err(bad(
+                let name = text(&value)?;
+                // The emulations are the targets' declared `[elf] emulations`.
+                let target = neverc_tables::target_by_emulation(&name).ok_or_else(|| {
+                    bad(
                         spelled,
                         format!(
-                            "emulation `{emulation}` is not supported: the link runtime writes x86-64 ELF only \
-                             (-m elf_x86_64)"
+                            "emulation `{name}` is not declared by any target; the declared ones are {}",
+                            declared_emulations()
                         ),
-                    ));
-                }
+                    )
+                })?;
+                command.emulation = Some(Emulation { name, target });
             }
+            Opt::ByteOrder(little) => command.little_endian = Some(little),
             Opt::HashStyle => {
                 let style = text(&value)?;
                 // There is no dynamic symbol table, so no hash table, in a static executable.
@@ -593,8 +621,18 @@ impl Parser {
 
     fn finish(mut self) -> Result<Request, LdError> {
         self.command.unclosed_group = self.in_group;
+        if let Some(little) = self.command.little_endian {
+            check_byte_order(little, self.command.emulation.as_ref())?;
+        }
         if let Some(common) = self.command.common_page_size {
-            let page = self.command.page_size.unwrap_or(DEFAULT_PAGE_SIZE);
+            // Without `-z max-page-size`, the page size is the target's when `-m` named it.
+            let declared = self
+                .command
+                .emulation
+                .as_ref()
+                .and_then(|emulation| emulation.target.elf)
+                .map(|elf| elf.max_page_size);
+            let page = self.command.page_size.or(declared).unwrap_or(DEFAULT_PAGE_SIZE);
             if common > page {
                 return Err(bad(
                     "-z common-page-size",
@@ -608,6 +646,47 @@ impl Parser {
 
 /// The page size of an x86-64 executable when `-z max-page-size` is not given (GNU ld's too).
 pub(crate) const DEFAULT_PAGE_SIZE: u64 = 0x1000;
+
+/// Every declared emulation with its target, for messages: `aarch64linux, aarch64elf (aarch64); ...`.
+pub(crate) fn declared_emulations() -> String {
+    let listed: Vec<String> = BUNDLED_TARGETS
+        .iter()
+        .filter_map(|target| {
+            let elf = target.elf?;
+            (!elf.emulations.is_empty()).then(|| format!("{} ({})", elf.emulations.join(", "), target.name))
+        })
+        .collect();
+    if listed.is_empty() {
+        "none".to_string()
+    } else {
+        listed.join("; ")
+    }
+}
+
+/// `-EL` / `-EB`: accepted when it asks for the byte order of the link's target — the one `-m` names, or
+/// else the first object's, which is then one of the declared targets, so every declared target must have
+/// that byte order. GNU ld would write the other byte order; neverc-spec refuses it, naming the option.
+fn check_byte_order(little: bool, emulation: Option<&Emulation>) -> Result<(), LdError> {
+    let (option, order) = if little {
+        ("-EL", "little-endian")
+    } else {
+        ("-EB", "big-endian")
+    };
+    let has_order = |target: &TargetRecord| target.little_endian == little;
+    match emulation {
+        Some(Emulation { name, target }) if !has_order(target) => Err(bad(
+            option,
+            format!("the target of `-m {name}`, {}, is not {order}", target.name),
+        )),
+        Some(_) => Ok(()),
+        None if BUNDLED_TARGETS.iter().all(|target| has_order(target)) => Ok(()),
+        None if BUNDLED_TARGETS.iter().any(|target| has_order(target)) => Err(bad(
+            option,
+            format!("the declared targets differ in byte order: name a {order} one with -m"),
+        )),
+        None => Err(bad(option, format!("no declared target is {order}"))),
+    }
+}
 
 /// A page size: a power of two from 4 KiB to 1 GiB, in C notation (`0x200000`, `4096`, `010000`).
 fn page_size_value(option: &str, text: &str) -> Result<u64, LdError> {
@@ -792,7 +871,7 @@ mod tests {
         assert!(message(&["-pie", "x.o"]).contains("`-pie`"));
         assert!(message(&["-sS", "x.o"]).contains("`-sS`"));
         assert!(message(&["--build-id=md5", "x.o"]).contains("`md5`"));
-        assert!(message(&["-m", "aarch64linux", "x.o"]).contains("`aarch64linux`"));
+        assert!(message(&["-m", "armelf", "x.o"]).contains("`armelf`"));
         assert!(message(&["-z", "execstack", "x.o"]).contains("`-z execstack`"));
         assert!(message(&["-z", "max-page-size=100", "x.o"]).contains("`100`"));
         assert!(message(&["--whole-archive", "x.o"]).contains("`--whole-archive`"));
@@ -800,6 +879,109 @@ mod tests {
         assert!(message(&["x.o", "-o"]).contains("`-o` needs an argument"));
         assert!(message(&["-(", "-(", "x.o"]).contains("nest"));
         assert!(message(&["-)", "x.o"]).contains("without --start-group"));
+    }
+
+    #[test]
+    fn m_chooses_the_target_by_a_declared_emulation_attached_or_not() {
+        let chosen = |arguments: &[&str]| {
+            parse_link(arguments)
+                .unwrap()
+                .emulation
+                .map(|emulation| (emulation.name, emulation.target.name))
+        };
+        let aarch64 = Some(("aarch64linux".to_string(), "aarch64"));
+        assert_eq!(chosen(&["-m", "aarch64linux", "x.o"]), aarch64);
+        // The joined spelling gcc's AArch64 cross driver passes.
+        assert_eq!(chosen(&["-maarch64linux", "x.o"]), aarch64);
+        assert_eq!(
+            chosen(&["-m", "aarch64elf", "x.o"]),
+            Some(("aarch64elf".to_string(), "aarch64"))
+        );
+        assert_eq!(
+            chosen(&["-m", "elf_x86_64", "x.o"]),
+            Some(("elf_x86_64".to_string(), "x86_64"))
+        );
+        // As with GNU ld, the last -m wins; without one, the first object will choose.
+        assert_eq!(chosen(&["-melf_x86_64", "-m", "aarch64linux", "x.o"]), aarch64);
+        assert_eq!(chosen(&["x.o"]), None);
+        // Every declared emulation chooses the target that declares it, and nothing else does.
+        let mut declared = Vec::new();
+        for target in BUNDLED_TARGETS {
+            for emulation in target.elf.map_or(&[][..], |elf| elf.emulations) {
+                assert_eq!(
+                    chosen(&["-m", emulation, "x.o"]),
+                    Some((emulation.to_string(), target.name))
+                );
+                declared.push(*emulation);
+            }
+        }
+        assert!(declared.len() >= 4, "{declared:?}");
+        // An unknown emulation (or one spelled in another case: GNU ld compares exactly) is refused, naming it
+        // and listing every declared one with its target.
+        for unknown in ["armelf", "ELF_X86_64", "aarch64linuxb"] {
+            let message = parse_link(&["-m", unknown, "x.o"]).unwrap_err().to_string();
+            assert!(
+                message.starts_with(&format!("`-m`: emulation `{unknown}` is not declared by any target")),
+                "{message}"
+            );
+            for emulation in &declared {
+                assert!(message.contains(emulation), "{message} lacks {emulation}");
+            }
+            assert!(message.contains("aarch64linux, aarch64elf (aarch64)"), "{message}");
+        }
+    }
+
+    #[test]
+    fn gccs_aarch64_options_byte_order_and_discarding_locals() {
+        // What aarch64-linux-gnu-gcc -static passes before its inputs, the erratum workaround aside.
+        let command = parse_link(&[
+            "--sysroot=/",
+            "--build-id",
+            "--hash-style=gnu",
+            "--as-needed",
+            "-Bstatic",
+            "-X",
+            "-EL",
+            "-maarch64linux",
+            "-o",
+            "m",
+            "crt1.o",
+        ])
+        .unwrap();
+        assert_eq!(
+            command.emulation.map(|emulation| emulation.target.name),
+            Some("aarch64")
+        );
+        assert_eq!(command.little_endian, Some(true));
+        // The byte order is checked against the target `-m` names, wherever `-m` is.
+        let message = |arguments: &[&str]| parse_link(arguments).unwrap_err().to_string();
+        assert_eq!(
+            message(&["-EB", "-maarch64linux", "x.o"]),
+            "`-EB`: the target of `-m aarch64linux`, aarch64, is not big-endian"
+        );
+        assert!(parse_link(&["-maarch64linux", "-EL", "x.o"]).is_ok());
+        // Without -m, against every declared target (the first object chooses one of them).
+        assert!(BUNDLED_TARGETS.iter().all(|target| target.little_endian));
+        assert!(parse_link(&["-EL", "x.o"]).is_ok());
+        assert_eq!(message(&["-EB", "x.o"]), "`-EB`: no declared target is big-endian");
+        // -X and --discard-locals drop `.L` symbols, which are never written anyway; -x and --discard-all
+        // would drop every local symbol, and are refused.
+        assert!(parse_link(&["-X", "--discard-locals", "x.o"]).is_ok());
+        assert!(message(&["-x", "x.o"]).contains("`-x` is not supported"));
+        assert!(message(&["--discard-all", "x.o"]).contains("`--discard-all` is not supported"));
+        // The erratum workaround is refused by name, saying how gcc is told not to ask for it.
+        let erratum = message(&["--fix-cortex-a53-843419", "x.o"]);
+        assert!(
+            erratum.starts_with("`--fix-cortex-a53-843419` is not supported")
+                && erratum.contains("-mno-fix-cortex-a53-843419"),
+            "{erratum}"
+        );
+        // -z common-page-size is checked against the page size of the target -m names.
+        assert!(parse_link(&["-maarch64linux", "-z", "common-page-size=0x10000", "x.o"]).is_ok());
+        assert!(
+            message(&["-melf_x86_64", "-z", "common-page-size=0x10000", "x.o"])
+                .contains("larger than the maximum page size 0x1000")
+        );
     }
 
     #[test]

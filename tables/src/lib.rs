@@ -36,4 +36,4 @@ pub mod generated {
 pub use generated::plugin_abi;
 
 pub use generated::phases::TABLES as BUNDLED_PHASES;
-pub use generated::targets::{TARGETS as BUNDLED_TARGETS, target_by_elf, target_by_name};
+pub use generated::targets::{TARGETS as BUNDLED_TARGETS, target_by_elf, target_by_emulation, target_by_name};

@@ -5,7 +5,8 @@ use neverc_tables::generated::phases::{self, POLICY_OBSERVABLE, POLICY_SEALED_HO
 use neverc_tables::generated::state_machines::link;
 use neverc_tables::generated::targets::{self, aarch64, x86_64};
 use neverc_tables::{
-    BUNDLED_TARGETS, RelocationBase, RelocationFormat, RelocationKind, RelocationRecord, target_by_elf,
+    BUNDLED_TARGETS, RelocationBase, RelocationFormat, RelocationKind, RelocationRecord, TargetRecord, TlsVariant,
+    target_by_elf, target_by_emulation,
 };
 use neverc_test_support::repo;
 use serde_json::Value;
@@ -18,6 +19,8 @@ const COMMIT_POLICY: u32 = match phase_by_name("neverc.link.commit") {
 const ECX: Option<neverc_tables::ResolvedRegister> = x86_64::resolve("EcX");
 const PC32: Option<&RelocationRecord> = x86_64::relocation(RelocationFormat::Elf, 2);
 const CALL26: Option<&RelocationRecord> = aarch64::relocation_by_name("R_AARCH64_CALL26");
+const AARCH64_LINUX: Option<&TargetRecord> = target_by_emulation("aarch64linux");
+const AARCH64_TLS: TlsVariant = TlsVariant::of(AARCH64_LINUX);
 
 fn schema_json() -> Value {
     serde_json::from_str(&std::fs::read_to_string(repo().join("PhaseSchema.json")).unwrap()).unwrap()
@@ -147,4 +150,34 @@ fn targets_are_found_by_their_elf_header_facts() {
     assert_eq!(target_by_elf(62, 32, true), None, "x32 is not bundled");
     assert_eq!(target_by_elf(183, 64, false), None, "big-endian AArch64 is not bundled");
     assert_eq!(target_by_elf(3, 32, true), None, "i386 is not bundled");
+}
+
+#[test]
+fn targets_are_found_by_their_gnu_ld_emulations_and_declare_their_tls_variant() {
+    assert_eq!(AARCH64_LINUX.map(|target| target.name), Some("aarch64"));
+    assert_eq!(AARCH64_TLS, TlsVariant::I { tcb_size: 16 });
+    let by_emulation = |name| target_by_emulation(name).map(|target| target.name);
+    assert_eq!(by_emulation("aarch64elf"), Some("aarch64"));
+    assert_eq!(by_emulation("elf_x86_64"), Some("x86_64"));
+    assert_eq!(by_emulation("elf64lriscv"), Some("riscv64"));
+    // Exact spellings, as GNU ld compares them; emulations of other targets are nobody's.
+    assert_eq!(by_emulation("ELF_X86_64"), None);
+    assert_eq!(by_emulation("elf32_x86_64"), None, "x32 is not bundled");
+    assert_eq!(by_emulation("aarch64linuxb"), None, "big-endian AArch64 is not bundled");
+    assert_eq!(by_emulation(""), None);
+    // Every target declares at least one, and no two targets the same one.
+    let mut seen = std::collections::HashSet::new();
+    for target in BUNDLED_TARGETS {
+        let elf = target.elf.unwrap();
+        assert!(!elf.emulations.is_empty(), "{}", target.name);
+        for emulation in elf.emulations {
+            assert!(seen.insert(*emulation), "{emulation}");
+            assert_eq!(by_emulation(emulation), Some(target.name));
+        }
+    }
+    let tls = |name| TlsVariant::of(neverc_tables::target_by_name(name));
+    assert_eq!(tls("x86_64"), TlsVariant::II);
+    assert_eq!(tls("riscv64"), TlsVariant::I { tcb_size: 0 });
+    assert_eq!(tls("x86_64").tcb_size(), None);
+    assert_eq!((tls("aarch64").name(), tls("aarch64").tcb_size()), ("I", Some(16)));
 }

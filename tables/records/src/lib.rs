@@ -529,10 +529,11 @@ impl<'a> RelocationRecordIn<'a> {
     }
 }
 
-/// What a target's ELF files say in their headers, and the page sizes its executables are laid out for.
+/// What a target's ELF files say in their headers, the page sizes its executables are laid out for, where
+/// their thread-local storage lies, and the names GNU ld's `-m` gives the target.
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ElfRecord {
+pub struct ElfRecordIn<'a> {
     /// `e_machine` (`EM_X86_64` = 62).
     pub machine: u16,
     /// `EI_CLASS` in bits: 32 or 64.
@@ -541,6 +542,60 @@ pub struct ElfRecord {
     pub common_page_size: u64,
     /// The largest page size the target runs with; segments are aligned to it (ld's `MAXPAGESIZE`).
     pub max_page_size: u64,
+    /// Where an executable's TLS block lies relative to the thread pointer.
+    pub tls: TlsVariant,
+    /// GNU ld's emulation names for the target (`-m elf_x86_64`), in declaration order; exact spellings,
+    /// unique across the targets of a registry.
+    pub emulations: &'a [&'a str],
+}
+
+impl ElfRecordIn<'_> {
+    /// Whether `name` is one of the target's GNU ld emulations (exact spelling, as GNU ld compares them).
+    pub const fn has_emulation(&self, name: &str) -> bool {
+        contains(self.emulations, name, false)
+    }
+}
+
+/// Where the executable's TLS block lies relative to the thread pointer ("ELF Handling For Thread-Local
+/// Storage", §3.4): the target's ABI decides, and its `[elf] tls` declares which.
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(tag = "variant"))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlsVariant {
+    /// Variant I (AArch64, RISC-V, PowerPC): the thread pointer points at a thread control block of
+    /// `tcb_size` bytes, and the block follows it at the block's alignment.
+    I { tcb_size: u64 },
+    /// Variant II (x86-64, i386): the block ends at the thread pointer, its size rounded up to its alignment.
+    II,
+}
+
+impl TlsVariant {
+    /// The variant's name in declarations: `I` or `II`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            TlsVariant::I { .. } => "I",
+            TlsVariant::II => "II",
+        }
+    }
+
+    /// The size of variant I's thread control block; variant II has none.
+    pub const fn tcb_size(self) -> Option<u64> {
+        match self {
+            TlsVariant::I { tcb_size } => Some(tcb_size),
+            TlsVariant::II => None,
+        }
+    }
+
+    /// The variant `target` declares. Without a target, or for one without `[elf]` facts, it is variant II:
+    /// that case never places a TLS block, since a link's target is fixed by (or checked against) the ELF
+    /// header of every object it reads, so any link with an object, and only such a link has a `.tdata` or
+    /// `.tbss`, has a target with `[elf]` facts; II is simply the variant that needs no TCB size.
+    pub const fn of(target: Option<&TargetRecordIn<'_>>) -> TlsVariant {
+        match target {
+            Some(TargetRecordIn { elf: Some(elf), .. }) => elf.tls,
+            _ => TlsVariant::II,
+        }
+    }
 }
 
 /// One target, generated from `targets/<name>.toml` or loaded with `--target-file`.
@@ -568,7 +623,7 @@ pub struct TargetRecordIn<'a> {
     pub default_spec: &'a str,
     pub shuffle_layouts: &'a [&'a str],
     /// The ELF facts, when the target declares them.
-    pub elf: Option<ElfRecord>,
+    pub elf: Option<ElfRecordIn<'a>>,
     /// Sorted by (format, number) for binary search.
     pub relocations: &'a [RelocationRecordIn<'a>],
     /// Indices into `relocations`, sorted by name for binary search.
@@ -702,17 +757,7 @@ impl<'a> TargetRecordIn<'a> {
 
     /// Whether `name` is the target's name or one of its aliases (case-insensitive).
     pub const fn answers_to(&self, name: &str) -> bool {
-        if str_eq_ignoring_ascii_case(self.name, name) {
-            return true;
-        }
-        let mut index = 0;
-        while index < self.aliases.len() {
-            if str_eq_ignoring_ascii_case(self.aliases[index], name) {
-                return true;
-            }
-            index += 1;
-        }
-        false
+        str_eq_ignoring_ascii_case(self.name, name) || contains(self.aliases, name, true)
     }
 }
 
@@ -721,6 +766,23 @@ pub const fn find_target<'a>(targets: &[&'a TargetRecordIn<'a>], name: &str) -> 
     let mut index = 0;
     while index < targets.len() {
         if targets[index].answers_to(name) {
+            return Some(targets[index]);
+        }
+        index += 1;
+    }
+    None
+}
+
+/// Finds the target that declares GNU ld emulation `name` (`-m aarch64linux`) in a registry.
+pub const fn find_target_by_emulation<'a>(
+    targets: &[&'a TargetRecordIn<'a>],
+    name: &str,
+) -> Option<&'a TargetRecordIn<'a>> {
+    let mut index = 0;
+    while index < targets.len() {
+        if let Some(elf) = &targets[index].elf
+            && elf.has_emulation(name)
+        {
             return Some(targets[index]);
         }
         index += 1;
@@ -784,6 +846,18 @@ const fn compare(a: &str, b: &str, fold_case: bool) -> Ordering {
     }
 }
 
+/// Whether `list` holds `name`, ASCII letters compared without case when `fold_case`.
+const fn contains(list: &[&str], name: &str, fold_case: bool) -> bool {
+    let mut index = 0;
+    while index < list.len() {
+        if matches!(compare(list[index], name, fold_case), Ordering::Equal) {
+            return true;
+        }
+        index += 1;
+    }
+    false
+}
+
 const fn str_eq_ignoring_ascii_case(a: &str, b: &str) -> bool {
     matches!(compare_ignoring_ascii_case(a, b), Ordering::Equal) && a.len() == b.len()
 }
@@ -816,4 +890,5 @@ pub type RegisterRecord = RegisterRecordIn<'static>;
 pub type RegisterName = RegisterNameIn<'static>;
 pub type AbiRecord = AbiRecordIn<'static>;
 pub type TargetRecord = TargetRecordIn<'static>;
+pub type ElfRecord = ElfRecordIn<'static>;
 pub type RelocationRecord = RelocationRecordIn<'static>;
