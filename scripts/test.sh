@@ -4,11 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages the tests need: clang-14 (C to LLVM IR; COFF and Mach-O objects), llvm-14 (llc-14 oracle,
-# llvm-as-14), g++ and binutils (C++ COMDAT fixtures, ld.bfd reference links, readelf; with glibc's elf.h and
+# Debian packages the tests need: clang-14 (C to LLVM IR; COFF and Mach-O objects; -flto bitcode), llvm-14
+# (llc-14 oracle, llvm-as-14; llvm-lto2-14, the default LTO provider; llvm-nm-14 and llvm-ar-14 for bitcode), g++ and binutils (C++ COMDAT fixtures, ld.bfd reference links, readelf; with glibc's elf.h and
 # GNU as, the oracles of the declared relocations), gcc-aarch64-linux-gnu (AArch64 objects; its as and ld are
 # the AArch64 relocation oracles), musl-tools (static programs against musl, and musl-gcc through the `ld`
-# driver), lld (ld.lld: the oracle for the driver's lld-style archive search), chromium (headless rendering of
+# driver), lld (ld.lld: the oracle for the driver's lld-style archive search and for LTO resolutions), chromium (headless rendering of
 # the audit's HTML page), graphviz (renders `audit --format dot`), qemu-user (runs the AArch64 programs:
 # qemu-aarch64), g++-aarch64-linux-gnu (AArch64 C++ and its libstdc++.a), musl-dev:arm64 (musl's AArch64
 # libc.a and start files, from Debian's arm64 archive through multiarch; its aarch64-linux-musl-gcc specs drive

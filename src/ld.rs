@@ -80,8 +80,8 @@ fn drive(arguments: Vec<OsString>) -> Result<(), Driven> {
             .as_deref()
             .map_or_else(String::new, |plugin| format!("-plugin {plugin} and "));
         errln!(
-            "note: neverc-spec ld: ignoring {plugin}{} -plugin-opt option(s): no linker plugins run yet, so \
-             objects compiled with -flto cannot be linked",
+            "note: neverc-spec ld: ignoring {plugin}{} -plugin-opt option(s): neverc-spec runs no linker \
+             plugins (LLVM bitcode is linked natively; GCC LTO objects are not supported)",
             command.ignored_plugin_options
         );
     }
@@ -127,6 +127,7 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
     options.eh_frame_hdr = command.eh_frame_hdr;
     options.relro = command.relro;
     options.strip = command.strip;
+    options.lto = command.lto;
     options.relocatable = command.relocatable;
     if let Some(page_size) = command.page_size {
         options.page_size = page_size;

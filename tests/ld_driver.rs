@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use neverc_test_support::{repo, scratch, text};
+use neverc_test_support::{repo, scratch, succeeded, text};
 
 const BIN: &str = env!("CARGO_BIN_EXE_neverc-spec");
 
@@ -38,16 +38,6 @@ fn run(program: impl AsRef<std::ffi::OsStr>, dir: &Path, args: &[&str]) -> Outpu
         .current_dir(dir)
         .output()
         .unwrap_or_else(|error| panic!("cannot run {}: {error}", program.to_string_lossy()))
-}
-
-fn succeeded(output: &Output, what: &str) {
-    assert!(
-        output.status.success(),
-        "{what} failed ({}):\n{}\n{}",
-        output.status,
-        text(&output.stdout),
-        text(&output.stderr)
-    );
 }
 
 /// What a program prints and its exit status.

@@ -56,15 +56,82 @@ pub(crate) struct LdCommand {
     pub(crate) print_version: bool,
     /// `--verbose`: the version and the library search directories.
     pub(crate) verbose: bool,
-    /// `-plugin FILE` (the last one) and how many `-plugin-opt` options came with it: ignored, noted once.
+    /// `-plugin FILE` (the last one) when it is neither LLVM's nor GCC's LTO plugin, and how many
+    /// `-plugin-opt` options came with it: ignored, noted once.
     pub(crate) ignored_plugin: Option<String>,
     pub(crate) ignored_plugin_options: usize,
+    /// The plugin the `-plugin-opt` options that follow are for.
+    pub(crate) plugin: PluginKind,
+    /// LTO options, from LLVM's plugin options (`-plugin-opt=O3`, `-plugin-opt=mcpu=...`).
+    pub(crate) lto: neverc_link::lto::request::LtoOptions,
     /// A `--start-group` that was never closed (GNU ld adds the `--end-group` with a warning).
     pub(crate) unclosed_group: bool,
     /// `-m EMULATION` (the last one): the target it names and the option as spelled, for messages.
     pub(crate) emulation: Option<Emulation>,
     /// `-EL` (true) or `-EB` (false), the last one, checked against the target once the whole line is read.
     pub(crate) little_endian: Option<bool>,
+}
+
+/// Which linker plugin a `-plugin` option names.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum PluginKind {
+    /// None yet.
+    #[default]
+    None,
+    /// LLVM's `LLVMgold.so` (clang passes it with `-flto`): bitcode is linked natively, its options honoured.
+    Llvm,
+    /// Any other plugin, GCC's `liblto_plugin.so` (which gcc always passes) among them: ignored with a note.
+    /// GCC LTO objects are refused by name when they are read.
+    Other,
+}
+
+/// Applies one of LLVM's plugin options (`-plugin-opt=VALUE`, as clang passes them with `-flto`), or says
+/// why it is refused: options that would change the output in a way not implemented are refused by name.
+fn llvm_plugin_option(lto: &mut neverc_link::lto::request::LtoOptions, option: &str) -> Result<(), String> {
+    use neverc_link::lto::{LtoMode, OptionFlags};
+    let number = |text: &str, what: &str| -> Result<u32, String> {
+        text.parse::<u32>()
+            .map_err(|_| format!("`{text}` is not a number of {what}"))
+    };
+    match option.split_once('=') {
+        None => match option {
+            "O0" | "O1" | "O2" | "O3" => lto.optimization_level = number(&option[1..], "optimization level")?,
+            "save-temps" => lto.flags |= OptionFlags::SAVE_TEMPS,
+            "thin" => lto.mode = LtoMode::Thin,
+            "disable-verify"
+            | "no-new-pass-manager"
+            | "new-pass-manager"
+            | "emit-llvm"
+            | "emit-asm"
+            | "thinlto-index-only"
+            | "thinlto-emit-imports-files"
+            | "debug-pass-manager" => {
+                return Err(format!("`{option}` is not supported by neverc-spec's LTO yet"));
+            }
+            _ => return Err(format!("unknown LLVM plugin option `{option}`")),
+        },
+        Some((key, value)) => match key {
+            "mcpu" => lto.cpu = value.to_string(),
+            "mattr" => lto.features = value.to_string(),
+            "jobs" | "thinlto-jobs" => lto.thread_budget = number(value, "threads")?.max(1),
+            "cs-profile-path"
+            | "sample-profile"
+            | "dwo_dir"
+            | "obj-path"
+            | "cache-dir"
+            | "cache-policy"
+            | "thinlto-index-only"
+            | "thinlto-prefix-replace"
+            | "thinlto-object-suffix-replace"
+            | "opt-remarks-filename"
+            | "lto-partitions"
+            | "stats-file" => {
+                return Err(format!("`{key}=` is not supported by neverc-spec's LTO yet"));
+            }
+            _ => return Err(format!("unknown LLVM plugin option `{key}=`")),
+        },
+    }
+    Ok(())
 }
 
 /// A GNU ld emulation the command line chose (`-m aarch64linux`, `-maarch64linux`).
@@ -330,6 +397,11 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
             verbose: false,
             ignored_plugin: None,
             ignored_plugin_options: 0,
+            plugin: PluginKind::None,
+            lto: neverc_link::lto::request::LtoOptions {
+                thread_budget: std::thread::available_parallelism().map_or(1, |count| count.get() as u32),
+                ..neverc_link::lto::request::LtoOptions::default()
+            },
             unclosed_group: false,
             emulation: None,
             little_endian: None,
@@ -544,8 +616,28 @@ impl Parser {
             Opt::PrintVersion => command.print_version = true,
             Opt::Verbose => command.verbose = true,
             Opt::Help => return Ok(Some(Request::Help)),
-            Opt::Plugin => command.ignored_plugin = Some(path(value)?.display().to_string()),
-            Opt::PluginOption => command.ignored_plugin_options += 1,
+            Opt::Plugin => {
+                let plugin = path(value)?;
+                let file = plugin
+                    .file_name()
+                    .map(|name| name.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                command.plugin = match file.as_str() {
+                    "LLVMgold.so" => PluginKind::Llvm,
+                    _ => {
+                        command.ignored_plugin = Some(plugin.display().to_string());
+                        PluginKind::Other
+                    }
+                };
+            }
+            Opt::PluginOption => {
+                let option = text(&value)?;
+                match command.plugin {
+                    PluginKind::Llvm => llvm_plugin_option(&mut command.lto, &option)
+                        .map_err(|reason| bad(&format!("-plugin-opt={option}"), reason))?,
+                    PluginKind::None | PluginKind::Other => command.ignored_plugin_options += 1,
+                }
+            }
             Opt::DynamicLinker | Opt::IgnoredWithValue | Opt::NoEffect => {}
             Opt::RpathOrJustSymbols => {
                 // GNU ld reads `-R FILE` as --just-symbols and `-R DIR` as -rpath.

@@ -76,6 +76,17 @@ pub fn run_in(program: impl AsRef<OsStr>, dir: &Path, args: &[&str]) -> Output {
     }
 }
 
+/// Panics, saying what ran and everything it printed, unless `output` is a success.
+pub fn succeeded(output: &Output, what: &str) {
+    assert!(
+        output.status.success(),
+        "{what} failed ({}):\n{}\n{}",
+        output.status,
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+}
+
 /// Programs a fixture script built into `dir` for the linker to link and run as ld.bfd's builds ran:
 /// `cases.txt` names one case a line; each case's directory holds `inputs.txt` (the linker inputs in link
 /// order, one a line), maybe `flags.txt` (link options, one a line), `expected.stdout` and `expected.status`

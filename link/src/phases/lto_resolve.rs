@@ -9,8 +9,8 @@
 //!   executable has neither.)
 //! - REFERENCED_BY_REGULAR_OBJECT: an object that is not bitcode refers to it (an undefined symbol there).
 //! - FINAL_DEFINITION: nothing outside the link can replace the definition the name resolved to (lld:
-//!   executable output or non-default visibility, and the definition is in a section or in bitcode, not
-//!   absolute). Set on references too, as lld sets it.
+//!   executable output or non-default visibility, and the definition is in a section, or in the bitcode of
+//!   this module or a later one; not absolute). Set on references too, as lld sets it.
 //! - EXPORTED: in the dynamic symbol table; never for a static executable.
 //! - LINKER_REDEFINED: `--defsym`/`--wrap` redefine it; neither exists in this linker yet, so never.
 //! - CAN_INTERNALIZE: prevailing, neither visible to regular objects nor exported nor `used`: the optimizer
@@ -195,10 +195,12 @@ fn resolutions(graph: &LinkGraph, table: &FxHashMap<String, (u8, Holder)>, entry
             let chosen = table.get(&symbol.name).map(|(_, holder)| *holder);
             let defined_here = symbol.definition != Definition::Undefined;
             let prevailing = defined_here && chosen == Some(Holder::Bitcode(module_id, position as u32));
-            // lld: the definition the name resolved to is one the link holds in a section (or in bitcode),
-            // whichever module refers to it; absolute definitions and names left undefined are not final.
+            // lld: the definition the name resolved to is one the link holds in a section, or in bitcode
+            // of this module or one after it (lld hands modules to LTO in order, and once the prevailing
+            // module is handed over its definitions are no longer the linker's: references from later
+            // modules are not final); absolute definitions and names left undefined are not final.
             let final_definition = match chosen {
-                Some(Holder::Bitcode(..)) => true,
+                Some(Holder::Bitcode(prevailing, _)) => prevailing.index() >= module_index,
                 Some(Holder::Object(id)) => graph.symbols[id.index()].atom.is_some(),
                 None => false,
             };

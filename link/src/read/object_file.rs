@@ -43,6 +43,15 @@ pub(crate) fn read_object(graph: &mut LinkGraph, input: InputId, phase: u16) -> 
     if file.kind() != object::ObjectKind::Relocatable {
         return Err(ReadError::new(&name, "not a relocatable object"));
     }
+    // GCC's slim LTO objects hold only GIMPLE (`.gnu.lto_*` sections) and no code; fat ones hold code too
+    // and link as ordinary objects, their LTO sections being unallocated metadata.
+    if file.symbol_by_name("__gnu_lto_slim").is_some() {
+        return Err(ReadError::new(
+            &name,
+            "a GCC LTO object (GIMPLE only, no machine code): GCC's LTO is not supported; compile it without \
+             -flto, with -ffat-lto-objects, or with clang-14 -flto (LLVM bitcode is linked natively)",
+        ));
+    }
     let declared = relocation_table(graph, &name, format, bytes)?;
     let origin = |object_entity: usize| Origin {
         input: Some(input),
