@@ -12,8 +12,9 @@ cd "$(dirname "$0")/.."
 # the audit's HTML page), graphviz (renders `audit --format dot`), qemu-user (runs the AArch64 programs:
 # qemu-aarch64), g++-aarch64-linux-gnu (AArch64 C++ and its libstdc++.a), musl-dev:arm64 (musl's AArch64
 # libc.a and start files, from Debian's arm64 archive through multiarch; its aarch64-linux-musl-gcc specs drive
-# gcc-aarch64-linux-gnu).
-PACKAGES=(clang-14 llvm-14 g++ binutils gcc-aarch64-linux-gnu musl-tools lld chromium graphviz qemu-user
+# gcc-aarch64-linux-gnu), redis-server (the LTO cache of scope REMOTE_SHARED: tests/lto.rs starts its own
+# server on a loopback port and stops it).
+PACKAGES=(clang-14 llvm-14 g++ binutils gcc-aarch64-linux-gnu musl-tools lld chromium graphviz qemu-user redis-server
     g++-aarch64-linux-gnu musl-dev:arm64)
 if ((${#PACKAGES[@]})); then
     missing=()

@@ -153,9 +153,68 @@ pub(crate) struct LinkArgs {
     /// Print, per phase: policy, who acted, state before and after, duration.
     #[arg(long)]
     pub(crate) trace_phases: bool,
-    /// Objects and archives, in link order.
+    #[command(flatten)]
+    pub(crate) lto: LtoArgs,
+    /// Objects, archives and LLVM bitcode files (clang -flto), in link order.
     #[arg(required = true)]
     pub(crate) inputs: Vec<PathBuf>,
+}
+
+/// How bitcode inputs are optimized, compiled and cached (`neverc-spec link`; the `ld` driver spells them as
+/// LLVM's plugin options and lld's `--thinlto-cache-dir`).
+#[derive(Debug, Args)]
+pub(crate) struct LtoArgs {
+    /// Optimization level of LTO (0 to 3).
+    #[arg(long = "lto-O", value_name = "LEVEL", default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=3))]
+    pub(crate) optimization_level: u32,
+    /// Threads LTO code generation may use (ThinLTO backends); default: every core.
+    #[arg(long = "thinlto-jobs", value_name = "N")]
+    pub(crate) jobs: Option<u32>,
+    /// Keep the intermediate files of LTO and write OUTPUT.resolution.txt (the symbol resolutions, in
+    /// LLVM's format).
+    #[arg(long)]
+    pub(crate) save_temps: bool,
+    /// Cache LTO products in memory for this link only.
+    #[arg(long, conflicts_with_all = ["lto_cache_dir", "lto_cache_url"])]
+    pub(crate) lto_cache_task: bool,
+    /// Cache LTO products in this directory, shared by the links of a machine (entries checked by digest).
+    #[arg(long, value_name = "DIR", conflicts_with = "lto_cache_url")]
+    pub(crate) lto_cache_dir: Option<PathBuf>,
+    /// Cache LTO products in this Redis server, shared by machines (`redis://HOST:PORT/`); a server that
+    /// cannot be reached is a warning, not an error.
+    #[arg(long, value_name = "URL")]
+    pub(crate) lto_cache_url: Option<String>,
+    /// The namespace of the cache's keys (so that projects sharing a server do not share entries).
+    #[arg(long, value_name = "NAME", default_value = "")]
+    pub(crate) lto_cache_namespace: String,
+}
+
+impl LtoArgs {
+    /// Applies these options to a link's.
+    pub(crate) fn apply(&self, options: &mut neverc_link::context::LinkOptions) {
+        use neverc_link::lto::{CacheScope, OptionFlags};
+        let lto = &mut options.lto;
+        lto.optimization_level = self.optimization_level;
+        lto.thread_budget = self
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |count| count.get() as u32))
+            .max(1);
+        if self.save_temps {
+            lto.flags |= OptionFlags::SAVE_TEMPS;
+        }
+        lto.cache_namespace = self.lto_cache_namespace.clone();
+        if self.lto_cache_task {
+            lto.cache_scope = CacheScope::Task;
+        }
+        if let Some(dir) = &self.lto_cache_dir {
+            lto.cache_scope = CacheScope::LocalShared;
+            options.lto_cache_dir = Some(dir.clone());
+        }
+        if let Some(url) = &self.lto_cache_url {
+            lto.cache_scope = CacheScope::RemoteShared;
+            options.lto_cache_url = Some(url.clone());
+        }
+    }
 }
 
 #[derive(Debug, Args)]

@@ -128,6 +128,8 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
     options.relro = command.relro;
     options.strip = command.strip;
     options.lto = command.lto;
+    options.lto_cache_dir = command.lto_cache_dir;
+    options.lto_cache_url = command.lto_cache_url;
     options.relocatable = command.relocatable;
     if let Some(page_size) = command.page_size {
         options.page_size = page_size;
@@ -231,9 +233,19 @@ Accepted, since they cannot change a static executable (or ask for what neverc-s
   -X and --discard-locals (temporary `.L` symbols are never written to the symbol table),
   -z now|lazy|noexecstack|separate-code|defs|text|notext
 
+LTO (LLVM bitcode from clang-14 -flto or -flto=thin, linked natively; the default code generator is
+llvm-lto2-14):
+  -plugin .../LLVMgold.so          what clang passes with -flto: its -plugin-opt options that follow are
+                                   honoured: O0..O3, mcpu=, mattr=, jobs=, thinlto-jobs=, save-temps (also
+                                   writes OUTPUT.resolution.txt), cache-dir=DIR; others are refused by name
+  --thinlto-cache-dir=DIR          cache LTO products in DIR (as -plugin-opt=cache-dir=DIR)
+  --lto-cache-url=redis://HOST:PORT/  cache LTO products in a Redis server shared by machines; a server that
+                                   cannot be reached is a warning
+  --lto-cache-namespace=NAME       the namespace of the cache's keys
+
 Ignored with a note on stderr:
-  -plugin FILE, -plugin-opt OPT   no linker plugins run yet (gcc passes its LTO plugin on every link;
-                                  objects compiled with -flto cannot be linked)
+  -plugin FILE, -plugin-opt OPT   any other plugin, GCC's LTO plugin among them (gcc passes it on every
+                                  link; GCC LTO objects without machine code are refused by name)
 
 Refused (exit 2, naming the option), because neverc-spec does not implement what they would change:
   -pie, -static-pie, -shared, -T/--script, --whole-archive, -u/--undefined, --defsym, --wrap, --no-relax,

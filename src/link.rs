@@ -39,6 +39,7 @@ pub(crate) fn run(args: &LinkArgs) -> Result<(), CommandError> {
         IcfChoice::None => IcfMode::None,
     };
     options.map_file = args.map.clone();
+    args.lto.apply(&mut options);
     link(LinkRequest {
         options,
         symbol_ordering_file: args.symbol_ordering_file.clone(),

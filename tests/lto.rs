@@ -252,7 +252,10 @@ fn unknown_and_unsupported_llvm_plugin_options_are_refused_by_name() {
     let main = fixtures().join("full/main.o");
     for (option, says) in [
         ("-plugin-opt=frobnicate", "unknown LLVM plugin option `frobnicate`"),
-        ("-plugin-opt=cache-dir=/tmp/c", "`cache-dir=` is not supported"),
+        (
+            "-plugin-opt=cache-policy=prune_after=1h",
+            "`cache-policy=` is not supported",
+        ),
         (
             "-plugin-opt=thinlto-index-only",
             "`thinlto-index-only` is not supported",
@@ -276,4 +279,220 @@ fn unknown_and_unsupported_llvm_plugin_options_are_refused_by_name() {
         assert!(stderr.contains(says), "{option}: {stderr}");
         assert!(!out.join("never").exists());
     }
+}
+
+/// An `llvm-lto2` that records each code generation (`run`) in `$NEVERC_TEST_LTO_LOG`, kills the process
+/// `$NEVERC_TEST_KILL` names first when it is set, and then runs llvm-lto2-14.
+fn counting_llvm_lto2() -> &'static Path {
+    static TOOL: OnceLock<PathBuf> = OnceLock::new();
+    TOOL.get_or_init(|| {
+        let dir = fresh_dir(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lto-counting-tool"));
+        let tool = dir.join("llvm-lto2");
+        std::fs::write(
+            &tool,
+            "#!/bin/sh\n\
+             if [ \"$1\" = run ]; then\n\
+               echo run >> \"$NEVERC_TEST_LTO_LOG\"\n\
+               if [ -n \"$NEVERC_TEST_KILL\" ]; then kill \"$NEVERC_TEST_KILL\"; sleep 0.2; fi\n\
+             fi\n\
+             exec llvm-lto2-14 \"$@\"\n",
+        )
+        .unwrap();
+        let mut permissions = std::fs::metadata(&tool).unwrap().permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+        std::fs::set_permissions(&tool, permissions).unwrap();
+        tool
+    })
+}
+
+/// A link of the `full` fixtures through clang in `dir` (inputs copied there, named relatively, so that
+/// links in two directories make the same request), with `cache` options for the linker; returns the
+/// program and what clang printed.
+fn cached_link(dir: &Path, output: &str, cache: &[String], log: &Path, kill: Option<u32>) -> (PathBuf, Output) {
+    for input in INPUTS {
+        if !dir.join(input).exists() {
+            std::fs::copy(fixtures().join("full").join(input), dir.join(input)).unwrap();
+        }
+    }
+    let mut args: Vec<String> = vec![
+        "-flto".into(),
+        "-O2".into(),
+        "-static".into(),
+        format!("--ld-path={}", ld_dir().join("ld").display()),
+    ];
+    args.extend(cache.iter().map(|option| format!("-Wl,{option}")));
+    args.extend(INPUTS.iter().map(|input| input.to_string()));
+    args.extend(["-o".into(), output.into()]);
+    let output_path = dir.join(output);
+    let result = Command::new("clang-14")
+        .args(&args)
+        .current_dir(dir)
+        .env("NEVERC_LLVM_LTO2", counting_llvm_lto2())
+        .env("NEVERC_TEST_LTO_LOG", log)
+        .env("NEVERC_TEST_KILL", kill.map(|pid| pid.to_string()).unwrap_or_default())
+        .output()
+        .unwrap();
+    (output_path, result)
+}
+
+/// How many code generations the log records.
+fn runs(log: &Path) -> usize {
+    std::fs::read_to_string(log).map_or(0, |text| text.lines().count())
+}
+
+#[test]
+fn a_cache_directory_skips_code_generation_and_rebuilds_a_corrupt_entry() {
+    let dir = fresh_dir(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lto-cache-dir"));
+    let cache = dir.join("cache");
+    let log = dir.join("runs.log");
+    let options = [format!("-plugin-opt=cache-dir={}", cache.display())];
+    let (cold, output) = cached_link(&dir, "cold", &options, &log, None);
+    succeeded(&output, "the cold link");
+    assert_eq!(runs(&log), 1);
+    let entries: Vec<PathBuf> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let (warm, output) = cached_link(&dir, "warm", &options, &log, None);
+    succeeded(&output, "the warm link");
+    assert_eq!(runs(&log), 1, "the warm link generated no code");
+    assert_eq!(
+        std::fs::read(&cold).unwrap(),
+        std::fs::read(&warm).unwrap(),
+        "same bytes from the cache"
+    );
+    assert_eq!(outcome(&warm), EXPECTED);
+    // A corrupted entry is never used: it is rebuilt, with a warning, and the link's output is the same.
+    let mut entry = std::fs::read(&entries[0]).unwrap();
+    let middle = entry.len() / 2;
+    entry[middle] ^= 0x20;
+    std::fs::write(&entries[0], entry).unwrap();
+    let (rebuilt, output) = cached_link(&dir, "rebuilt", &options, &log, None);
+    succeeded(&output, "the link over a corrupt entry");
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("LTO cache:") && stderr.contains("digest does not match") && stderr.contains("rebuilt"),
+        "{stderr}"
+    );
+    assert_eq!(runs(&log), 2, "the corrupt entry was rebuilt");
+    assert_eq!(std::fs::read(&cold).unwrap(), std::fs::read(&rebuilt).unwrap());
+    let (_, output) = cached_link(&dir, "again", &options, &log, None);
+    succeeded(&output, "the link after the rebuild");
+    assert_eq!(runs(&log), 2, "the rebuilt entry is used");
+}
+
+/// A Redis server on a free loopback port, stopped when dropped.
+struct RedisServer {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl RedisServer {
+    fn start(dir: &Path) -> RedisServer {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .current_dir(dir)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-server is installed (scripts/test.sh installs it)");
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return RedisServer { child, port };
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("redis-server did not start on port {port}");
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    fn cli(&self, args: &[&str]) -> String {
+        let port = self.port.to_string();
+        let mut all = vec!["-p", port.as_str()];
+        all.extend(args);
+        let output = run("redis-cli", Path::new("/"), &all);
+        succeeded(&output, "redis-cli");
+        text(&output.stdout)
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_redis_cache_is_shared_between_directories_and_a_lost_server_is_only_a_warning() {
+    let root = fresh_dir(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lto-cache-redis"));
+    let server = RedisServer::start(&root);
+    let log = root.join("runs.log");
+    let options = [
+        format!("--lto-cache-url={}", server.url()),
+        "--lto-cache-namespace=tests".to_string(),
+    ];
+    let (first, second) = (root.join("one"), root.join("two"));
+    std::fs::create_dir_all(&first).unwrap();
+    std::fs::create_dir_all(&second).unwrap();
+    let (one, output) = cached_link(&first, "prog", &options, &log, None);
+    succeeded(&output, "the link in the first directory");
+    assert_eq!(runs(&log), 1);
+    let keys = server.cli(&["--raw", "KEYS", "neverc-lto:tests:*"]);
+    assert_eq!(keys.lines().count(), 1, "{keys}");
+    let (two, output) = cached_link(&second, "prog", &options, &log, None);
+    succeeded(&output, "the link in the second directory");
+    assert_eq!(
+        runs(&log),
+        1,
+        "the second directory's link found the first one's objects"
+    );
+    assert_eq!(std::fs::read(&one).unwrap(), std::fs::read(&two).unwrap());
+    assert_eq!(outcome(&two), EXPECTED);
+    // A corrupted value is rebuilt with a warning.
+    let key = keys.lines().next().unwrap().to_string();
+    server.cli(&["SETRANGE", &key, "40", "XXXX"]);
+    let (rebuilt, output) = cached_link(&second, "rebuilt", &options, &log, None);
+    succeeded(&output, "the link over a corrupt value");
+    assert!(text(&output.stderr).contains("rebuilt"), "{}", text(&output.stderr));
+    assert_eq!(runs(&log), 2);
+    assert_eq!(std::fs::read(&one).unwrap(), std::fs::read(&rebuilt).unwrap());
+    // The server dies during code generation (after the lookup, before the store): the link succeeds, with
+    // a warning, and the program is the same.
+    let fresh = [
+        format!("--lto-cache-url={}", server.url()),
+        "--lto-cache-namespace=killed".to_string(),
+    ];
+    let (killed, output) = cached_link(&second, "killed", &fresh, &log, Some(server.child.id()));
+    succeeded(&output, "the link whose Redis server died");
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("LTO cache:") && stderr.contains("goes on without it"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&one).unwrap(), std::fs::read(&killed).unwrap());
+    // And with no server at all.
+    let (gone, output) = cached_link(&second, "gone", &options, &log, None);
+    succeeded(&output, "the link with no Redis server");
+    assert!(text(&output.stderr).contains("goes on without it"));
+    assert_eq!(outcome(&gone), EXPECTED);
 }

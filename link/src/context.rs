@@ -52,6 +52,10 @@ pub struct LinkOptions {
     pub strip: Strip,
     /// How bitcode inputs are optimized and compiled (`-plugin-opt=`, `--lto-*`, `--thinlto-*`).
     pub lto: crate::lto::request::LtoOptions,
+    /// Where the LTO cache of scope LOCAL_SHARED lives (`-plugin-opt=cache-dir=`, `--lto-cache-dir`).
+    pub lto_cache_dir: Option<PathBuf>,
+    /// The Redis server of the LTO cache of scope REMOTE_SHARED (`--lto-cache-url=redis://HOST:PORT/`).
+    pub lto_cache_url: Option<String>,
     /// The target the link is for: taken from the first object by default, or fixed by the caller (the `ld`
     /// driver's `-m EMULATION`), in which case every object must be one of its.
     pub target: LinkTarget,
@@ -90,6 +94,8 @@ impl LinkOptions {
             relro: true,
             strip: Strip::Nothing,
             lto: crate::lto::request::LtoOptions::default(),
+            lto_cache_dir: None,
+            lto_cache_url: None,
             target: LinkTarget::FromFirstObject,
         }
     }
@@ -242,6 +248,10 @@ pub struct LinkContext {
     incoming: OnceCell<(usize, Vec<Vec<EdgeId>>)>,
     /// The provider `lto_generate` asks for objects; `None` for the default (`llvm-lto2`).
     pub lto_provider: Option<crate::lto::provider::SharedProvider>,
+    /// The LTO cache of scope TASK: products of this link, in memory.
+    pub lto_task_cache: crate::lto::cache::TaskCache,
+    /// What the LTO cache did in this link, for `--trace-phases` and tests: hits, misses, rebuilt entries.
+    pub lto_cache_events: Vec<crate::lto::cache::CacheEvent>,
 }
 
 impl LinkContext {
@@ -267,6 +277,8 @@ impl LinkContext {
             warnings: Vec::new(),
             incoming: OnceCell::new(),
             lto_provider: None,
+            lto_task_cache: crate::lto::cache::TaskCache::default(),
+            lto_cache_events: Vec::new(),
         }
     }
 

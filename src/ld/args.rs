@@ -64,6 +64,10 @@ pub(crate) struct LdCommand {
     pub(crate) plugin: PluginKind,
     /// LTO options, from LLVM's plugin options (`-plugin-opt=O3`, `-plugin-opt=mcpu=...`).
     pub(crate) lto: neverc_link::lto::request::LtoOptions,
+    /// The LTO cache directory (`-plugin-opt=cache-dir=DIR`, lld's `--thinlto-cache-dir=DIR`).
+    pub(crate) lto_cache_dir: Option<PathBuf>,
+    /// The LTO cache's Redis server (`--lto-cache-url=redis://HOST:PORT/`, neverc-spec's own option).
+    pub(crate) lto_cache_url: Option<String>,
     /// A `--start-group` that was never closed (GNU ld adds the `--end-group` with a warning).
     pub(crate) unclosed_group: bool,
     /// `-m EMULATION` (the last one): the target it names and the option as spelled, for messages.
@@ -87,8 +91,9 @@ pub(crate) enum PluginKind {
 
 /// Applies one of LLVM's plugin options (`-plugin-opt=VALUE`, as clang passes them with `-flto`), or says
 /// why it is refused: options that would change the output in a way not implemented are refused by name.
-fn llvm_plugin_option(lto: &mut neverc_link::lto::request::LtoOptions, option: &str) -> Result<(), String> {
-    use neverc_link::lto::{LtoMode, OptionFlags};
+fn llvm_plugin_option(command: &mut LdCommand, option: &str) -> Result<(), String> {
+    use neverc_link::lto::{CacheScope, LtoMode, OptionFlags};
+    let lto = &mut command.lto;
     let number = |text: &str, what: &str| -> Result<u32, String> {
         text.parse::<u32>()
             .map_err(|_| format!("`{text}` is not a number of {what}"))
@@ -114,11 +119,14 @@ fn llvm_plugin_option(lto: &mut neverc_link::lto::request::LtoOptions, option: &
             "mcpu" => lto.cpu = value.to_string(),
             "mattr" => lto.features = value.to_string(),
             "jobs" | "thinlto-jobs" => lto.thread_budget = number(value, "threads")?.max(1),
+            "cache-dir" => {
+                lto.cache_scope = CacheScope::LocalShared;
+                command.lto_cache_dir = Some(PathBuf::from(value));
+            }
             "cs-profile-path"
             | "sample-profile"
             | "dwo_dir"
             | "obj-path"
-            | "cache-dir"
             | "cache-policy"
             | "thinlto-index-only"
             | "thinlto-prefix-replace"
@@ -204,6 +212,9 @@ enum Opt {
     Help,
     Plugin,
     PluginOption,
+    ThinLtoCacheDir,
+    LtoCacheUrl,
+    LtoCacheNamespace,
     /// `-dynamic-linker FILE`: there is no `PT_INTERP` in a static executable (ld.bfd ignores it too).
     DynamicLinker,
     /// `-R DIR` is `-rpath DIR`; `-R FILE` is `--just-symbols FILE`, which is refused.
@@ -253,6 +264,9 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         "help" => (Opt::Help, Flag),
         "plugin" => (Opt::Plugin, Required),
         "plugin-opt" => (Opt::PluginOption, Required),
+        "thinlto-cache-dir" => (Opt::ThinLtoCacheDir, Required),
+        "lto-cache-url" => (Opt::LtoCacheUrl, Required),
+        "lto-cache-namespace" => (Opt::LtoCacheNamespace, Required),
         "dynamic-linker" => (Opt::DynamicLinker, Required),
         "rpath" | "rpath-link" => (Opt::IgnoredWithValue, Required),
         "sysroot" => (Opt::Sysroot, Required),
@@ -398,6 +412,8 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
             ignored_plugin: None,
             ignored_plugin_options: 0,
             plugin: PluginKind::None,
+            lto_cache_dir: None,
+            lto_cache_url: None,
             lto: neverc_link::lto::request::LtoOptions {
                 thread_budget: std::thread::available_parallelism().map_or(1, |count| count.get() as u32),
                 ..neverc_link::lto::request::LtoOptions::default()
@@ -630,10 +646,19 @@ impl Parser {
                     }
                 };
             }
+            Opt::ThinLtoCacheDir => {
+                command.lto.cache_scope = neverc_link::lto::CacheScope::LocalShared;
+                command.lto_cache_dir = Some(path(value)?);
+            }
+            Opt::LtoCacheUrl => {
+                command.lto.cache_scope = neverc_link::lto::CacheScope::RemoteShared;
+                command.lto_cache_url = Some(text(&value)?);
+            }
+            Opt::LtoCacheNamespace => command.lto.cache_namespace = text(&value)?,
             Opt::PluginOption => {
                 let option = text(&value)?;
                 match command.plugin {
-                    PluginKind::Llvm => llvm_plugin_option(&mut command.lto, &option)
+                    PluginKind::Llvm => llvm_plugin_option(command, &option)
                         .map_err(|reason| bad(&format!("-plugin-opt={option}"), reason))?,
                     PluginKind::None | PluginKind::Other => command.ignored_plugin_options += 1,
                 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::lto::ProviderFlags;
-use crate::lto::provider::{LtoCandidate, LtoObject, LtoProvider, ProviderError};
+use crate::lto::provider::{KeySize, LtoCandidate, LtoObject, LtoProvider, ProviderError};
 use crate::lto::request::LtoRequest;
 
 /// The tool the default provider runs, found on `PATH` unless `NEVERC_LLVM_LTO2` names another.
@@ -71,6 +71,26 @@ impl LlvmLto2 {
     }
 }
 
+impl LlvmLto2 {
+    /// What `llvm-lto2 --version` prints, asked once per tool and process.
+    fn identity(&self) -> Result<String, ProviderError> {
+        static IDENTITIES: std::sync::Mutex<Vec<(PathBuf, String)>> = std::sync::Mutex::new(Vec::new());
+        let mut known = IDENTITIES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, identity)) = known.iter().find(|(tool, _)| *tool == self.tool) {
+            return Ok(identity.clone());
+        }
+        let output = Command::new(&self.tool).arg("--version").output().map_err(|error| {
+            ProviderError::new(format!(
+                "cannot run `{} --version` (LLVM 14's LTO tool; Debian package llvm-14): {error}",
+                self.tool.display()
+            ))
+        })?;
+        let identity = String::from_utf8_lossy(&output.stdout).into_owned();
+        known.push((self.tool.clone(), identity.clone()));
+        Ok(identity)
+    }
+}
+
 impl LtoProvider for LlvmLto2 {
     fn id(&self) -> &str {
         "org.llvm.llvm-lto2-14"
@@ -81,7 +101,22 @@ impl LtoProvider for LlvmLto2 {
     }
 
     fn flags(&self) -> u64 {
-        (ProviderFlags::FULL | ProviderFlags::THIN | ProviderFlags::DETERMINISTIC).bits()
+        (ProviderFlags::FULL | ProviderFlags::THIN | ProviderFlags::DETERMINISTIC | ProviderFlags::CACHEABLE).bits()
+    }
+
+    fn builds_cache_keys(&self) -> bool {
+        true
+    }
+
+    /// The request digest (which covers the target, options, modules and resolutions), the provider's id and
+    /// the tool's identity (its `--version` text, so that another LLVM never reuses these objects).
+    fn build_cache_key(&self, request: &LtoRequest, buffer: &mut [u8]) -> Result<KeySize, ProviderError> {
+        let mut key = format!("{}\n", self.id()).into_bytes();
+        key.extend_from_slice(self.identity()?.as_bytes());
+        key.extend_from_slice(&request.request_digest);
+        let count = key.len().min(buffer.len());
+        buffer[..count].copy_from_slice(&key[..count]);
+        Ok(KeySize(key.len()))
     }
 
     fn codegen(&self, request: &LtoRequest) -> Result<LtoCandidate, ProviderError> {

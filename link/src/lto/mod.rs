@@ -5,8 +5,10 @@
 //! The values of the flags and enumerations are NeverC's plugin ABI, declared in `abi/lto.toml` and
 //! generated into `neverc_tables::plugin_abi::lto`: this module names them only through those types.
 
+pub mod cache;
 pub mod llvm;
 pub mod provider;
+pub mod remote;
 pub mod request;
 
 use crate::graph::{BitcodeModuleId, SymbolId};

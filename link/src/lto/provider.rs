@@ -3,8 +3,8 @@
 
 use neverc_tables::status::{Status, StatusCode};
 
-use crate::lto::ProviderFlags;
 use crate::lto::request::LtoRequest;
+use crate::lto::{ProviderFlags, ResolutionFlags};
 
 /// Why a provider could not generate code.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -133,4 +133,57 @@ impl std::fmt::Debug for SharedProvider {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(formatter, "LtoProvider({})", self.0.id())
     }
+}
+
+/// A part of a request, named, and how to change it.
+type RequestChange = (&'static str, fn(&mut LtoRequest));
+
+/// The parts of `request` that `provider`'s cache key ignores: each part is changed in turn (the target, an
+/// option, a file's contents, a module's identifier, a resolution's flags) and the key must change with it.
+/// An empty list means the key covers the request as far as these changes show; a CACHEABLE provider whose
+/// list is not empty would hand out stale objects.
+pub fn key_blind_spots(provider: &dyn LtoProvider, request: &LtoRequest) -> Result<Vec<&'static str>, ProviderError> {
+    let rebuilt = |change: fn(&mut LtoRequest)| {
+        let mut changed = request.clone();
+        change(&mut changed);
+        LtoRequest::new(
+            changed.target,
+            changed.options,
+            changed.files,
+            changed.modules,
+            changed.resolutions,
+        )
+    };
+    let changes: [RequestChange; 6] = [
+        ("the target", |request| request.target.push_str("-changed")),
+        ("the optimization level", |request| {
+            request.options.optimization_level = (request.options.optimization_level + 1) % 4
+        }),
+        ("the CPU", |request| request.options.cpu.push_str("-changed")),
+        ("a file's contents", |request| {
+            if let Some(file) = request.files.first_mut() {
+                file.content_digest[0] ^= 1;
+            }
+        }),
+        ("a module's identifier", |request| {
+            if let Some(module) = request.modules.first_mut() {
+                module.identifier.push_str("-changed");
+            }
+        }),
+        ("a resolution's flags", |request| {
+            if let Some(resolution) = request.resolutions.first_mut() {
+                resolution.flags =
+                    ResolutionFlags::from_bits(resolution.flags.bits() ^ ResolutionFlags::PREVAILING.bits())
+                        .unwrap_or(resolution.flags);
+            }
+        }),
+    ];
+    let base = cache_key(provider, request, 64)?;
+    let mut blind = Vec::new();
+    for (part, change) in &changes {
+        if cache_key(provider, &rebuilt(*change), 64)? == base {
+            blind.push(*part);
+        }
+    }
+    Ok(blind)
 }

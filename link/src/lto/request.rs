@@ -1,8 +1,9 @@
 //! The LTO request a provider gets: options, modules and resolutions, with a canonical byte encoding that
 //! the two digests are SHA-256 over. `ResolutionDigest` covers the resolutions (module, symbol index, name
 //! and flags, in order); `RequestDigest` covers everything a provider's output may depend on: the encoding
-//! version, the target, the options, every file (its name and the SHA-256 of its bytes), every module (its
-//! file, ordinal, identifier and symbol count) and the resolution digest. The same request always encodes to the same bytes, whatever the machine.
+//! version, the target, the options, every file (the SHA-256 of its bytes, not its name, which depends on
+//! where the link runs), every module (its file, ordinal, identifier and symbol count) and the resolution
+//! digest. The same request always encodes to the same bytes, whatever the machine.
 
 use sha2::{Digest as _, Sha256};
 
@@ -141,8 +142,10 @@ impl LtoRequest {
             .text(&options.features)
             .text(&options.cache_namespace)
             .u64(self.files.len() as u64);
+        // Files by their contents only: the same objects linked from another directory (another machine's
+        // checkout) make the same request, so that a shared cache serves both.
         for file in &self.files {
-            out.text(&file.logical_name).bytes(&file.content_digest);
+            out.bytes(&file.content_digest);
         }
         out.u64(self.modules.len() as u64);
         for module in &self.modules {

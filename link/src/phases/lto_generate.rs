@@ -3,13 +3,18 @@
 //! (`crate::lto::llvm`); the objects it returns enter the graph as inputs of their own, read like any other
 //! object (so they must be objects of the link's target), and symbol resolution then runs over them instead
 //! of the modules. Without bitcode modules the phase does nothing.
+//!
+//! When the request's cache scope is not DISABLED and the provider is CACHEABLE, the products are looked up
+//! under the provider's key first (`crate::lto::cache`, `crate::lto::remote`) and code generation is skipped
+//! on a hit; a corrupt entry is rebuilt with a warning, an unreachable cache is a warning only.
 
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{InputKind, LinkTarget};
-use crate::lto::OptionFlags;
+use crate::lto::cache::{CacheEvent, DirectoryCache, Lookup};
 use crate::lto::llvm::LlvmLto2;
-use crate::lto::provider::LtoProvider;
+use crate::lto::provider::{LtoProvider, ProviderError, cache_key};
 use crate::lto::request::{LtoRequest, RequestFile, RequestModule, sha256};
+use crate::lto::{CacheScope, OptionFlags, ProviderFlags};
 use crate::phases::LinkPhase;
 use crate::read::{add_input, read_input};
 
@@ -39,9 +44,75 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
             &default
         }
     };
-    let candidate = provider
-        .codegen(&request)
-        .map_err(|error| PhaseError::new(PHASE, format!("LTO provider `{}`: {error}", provider.id())))?;
+    let failed = |error: ProviderError| PhaseError::new(PHASE, format!("LTO provider `{}`: {error}", provider.id()));
+    let scope = context.options.lto.cache_scope;
+    let cacheable =
+        ProviderFlags::from_bits(provider.flags()).is_some_and(|flags| flags.contains(ProviderFlags::CACHEABLE));
+    let key = if scope != CacheScope::Disabled && cacheable {
+        Some(cache_key(provider, &request, 64).map_err(failed)?)
+    } else {
+        None
+    };
+    let directory = context.options.lto_cache_dir.clone().map(|dir| DirectoryCache { dir });
+    let found = match (&key, scope) {
+        (Some(key), CacheScope::Task) => context.lto_task_cache.lookup(key),
+        (Some(key), CacheScope::LocalShared) => match &directory {
+            Some(directory) => directory.lookup(key),
+            None => Lookup::Miss,
+        },
+        (Some(key), CacheScope::RemoteShared) => crate::lto::remote::lookup(&context.options, key),
+        _ => Lookup::Miss,
+    };
+    let mut events = Vec::new();
+    let candidate = match found {
+        Lookup::Hit(candidate) => {
+            events.push(CacheEvent::Hit);
+            candidate
+        }
+        found => {
+            let mut usable = true;
+            match &found {
+                Lookup::Corrupt(reason) => {
+                    context
+                        .warnings
+                        .push(format!("LTO cache: {reason}; the entry was rebuilt"));
+                    events.push(CacheEvent::Rebuilt(reason.clone()));
+                }
+                Lookup::Unavailable(reason) => {
+                    context
+                        .warnings
+                        .push(format!("LTO cache: {reason}; the link goes on without it"));
+                    events.push(CacheEvent::Unavailable(reason.clone()));
+                    usable = false;
+                }
+                _ if key.is_some() => events.push(CacheEvent::Miss),
+                _ => {}
+            }
+            let candidate = provider.codegen(&request).map_err(failed)?;
+            if let Some(key) = key.as_ref().filter(|_| usable) {
+                let stored = match scope {
+                    CacheScope::Task => {
+                        context.lto_task_cache.store(key, &candidate);
+                        Ok(())
+                    }
+                    CacheScope::LocalShared => match &directory {
+                        Some(directory) => directory.store(key, &candidate),
+                        None => Err("no cache directory was given".to_string()),
+                    },
+                    CacheScope::RemoteShared => crate::lto::remote::store(&context.options, key, &candidate),
+                    CacheScope::Disabled => Ok(()),
+                };
+                if let Err(reason) = stored {
+                    context
+                        .warnings
+                        .push(format!("LTO cache: {reason}; the link goes on without it"));
+                    events.push(CacheEvent::Unavailable(reason));
+                }
+            }
+            candidate
+        }
+    };
+    context.lto_cache_events.extend(events);
     let graph = &mut context.graph;
     for object in candidate.objects {
         let id = add_input(graph, object.logical_name.clone(), object.bytes.into(), phase);
