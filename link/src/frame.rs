@@ -270,6 +270,20 @@ impl<'a> PhaseFrame<'a> {
         })
     }
 
+    /// The LTO resolution a handle names (page them with [`EntityKind::LtoResolution`]), with the name of its
+    /// symbol.
+    pub fn lto_resolution(&self, handle: Handle) -> Result<(&crate::lto::LtoResolution, &str), Status> {
+        let index = self.resolve(handle, EntityKind::LtoResolution)?;
+        let graph = &self.context.graph;
+        let resolution = &graph.lto_resolutions[index];
+        let name = graph
+            .bitcode_modules
+            .get(resolution.module.index())
+            .and_then(|module| module.symbols.get(resolution.symbol as usize))
+            .map_or("", |symbol| symbol.name.as_str());
+        Ok((resolution, name))
+    }
+
     /// The proof of the current state, from the declared proof state on.
     pub fn proof(&self) -> Option<Proof> {
         (self.execution.state >= self.machine.proof_state).then(|| current_proof(self.context, self.execution))

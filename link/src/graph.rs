@@ -49,7 +49,8 @@ entity_ids!(
     ConstraintId,
 );
 
-/// The fifteen entity kinds, in NeverC's order (the order of the pagers and info calls of the link API).
+/// The fifteen entity kinds of NeverC's link API, in its order (the order of the pagers and info calls), and
+/// the LTO resolutions, which NeverC's LTO API pages the same way (`GetResolutionPage`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EntityKind {
     Input,
@@ -67,10 +68,12 @@ pub enum EntityKind {
     Unwind,
     Synthetic,
     Constraint,
+    /// One symbol resolution of a bitcode module (`lto_resolve`'s product).
+    LtoResolution,
 }
 
 impl EntityKind {
-    pub const ALL: [EntityKind; 15] = [
+    pub const ALL: [EntityKind; 16] = [
         EntityKind::Input,
         EntityKind::Archive,
         EntityKind::ArchiveMember,
@@ -86,6 +89,7 @@ impl EntityKind {
         EntityKind::Unwind,
         EntityKind::Synthetic,
         EntityKind::Constraint,
+        EntityKind::LtoResolution,
     ];
 
     pub const fn name(self) -> &'static str {
@@ -105,6 +109,7 @@ impl EntityKind {
             EntityKind::Unwind => "unwind record",
             EntityKind::Synthetic => "synthetic",
             EntityKind::Constraint => "layout constraint",
+            EntityKind::LtoResolution => "LTO resolution",
         }
     }
 }
@@ -635,6 +640,7 @@ impl LinkGraph {
             EntityKind::Unwind => self.unwinds.len(),
             EntityKind::Synthetic => self.synthetics.len(),
             EntityKind::Constraint => self.constraints.len(),
+            EntityKind::LtoResolution => self.lto_resolutions.len(),
         }
     }
 
