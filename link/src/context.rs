@@ -246,8 +246,9 @@ pub struct LinkContext {
     pub warnings: Vec<String>,
     /// Edges by target atom, built once when a verifier first needs it (for as many edges as there were).
     incoming: OnceCell<(usize, Vec<Vec<EdgeId>>)>,
-    /// The provider `lto_generate` asks for objects; `None` for the default (`llvm-lto2`).
-    pub lto_provider: Option<crate::lto::provider::SharedProvider>,
+    /// The LTO code generators plugins registered, in order; `lto_generate` asks the first that does the
+    /// request's mode, or the default (`llvm-lto2`) when none does.
+    pub lto_providers: Vec<crate::lto::provider::SharedProvider>,
     /// The LTO cache of scope TASK: products of this link, in memory.
     pub lto_task_cache: crate::lto::cache::TaskCache,
     /// What the LTO cache did in this link, for `--trace-phases` and tests: hits, misses, rebuilt entries.
@@ -276,7 +277,7 @@ impl LinkContext {
             products: Products::default(),
             warnings: Vec::new(),
             incoming: OnceCell::new(),
-            lto_provider: None,
+            lto_providers: Vec::new(),
             lto_task_cache: crate::lto::cache::TaskCache::default(),
             lto_cache_events: Vec::new(),
         }

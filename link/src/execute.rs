@@ -125,6 +125,8 @@ pub fn run_link(
     });
     let merge = LinkPhase::ObjectMerge.index_in(tables);
     let relocatable = context.options.relocatable;
+    // The LTO code generators plugins registered reach the builtin `lto_generate` through the context.
+    context.lto_providers.clone_from(&registry.lto_code_generators);
     let mut run = Run {
         context,
         registry,

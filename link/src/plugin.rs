@@ -45,6 +45,7 @@ pub struct Registry {
     pub(crate) registrations: Vec<Registration>,
     pub(crate) image_verifiers: Vec<(u32, ImageVerifier)>,
     pub(crate) plugin_names: Vec<String>,
+    pub(crate) lto_code_generators: Vec<crate::lto::provider::SharedProvider>,
 }
 
 /// A plugin of the link runtime.
@@ -115,6 +116,22 @@ impl Registrar<'_> {
         self.replace(phase, provider)
     }
 
+    /// An LTO code generator (NeverC's `RegisterProvider` of the LTO registrar): checked as NeverC's host
+    /// checks a `NevercLTOProviderDescriptor` (`lto::provider::check_descriptor`: known flags, FULL or THIN,
+    /// a Codegen, a BuildCacheKey when CACHEABLE, an id no provider registered before has). The builtin
+    /// `lto_generate` asks the first one registered for the request's mode instead of `llvm-lto2`.
+    pub fn lto_code_generator(&mut self, provider: crate::lto::provider::SharedProvider) -> Result<(), Status> {
+        let registered: Vec<&str> = self
+            .registry
+            .lto_code_generators
+            .iter()
+            .map(|known| known.0.id())
+            .collect();
+        crate::lto::provider::check_descriptor(provider.0.as_ref(), &registered)?;
+        self.registry.lto_code_generators.push(provider);
+        Ok(())
+    }
+
     /// An additional check of the emitted image, run inside the sealed `image_verify` gate.
     pub fn image_verifier(&mut self, verifier: ImageVerifier) -> Result<(), Status> {
         let (phase, request) = ProviderKind::ImageVerifier.request();
@@ -130,6 +147,7 @@ impl Registry {
         let id = self.plugin_names.len() as u32 + 1;
         let registered = self.registrations.len();
         let verifiers = self.image_verifiers.len();
+        let generators = self.lto_code_generators.len();
         let mut registrar = Registrar {
             tables,
             registry: self,
@@ -143,6 +161,7 @@ impl Registry {
             Err(status) => {
                 self.registrations.truncate(registered);
                 self.image_verifiers.truncate(verifiers);
+                self.lto_code_generators.truncate(generators);
                 Err(status)
             }
         }

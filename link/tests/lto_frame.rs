@@ -153,3 +153,65 @@ fn resolutions_are_paged_through_the_frame_and_the_modules_become_objects() {
     let status = Command::new(&output).status().unwrap();
     assert_eq!(status.code(), Some(42), "the program exits with twice(21)");
 }
+
+/// Generates code with `llvm-lto2-14` and counts the requests it got.
+struct Counting {
+    inner: neverc_link::lto::llvm::LlvmLto2,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl neverc_link::lto::provider::LtoProvider for Counting {
+    fn id(&self) -> &str {
+        "test.counting"
+    }
+    fn target(&self) -> &str {
+        self.inner.target()
+    }
+    fn flags(&self) -> u64 {
+        neverc_link::lto::ProviderFlags::FULL.bits()
+    }
+    fn codegen(
+        &self,
+        request: &neverc_link::lto::request::LtoRequest,
+    ) -> Result<neverc_link::lto::provider::LtoCandidate, neverc_link::lto::provider::ProviderError> {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.codegen(request)
+    }
+}
+
+#[test]
+fn a_registered_code_generator_is_asked_and_a_second_with_its_id_is_refused() {
+    use neverc_link::lto::provider::SharedProvider;
+    let dir = scratch!("lto-frame-provider");
+    let inputs = bitcode_program(&dir);
+    let output = dir.join("a.out");
+    let counting = std::sync::Arc::new(Counting {
+        inner: neverc_link::lto::llvm::LlvmLto2::new("x86_64-unknown-linux-gnu"),
+        calls: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let shared = SharedProvider(counting.clone());
+    let mut registry = Registry::default();
+    registry
+        .register(
+            &neverc_tables::BUNDLED_PHASES,
+            &mut Plugin(move |registrar: &mut Registrar<'_>| registrar.lto_code_generator(shared.clone())),
+        )
+        .unwrap();
+    let again = SharedProvider(counting.clone());
+    let status = registry
+        .register(
+            &neverc_tables::BUNDLED_PHASES,
+            &mut Plugin(move |registrar: &mut Registrar<'_>| registrar.lto_code_generator(again.clone())),
+        )
+        .unwrap_err();
+    assert_eq!(
+        status.code,
+        neverc_link::status::StatusCode::DuplicateId,
+        "{}",
+        status.message
+    );
+    let mut context = LinkContext::new(LinkOptions::new(inputs, output.clone()));
+    run_link(&mut context, &neverc_tables::BUNDLED_PHASES, &mut registry).unwrap();
+    assert_eq!(counting.calls.load(std::sync::atomic::Ordering::Relaxed), 1);
+    assert_eq!(Command::new(&output).status().unwrap().code(), Some(42));
+}

@@ -14,7 +14,7 @@ use crate::lto::cache::{CacheEvent, DirectoryCache, Lookup};
 use crate::lto::llvm::LlvmLto2;
 use crate::lto::provider::{LtoProvider, ProviderError, cache_key};
 use crate::lto::request::{LtoRequest, RequestFile, RequestModule, sha256};
-use crate::lto::{CacheScope, OptionFlags, ProviderFlags};
+use crate::lto::{CacheScope, LtoMode, OptionFlags, ProviderFlags};
 use crate::phases::LinkPhase;
 use crate::read::{add_input, read_input};
 
@@ -37,7 +37,15 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
             .map_err(|error| PhaseError::io(PHASE, error.to_string()))?;
     }
     let default;
-    let provider: &dyn LtoProvider = match &context.lto_provider {
+    let mode = match context.options.lto.mode {
+        LtoMode::Thin => ProviderFlags::THIN,
+        _ => ProviderFlags::FULL,
+    };
+    let registered = context
+        .lto_providers
+        .iter()
+        .find(|provider| ProviderFlags::from_bits(provider.0.flags()).is_some_and(|flags| flags.contains(mode)));
+    let provider: &dyn LtoProvider = match registered {
         Some(provider) => provider.0.as_ref(),
         None => {
             default = LlvmLto2::new(&request.target);
