@@ -15,22 +15,9 @@
 # Needs hyperfine, mold, lld, GNU time (/usr/bin/time), python3, and what the fixtures need (cargo, gcc,
 # musl-tools, binutils). Results: target/bench/link/ (hyperfine JSON per case, summary.md, trace-phases.txt).
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
 runs="${1:-20}"
-target="${CARGO_TARGET_DIR:-$root/target}"
-for tool in hyperfine mold ld.lld ld.bfd python3 /usr/bin/time; do
-    command -v "$tool" >/dev/null || {
-        echo "bench/link.sh needs $tool (Debian: hyperfine mold lld binutils python3 time)" >&2
-        exit 1
-    }
-done
-
-cargo build --release --locked --bin neverc-spec
-neverc="$target/release/neverc-spec"
-# The fixtures the tests build (kept when unchanged), in the same place as theirs.
-fixtures="$target/tmp/realworld"
-bash tests/fixtures/realworld/build.sh "$fixtures"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+bench_setup bench/link.sh "hyperfine mold lld binutils python3 time" hyperfine mold ld.lld ld.bfd python3 /usr/bin/time
 out="$target/bench/link"
 rm -rf "$out"
 mkdir -p "$out/record"

@@ -14,22 +14,9 @@
 # Usage (from anywhere): bash bench/lto.sh [RUNS]     (default RUNS=5; each cold link takes seconds)
 # Needs hyperfine, clang-14, llvm-14, lld, python3. Results: target/bench/lto/ (hyperfine JSON, summary.md).
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
 runs="${1:-5}"
-target="${CARGO_TARGET_DIR:-$root/target}"
-for tool in hyperfine clang-14 ld.lld llvm-ar-14 python3; do
-    command -v "$tool" >/dev/null || {
-        echo "bench/lto.sh needs $tool (Debian: hyperfine clang-14 llvm-14 lld python3)" >&2
-        exit 1
-    }
-done
-
-cargo build --release --locked --bin neverc-spec
-neverc="$target/release/neverc-spec"
-# The real-world sources and drivers, as tests/real_programs.rs builds them (kept when unchanged).
-fixtures="$target/tmp/realworld"
-bash tests/fixtures/realworld/build.sh "$fixtures"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+bench_setup bench/lto.sh "hyperfine clang-14 llvm-14 lld python3" hyperfine clang-14 ld.lld llvm-ar-14 python3
 out="$target/bench/lto"
 rm -rf "$out"
 mkdir -p "$out/bin"
