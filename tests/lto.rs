@@ -67,7 +67,9 @@ fn link_with_clang(mode: &str, lld: bool, output: &str) -> PathBuf {
     let out = fresh_dir(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("lto-{mode}-{output}")));
     let program = out.join(output);
     let ld_path = format!("--ld-path={}", ld_dir().join("ld").display());
-    let mut args: Vec<String> = vec!["-flto".into(), "-O2".into(), "-static".into()];
+    // clang passes `-plugin-opt=thinlto` for -flto=thin.
+    let flto = if mode == "thin" { "-flto=thin" } else { "-flto" };
+    let mut args: Vec<String> = vec![flto.into(), "-O2".into(), "-static".into()];
     if lld {
         args.extend(["-fuse-ld=lld".into(), "-Wl,--save-temps".into()]);
     } else {

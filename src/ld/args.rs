@@ -102,7 +102,7 @@ fn llvm_plugin_option(command: &mut LdCommand, option: &str) -> Result<(), Strin
         None => match option {
             "O0" | "O1" | "O2" | "O3" => lto.optimization_level = number(&option[1..], "optimization level")?,
             "save-temps" => lto.flags |= OptionFlags::SAVE_TEMPS,
-            "thin" => lto.mode = LtoMode::Thin,
+            "thinlto" => lto.mode = LtoMode::Thin,
             "disable-verify"
             | "no-new-pass-manager"
             | "new-pass-manager"
