@@ -3,7 +3,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use neverc_schema::{Declarations, Diagnostic, Gate, RegisterClassKind, load_declarations, lower_target, target_files};
+use neverc_schema::{
+    Declarations, Diagnostic, Gate, LoadedAbiPart, RegisterClassKind, load_declarations, load_plugin_abi, lower_target,
+    target_files,
+};
 use serde::Serialize;
 
 use crate::CommandError;
@@ -16,7 +19,44 @@ struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     phase_schema: Option<SchemaSummary>,
     targets: Vec<TargetSummary>,
+    /// The plugin ABI files (`--abi`), one summary each.
+    plugin_abi: Vec<AbiSummary>,
     diagnostics: Vec<Diagnostic>,
+}
+
+#[derive(Serialize)]
+struct AbiSummary {
+    file: String,
+    interfaces: Vec<String>,
+    enums: Vec<String>,
+    flags: Vec<String>,
+}
+
+fn summarize_abi(parts: &[LoadedAbiPart]) -> Vec<AbiSummary> {
+    parts
+        .iter()
+        .map(|part| AbiSummary {
+            file: part.path.display().to_string(),
+            interfaces: part
+                .declaration
+                .interfaces
+                .iter()
+                .map(|interface| format!("{} {}.{}", interface.name, interface.major, interface.minor))
+                .collect(),
+            enums: part
+                .declaration
+                .enums
+                .iter()
+                .map(|item| format!("Neverc{}", item.name))
+                .collect(),
+            flags: part
+                .declaration
+                .flags
+                .iter()
+                .map(|item| format!("Neverc{}", item.name))
+                .collect(),
+        })
+        .collect()
 }
 
 #[derive(Serialize)]
@@ -110,9 +150,13 @@ pub(crate) fn declared_target_files(args: &DeclarationArgs) -> Result<Vec<PathBu
 pub(crate) fn run(args: &CheckArgs) -> Result<(), CommandError> {
     let json = args.format == Format::Json;
     let files = declared_target_files(&args.declarations)?;
-    match load_declarations(&args.declarations.phase_schema, &files) {
-        Ok(declarations) => {
-            let report = summarize(&declarations);
+    let abi_files = target_files(&args.abi).map_err(|error| CommandError::Io(error.to_string()))?;
+    let loaded = load_declarations(&args.declarations.phase_schema, &files)
+        .and_then(|declarations| load_plugin_abi(&abi_files).map(|abi| (declarations, abi)));
+    match loaded {
+        Ok((declarations, abi)) => {
+            let mut report = summarize(&declarations);
+            report.plugin_abi = summarize_abi(&abi);
             if json {
                 print_json(&report)?;
             } else {
@@ -127,6 +171,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(), CommandError> {
                     ok: false,
                     phase_schema: None,
                     targets: Vec::new(),
+                    plugin_abi: Vec::new(),
                     diagnostics,
                 })?;
             }
@@ -237,6 +282,7 @@ fn summarize(declarations: &Declarations) -> Report {
             state_machines,
         }),
         targets,
+        plugin_abi: Vec::new(),
         diagnostics: Vec::new(),
     }
 }
@@ -319,5 +365,15 @@ fn print_text(report: &Report) {
                 elf.emulations.join(", ")
             );
         }
+    }
+    outln!("plugin ABI ({} file(s)): valid", report.plugin_abi.len());
+    for part in &report.plugin_abi {
+        outln!(
+            "  {}: interfaces {}; enumerations {}; flag sets {}",
+            part.file,
+            part.interfaces.join(", "),
+            part.enums.join(", "),
+            part.flags.join(", ")
+        );
     }
 }

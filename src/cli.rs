@@ -343,6 +343,9 @@ pub(crate) struct DeclarationArgs {
 pub(crate) struct CheckArgs {
     #[command(flatten)]
     pub(crate) declarations: DeclarationArgs,
+    /// Directory whose `*.toml` files declare the plugin C ABI.
+    #[arg(long, value_name = "DIR", default_value = "abi")]
+    pub(crate) abi: PathBuf,
     /// Output format; `json` prints one JSON document on stdout, diagnostics included.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,

@@ -71,6 +71,40 @@ fn check_accepts_the_bundled_declarations() {
     assert_eq!(aarch64["tls_variant"], "I");
     assert_eq!(aarch64["tcb_size"], 16);
     assert_eq!(aarch64["emulations"], serde_json::json!(["aarch64linux", "aarch64elf"]));
+    // The plugin ABI's declarations.
+    assert_eq!(report["plugin_abi"][0]["file"], "abi/lto.toml");
+    assert_eq!(
+        report["plugin_abi"][0]["interfaces"],
+        serde_json::json!(["LTO 1.0", "LTO_REGISTRAR 1.0"])
+    );
+    assert_eq!(
+        report["plugin_abi"][0]["flags"],
+        serde_json::json!([
+            "NevercLTOOptionFlags",
+            "NevercLTOSymbolResolutionFlags",
+            "NevercLTOProviderFlags"
+        ])
+    );
+}
+
+#[test]
+fn check_reports_a_broken_plugin_abi_file_at_its_line() {
+    let dir = scratch!("cli-broken-abi");
+    let text_of = std::fs::read_to_string(repo().join("abi/lto.toml")).unwrap();
+    let broken = text_of.replace("{ name = \"THIN\", value = 2,", "{ name = \"THIN\", value = 1,");
+    assert_ne!(broken, text_of);
+    std::fs::write(dir.join("lto.toml"), &broken).unwrap();
+    let output = run(&["check", "--abi", dir.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let report = json(&output);
+    let diagnostic = &report["diagnostics"][0];
+    assert_eq!(diagnostic["rule"], "abi-duplicate-value");
+    let line = broken
+        .lines()
+        .position(|line| line.contains("{ name = \"THIN\""))
+        .unwrap()
+        + 1;
+    assert_eq!(diagnostic["line"], line);
 }
 
 #[test]
