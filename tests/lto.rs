@@ -168,6 +168,19 @@ fn check_mode(mode: &str) {
         !defines("never_needed"),
         "{mode}: the unneeded member's function is not linked"
     );
+    // The generated code takes the place of the bitcode it came from: before libc's members (and the start
+    // files' epilogues), where main.o was on the command line.
+    let address = |name: &str| -> u64 {
+        let line = symbols
+            .lines()
+            .find(|line| line.ends_with(&format!(" T {name}")))
+            .unwrap_or_else(|| panic!("{mode}: no {name}"));
+        u64::from_str_radix(line.split_whitespace().next().unwrap(), 16).unwrap()
+    };
+    assert!(
+        address("main") < address("__libc_start_main"),
+        "{mode}: main is laid out after libc"
+    );
     let disassembly = text(
         &run(
             "objdump",

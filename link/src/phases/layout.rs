@@ -574,9 +574,12 @@ fn make_eh_frame_header(context: &mut LinkContext, phase: u16) {
 }
 
 /// For every input, its place in command-line order: (the position of the input, or of the archive it was
-/// extracted from; 0 for a top-level input, 1 + the member's ordinal in its archive for a member).
+/// extracted from; 0 for a top-level input, 1 + the member's ordinal in its archive for a member). An object
+/// LTO generated takes the place of the bitcode it was generated from (the first of them, for the merged
+/// module of full LTO), as ld.bfd places a plugin's objects: before the start files' epilogues (`crtend.o`,
+/// `crtn.o`) that must come last, and where a distributed ThinLTO build's final link puts its objects.
 fn command_line_order(graph: &LinkGraph) -> Vec<(u32, u32)> {
-    graph
+    let mut order: Vec<(u32, u32)> = graph
         .inputs
         .iter()
         .enumerate()
@@ -588,7 +591,21 @@ fn command_line_order(graph: &LinkGraph) -> Vec<(u32, u32)> {
             }
             None => (index as u32, 0),
         })
-        .collect()
+        .collect();
+    for module in &graph.bitcode_modules {
+        let Some(&place) = order.get(module.input.index()) else {
+            continue;
+        };
+        for generated in &module.generated {
+            if let Some(slot) = order.get_mut(generated.index()) {
+                // Bitcode inputs come before the objects generated from them, so the first module wins.
+                if generated.index() > module.input.index() && *slot > place {
+                    *slot = place;
+                }
+            }
+        }
+    }
+    order
 }
 
 /// `value` rounded up to a multiple of `alignment` (read as ld.bfd reads an input alignment, so a power of
