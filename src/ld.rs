@@ -130,6 +130,7 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
     options.lto = command.lto;
     options.lto_cache_dir = command.lto_cache_dir;
     options.lto_cache_url = command.lto_cache_url;
+    options.thinlto_index_only = command.thinlto_index_only;
     options.relocatable = command.relocatable;
     if let Some(page_size) = command.page_size {
         options.page_size = page_size;
@@ -236,9 +237,14 @@ Accepted, since they cannot change a static executable (or ask for what neverc-s
 LTO (LLVM bitcode from clang-14 -flto or -flto=thin, linked natively; the default code generator is
 llvm-lto2-14):
   -plugin .../LLVMgold.so          what clang passes with -flto: its -plugin-opt options that follow are
-                                   honoured: O0..O3, mcpu=, mattr=, jobs=, thinlto-jobs=, save-temps (also
-                                   writes OUTPUT.resolution.txt), cache-dir=DIR; others are refused by name
+                                   honoured: O0..O3, mcpu=, mattr=, jobs=, thinlto-jobs=, thinlto, save-temps
+                                   (also writes OUTPUT.resolution.txt), cache-dir=DIR,
+                                   thinlto-index-only[=FILE]; others are refused by name
   --thinlto-cache-dir=DIR          cache LTO products in DIR (as -plugin-opt=cache-dir=DIR)
+  --thinlto-index-only[=FILE]      distributed ThinLTO (also -plugin-opt=thinlto-index-only[=FILE]): write
+                                   each bitcode file's .thinlto.bc index and .imports beside it (FILE: the
+                                   list of those files), link nothing; compile the backends with
+                                   clang-14 -fthinlto-index=F.thinlto.bc and link their objects
   --lto-cache-url=redis://HOST:PORT/  cache LTO products in a Redis server shared by machines; a server that
                                    cannot be reached is a warning
   --lto-cache-namespace=NAME       the namespace of the cache's keys

@@ -98,6 +98,9 @@ pub(crate) fn link(request: LinkRequest) -> Result<(), CommandError> {
     for warning in &context.warnings {
         errln!("warning: {warning}");
     }
+    if let Some(stopped) = &context.stopped {
+        errln!("note: {stopped}");
+    }
     if trace_phases {
         for entry in &trace {
             outln!(

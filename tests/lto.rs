@@ -271,10 +271,7 @@ fn unknown_and_unsupported_llvm_plugin_options_are_refused_by_name() {
             "-plugin-opt=cache-policy=prune_after=1h",
             "`cache-policy=` is not supported",
         ),
-        (
-            "-plugin-opt=thinlto-index-only",
-            "`thinlto-index-only` is not supported",
-        ),
+        ("-plugin-opt=emit-llvm", "`emit-llvm` is not supported"),
     ] {
         let output = run(
             BIN,
@@ -510,4 +507,93 @@ fn a_redis_cache_is_shared_between_directories_and_a_lost_server_is_only_a_warni
     succeeded(&output, "the link with no Redis server");
     assert!(text(&output.stderr).contains("goes on without it"));
     assert_eq!(outcome(&gone), EXPECTED);
+}
+
+/// Distributed ThinLTO as LLVM does it: `--thinlto-index-only=FILE` writes each bitcode file's index and
+/// imports beside it and links nothing; the backends are compiled by `clang-14 -fthinlto-index=` two at a
+/// time (`xargs -P2`, as a build system's remote execution would); the final link of their objects gives the
+/// same bytes as the in-process ThinLTO link.
+#[test]
+fn distributed_thinlto_gives_the_in_process_links_bytes() {
+    let dir = fresh_dir(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lto-distributed"));
+    let bitcode = ["main.o", "helper.o", "comdat_a.o", "comdat_b.o", "archive_one.o"];
+    for input in bitcode.iter().chain(&["object.o"]) {
+        std::fs::copy(fixtures().join("thin").join(input), dir.join(input)).unwrap();
+    }
+    let ld_path = format!("--ld-path={}", ld_dir().join("ld").display());
+    let link = |extra: &[&str], inputs: &[&str], output: &str| -> Output {
+        let mut args = vec!["-O2", "-static", ld_path.as_str()];
+        args.extend(extra);
+        args.extend(inputs);
+        args.extend(["-o", output]);
+        run("clang-14", &dir, &args)
+    };
+    let inputs = [
+        "main.o",
+        "helper.o",
+        "object.o",
+        "comdat_a.o",
+        "comdat_b.o",
+        "archive_one.o",
+    ];
+    let output = link(
+        &["-flto=thin", "-Wl,-plugin-opt=thinlto-index-only=list.txt"],
+        &inputs,
+        "never",
+    );
+    succeeded(&output, "the index-only link");
+    assert!(
+        text(&output.stderr).contains("wrote 5 ThinLTO index file(s)"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert!(!dir.join("never").exists(), "an index-only link writes no program");
+    let list = std::fs::read_to_string(dir.join("list.txt")).unwrap();
+    assert_eq!(
+        list.lines().collect::<Vec<_>>(),
+        ["main.o", "helper.o", "comdat_a.o", "comdat_b.o", "archive_one.o"]
+    );
+    for module in bitcode {
+        assert!(
+            dir.join(format!("{module}.thinlto.bc")).exists() && dir.join(format!("{module}.imports")).exists(),
+            "{module}"
+        );
+    }
+    // main.o imports from helper.o (helper is inlined across modules).
+    let imports = std::fs::read_to_string(dir.join("main.o.imports")).unwrap();
+    assert!(imports.contains("helper.o"), "{imports}");
+    let backends = run(
+        "sh",
+        &dir,
+        &[
+            "-c",
+            "xargs -P2 -I{} clang-14 -O2 -fno-pie -c -x ir {} -fthinlto-index={}.thinlto.bc -o {}.native.o <list.txt",
+        ],
+    );
+    succeeded(&backends, "the backends");
+    let natives = [
+        "main.o.native.o",
+        "helper.o.native.o",
+        "object.o",
+        "comdat_a.o.native.o",
+        "comdat_b.o.native.o",
+        "archive_one.o.native.o",
+    ];
+    succeeded(&link(&[], &natives, "distributed"), "the final link");
+    succeeded(&link(&["-flto=thin"], &inputs, "in-process"), "the in-process link");
+    assert_eq!(outcome(&dir.join("distributed")), EXPECTED);
+    assert_eq!(
+        std::fs::read(dir.join("distributed")).unwrap(),
+        std::fs::read(dir.join("in-process")).unwrap(),
+        "the distributed build differs from the in-process one"
+    );
+    // An archive member has no file of its own to put an index beside: refused by name.
+    std::fs::copy(fixtures().join("thin/libbitcode.a"), dir.join("libbitcode.a")).unwrap();
+    let output = link(&["-flto=thin", "-Wl,--thinlto-index-only"], &INPUTS, "never");
+    assert!(!output.status.success());
+    assert!(
+        text(&output.stderr).contains("libbitcode.a(archive_one.o)") && text(&output.stderr).contains("archive member"),
+        "{}",
+        text(&output.stderr)
+    );
 }

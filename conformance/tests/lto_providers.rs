@@ -19,6 +19,7 @@ fn request() -> LtoRequest {
         LtoOptions::default(),
         vec![RequestFile {
             logical_name: "a.o".into(),
+            path: None,
             content_digest: sha256(&bytes),
             bytes,
         }],

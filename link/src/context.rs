@@ -54,6 +54,10 @@ pub struct LinkOptions {
     pub lto: crate::lto::request::LtoOptions,
     /// Where the LTO cache of scope LOCAL_SHARED lives (`-plugin-opt=cache-dir=`, `--lto-cache-dir`).
     pub lto_cache_dir: Option<PathBuf>,
+    /// Distributed ThinLTO (`--thinlto-index-only[=FILE]`): write each bitcode file's `.thinlto.bc` index and
+    /// `.imports` list beside it (and, with FILE, the list of the bitcode files in FILE) and stop, linking
+    /// nothing; the backends are compiled elsewhere (`clang -fthinlto-index=`) and linked by a second link.
+    pub thinlto_index_only: Option<Option<PathBuf>>,
     /// The Redis server of the LTO cache of scope REMOTE_SHARED (`--lto-cache-url=redis://HOST:PORT/`).
     pub lto_cache_url: Option<String>,
     /// The target the link is for: taken from the first object by default, or fixed by the caller (the `ld`
@@ -95,6 +99,7 @@ impl LinkOptions {
             strip: Strip::Nothing,
             lto: crate::lto::request::LtoOptions::default(),
             lto_cache_dir: None,
+            thinlto_index_only: None,
             lto_cache_url: None,
             target: LinkTarget::FromFirstObject,
         }
@@ -253,6 +258,9 @@ pub struct LinkContext {
     pub lto_task_cache: crate::lto::cache::TaskCache,
     /// What the LTO cache did in this link, for `--trace-phases` and tests: hits, misses, rebuilt entries.
     pub lto_cache_events: Vec<crate::lto::cache::CacheEvent>,
+    /// Set by a phase that ended the link early and successfully (`--thinlto-index-only`), saying what it
+    /// did: the state machine stops after that phase, and nothing is emitted or written.
+    pub stopped: Option<String>,
 }
 
 impl LinkContext {
@@ -280,6 +288,7 @@ impl LinkContext {
             lto_providers: Vec::new(),
             lto_task_cache: crate::lto::cache::TaskCache::default(),
             lto_cache_events: Vec::new(),
+            stopped: None,
         }
     }
 

@@ -183,6 +183,10 @@ pub fn run_link(
             if let Some(entry) = run.trace.last_mut() {
                 entry.state_after = state_name(machine, run.execution.state);
             }
+            if run.context.stopped.is_some() {
+                // A phase ended the link early and successfully: nothing is emitted, verified or written.
+                return Ok(run.trace);
+            }
         }
         if let Some(full) = full {
             let phase = &tables.phases[full];

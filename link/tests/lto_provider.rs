@@ -115,6 +115,7 @@ fn request(flags: ResolutionFlags, optimization_level: u32, bytes: &[u8]) -> Lto
     };
     let files = vec![RequestFile {
         logical_name: "a.o".into(),
+        path: None,
         bytes: bytes.to_vec(),
         content_digest: sha256(bytes),
     }];

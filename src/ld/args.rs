@@ -68,6 +68,8 @@ pub(crate) struct LdCommand {
     pub(crate) lto_cache_dir: Option<PathBuf>,
     /// The LTO cache's Redis server (`--lto-cache-url=redis://HOST:PORT/`, neverc-spec's own option).
     pub(crate) lto_cache_url: Option<String>,
+    /// `--thinlto-index-only[=FILE]` / `-plugin-opt=thinlto-index-only[=FILE]`: write the indexes and stop.
+    pub(crate) thinlto_index_only: Option<Option<PathBuf>>,
     /// A `--start-group` that was never closed (GNU ld adds the `--end-group` with a warning).
     pub(crate) unclosed_group: bool,
     /// `-m EMULATION` (the last one): the target it names and the option as spelled, for messages.
@@ -103,12 +105,12 @@ fn llvm_plugin_option(command: &mut LdCommand, option: &str) -> Result<(), Strin
             "O0" | "O1" | "O2" | "O3" => lto.optimization_level = number(&option[1..], "optimization level")?,
             "save-temps" => lto.flags |= OptionFlags::SAVE_TEMPS,
             "thinlto" => lto.mode = LtoMode::Thin,
+            "thinlto-index-only" => command.thinlto_index_only = Some(None),
             "disable-verify"
             | "no-new-pass-manager"
             | "new-pass-manager"
             | "emit-llvm"
             | "emit-asm"
-            | "thinlto-index-only"
             | "thinlto-emit-imports-files"
             | "debug-pass-manager" => {
                 return Err(format!("`{option}` is not supported by neverc-spec's LTO yet"));
@@ -123,12 +125,12 @@ fn llvm_plugin_option(command: &mut LdCommand, option: &str) -> Result<(), Strin
                 lto.cache_scope = CacheScope::LocalShared;
                 command.lto_cache_dir = Some(PathBuf::from(value));
             }
+            "thinlto-index-only" => command.thinlto_index_only = Some(Some(PathBuf::from(value))),
             "cs-profile-path"
             | "sample-profile"
             | "dwo_dir"
             | "obj-path"
             | "cache-policy"
-            | "thinlto-index-only"
             | "thinlto-prefix-replace"
             | "thinlto-object-suffix-replace"
             | "opt-remarks-filename"
@@ -213,6 +215,7 @@ enum Opt {
     Plugin,
     PluginOption,
     ThinLtoCacheDir,
+    ThinLtoIndexOnly,
     LtoCacheUrl,
     LtoCacheNamespace,
     /// `-dynamic-linker FILE`: there is no `PT_INTERP` in a static executable (ld.bfd ignores it too).
@@ -265,6 +268,7 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         "plugin" => (Opt::Plugin, Required),
         "plugin-opt" => (Opt::PluginOption, Required),
         "thinlto-cache-dir" => (Opt::ThinLtoCacheDir, Required),
+        "thinlto-index-only" => (Opt::ThinLtoIndexOnly, Optional),
         "lto-cache-url" => (Opt::LtoCacheUrl, Required),
         "lto-cache-namespace" => (Opt::LtoCacheNamespace, Required),
         "dynamic-linker" => (Opt::DynamicLinker, Required),
@@ -414,6 +418,7 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
             plugin: PluginKind::None,
             lto_cache_dir: None,
             lto_cache_url: None,
+            thinlto_index_only: None,
             lto: neverc_link::lto::request::LtoOptions {
                 thread_budget: std::thread::available_parallelism().map_or(1, |count| count.get() as u32),
                 ..neverc_link::lto::request::LtoOptions::default()
@@ -645,6 +650,12 @@ impl Parser {
                         PluginKind::Other
                     }
                 };
+            }
+            Opt::ThinLtoIndexOnly => {
+                command.thinlto_index_only = Some(match &value {
+                    Some(_) => Some(path(value)?),
+                    None => None,
+                });
             }
             Opt::ThinLtoCacheDir => {
                 command.lto.cache_scope = neverc_link::lto::CacheScope::LocalShared;

@@ -44,6 +44,8 @@ impl LlvmLto2 {
             format!("--thinlto-threads={}", options.thread_budget.max(1)),
             // A static executable: no code needs to be position-independent (lld: static unless PIC).
             "--relocation-model=static".to_string(),
+            // GOT loads the linker may relax, as clang's own code generation and lld's LTO emit them.
+            "--relax-elf-relocations".to_string(),
         ];
         if !options.cpu.is_empty() {
             arguments.push(format!("--mcpu={}", options.cpu));
@@ -55,23 +57,72 @@ impl LlvmLto2 {
             arguments.push("--save-temps".to_string());
         }
         arguments.extend((0..request.files.len()).map(file_path));
-        // One resolution per symbol, in file, module and symbol order (the modules of a file are
-        // consecutive, and the resolutions follow the modules).
-        for resolution in &request.resolutions {
-            let Some(module) = request.modules.get(resolution.module.index()) else {
-                continue;
-            };
-            let name = module
-                .symbols
-                .get(resolution.symbol as usize)
-                .map_or("", String::as_str);
-            arguments.push(format!("-r={},{name},{}", file_path(module.file), resolution.letters()));
-        }
+        arguments.extend(resolution_arguments(request, file_path));
         arguments
     }
 }
 
 impl LlvmLto2 {
+    /// Distributed ThinLTO: writes, beside every bitcode file of the request, its `.thinlto.bc` index and
+    /// `.imports` list (`llvm-lto2 run --thinlto-distributed-indexes`), for backends compiled elsewhere
+    /// (`clang -fthinlto-index=FILE.thinlto.bc`). Every file must be a file of its own (not an archive
+    /// member). Returns the index files written.
+    pub fn write_distributed_indexes(&self, request: &LtoRequest) -> Result<Vec<PathBuf>, ProviderError> {
+        let mut paths = Vec::new();
+        for file in &request.files {
+            match &file.path {
+                Some(path) => paths.push(path.display().to_string()),
+                None => {
+                    return Err(ProviderError::new(format!(
+                        "`{}` is an archive member; distributed ThinLTO needs each bitcode module in a file of \
+                         its own (extract it, or link without --thinlto-index-only)",
+                        file.logical_name
+                    )));
+                }
+            }
+        }
+        let dir = TempDir::new()?;
+        let options = &request.options;
+        let mut arguments = vec![
+            "run".to_string(),
+            "--thinlto-distributed-indexes".to_string(),
+            format!("-o={}", dir.path.join("out").display()),
+            format!("-O={}", options.optimization_level.min(3)),
+            format!("--thinlto-threads={}", options.thread_budget.max(1)),
+            "--relocation-model=static".to_string(),
+        ];
+        arguments.extend(paths.iter().cloned());
+        arguments.extend(resolution_arguments(request, |file| {
+            paths.get(file).cloned().unwrap_or_default()
+        }));
+        // Run where the link runs: the files are named as the command line named them, and the indexes
+        // name them so too (the backends find the modules they import by those names).
+        let output = Command::new(&self.tool)
+            .args(&arguments)
+            .output()
+            .map_err(|error| ProviderError::new(format!("cannot run `{}`: {error}", self.tool.display())))?;
+        if !output.status.success() {
+            return Err(ProviderError::new(format!(
+                "`{}` failed ({}):\n{}",
+                self.tool.display(),
+                output.status,
+                String::from_utf8_lossy(&output.stderr)
+            )));
+        }
+        let written: Vec<PathBuf> = paths
+            .iter()
+            .map(|path| PathBuf::from(format!("{path}.thinlto.bc")))
+            .collect();
+        if let Some(missing) = written.iter().find(|path| !path.exists()) {
+            return Err(ProviderError::new(format!(
+                "`{}` wrote no index {} (is every input ThinLTO bitcode, from clang -flto=thin?)",
+                self.tool.display(),
+                missing.display()
+            )));
+        }
+        Ok(written)
+    }
+
     /// What `llvm-lto2 --version` prints, asked once per tool and process.
     fn identity(&self) -> Result<String, ProviderError> {
         static IDENTITIES: std::sync::Mutex<Vec<(PathBuf, String)>> = std::sync::Mutex::new(Vec::new());
@@ -169,6 +220,23 @@ impl LtoProvider for LlvmLto2 {
             ..LtoCandidate::default()
         })
     }
+}
+
+/// One `-r=FILE,SYMBOL,FLAGS` per resolution, in file, module and symbol order (the modules of a file are
+/// consecutive, and the resolutions follow the modules), `file_name` naming each file as the tool was given it.
+fn resolution_arguments(request: &LtoRequest, file_name: impl Fn(usize) -> String) -> Vec<String> {
+    let mut arguments = Vec::new();
+    for resolution in &request.resolutions {
+        let Some(module) = request.modules.get(resolution.module.index()) else {
+            continue;
+        };
+        let name = module
+            .symbols
+            .get(resolution.symbol as usize)
+            .map_or("", String::as_str);
+        arguments.push(format!("-r={},{name},{}", file_name(module.file), resolution.letters()));
+    }
+    arguments
 }
 
 /// A private directory removed when dropped.

@@ -53,6 +53,9 @@ impl Default for LtoOptions {
 pub struct RequestFile {
     /// What the link calls it: the input's name, or `archive(member)` for a member.
     pub logical_name: String,
+    /// The file itself, when the module is a whole file (not an archive member): distributed ThinLTO writes
+    /// its index beside it. Not part of the encoding.
+    pub path: Option<std::path::PathBuf>,
     pub bytes: Vec<u8>,
     /// SHA-256 of `bytes`.
     pub content_digest: [u8; 32],

@@ -1,6 +1,8 @@
 //! `neverc.link.emit_image`: the static ELF64 executable, written through the bounded image writer whose
 //! bound is the size the layout calls for (a write past it aborts staging).
 
+use rustc_hash::FxHashMap;
+
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{Binding, Definition, Machine, SymbolType};
 use crate::image::{
@@ -114,12 +116,14 @@ fn symbol_table(context: &LinkContext) -> Vec<SymbolLayout> {
     if context.options.strip == crate::context::Strip::All {
         return Vec::new();
     }
-    let section_of = |address: u64| {
-        layout
-            .sections
-            .iter()
-            .position(|section| address >= section.address && address < section.address + section.size.max(1))
-    };
+    // A symbol is in the output section its atom was placed in. (Looking it up by address is ambiguous: an
+    // empty section such as `.tm_clone_table` can start where the next one does.)
+    let mut section_of_atom: FxHashMap<crate::graph::AtomId, usize> = FxHashMap::default();
+    for (index, section) in layout.sections.iter().enumerate() {
+        for atom in &section.atoms {
+            section_of_atom.insert(*atom, index);
+        }
+    }
     let mut symbols: Vec<SymbolLayout> = Vec::new();
     for (index, symbol) in context.graph.symbols.iter().enumerate() {
         let id = crate::graph::SymbolId(index as u32);
@@ -154,7 +158,7 @@ fn symbol_table(context: &LinkContext) -> Vec<SymbolLayout> {
                 Binding::Weak => SymbolBinding::Weak,
                 _ => SymbolBinding::Global,
             },
-            section: section_of(value),
+            section: symbol.atom.and_then(|atom| section_of_atom.get(&atom).copied()),
         });
     }
     symbols.sort_by(|a, b| {

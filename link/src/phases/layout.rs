@@ -148,7 +148,18 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     // Output sections by name, in first-seen order; atoms in graph order (link order).
     let mut by_name: FxHashMap<String, usize> = FxHashMap::default();
     let mut sections: Vec<(OutputSection, u32)> = Vec::new();
-    for index in 0..graph.atoms.len() {
+    // Link order is command-line order: an archive member's sections go where its archive was named (so that
+    // crtend.o's `.eh_frame` terminator ends the unwind tables, as with ld.bfd), not where it was extracted.
+    // Output sections are made in that order too, so that sections no rule ranks (`neverc_items`,
+    // `__libc_atexit`) come in the order their first inputs do, as with ld.bfd.
+    let order = command_line_order(graph);
+    let atom_order = |index: usize| {
+        let input = graph.atoms[index].origin.input;
+        input.map_or((u32::MAX, 0), |input| order[input.index()])
+    };
+    let mut atom_indices: Vec<usize> = (0..graph.atoms.len()).collect();
+    atom_indices.sort_by_key(|index| (atom_order(*index), *index));
+    for index in atom_indices {
         let atom = &graph.atoms[index];
         if !atom.is_live()
             || atom.flags & atom_flags::FOLDED != 0
@@ -192,14 +203,8 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         output.alignment = output.alignment.max(effective_alignment(atom.alignment));
         output.atoms.push(AtomId(index as u32));
     }
-    // Link order is command-line order: an archive member's sections go where its archive was named (so that
-    // crtend.o's `.eh_frame` terminator ends the unwind tables, as with ld.bfd), not where it was extracted.
-    let order = command_line_order(graph);
     for (section, _) in &mut sections {
-        section.atoms.sort_by_key(|atom| {
-            let input = graph.atoms[atom.index()].origin.input;
-            input.map_or((u32::MAX, 0), |input| order[input.index()])
-        });
+        section.atoms.sort_by_key(|atom| atom_order(atom.index()));
     }
     // Init and fini arrays: priorities first, ascending, then the plain sections in link order.
     for (section, _) in &mut sections {
@@ -578,7 +583,7 @@ fn make_eh_frame_header(context: &mut LinkContext, phase: u16) {
 /// LTO generated takes the place of the bitcode it was generated from (the first of them, for the merged
 /// module of full LTO), as ld.bfd places a plugin's objects: before the start files' epilogues (`crtend.o`,
 /// `crtn.o`) that must come last, and where a distributed ThinLTO build's final link puts its objects.
-fn command_line_order(graph: &LinkGraph) -> Vec<(u32, u32)> {
+pub(crate) fn command_line_order(graph: &LinkGraph) -> Vec<(u32, u32)> {
     let mut order: Vec<(u32, u32)> = graph
         .inputs
         .iter()
@@ -723,6 +728,14 @@ fn merge_strings(context: &mut LinkContext, phase: u16) {
             Some((_, atoms)) => atoms.push(AtomId(index as u32)),
             None => groups.push((key, vec![AtomId(index as u32)])),
         }
+    }
+    // Strings are merged in link (command-line) order, as the sections are laid out.
+    let order = command_line_order(graph);
+    for (_, atoms) in &mut groups {
+        atoms.sort_by_key(|atom| {
+            let input = graph.atoms[atom.index()].origin.input;
+            (input.map_or((u32::MAX, 0), |input| order[input.index()]), *atom)
+        });
     }
     for ((_, alignment), atoms) in groups {
         let mut merged: Vec<u8> = Vec::new();

@@ -31,6 +31,25 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         return Ok(());
     }
     let request = request(context);
+    if let Some(list) = context.options.thinlto_index_only.clone() {
+        let written = LlvmLto2::new(&request.target)
+            .write_distributed_indexes(&request)
+            .map_err(|error| PhaseError::new(PHASE, format!("--thinlto-index-only: {error}")))?;
+        if let Some(list) = list {
+            let mut text = String::new();
+            for file in &request.files {
+                text.push_str(&file.logical_name);
+                text.push('\n');
+            }
+            neverc_output::write_bytes(&list, neverc_output::Mode::Data, text.as_bytes())
+                .map_err(|error| PhaseError::io(PHASE, error.to_string()))?;
+        }
+        context.stopped = Some(format!(
+            "--thinlto-index-only: wrote {} ThinLTO index file(s) beside the bitcode; nothing was linked",
+            written.len()
+        ));
+        return Ok(());
+    }
     if context.options.lto.flags.contains(OptionFlags::SAVE_TEMPS) {
         let path = side_file(&context.options.output, "resolution.txt");
         neverc_output::write_bytes(&path, neverc_output::Mode::Data, resolution_file(&request).as_bytes())
@@ -179,6 +198,10 @@ fn request(context: &LinkContext) -> LtoRequest {
                 let bytes = input.data.get(input.object_range.clone()).unwrap_or_default().to_vec();
                 files.push(RequestFile {
                     logical_name: input.logical_name.clone(),
+                    path: input
+                        .member
+                        .is_none()
+                        .then(|| std::path::PathBuf::from(&input.logical_name)),
                     content_digest: sha256(&bytes),
                     bytes,
                 });

@@ -54,8 +54,13 @@ fn synthesize_iplt(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErr
     let graph = &mut context.graph;
     let mut functions: Vec<SymbolId> = Vec::new();
     let mut index: FxHashMap<SymbolId, u32> = FxHashMap::default();
-    for edge in &graph.edges {
-        if !graph.atoms[edge.source.index()].is_live() {
+    // The entries are made in link (command-line) order of their first references, as layout orders the
+    // code (so the table does not depend on when an input was read: an object LTO generated is read last).
+    let order = crate::phases::layout::command_line_order(graph);
+    let mut references: Vec<((u32, u32), usize, SymbolId)> = Vec::new();
+    for (position, edge) in graph.edges.iter().enumerate() {
+        let source = &graph.atoms[edge.source.index()];
+        if !source.is_live() {
             continue;
         }
         let Some(symbol) = edge.target_symbol.map(|symbol| graph.resolved(symbol)) else {
@@ -65,6 +70,11 @@ fn synthesize_iplt(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErr
         if entry.symbol_type != SymbolType::Ifunc || entry.atom.is_none() {
             continue;
         }
+        let place = source.origin.input.map_or((u32::MAX, 0), |input| order[input.index()]);
+        references.push((place, position, symbol));
+    }
+    references.sort_unstable();
+    for (_, _, symbol) in references {
         index.entry(symbol).or_insert_with(|| {
             functions.push(symbol);
             functions.len() as u32 - 1
@@ -218,16 +228,25 @@ fn synthesize_got(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         return Ok(());
     }
     let graph = &mut context.graph;
-    // Slots in the order of first use; `index` holds the slot of each symbol already given one.
+    // Slots in the link (command-line) order of first use, as layout orders the code; `index` holds the slot
+    // of each symbol already given one.
     let mut slots: Vec<SymbolId> = Vec::new();
     let mut index: FxHashMap<SymbolId, usize> = FxHashMap::default();
-    for edge in &graph.edges {
-        if !uses_got(graph, edge) || !graph.atoms[edge.source.index()].is_live() || relaxation(graph, edge).is_some() {
+    let order = crate::phases::layout::command_line_order(graph);
+    let mut uses: Vec<((u32, u32), usize, SymbolId)> = Vec::new();
+    for (position, edge) in graph.edges.iter().enumerate() {
+        let source = &graph.atoms[edge.source.index()];
+        if !uses_got(graph, edge) || !source.is_live() || relaxation(graph, edge).is_some() {
             continue;
         }
         let Some(symbol) = edge.target_symbol.map(|symbol| graph.resolved(symbol)) else {
             continue;
         };
+        let place = source.origin.input.map_or((u32::MAX, 0), |input| order[input.index()]);
+        uses.push((place, position, symbol));
+    }
+    uses.sort_unstable();
+    for (_, _, symbol) in uses {
         index.entry(symbol).or_insert_with(|| {
             slots.push(symbol);
             slots.len() - 1
