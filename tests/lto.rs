@@ -582,6 +582,10 @@ fn distributed_thinlto_gives_the_in_process_links_bytes() {
     succeeded(&link(&[], &natives, "distributed"), "the final link");
     succeeded(&link(&["-flto=thin"], &inputs, "in-process"), "the in-process link");
     assert_eq!(outcome(&dir.join("distributed")), EXPECTED);
+    // The symbol table names each symbol's own section, not an empty one at the same address (here
+    // `.tm_clone_table` ends where `neverc_items` starts: `item_one` used to show as `B`).
+    let symbols = text(&run("nm", &dir, &["distributed"]).stdout);
+    assert!(symbols.lines().any(|line| line.ends_with(" D item_one")), "{symbols}");
     assert_eq!(
         std::fs::read(dir.join("distributed")).unwrap(),
         std::fs::read(dir.join("in-process")).unwrap(),
