@@ -139,14 +139,7 @@ impl std::fmt::Debug for SharedBytes {
 /// copied and the pages the run never looks at are never read. A file that cannot be mapped (an empty file,
 /// one whose reported size is not its contents, as in `/proc`) is read the ordinary way.
 pub fn read_user_file_shared(path: &Path, limit: u64) -> Result<SharedBytes, UserFileError> {
-    let io = |source: std::io::Error| UserFileError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    check_regular(path, &fs::metadata(path).map_err(io)?, limit)?;
-    let file = File::open(path).map_err(io)?;
-    let metadata = file.metadata().map_err(io)?;
-    check_regular(path, &metadata, limit)?;
+    let (file, metadata) = open_regular(path, limit)?;
     if metadata.len() > 0
         && let Ok(map) = MappedFile::map(&file)
     {
@@ -159,19 +152,35 @@ pub fn read_user_file_shared(path: &Path, limit: u64) -> Result<SharedBytes, Use
         }
         return Ok(SharedBytes(Backing::Mapped(Arc::new(map))));
     }
-    read_user_file(path, limit).map(SharedBytes::from)
+    read_opened(path, file, &metadata, limit).map(SharedBytes::from)
 }
 
 /// The bytes of the regular file at `path`, which may be at most `limit` bytes long.
 pub fn read_user_file(path: &Path, limit: u64) -> Result<Vec<u8>, UserFileError> {
-    let io = |source: std::io::Error| UserFileError::Io {
+    let (file, metadata) = open_regular(path, limit)?;
+    read_opened(path, file, &metadata, limit)
+}
+
+fn io_error(path: &Path) -> impl Fn(std::io::Error) -> UserFileError + '_ {
+    move |source| UserFileError::Io {
         path: path.to_path_buf(),
         source,
-    };
-    check_regular(path, &fs::metadata(path).map_err(io)?, limit)?;
-    let file = File::open(path).map_err(io)?;
-    let metadata = file.metadata().map_err(io)?;
+    }
+}
+
+/// Opens the regular file at `path` of at most `limit` bytes: its type is checked before it is opened and
+/// again on the opened file (see the module's documentation).
+fn open_regular(path: &Path, limit: u64) -> Result<(File, Metadata), UserFileError> {
+    let io = io_error(path);
+    check_regular(path, &fs::metadata(path).map_err(&io)?, limit)?;
+    let file = File::open(path).map_err(&io)?;
+    let metadata = file.metadata().map_err(&io)?;
     check_regular(path, &metadata, limit)?;
+    Ok((file, metadata))
+}
+
+/// Reads an opened file (`metadata` is its), refusing more than `limit` bytes.
+fn read_opened(path: &Path, file: File, metadata: &Metadata, limit: u64) -> Result<Vec<u8>, UserFileError> {
     let mut bytes = Vec::new();
     // The size is a hint only; reading one byte past the limit tells a file that grew from one that fits.
     let hint = usize::try_from(metadata.len()).unwrap_or(0);
@@ -179,7 +188,9 @@ pub fn read_user_file(path: &Path, limit: u64) -> Result<Vec<u8>, UserFileError>
         path: path.to_path_buf(),
         limit,
     })?;
-    file.take(limit.saturating_add(1)).read_to_end(&mut bytes).map_err(io)?;
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(io_error(path))?;
     if bytes.len() as u64 > limit {
         return Err(UserFileError::TooLarge {
             path: path.to_path_buf(),

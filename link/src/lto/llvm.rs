@@ -10,7 +10,7 @@ use std::process::Command;
 
 use crate::lto::ProviderFlags;
 use crate::lto::provider::{KeySize, LtoCandidate, LtoObject, LtoProvider, ProviderError};
-use crate::lto::request::LtoRequest;
+use crate::lto::request::{LtoOptions, LtoRequest};
 
 /// The tool the default provider runs, found on `PATH` unless `NEVERC_LLVM_LTO2` names another.
 pub const LLVM_LTO2: &str = "llvm-lto2-14";
@@ -34,32 +34,37 @@ impl LlvmLto2 {
 
     /// The `llvm-lto2 run` arguments for `request`, with its files in `dir` as `0.bc`, `1.bc`, ...
     pub fn arguments(&self, request: &LtoRequest, dir: &Path) -> Vec<String> {
-        let options = &request.options;
         let file_path = |index: usize| dir.join(format!("{index}.bc")).display().to_string();
-        let mut arguments = vec![
-            "run".to_string(),
-            format!("-o={}", dir.join("out").display()),
-            format!("-O={}", options.optimization_level.min(3)),
-            format!("--cg-opt-level={}", options.codegen_optimization_level.min(3)),
-            format!("--thinlto-threads={}", options.thread_budget.max(1)),
-            // A static executable: no code needs to be position-independent (lld: static unless PIC).
-            "--relocation-model=static".to_string(),
-            // GOT loads the linker may relax, as clang's own code generation and lld's LTO emit them.
-            "--relax-elf-relocations".to_string(),
-        ];
-        if !options.cpu.is_empty() {
-            arguments.push(format!("--mcpu={}", options.cpu));
-        }
-        if !options.features.is_empty() {
-            arguments.push(format!("--mattr={}", options.features));
-        }
-        if options.flags.contains(crate::lto::OptionFlags::SAVE_TEMPS) {
-            arguments.push("--save-temps".to_string());
-        }
+        let mut arguments = vec!["run".to_string()];
+        arguments.extend(option_arguments(&request.options, &dir.join("out")));
         arguments.extend((0..request.files.len()).map(file_path));
         arguments.extend(resolution_arguments(request, file_path));
         arguments
     }
+}
+
+/// The options of `llvm-lto2 run` that come from the request's, writing to `out` (`out.0`, `out.1`, ...).
+fn option_arguments(options: &LtoOptions, out: &Path) -> Vec<String> {
+    let mut arguments = vec![
+        format!("-o={}", out.display()),
+        format!("-O={}", options.optimization_level.min(3)),
+        format!("--cg-opt-level={}", options.codegen_optimization_level.min(3)),
+        format!("--thinlto-threads={}", options.thread_budget.max(1)),
+        // A static executable: no code needs to be position-independent (lld: static unless PIC).
+        "--relocation-model=static".to_string(),
+        // GOT loads the linker may relax, as clang's own code generation and lld's LTO emit them.
+        "--relax-elf-relocations".to_string(),
+    ];
+    if !options.cpu.is_empty() {
+        arguments.push(format!("--mcpu={}", options.cpu));
+    }
+    if !options.features.is_empty() {
+        arguments.push(format!("--mattr={}", options.features));
+    }
+    if options.flags.contains(crate::lto::OptionFlags::SAVE_TEMPS) {
+        arguments.push("--save-temps".to_string());
+    }
+    arguments
 }
 
 impl LlvmLto2 {
@@ -82,15 +87,8 @@ impl LlvmLto2 {
             }
         }
         let dir = TempDir::new()?;
-        let options = &request.options;
-        let mut arguments = vec![
-            "run".to_string(),
-            "--thinlto-distributed-indexes".to_string(),
-            format!("-o={}", dir.path.join("out").display()),
-            format!("-O={}", options.optimization_level.min(3)),
-            format!("--thinlto-threads={}", options.thread_budget.max(1)),
-            "--relocation-model=static".to_string(),
-        ];
+        let mut arguments = vec!["run".to_string(), "--thinlto-distributed-indexes".to_string()];
+        arguments.extend(option_arguments(&request.options, &dir.path.join("out")));
         arguments.extend(paths.iter().cloned());
         arguments.extend(resolution_arguments(request, |file| {
             paths.get(file).cloned().unwrap_or_default()

@@ -188,11 +188,11 @@ fn request(context: &LinkContext) -> LtoRequest {
         target
     };
     let mut files: Vec<RequestFile> = Vec::new();
-    let mut file_of_input: Vec<(crate::graph::InputId, usize)> = Vec::new();
+    let mut file_of_input: rustc_hash::FxHashMap<crate::graph::InputId, usize> = rustc_hash::FxHashMap::default();
     let mut modules = Vec::new();
     for module in &graph.bitcode_modules {
-        let file = match file_of_input.iter().find(|(input, _)| *input == module.input) {
-            Some((_, file)) => *file,
+        let file = match file_of_input.get(&module.input) {
+            Some(file) => *file,
             None => {
                 let input = &graph.inputs[module.input.index()];
                 let bytes = input.data.get(input.object_range.clone()).unwrap_or_default().to_vec();
@@ -205,7 +205,7 @@ fn request(context: &LinkContext) -> LtoRequest {
                     content_digest: sha256(&bytes),
                     bytes,
                 });
-                file_of_input.push((module.input, files.len() - 1));
+                file_of_input.insert(module.input, files.len() - 1);
                 files.len() - 1
             }
         };

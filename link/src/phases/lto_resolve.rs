@@ -31,6 +31,7 @@ use crate::graph::{
 };
 use crate::lto::{LtoResolution, ResolutionFlags};
 use crate::phases::LinkPhase;
+use crate::phases::resolve_symbols::strength;
 use crate::read::{extract_member, probe};
 
 const PHASE: LinkPhase = LinkPhase::LtoResolve;
@@ -40,16 +41,6 @@ const PHASE: LinkPhase = LinkPhase::LtoResolve;
 enum Holder {
     Object(SymbolId),
     Bitcode(BitcodeModuleId, u32),
-}
-
-/// How strongly a definition defines its name: strong 3, common 2, weak 1, undefined 0.
-fn strength(definition: Definition, binding: Binding) -> u8 {
-    match (definition, binding) {
-        (Definition::Undefined, _) => 0,
-        (_, Binding::Weak) => 1,
-        (Definition::Common, _) | (_, Binding::Common) => 2,
-        _ => 3,
-    }
 }
 
 pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseError> {
