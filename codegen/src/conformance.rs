@@ -73,6 +73,25 @@ pub enum Check {
         from: String,
         proof_available: bool,
     },
+    /// An interceptor of `phase` wraps the built-in work: it is called once, in state `from`, with a frame
+    /// it may mutate (a mutation it begins and abandons changes nothing); when it calls its continuation, the
+    /// built-in work runs, the machine moves on to `to`, and the link writes the same bytes as without it.
+    InterceptWraps {
+        phase: String,
+        machine: String,
+        from: String,
+        to: String,
+    },
+    /// A replacement of `phase` runs instead of the built-in work: it is called once, in state `from`, with a
+    /// frame it may mutate; the built-in work does not run (observers before and after the phase see the
+    /// same number of entities of every kind when the replacement does nothing), and the machine moves on to
+    /// `to`. What the link does after a replacement that publishes nothing is not part of the case.
+    ReplaceRuns {
+        phase: String,
+        machine: String,
+        from: String,
+        to: String,
+    },
     /// An interceptor of `phase` that commits a mutation of one of the `choices` (the first the
     /// implementation can stage) on every run sends the machine back each time, so every transition from the
     /// class's invalidated state to `phase` runs again: `phase` runs `runs` times, then `fails_at` (the first
@@ -166,6 +185,8 @@ impl Check {
     pub fn runs_link(&self) -> bool {
         match self {
             Check::ObserverReadOnly { .. }
+            | Check::InterceptWraps { .. }
+            | Check::ReplaceRuns { .. }
             | Check::SkipNeedsFreshProof { .. }
             | Check::RerunBudget { .. }
             | Check::MutationLowersState { .. } => true,
@@ -272,6 +293,35 @@ fn machine_cases(model: &PhaseTablesIn<'_>, machine: &StateMachineRecordIn<'_>, 
                 check: Check::ObserverReadOnly {
                     phase: phase.name.to_string(),
                     point: point_name(point).to_string(),
+                },
+            });
+        }
+    }
+    for transition in machine.transitions {
+        let phase = &model.phases[transition.phase];
+        let (from, to) = (
+            machine.states[transition.from as usize].to_string(),
+            machine.states[transition.to as usize].to_string(),
+        );
+        if has(phase, PolicyFlag::Interceptable) {
+            cases.push(Case {
+                id: id(&["intercept_wraps", phase.name]),
+                check: Check::InterceptWraps {
+                    phase: phase.name.to_string(),
+                    machine: machine.name.to_string(),
+                    from: from.clone(),
+                    to: to.clone(),
+                },
+            });
+        }
+        if has(phase, PolicyFlag::Replaceable) {
+            cases.push(Case {
+                id: id(&["replace_runs", phase.name]),
+                check: Check::ReplaceRuns {
+                    phase: phase.name.to_string(),
+                    machine: machine.name.to_string(),
+                    from,
+                    to,
                 },
             });
         }

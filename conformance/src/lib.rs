@@ -42,6 +42,8 @@ pub fn run_case(environment: &Environment, case: &Case) -> Outcome {
     match &case.check {
         Check::Registration { .. }
         | Check::ObserverReadOnly { .. }
+        | Check::InterceptWraps { .. }
+        | Check::ReplaceRuns { .. }
         | Check::SealedGate { .. }
         | Check::SkipNeedsFreshProof { .. }
         | Check::RerunBudget { .. }
@@ -120,14 +122,15 @@ pub fn read_case_set(path: &Path) -> Result<CaseSet, VectorFileError> {
     Ok(set)
 }
 
-/// Builds the link fixture programs (with gcc, as the link tests do) under `root`, once per process, and
-/// returns the inputs of the `basics` program.
+/// Builds the program the conformance cases link (`fixtures/build.sh`: the link fixtures' `basics` program
+/// with one object as LLVM bitcode and one archive of bitcode members, so that linking runs the LTO phases
+/// over real modules) under `root`, once per process, and returns its inputs in link order.
 pub fn fixture_link_inputs(root: &Path) -> Result<Vec<PathBuf>, String> {
     static BUILT: OnceLock<Result<Vec<PathBuf>, String>> = OnceLock::new();
     BUILT
         .get_or_init(|| {
             let out = root.join("conformance-fixtures");
-            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../link/tests/fixtures/programs/build.sh");
+            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/build.sh");
             let status = std::process::Command::new("bash")
                 .arg(&script)
                 .arg(&out)
@@ -136,7 +139,7 @@ pub fn fixture_link_inputs(root: &Path) -> Result<Vec<PathBuf>, String> {
             if !status.success() {
                 return Err(format!("`{}` failed: {status}", script.display()));
             }
-            let dir = out.join("basics");
+            let dir = out.join("lto-basics");
             let inputs = std::fs::read_to_string(dir.join("inputs.txt"))
                 .map_err(|error| format!("cannot read the fixture's inputs.txt: {error}"))?;
             Ok(inputs.split_whitespace().map(|name| dir.join(name)).collect())
@@ -144,7 +147,7 @@ pub fn fixture_link_inputs(root: &Path) -> Result<Vec<PathBuf>, String> {
         .clone()
 }
 
-/// The environment of the generated tests: the bundled tables and targets, and the `basics` fixture, built
+/// The environment of the generated tests: the bundled tables and targets, and the fixture program, built
 /// under `root`.
 fn bundled_environment(root: &Path) -> &'static Environment {
     static ENVIRONMENT: OnceLock<Environment> = OnceLock::new();

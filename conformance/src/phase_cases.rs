@@ -2,10 +2,13 @@
 //! observers, proofs, budgets and mutation classes on real links of the environment's program.
 
 use std::cell::{Cell, RefCell};
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use neverc_link::context::{LinkContext, LinkOptions};
 use neverc_link::execute::{Actor, LinkError, TraceEntry, run_link};
+use neverc_link::frame::PhaseFrame;
+use neverc_link::graph::EntityKind;
 use neverc_link::plugin::{LinkPlugin, ObserverPoint, Registrar, Registry, Request};
 use neverc_link::status::{Status, StatusCode};
 
@@ -61,17 +64,30 @@ fn link(
     case: &Case,
     register: impl FnMut(&mut Registrar<'_>) -> Result<(), Status>,
 ) -> Result<Result<Vec<TraceEntry>, LinkError>, String> {
-    let mut registry = Registry::default();
-    registry
-        .register(environment.phase_tables, &mut ClosurePlugin(register))
-        .map_err(|status| format!("registration failed: {status}"))?;
+    link_to(environment, &output_path(environment, case, ""), register)
+}
+
+/// Where a case's link writes: a file named after the case and `suffix`.
+fn output_path(environment: &Environment, case: &Case, suffix: &str) -> PathBuf {
     let file: String = case
         .id
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
-    let output = environment.scratch.join(format!("{file}.out"));
-    let mut context = LinkContext::new(LinkOptions::new(environment.link_inputs.clone(), output));
+    environment.scratch.join(format!("{file}{suffix}.out"))
+}
+
+/// Links the environment's program with one plugin into `output`.
+fn link_to(
+    environment: &Environment,
+    output: &Path,
+    register: impl FnMut(&mut Registrar<'_>) -> Result<(), Status>,
+) -> Result<Result<Vec<TraceEntry>, LinkError>, String> {
+    let mut registry = Registry::default();
+    registry
+        .register(environment.phase_tables, &mut ClosurePlugin(register))
+        .map_err(|status| format!("registration failed: {status}"))?;
+    let mut context = LinkContext::new(LinkOptions::new(environment.link_inputs.clone(), output.to_path_buf()));
     Ok(run_link(&mut context, environment.phase_tables, &mut registry))
 }
 
@@ -151,6 +167,27 @@ fn run_checked(environment: &Environment, case: &Case) -> Result<Outcome, String
         }
         Check::SealedGate { phase, machine } => sealed_gate(environment, case, phase, machine.as_deref()),
         Check::ObserverReadOnly { phase, point } => observer_read_only(environment, case, phase, point),
+        Check::InterceptWraps {
+            phase,
+            machine,
+            from,
+            to,
+        }
+        | Check::ReplaceRuns {
+            phase,
+            machine,
+            from,
+            to,
+        } => {
+            if let Err(outcome) = linkable_machine(environment, machine) {
+                return Ok(outcome);
+            }
+            if matches!(case.check, Check::InterceptWraps { .. }) {
+                intercept_wraps(environment, case, phase, (from, to))
+            } else {
+                replace_runs(environment, case, phase, (from, to))
+            }
+        }
         Check::SkipNeedsFreshProof {
             phase,
             machine,
@@ -429,4 +466,161 @@ fn mutation_lowers_state(
             }
         }
     }
+}
+
+/// Begins a mutation and abandons it: what a hook that may mutate can always do, changing nothing. Returns
+/// the state the frame is in.
+fn may_mutate(frame: &mut PhaseFrame<'_>) -> Result<&'static str, Status> {
+    let mutation = frame.begin_mutation()?;
+    frame.abandon_mutation(mutation)?;
+    Ok(frame.state())
+}
+
+/// Checks that a hook was called once, in state `from`, and could begin a mutation.
+fn called_once(calls: &[Result<&str, Status>], hook: &str, phase: &str, from: &str) -> Result<(), String> {
+    match calls {
+        [Ok(state)] if *state == from => Ok(()),
+        [Ok(state)] => Err(format!("the {hook} of `{phase}` ran in state {state}, not {from}")),
+        [Err(status)] => Err(format!("the {hook} of `{phase}` could not mutate: {status}")),
+        calls => Err(format!("the {hook} of `{phase}` ran {} times, not once", calls.len())),
+    }
+}
+
+/// The phase's entry in a link's trace, checked to have left `from` for `to`.
+fn traced<'t>(trace: &'t [TraceEntry], phase: &str, (from, to): (&str, &str)) -> Result<&'t TraceEntry, String> {
+    let entry = trace
+        .iter()
+        .find(|entry| entry.phase == phase)
+        .ok_or_else(|| format!("`{phase}` is not in the link's trace"))?;
+    if (entry.state_before, entry.state_after) != (from, to) {
+        return Err(format!(
+            "`{phase}` went from {} to {}; the machine declares {from} to {to}",
+            entry.state_before, entry.state_after
+        ));
+    }
+    Ok(entry)
+}
+
+fn intercept_wraps(
+    environment: &Environment,
+    case: &Case,
+    phase: &str,
+    states: (&str, &str),
+) -> Result<Outcome, String> {
+    let plain = output_path(environment, case, ".plain");
+    link_to(environment, &plain, |_| Ok(()))?.map_err(|error| format!("the link without a plugin failed: {error}"))?;
+    let calls: Rc<RefCell<Vec<Result<&'static str, Status>>>> = Rc::default();
+    let record = Rc::clone(&calls);
+    let wrapped = output_path(environment, case, "");
+    let trace = link_to(environment, &wrapped, move |registrar| {
+        let record = Rc::clone(&record);
+        registrar.intercept(
+            phase,
+            Box::new(move |frame, next| {
+                record.borrow_mut().push(may_mutate(frame));
+                next(frame)
+            }),
+        )
+    })?
+    .map_err(|error| format!("the link with an interceptor of `{phase}` failed: {error}"))?;
+    let calls = calls.borrow();
+    called_once(&calls, "interceptor", phase, states.0)?;
+    let entry = traced(&trace, phase, states)?;
+    if !entry.intercepted || entry.actor != Actor::Builtin {
+        return Err(format!(
+            "the trace says `{phase}` ran as {:?} (intercepted: {}), not as the intercepted built-in",
+            entry.actor, entry.intercepted
+        ));
+    }
+    let read = |path: &Path| std::fs::read(path).map_err(|error| format!("cannot read `{}`: {error}", path.display()));
+    if read(&plain)? != read(&wrapped)? {
+        return Err(format!(
+            "an interceptor of `{phase}` that only continues changed the linked bytes"
+        ));
+    }
+    Ok(Outcome::Passed)
+}
+
+/// The number of entities of every kind, as an observer saw them.
+type EntityCounts = Vec<(EntityKind, usize)>;
+
+/// The number of entities of every kind an observer sees.
+fn entity_counts(frame: &PhaseFrame<'_>) -> EntityCounts {
+    EntityKind::ALL
+        .iter()
+        .map(|kind| (*kind, frame.graph().count(*kind)))
+        .collect()
+}
+
+/// The kinds whose counts differ, as `Kind before → after`.
+fn count_changes(before: &[(EntityKind, usize)], after: &[(EntityKind, usize)]) -> String {
+    before
+        .iter()
+        .zip(after)
+        .filter(|(before, after)| before.1 != after.1)
+        .map(|((kind, before), (_, after))| format!("{kind:?} {before} → {after}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn replace_runs(environment: &Environment, case: &Case, phase: &str, states: (&str, &str)) -> Result<Outcome, String> {
+    let calls: Rc<RefCell<Vec<Result<&'static str, Status>>>> = Rc::default();
+    let counts: Rc<RefCell<Vec<EntityCounts>>> = Rc::default();
+    let (record, seen) = (Rc::clone(&calls), Rc::clone(&counts));
+    let observed = environment.phase_tables.phase_by_name(phase).is_some_and(|record| {
+        [ObserverPoint::Before, ObserverPoint::After]
+            .iter()
+            .all(|point| record.offers_point(point.point().0))
+    });
+    // The link's own result does not matter: later phases may miss the product a replacement that does
+    // nothing did not publish. What matters is what ran.
+    let result = link(environment, case, move |registrar| {
+        let record = Rc::clone(&record);
+        registrar.replace(
+            phase,
+            Box::new(move |frame| {
+                record.borrow_mut().push(may_mutate(frame));
+                Ok(())
+            }),
+        )?;
+        if observed {
+            for point in [ObserverPoint::Before, ObserverPoint::After] {
+                let seen = Rc::clone(&seen);
+                registrar.observe(
+                    phase,
+                    point,
+                    Box::new(move |frame| {
+                        seen.borrow_mut().push(entity_counts(frame));
+                        Ok(())
+                    }),
+                )?;
+            }
+        }
+        Ok(())
+    })?;
+    let calls = calls.borrow();
+    called_once(&calls, "replacement", phase, states.0)?;
+    if let [before, after] = counts.borrow().as_slice()
+        && before != after
+    {
+        return Err(format!(
+            "the entities changed across `{phase}` although its replacement did nothing: the built-in work ran \
+             ({})",
+            count_changes(before, after)
+        ));
+    }
+    let trace = match result {
+        Ok(trace) => trace,
+        // Without the trace, what ran is known from the calls and the counts above.
+        Err(LinkError::Phase(_) | LinkError::Plugin { .. }) => return Ok(Outcome::Passed),
+        Err(error) => return Err(format!("the link failed otherwise: {error}")),
+    };
+    let entry = traced(&trace, phase, states)?;
+    if entry.actor != Actor::Provider {
+        return Err(format!(
+            "the trace says `{phase}` ran as {:?}, not as the replacement",
+            entry.actor
+        ));
+    }
+    Ok(Outcome::Passed)
 }

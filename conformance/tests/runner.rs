@@ -156,3 +156,30 @@ fn relocation_and_elf_cases_that_disagree_with_the_tables_fail() {
         "{found:?}"
     );
 }
+
+/// The program the linking cases link is a mixed one: its bitcode object and bitcode archive member go
+/// through LTO, and the program it makes runs like the `basics` reference linked by ld.bfd.
+#[test]
+fn the_fixture_program_links_bitcode_through_lto_and_runs() {
+    use neverc_link::context::{LinkContext, LinkOptions};
+    let environment = environment();
+    let output = environment.scratch.join("fixture-program.out");
+    let mut context = LinkContext::new(LinkOptions::new(environment.link_inputs.clone(), output.clone()));
+    let mut registry = neverc_link::plugin::Registry::default();
+    neverc_link::execute::run_link(&mut context, environment.phase_tables, &mut registry).unwrap();
+    let modules = &context.graph.bitcode_modules;
+    assert_eq!(modules.len(), 2, "the bitcode object and the archive's bitcode member");
+    assert!(
+        modules.iter().all(|module| !module.generated.is_empty()),
+        "every module was compiled"
+    );
+    assert!(!context.graph.lto_resolutions.is_empty());
+    let ran = std::process::Command::new(&output).output().unwrap();
+    let dir = environment.link_inputs[0].parent().unwrap();
+    let status = std::fs::read_to_string(dir.join("expected.status")).unwrap();
+    assert_eq!(ran.status.code(), Some(status.trim().parse().unwrap()), "{ran:?}");
+    assert_eq!(
+        String::from_utf8(ran.stdout).unwrap(),
+        std::fs::read_to_string(dir.join("expected.stdout")).unwrap()
+    );
+}
