@@ -378,6 +378,9 @@ pub(crate) enum GenCommand {
 pub(crate) struct GenConformanceArgs {
     #[command(flatten)]
     pub(crate) declarations: DeclarationArgs,
+    /// Directory whose `*.toml` files declare the plugin C ABI (its descriptor rules give cases too).
+    #[arg(long, value_name = "DIR", default_value = "abi")]
+    pub(crate) abi: PathBuf,
     /// Directory to write the vector files into (created if missing; each file is written atomically).
     #[arg(long, value_name = "DIR")]
     pub(crate) out: PathBuf,

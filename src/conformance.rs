@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use neverc_codegen::conformance::{CaseSet, conformance_case_sets};
+use neverc_codegen::conformance::{CaseSet, conformance_case_sets, plugin_abi_case_sets};
 use neverc_conformance::{Environment, VectorFileError, read_case_set, run_case_set};
-use neverc_schema::load_declarations;
+use neverc_schema::{load_declarations, load_plugin_abi, target_files};
 use serde::Serialize;
 
 use crate::CommandError;
@@ -23,11 +23,16 @@ fn vector_file_name(source: &str) -> String {
     format!("{stem}.conformance.json")
 }
 
-fn case_sets(args: &DeclarationArgs) -> Result<Vec<CaseSet>, CommandError> {
+fn case_sets(args: &DeclarationArgs, abi: &Path) -> Result<Vec<CaseSet>, CommandError> {
     let files = declared_target_files(args)?;
     let declarations = load_declarations(&args.phase_schema, &files).map_err(|error| load_failure(error, false).0)?;
-    conformance_case_sets(&declarations, declarations_root(args))
-        .map_err(|error| CommandError::Internal(error.to_string()))
+    let abi_files = target_files(abi).map_err(|error| CommandError::Io(error.to_string()))?;
+    let abi = load_plugin_abi(&abi_files).map_err(|error| load_failure(error, false).0)?;
+    let root = declarations_root(args);
+    let mut sets =
+        conformance_case_sets(&declarations, root).map_err(|error| CommandError::Internal(error.to_string()))?;
+    sets.extend(plugin_abi_case_sets(&abi, root));
+    Ok(sets)
 }
 
 #[derive(Serialize)]
@@ -38,7 +43,7 @@ struct Exported {
 }
 
 pub(crate) fn export(args: &GenConformanceArgs) -> Result<(), CommandError> {
-    let sets = case_sets(&args.declarations)?;
+    let sets = case_sets(&args.declarations, &args.abi)?;
     std::fs::create_dir_all(&args.out)
         .map_err(|error| CommandError::Io(format!("cannot create `{}`: {error}", args.out.display())))?;
     let mut exported = Vec::new();

@@ -113,6 +113,18 @@ pub enum Check {
         expected_state: String,
         at_phase: String,
     },
+    /// Registering a `descriptor` whose `Flags` are `flags` (raw bits) and that has `callbacks` (C field
+    /// names) — twice, with the same id, when `twice` — gives `expected`: `ACCEPTED`, or the status of the
+    /// (last) registration's refusal (`INVALID_DESCRIPTOR`, `DUPLICATE_ID`), whose message names each of
+    /// `mentions`.
+    DescriptorRegistration {
+        descriptor: String,
+        flags: u64,
+        callbacks: Vec<String>,
+        twice: bool,
+        expected: String,
+        mentions: Vec<String>,
+    },
     /// `name` resolves on `target` to plan number `number` at `width` bits; `name_kind` is canonical, alias or
     /// sub_register.
     RegisterResolves {
@@ -192,6 +204,7 @@ impl Check {
             | Check::MutationLowersState { .. } => true,
             Check::SealedGate { machine, .. } => machine.is_some(),
             Check::Registration { .. }
+            | Check::DescriptorRegistration { .. }
             | Check::RegisterResolves { .. }
             | Check::ReservedSkipped { .. }
             | Check::SpecPlans { .. }
@@ -516,6 +529,128 @@ pub fn target_cases(model: &TargetRecordIn<'_>, source: &str) -> CaseSet {
     }
 }
 
+/// What a descriptor registration case expects when the host accepts.
+pub const ACCEPTED: &str = "ACCEPTED";
+
+/// The cases of one ABI file: for every flag set with descriptor rules, registrations that each rule accepts
+/// or refuses. `None` when the file declares no descriptor rules.
+pub fn plugin_abi_cases(declaration: &neverc_schema::PluginAbiDeclaration, source: &str) -> Option<CaseSet> {
+    let mut cases = Vec::new();
+    for item in &declaration.flags {
+        let Some(rules) = &item.descriptor else {
+            continue;
+        };
+        let bit = |name: &str| {
+            item.bits
+                .iter()
+                .find(|bit| bit.name == name)
+                .map_or(0, |bit| 1u64.checked_shl(bit.bit).unwrap_or(0))
+        };
+        let declared = item.bits.iter().fold(0u64, |mask, declared| mask | bit(&declared.name));
+        let one_of = rules.one_of.iter().fold(0u64, |mask, name| mask | bit(name));
+        let base = rules.one_of.first().map_or(0, |name| bit(name));
+        let without = |left_out: &str| -> Vec<String> {
+            rules
+                .callbacks
+                .iter()
+                .filter(|callback| *callback != left_out)
+                .cloned()
+                .collect()
+        };
+        let mut push =
+            |detail: String, flags: u64, callbacks: Vec<String>, twice: bool, expected: &str, mentions: Vec<String>| {
+                cases.push(Case {
+                    id: id(&["descriptor_registration", &rules.name, &detail]),
+                    check: Check::DescriptorRegistration {
+                        descriptor: rules.name.clone(),
+                        flags,
+                        callbacks,
+                        twice,
+                        expected: expected.to_string(),
+                        mentions,
+                    },
+                });
+            };
+        for name in &rules.one_of {
+            push(
+                format!("accepted/{name}"),
+                bit(name),
+                rules.required_callbacks.clone(),
+                false,
+                ACCEPTED,
+                Vec::new(),
+            );
+        }
+        push(
+            "accepted/every_bit".into(),
+            declared,
+            rules.callbacks.clone(),
+            false,
+            ACCEPTED,
+            Vec::new(),
+        );
+        if let Some(undeclared) = (0..item.width.min(64))
+            .map(|bit| 1u64 << bit)
+            .find(|bit| declared & bit == 0)
+        {
+            push(
+                "refused/undeclared_bit".into(),
+                base | undeclared,
+                rules.callbacks.clone(),
+                false,
+                INVALID_DESCRIPTOR,
+                Vec::new(),
+            );
+        }
+        if one_of != 0 {
+            push(
+                "refused/one_of".into(),
+                declared & !one_of,
+                rules.callbacks.clone(),
+                false,
+                INVALID_DESCRIPTOR,
+                rules.one_of.clone(),
+            );
+        }
+        for callback in &rules.required_callbacks {
+            push(
+                format!("refused/required/{callback}"),
+                base,
+                without(callback),
+                false,
+                INVALID_DESCRIPTOR,
+                vec![callback.clone()],
+            );
+        }
+        for requirement in &rules.bit_requires {
+            push(
+                format!("refused/bit_requires/{}/{}", requirement.bit, requirement.callback),
+                base | bit(&requirement.bit),
+                without(&requirement.callback),
+                false,
+                INVALID_DESCRIPTOR,
+                vec![requirement.callback.clone()],
+            );
+        }
+        let (expected, detail) = if rules.unique_id {
+            (DUPLICATE_ID, "refused/duplicate_id")
+        } else {
+            (ACCEPTED, "accepted/twice")
+        };
+        push(detail.into(), base, rules.callbacks.clone(), true, expected, Vec::new());
+    }
+    (!cases.is_empty()).then(|| CaseSet {
+        format: VECTOR_FORMAT.to_string(),
+        source: source.to_string(),
+        cases,
+    })
+}
+
+/// NeverC's status for a descriptor that breaks a rule.
+const INVALID_DESCRIPTOR: &str = "INVALID_DESCRIPTOR";
+/// NeverC's status for a second descriptor with a registered id.
+const DUPLICATE_ID: &str = "DUPLICATE_ID";
+
 /// A Rust function name for a case id: lowercase, `_` for everything else, unique within the file.
 fn test_name(case_id: &str, used: &mut std::collections::BTreeSet<String>) -> String {
     let mut name: String = case_id
@@ -594,4 +729,12 @@ pub fn conformance_case_sets(
         sets.push(target_cases(&model, &crate::display_source(root, &target.path)));
     }
     Ok(sets)
+}
+
+/// The case sets of validated ABI files, in file order (files without descriptor rules have none).
+pub fn plugin_abi_case_sets(parts: &[neverc_schema::LoadedAbiPart], root: &std::path::Path) -> Vec<CaseSet> {
+    parts
+        .iter()
+        .filter_map(|part| plugin_abi_cases(&part.declaration, &crate::display_source(root, &part.path)))
+        .collect()
 }

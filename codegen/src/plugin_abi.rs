@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use neverc_schema::{LoadedAbiPart, Stability};
+use neverc_schema::{AbiDescriptorRules, AbiFlags, LoadedAbiPart, Stability};
 use serde_json::{Value, json};
 
 use crate::{CodegenError, GeneratedFile, camel_case, check_module_name, display_source, render, variants};
@@ -82,7 +82,13 @@ fn part_data(part: &LoadedAbiPart) -> Result<Value, CodegenError> {
     }
     let mut flags = Vec::new();
     for (item, rust_name) in declaration.flags.iter().zip(flag_names) {
+        let descriptor = item
+            .descriptor
+            .as_ref()
+            .map(|rules| descriptor_data(item, rules))
+            .transpose()?;
         flags.push(json!({
+            "descriptor": descriptor,
             "name": item.name,
             "c_prefix": item.c_prefix,
             "width": item.width,
@@ -123,6 +129,28 @@ fn part_data(part: &LoadedAbiPart) -> Result<Value, CodegenError> {
         "enums": enums,
         "flags_count": flags.len(),
         "flags": flags,
+    }))
+}
+
+/// The registration rules of a descriptor: its callbacks as an enum, the rules as constants of the flag type.
+fn descriptor_data(item: &AbiFlags, rules: &AbiDescriptorRules) -> Result<Value, CodegenError> {
+    let callbacks = variants(rules.callbacks.iter().map(|name| (name.as_str(), name.clone())))?;
+    let one_of_mask = item
+        .bits
+        .iter()
+        .filter(|bit| rules.one_of.contains(&bit.name))
+        .fold(0u64, |mask, bit| mask | 1u64.checked_shl(bit.bit).unwrap_or(0));
+    Ok(json!({
+        "name": rules.name,
+        "callback_type": format!("{}Callback", rust_type_name(&rules.name)),
+        "callback_count": callbacks.len(),
+        "callbacks": callbacks,
+        "required_count": rules.required_callbacks.len(),
+        "required": rules.required_callbacks,
+        "one_of_mask": one_of_mask,
+        "bit_requires_count": rules.bit_requires.len(),
+        "bit_requires": rules.bit_requires.iter().map(|rule| json!({"bit": rule.bit, "callback": rule.callback})).collect::<Vec<_>>(),
+        "unique_id": rules.unique_id,
     }))
 }
 

@@ -1,10 +1,11 @@
 //! The conformance runner: executes the cases generated from the declarations (as JSON vectors, see
 //! `docs/conformance-format.md`) against this implementation — the link runtime's plugin registry and state
-//! machine, and the calling-convention planner.
+//! machine, its LTO provider registration, and the calling-convention planner.
 //!
 //! The generated Rust tests (`tests/generated.rs`) and the exported vectors go through the same
 //! [`run_case`], so both check the same thing.
 
+mod descriptor_cases;
 mod phase_cases;
 mod staging;
 mod target_cases;
@@ -48,6 +49,14 @@ pub fn run_case(environment: &Environment, case: &Case) -> Outcome {
         | Check::SkipNeedsFreshProof { .. }
         | Check::RerunBudget { .. }
         | Check::MutationLowersState { .. } => phase_cases::run(environment, case),
+        Check::DescriptorRegistration {
+            descriptor,
+            flags,
+            callbacks,
+            twice,
+            expected,
+            mentions,
+        } => descriptor_cases::run(environment, descriptor, (*flags, callbacks, *twice), expected, mentions),
         Check::RegisterResolves { .. }
         | Check::ReservedSkipped { .. }
         | Check::SpecPlans { .. }

@@ -228,7 +228,8 @@ fn run_checked(environment: &Environment, case: &Case) -> Result<Outcome, String
             Ok(operation) => mutation_lowers_state(environment, case, at_phase, operation, expected_state),
             Err(outcome) => Ok(outcome),
         },
-        Check::RegisterResolves { .. }
+        Check::DescriptorRegistration { .. }
+        | Check::RegisterResolves { .. }
         | Check::ReservedSkipped { .. }
         | Check::SpecPlans { .. }
         | Check::ElfFacts { .. }

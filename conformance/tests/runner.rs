@@ -183,3 +183,37 @@ fn the_fixture_program_links_bitcode_through_lto_and_runs() {
         std::fs::read_to_string(dir.join("expected.stdout")).unwrap()
     );
 }
+
+/// A descriptor vector that disagrees with the host fails, naming what differs; one for a descriptor this
+/// runtime does not register is not applicable.
+#[test]
+fn descriptor_vectors_that_disagree_with_the_host_fail() {
+    let case = |flags: u64, callbacks: &str, twice: bool, expected: &str, mentions: &str| {
+        format!(
+            r#"{{"id": "x", "kind": "descriptor_registration", "descriptor": "LTOProviderDescriptor", "flags": {flags},
+                "callbacks": [{callbacks}], "twice": {twice}, "expected": "{expected}", "mentions": [{mentions}]}}"#
+        )
+    };
+    fail_saying(&[
+        // FULL with Codegen is accepted, not refused.
+        (case(1, r#""Codegen""#, false, "INVALID_DESCRIPTOR", ""), "was accepted"),
+        // Without Codegen the host refuses; a vector expecting acceptance fails.
+        (case(1, "", false, "ACCEPTED", ""), "INVALID_DESCRIPTOR"),
+        // The refusal names Codegen, not BuildCacheKey.
+        (
+            case(1, "", false, "INVALID_DESCRIPTOR", r#""BuildCacheKey""#),
+            "does not name `BuildCacheKey`",
+        ),
+        // The second registration of an id is DUPLICATE_ID.
+        (case(1, r#""Codegen""#, true, "INVALID_DESCRIPTOR", ""), "DUPLICATE_ID"),
+        (
+            case(1, r#""Generate""#, false, "ACCEPTED", ""),
+            "no callback `Generate`",
+        ),
+    ]);
+    let other = outcome(
+        r#"{"id": "x", "kind": "descriptor_registration", "descriptor": "CCDescriptor", "flags": 1,
+            "callbacks": [], "twice": false, "expected": "ACCEPTED", "mentions": []}"#,
+    );
+    assert!(matches!(other, Outcome::NotApplicable(_)), "{other:?}");
+}

@@ -89,6 +89,43 @@ pub struct AbiFlags {
     pub doc: String,
     #[schemars(length(min = 1))]
     pub bits: Vec<AbiFlagBit>,
+    /// When the set is the `Flags` of a descriptor the host checks at registration: what the check refuses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "AbiDescriptorRules")]
+    pub descriptor: Option<AbiDescriptorRules>,
+}
+
+/// The registration rules of a descriptor whose `Flags` are a flag set (`NevercLTOProviderDescriptor`): the
+/// host refuses a descriptor with a bit the set does not declare, and one that breaks a rule here. The
+/// conformance cases of the file are generated from these rules.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AbiDescriptorRules {
+    /// The C struct without `Neverc` (`LTOProviderDescriptor`).
+    #[schemars(regex(pattern = r"^[A-Z][A-Za-z0-9]*$"))]
+    pub name: String,
+    /// The descriptor's callbacks, by their C field names.
+    #[schemars(length(min = 1))]
+    pub callbacks: Vec<String>,
+    /// The callbacks every descriptor must have.
+    #[serde(default)]
+    pub required_callbacks: Vec<String>,
+    /// Bits of which a descriptor must set at least one.
+    #[serde(default)]
+    pub one_of: Vec<String>,
+    /// Bits that need a callback.
+    #[serde(default)]
+    pub bit_requires: Vec<AbiBitRequirement>,
+    /// Whether two registered descriptors may not share an id (refused with `DUPLICATE_ID`).
+    pub unique_id: bool,
+}
+
+/// A bit that may be set only when the descriptor has a callback.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AbiBitRequirement {
+    pub bit: String,
+    pub callback: String,
 }
 
 /// One bit of a flag set.

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::abi::PluginAbiDeclaration;
+use crate::abi::{AbiDescriptorRules, AbiFlags, PluginAbiDeclaration};
 use crate::diagnostic::Finding;
 use crate::rule::Rule;
 
@@ -80,6 +80,9 @@ pub(crate) fn abi_findings(declaration: &PluginAbiDeclaration) -> Vec<Finding> {
                 ));
             }
         }
+        if let Some(rules) = &item.descriptor {
+            check_descriptor_rules(item, rules, &format!("{at}/descriptor"), &mut findings);
+        }
     }
     let mut interfaces = HashSet::new();
     for (index, interface) in declaration.interfaces.iter().enumerate() {
@@ -92,6 +95,41 @@ pub(crate) fn abi_findings(declaration: &PluginAbiDeclaration) -> Vec<Finding> {
         }
     }
     findings
+}
+
+/// The names a descriptor's rules use must be bits of the set and callbacks of the descriptor.
+fn check_descriptor_rules(item: &AbiFlags, rules: &AbiDescriptorRules, at: &str, findings: &mut Vec<Finding>) {
+    let mut unknown = |pointer: String, what: &str, name: &str| {
+        findings.push(Finding::error(
+            Rule::AbiUnknownName,
+            pointer,
+            format!("`{name}` is not {what} of `{}`", rules.name),
+        ));
+    };
+    let bits: HashSet<&str> = item.bits.iter().map(|bit| bit.name.as_str()).collect();
+    let callbacks: HashSet<&str> = rules.callbacks.iter().map(String::as_str).collect();
+    for (index, name) in rules.one_of.iter().enumerate() {
+        if !bits.contains(name.as_str()) {
+            unknown(format!("{at}/one_of/{index}"), "a flag bit", name);
+        }
+    }
+    for (index, name) in rules.required_callbacks.iter().enumerate() {
+        if !callbacks.contains(name.as_str()) {
+            unknown(format!("{at}/required_callbacks/{index}"), "a callback", name);
+        }
+    }
+    for (index, requirement) in rules.bit_requires.iter().enumerate() {
+        if !bits.contains(requirement.bit.as_str()) {
+            unknown(format!("{at}/bit_requires/{index}/bit"), "a flag bit", &requirement.bit);
+        }
+        if !callbacks.contains(requirement.callback.as_str()) {
+            unknown(
+                format!("{at}/bit_requires/{index}/callback"),
+                "a callback",
+                &requirement.callback,
+            );
+        }
+    }
 }
 
 fn check_width(width: u32, at: &str, findings: &mut Vec<Finding>) {

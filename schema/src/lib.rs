@@ -26,7 +26,10 @@ mod target;
 mod target_checks;
 mod toml_map;
 
-pub use abi::{AbiEnum, AbiEnumValue, AbiFlagBit, AbiFlags, AbiInterface, PluginAbiDeclaration};
+pub use abi::{
+    AbiBitRequirement, AbiDescriptorRules, AbiEnum, AbiEnumValue, AbiFlagBit, AbiFlags, AbiInterface,
+    PluginAbiDeclaration,
+};
 /// The arena lowered records live in.
 pub use bumpalo::Bump;
 pub use diagnostic::{DIAGNOSTIC_TEXT_LIMIT, Diagnostic, Severity};

@@ -16,6 +16,8 @@ pub enum Rule {
     AbiSret,
     /// `abi-stack`.
     AbiStack,
+    /// `abi-unknown-name`.
+    AbiUnknownName,
     /// `abi-width`.
     AbiWidth,
     /// `artifact-chain`.
@@ -148,12 +150,13 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule.
-    pub const ALL: [Rule; 69] = [
+    pub const ALL: [Rule; 70] = [
         Rule::AbiDuplicateName,
         Rule::AbiDuplicateValue,
         Rule::AbiRule,
         Rule::AbiSret,
         Rule::AbiStack,
+        Rule::AbiUnknownName,
         Rule::AbiWidth,
         Rule::ArtifactChain,
         Rule::CommitPoints,
@@ -228,6 +231,7 @@ impl Rule {
             Rule::AbiRule => "abi-rule",
             Rule::AbiSret => "abi-sret",
             Rule::AbiStack => "abi-stack",
+            Rule::AbiUnknownName => "abi-unknown-name",
             Rule::AbiWidth => "abi-width",
             Rule::ArtifactChain => "artifact-chain",
             Rule::CommitPoints => "commit-points",

@@ -149,3 +149,29 @@ fn structure_errors_name_the_key() {
         "{found:#?}"
     );
 }
+
+#[test]
+fn descriptor_rules_name_declared_bits_and_callbacks() {
+    let (text, found) = lto_with(|text| {
+        text.replace("one_of = [\"FULL\", \"THIN\"]", "one_of = [\"FULL\", \"THINN\"]")
+            .replace(
+                "bit_requires = [{ bit = \"CACHEABLE\", callback = \"BuildCacheKey\" }]",
+                "bit_requires = [{ bit = \"CACHED\", callback = \"BuildKey\" }]",
+            )
+            .replace(
+                "required_callbacks = [\"Codegen\"]",
+                "required_callbacks = [\"CodeGen\"]",
+            )
+    });
+    let bit = find(
+        &found,
+        "abi-unknown-name",
+        "`THINN` is not a flag bit of `LTOProviderDescriptor`",
+    );
+    assert_eq!(bit.line, line_of(&text, "one_of = "));
+    let required = find(&found, "abi-unknown-name", "`CodeGen` is not a callback");
+    assert_eq!(required.line, line_of(&text, "required_callbacks = "));
+    find(&found, "abi-unknown-name", "`CACHED` is not a flag bit");
+    let callback = find(&found, "abi-unknown-name", "`BuildKey` is not a callback");
+    assert_eq!(callback.line, line_of(&text, "bit_requires = "));
+}

@@ -14,8 +14,8 @@ pub mod request;
 use crate::graph::{BitcodeModuleId, SymbolId};
 
 pub use neverc_tables::plugin_abi::lto::{
-    LtoCacheScope as CacheScope, LtoOptionFlags as OptionFlags, LtoProviderFlags as ProviderFlags,
-    LtoSymbolResolutionFlags as ResolutionFlags, LtoType as LtoMode,
+    LtoCacheScope as CacheScope, LtoOptionFlags as OptionFlags, LtoProviderDescriptorCallback as ProviderCallback,
+    LtoProviderFlags as ProviderFlags, LtoSymbolResolutionFlags as ResolutionFlags, LtoType as LtoMode,
 };
 
 /// What the link decided about one symbol of a bitcode module.

@@ -4,7 +4,7 @@
 use neverc_tables::status::{Status, StatusCode};
 
 use crate::lto::request::LtoRequest;
-use crate::lto::{ProviderFlags, ResolutionFlags};
+use crate::lto::{ProviderCallback, ProviderFlags, ResolutionFlags};
 
 /// Why a provider could not generate code.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -73,9 +73,19 @@ pub trait LtoProvider {
     fn codegen(&self, request: &LtoRequest) -> Result<LtoCandidate, ProviderError>;
 }
 
-/// The checks NeverC's host makes when a provider registers: known flags only, FULL or THIN (or both), a
-/// `Codegen`, a `BuildCacheKey` when CACHEABLE, and an id no other registered provider has. A refusal is
-/// `INVALID_DESCRIPTOR` (or `DUPLICATE_ID`) naming the rule.
+/// Whether the provider has `callback` (the generated enum of the descriptor's callbacks, matched
+/// exhaustively: a callback added to `abi/lto.toml` must be bound here).
+pub fn has_callback(provider: &dyn LtoProvider, callback: ProviderCallback) -> bool {
+    match callback {
+        ProviderCallback::BuildCacheKey => provider.builds_cache_keys(),
+        ProviderCallback::Codegen => provider.generates(),
+    }
+}
+
+/// The checks NeverC's host makes when a provider registers, as `abi/lto.toml` declares them for
+/// `NevercLTOProviderDescriptor`: declared flags only, one of the `one_of` bits (FULL or THIN), the required
+/// callbacks (`Codegen`), the callback a bit needs (`BuildCacheKey` when CACHEABLE), a non-empty id and one
+/// no other registered provider has. A refusal is `INVALID_DESCRIPTOR` (or `DUPLICATE_ID`) naming the rule.
 pub fn check_descriptor(provider: &dyn LtoProvider, registered: &[&str]) -> Result<ProviderFlags, Status> {
     let id = provider.id();
     let refuse = |rule: &str| Status::new(StatusCode::InvalidDescriptor, format!("LTO provider `{id}`: {rule}"));
@@ -85,19 +95,33 @@ pub fn check_descriptor(provider: &dyn LtoProvider, registered: &[&str]) -> Resu
             provider.flags() & !ProviderFlags::ALL.bits()
         ))
     })?;
-    if !flags.contains(ProviderFlags::FULL) && !flags.contains(ProviderFlags::THIN) {
-        return Err(refuse("it declares neither FULL nor THIN"));
+    let one_of = ProviderFlags::DESCRIPTOR_ONE_OF;
+    if !one_of.is_empty() && !flags.intersects(one_of) {
+        let names: Vec<&str> = one_of.names().collect();
+        return Err(refuse(&match names.as_slice() {
+            [first, second] => format!("it declares neither {first} nor {second}"),
+            names => format!("it declares none of {}", names.join(", ")),
+        }));
     }
-    if !provider.generates() {
-        return Err(refuse("it has no Codegen"));
+    for callback in ProviderFlags::DESCRIPTOR_REQUIRED {
+        if !has_callback(provider, callback) {
+            return Err(refuse(&format!("it has no {}", callback.name())));
+        }
     }
-    if flags.contains(ProviderFlags::CACHEABLE) && !provider.builds_cache_keys() {
-        return Err(refuse("it is CACHEABLE without a BuildCacheKey"));
+    for (bit, callback) in ProviderFlags::DESCRIPTOR_BIT_REQUIRES {
+        if flags.contains(bit) && !has_callback(provider, callback) {
+            let names: Vec<&str> = bit.names().collect();
+            return Err(refuse(&format!(
+                "it is {} without a {}",
+                names.join("|"),
+                callback.name()
+            )));
+        }
     }
     if id.is_empty() {
         return Err(refuse("its id is empty"));
     }
-    if registered.contains(&id) {
+    if ProviderFlags::DESCRIPTOR_UNIQUE_ID && registered.contains(&id) {
         return Err(Status::new(
             StatusCode::DuplicateId,
             format!("LTO provider `{id}` is registered already"),
