@@ -131,6 +131,8 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
     options.lto_cache_dir = command.lto_cache_dir;
     options.lto_cache_url = command.lto_cache_url;
     options.thinlto_index_only = command.thinlto_index_only;
+    options.thinlto_naming = command.thinlto_naming;
+    options.lto_cache_policy = command.lto_cache_policy;
     options.relocatable = command.relocatable;
     if let Some(page_size) = command.page_size {
         options.page_size = page_size;
