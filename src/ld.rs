@@ -131,6 +131,8 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
     options.lto_cache_dir = command.lto_cache_dir;
     options.lto_cache_url = command.lto_cache_url;
     options.thinlto_index_only = command.thinlto_index_only;
+    options.thinlto_naming = command.thinlto_naming;
+    options.lto_cache_policy = command.lto_cache_policy;
     options.relocatable = command.relocatable;
     if let Some(page_size) = command.page_size {
         options.page_size = page_size;
@@ -238,13 +240,26 @@ LTO (LLVM bitcode from clang-14 -flto or -flto=thin, linked natively; the defaul
 llvm-lto2-14):
   -plugin .../LLVMgold.so          what clang passes with -flto: its -plugin-opt options that follow are
                                    honoured: O0..O3, mcpu=, mattr=, jobs=, thinlto-jobs=, thinlto, save-temps
-                                   (also writes OUTPUT.resolution.txt), cache-dir=DIR,
-                                   thinlto-index-only[=FILE]; others are refused by name
+                                   (also writes OUTPUT.resolution.txt), cache-dir=DIR, cache-policy=POLICY,
+                                   thinlto-index-only[=FILE], thinlto-emit-imports-files,
+                                   thinlto-prefix-replace=OLD;NEW, thinlto-object-suffix-replace=OLD;NEW;
+                                   others are refused by name
   --thinlto-cache-dir=DIR          cache LTO products in DIR (as -plugin-opt=cache-dir=DIR)
+  --thinlto-cache-policy=POLICY    prune the cache directory after the link by LLVM's cache pruning policy
+                                   (as -plugin-opt=cache-policy=POLICY): colon-separated prune_interval=N,
+                                   prune_after=N (N then s, m or h), cache_size=N%, cache_size_bytes=N[k|m|g],
+                                   cache_size_files=N; only neverc-spec's own entries are ever removed
   --thinlto-index-only[=FILE]      distributed ThinLTO (also -plugin-opt=thinlto-index-only[=FILE]): write
                                    each bitcode file's .thinlto.bc index and .imports beside it (FILE: the
-                                   list of those files), link nothing; compile the backends with
-                                   clang-14 -fthinlto-index=F.thinlto.bc and link their objects
+                                   list of the native objects the final link takes), link nothing; compile
+                                   the backends with clang-14 -fthinlto-index=F.thinlto.bc and link their
+                                   objects
+  --thinlto-prefix-replace=OLD;NEW  with --thinlto-index-only: write the index and imports of a module whose
+                                   path starts with OLD under NEW instead (FILE names its object there too)
+  --thinlto-object-suffix-replace=OLD;NEW  with --thinlto-index-only: a bitcode file whose name ends in OLD
+                                   is the module ending in NEW (a thin link of -fthin-link-bitcode= files
+                                   naming the full bitcode); ignored by other links, as by lld
+  --thinlto-emit-imports-files     accepted: an index-only link always writes the .imports lists
   --lto-cache-url=redis://HOST:PORT/  cache LTO products in a Redis server shared by machines; a server that
                                    cannot be reached is a warning
   --lto-cache-namespace=NAME       the namespace of the cache's keys

@@ -267,9 +267,10 @@ fn unknown_and_unsupported_llvm_plugin_options_are_refused_by_name() {
     let main = fixtures().join("full/main.o");
     for (option, says) in [
         ("-plugin-opt=frobnicate", "unknown LLVM plugin option `frobnicate`"),
+        ("-plugin-opt=obj-path=lto.o", "`obj-path=` is not supported"),
         (
-            "-plugin-opt=cache-policy=prune_after=1h",
-            "`cache-policy=` is not supported",
+            "-plugin-opt=cache-policy=prune_after=1d",
+            "invalid cache policy: `prune_after=1d`",
         ),
         ("-plugin-opt=emit-llvm", "`emit-llvm` is not supported"),
     ] {

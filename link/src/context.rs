@@ -58,6 +58,12 @@ pub struct LinkOptions {
     /// `.imports` list beside it (and, with FILE, the list of the bitcode files in FILE) and stop, linking
     /// nothing; the backends are compiled elsewhere (`clang -fthinlto-index=`) and linked by a second link.
     pub thinlto_index_only: Option<Option<PathBuf>>,
+    /// Distributed ThinLTO's names (`--thinlto-object-suffix-replace=`, `--thinlto-prefix-replace=`): where an
+    /// index-only link writes each module's files and what it calls the module. Unused by other links.
+    pub thinlto_naming: crate::lto::distributed::DistributedNaming,
+    /// How the cache directory is pruned after the link (`--thinlto-cache-policy=`,
+    /// `-plugin-opt=cache-policy=`); it is not pruned without a policy.
+    pub lto_cache_policy: Option<crate::lto::prune::CachePolicy>,
     /// The Redis server of the LTO cache of scope REMOTE_SHARED (`--lto-cache-url=redis://HOST:PORT/`).
     pub lto_cache_url: Option<String>,
     /// The target the link is for: taken from the first object by default, or fixed by the caller (the `ld`
@@ -100,6 +106,8 @@ impl LinkOptions {
             lto: crate::lto::request::LtoOptions::default(),
             lto_cache_dir: None,
             thinlto_index_only: None,
+            thinlto_naming: crate::lto::distributed::DistributedNaming::default(),
+            lto_cache_policy: None,
             lto_cache_url: None,
             target: LinkTarget::FromFirstObject,
         }

@@ -70,6 +70,11 @@ pub(crate) struct LdCommand {
     pub(crate) lto_cache_url: Option<String>,
     /// `--thinlto-index-only[=FILE]` / `-plugin-opt=thinlto-index-only[=FILE]`: write the indexes and stop.
     pub(crate) thinlto_index_only: Option<Option<PathBuf>>,
+    /// `--thinlto-object-suffix-replace=OLD;NEW` and `--thinlto-prefix-replace=OLD;NEW` (or their
+    /// `-plugin-opt=` spellings): what an index-only link calls each module and where it writes its files.
+    pub(crate) thinlto_naming: neverc_link::lto::distributed::DistributedNaming,
+    /// `--thinlto-cache-policy=POLICY` / `-plugin-opt=cache-policy=POLICY`: how the cache directory is pruned.
+    pub(crate) lto_cache_policy: Option<neverc_link::lto::prune::CachePolicy>,
     /// A `--start-group` that was never closed (GNU ld adds the `--end-group` with a warning).
     pub(crate) unclosed_group: bool,
     /// `-m EMULATION` (the last one): the target it names and the option as spelled, for messages.
@@ -106,12 +111,13 @@ fn llvm_plugin_option(command: &mut LdCommand, option: &str) -> Result<(), Strin
             "save-temps" => lto.flags |= OptionFlags::SAVE_TEMPS,
             "thinlto" => lto.mode = LtoMode::Thin,
             "thinlto-index-only" => command.thinlto_index_only = Some(None),
+            // An index-only link writes every module's imports list whether asked or not.
+            "thinlto-emit-imports-files" => {}
             "disable-verify"
             | "no-new-pass-manager"
             | "new-pass-manager"
             | "emit-llvm"
             | "emit-asm"
-            | "thinlto-emit-imports-files"
             | "debug-pass-manager" => {
                 return Err(format!("`{option}` is not supported by neverc-spec's LTO yet"));
             }
@@ -126,13 +132,15 @@ fn llvm_plugin_option(command: &mut LdCommand, option: &str) -> Result<(), Strin
                 command.lto_cache_dir = Some(PathBuf::from(value));
             }
             "thinlto-index-only" => command.thinlto_index_only = Some(Some(PathBuf::from(value))),
+            "thinlto-prefix-replace" => command.thinlto_naming.prefix_replace = Some(old_and_new(value)?),
+            "thinlto-object-suffix-replace" => {
+                command.thinlto_naming.object_suffix_replace = Some(old_and_new(value)?);
+            }
+            "cache-policy" => command.lto_cache_policy = Some(cache_policy(value)?),
             "cs-profile-path"
             | "sample-profile"
             | "dwo_dir"
             | "obj-path"
-            | "cache-policy"
-            | "thinlto-prefix-replace"
-            | "thinlto-object-suffix-replace"
             | "opt-remarks-filename"
             | "lto-partitions"
             | "stats-file" => {
@@ -142,6 +150,20 @@ fn llvm_plugin_option(command: &mut LdCommand, option: &str) -> Result<(), Strin
         },
     }
     Ok(())
+}
+
+/// The value of `--thinlto-prefix-replace=` or `--thinlto-object-suffix-replace=`: `OLD;NEW`, split at the
+/// first semicolon; NEW may not be empty (lld's rule; OLD may).
+fn old_and_new(value: &str) -> Result<(String, String), String> {
+    match value.split_once(';') {
+        Some((old, new)) if !new.is_empty() => Ok((old.to_string(), new.to_string())),
+        _ => Err(format!("expects `OLD;NEW`, but got `{value}`")),
+    }
+}
+
+/// The value of `--thinlto-cache-policy=` or `-plugin-opt=cache-policy=`: LLVM's cache pruning policy.
+fn cache_policy(value: &str) -> Result<neverc_link::lto::prune::CachePolicy, String> {
+    neverc_link::lto::prune::parse_policy(value).map_err(|error| format!("invalid cache policy: {error}"))
 }
 
 /// A GNU ld emulation the command line chose (`-m aarch64linux`, `-maarch64linux`).
@@ -216,6 +238,9 @@ enum Opt {
     PluginOption,
     ThinLtoCacheDir,
     ThinLtoIndexOnly,
+    ThinLtoPrefixReplace,
+    ThinLtoObjectSuffixReplace,
+    ThinLtoCachePolicy,
     LtoCacheUrl,
     LtoCacheNamespace,
     /// `-dynamic-linker FILE`: there is no `PT_INTERP` in a static executable (ld.bfd ignores it too).
@@ -269,6 +294,9 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         "plugin-opt" => (Opt::PluginOption, Required),
         "thinlto-cache-dir" => (Opt::ThinLtoCacheDir, Required),
         "thinlto-index-only" => (Opt::ThinLtoIndexOnly, Optional),
+        "thinlto-prefix-replace" => (Opt::ThinLtoPrefixReplace, Required),
+        "thinlto-object-suffix-replace" => (Opt::ThinLtoObjectSuffixReplace, Required),
+        "thinlto-cache-policy" => (Opt::ThinLtoCachePolicy, Required),
         "lto-cache-url" => (Opt::LtoCacheUrl, Required),
         "lto-cache-namespace" => (Opt::LtoCacheNamespace, Required),
         "dynamic-linker" => (Opt::DynamicLinker, Required),
@@ -308,6 +336,8 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         | "no-warn-search-mismatch"
         | "warn-common"
         | "warn-once"
+        // An index-only link writes every module's imports list whether asked or not.
+        | "thinlto-emit-imports-files"
         // Temporary local symbols (`.L...`) are never written to the symbol table anyway.
         | "discard-locals" => (Opt::NoEffect, Flag),
         "pie" | "pic-executable" | "static-pie" => (Opt::Unsupported(PIE), Flag),
@@ -419,6 +449,8 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
             lto_cache_dir: None,
             lto_cache_url: None,
             thinlto_index_only: None,
+            thinlto_naming: neverc_link::lto::distributed::DistributedNaming::default(),
+            lto_cache_policy: None,
             lto: neverc_link::lto::request::LtoOptions {
                 thread_budget: std::thread::available_parallelism().map_or(1, |count| count.get() as u32),
                 ..neverc_link::lto::request::LtoOptions::default()
@@ -660,6 +692,20 @@ impl Parser {
             Opt::ThinLtoCacheDir => {
                 command.lto.cache_scope = neverc_link::lto::CacheScope::LocalShared;
                 command.lto_cache_dir = Some(path(value)?);
+            }
+            Opt::ThinLtoPrefixReplace => {
+                let value = text(&value)?;
+                command.thinlto_naming.prefix_replace =
+                    Some(old_and_new(&value).map_err(|reason| bad(spelled, reason))?);
+            }
+            Opt::ThinLtoObjectSuffixReplace => {
+                let value = text(&value)?;
+                command.thinlto_naming.object_suffix_replace =
+                    Some(old_and_new(&value).map_err(|reason| bad(spelled, reason))?);
+            }
+            Opt::ThinLtoCachePolicy => {
+                let value = text(&value)?;
+                command.lto_cache_policy = Some(cache_policy(&value).map_err(|reason| bad(spelled, reason))?);
             }
             Opt::LtoCacheUrl => {
                 command.lto.cache_scope = neverc_link::lto::CacheScope::RemoteShared;

@@ -138,15 +138,26 @@ pub struct DirectoryCache {
 }
 
 impl DirectoryCache {
+    /// The entry's file: its name is what `crate::lto::prune::is_entry_name` recognizes, and pruning removes
+    /// no other file.
     pub fn path_of(&self, key: &[u8]) -> PathBuf {
-        self.dir.join(format!("{}.lto", entry_name(key)))
+        self.dir
+            .join(format!("{}{}", entry_name(key), crate::lto::prune::ENTRY_SUFFIX))
     }
 
+    /// The entry for `key`. An entry found is marked accessed now, whatever the file system's access-time
+    /// updates, so that pruning removes the least recently used entries first.
     pub fn lookup(&self, key: &[u8]) -> Lookup {
         let path = self.path_of(key);
         match std::fs::read(&path) {
             Ok(entry) => match decode_entry(&entry) {
-                Ok(candidate) => Lookup::Hit(candidate),
+                Ok(candidate) => {
+                    if let Ok(file) = std::fs::File::open(&path) {
+                        let now = std::fs::FileTimes::new().set_accessed(std::time::SystemTime::now());
+                        let _ = file.set_times(now);
+                    }
+                    Lookup::Hit(candidate)
+                }
                 Err(reason) => Lookup::Corrupt(format!("{}: {reason}", path.display())),
             },
             Err(_) => Lookup::Miss,

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::lto::ProviderFlags;
+use crate::lto::distributed::{DistributedModule, DistributedNaming, levels_above, with_suffix};
 use crate::lto::provider::{KeySize, LtoCandidate, LtoObject, LtoProvider, ProviderError};
 use crate::lto::request::{LtoOptions, LtoRequest};
 
@@ -68,35 +69,108 @@ fn option_arguments(options: &LtoOptions, out: &Path) -> Vec<String> {
 }
 
 impl LlvmLto2 {
-    /// Distributed ThinLTO: writes, beside every bitcode file of the request, its `.thinlto.bc` index and
-    /// `.imports` list (`llvm-lto2 run --thinlto-distributed-indexes`), for backends compiled elsewhere
-    /// (`clang -fthinlto-index=FILE.thinlto.bc`). Every file must be a file of its own (not an archive
-    /// member). Returns the index files written.
-    pub fn write_distributed_indexes(&self, request: &LtoRequest) -> Result<Vec<PathBuf>, ProviderError> {
-        let mut paths = Vec::new();
+    /// Distributed ThinLTO: writes every bitcode file's `.thinlto.bc` index and `.imports` list
+    /// (`llvm-lto2 run --thinlto-distributed-indexes`) where `naming` puts them (beside the file unless its
+    /// options say otherwise: `crate::lto::distributed`), for backends compiled elsewhere (`clang
+    /// -fthinlto-index=FILE.thinlto.bc`). Every file must be a file of its own (not an archive member).
+    /// Returns what was written for each file, in request order.
+    ///
+    /// llvm-lto2 calls each module by the path it is given, relative to its working directory, and writes the
+    /// module's files beside that path. So it runs in a private directory holding a copy of each module with a
+    /// relative path at that path, deep enough for the `..` of every path to stay inside it, and the files it
+    /// writes there are moved where they belong. A module with an absolute path is read where it is and its
+    /// files are written beside it, then moved if they belong elsewhere: its suffix cannot be replaced (no copy
+    /// can be put at an absolute path), and files already beside it that the move would take away are refused.
+    pub fn write_distributed_indexes(
+        &self,
+        request: &LtoRequest,
+        naming: &DistributedNaming,
+    ) -> Result<Vec<DistributedModule>, ProviderError> {
+        let mut modules = Vec::new();
         for file in &request.files {
-            match &file.path {
-                Some(path) => paths.push(path.display().to_string()),
-                None => {
+            let Some(path) = &file.path else {
+                return Err(ProviderError::new(format!(
+                    "`{}` is an archive member; distributed ThinLTO needs each bitcode module in a file of \
+                     its own (extract it, or link without --thinlto-index-only)",
+                    file.logical_name
+                )));
+            };
+            let module = DistributedModule::new(naming, path);
+            if module.module.is_absolute() {
+                if module.module != module.input {
                     return Err(ProviderError::new(format!(
-                        "`{}` is an archive member; distributed ThinLTO needs each bitcode module in a file of \
-                         its own (extract it, or link without --thinlto-index-only)",
-                        file.logical_name
+                        "--thinlto-object-suffix-replace makes `{}` the module `{}`, an absolute path: \
+                         neverc-spec can rename only relative paths (name the input relative to the working \
+                         directory)",
+                        module.input.display(),
+                        module.module.display()
                     )));
                 }
+                for (suffix, destination) in [(".thinlto.bc", &module.index), (".imports", &module.imports)] {
+                    let beside = with_suffix(&module.module, suffix);
+                    if beside != *destination && fs::symlink_metadata(&beside).is_ok() {
+                        return Err(ProviderError::new(format!(
+                            "`{}` exists: llvm-lto2 writes the files of the module `{}` beside it before they \
+                             are moved to `{}`, and would replace it (remove it, or name the input relative to \
+                             the working directory)",
+                            beside.display(),
+                            module.module.display(),
+                            destination.display()
+                        )));
+                    }
+                }
             }
+            modules.push(module);
         }
         let dir = TempDir::new()?;
+        let levels = modules
+            .iter()
+            .filter(|module| module.module.is_relative())
+            .map(|module| levels_above(&module.module))
+            .max()
+            .unwrap_or(0);
+        let mut work = dir.path.join("modules");
+        for level in 0..levels {
+            work.push(level.to_string());
+        }
+        let cannot = |what: &str, path: &Path, error: std::io::Error| {
+            ProviderError::new(format!("cannot {what} {}: {error}", path.display()))
+        };
+        fs::create_dir_all(&work).map_err(|error| cannot("create", &work, error))?;
+        for (module, file) in modules.iter().zip(&request.files) {
+            if module.module.is_absolute() {
+                continue;
+            }
+            let copy = work.join(&module.module);
+            if let Some(parent) = copy.parent() {
+                fs::create_dir_all(parent).map_err(|error| cannot("create", parent, error))?;
+            }
+            let mut out = match fs::OpenOptions::new().write(true).create_new(true).open(&copy) {
+                Ok(out) => out,
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+                    return Err(ProviderError::new(format!(
+                        "two bitcode files are the module `{}` (the second is `{}`)",
+                        module.module.display(),
+                        module.input.display()
+                    )));
+                }
+                Err(error) => return Err(cannot("write", &copy, error)),
+            };
+            std::io::Write::write_all(&mut out, &file.bytes).map_err(|error| cannot("write", &copy, error))?;
+        }
+        let names: Vec<String> = modules
+            .iter()
+            .map(|module| module.module.display().to_string())
+            .collect();
         let mut arguments = vec!["run".to_string(), "--thinlto-distributed-indexes".to_string()];
         arguments.extend(option_arguments(&request.options, &dir.path.join("out")));
-        arguments.extend(paths.iter().cloned());
+        arguments.extend(names.iter().cloned());
         arguments.extend(resolution_arguments(request, |file| {
-            paths.get(file).cloned().unwrap_or_default()
+            names.get(file).cloned().unwrap_or_default()
         }));
-        // Run where the link runs: the files are named as the command line named them, and the indexes
-        // name them so too (the backends find the modules they import by those names).
         let output = Command::new(&self.tool)
             .args(&arguments)
+            .current_dir(&work)
             .output()
             .map_err(|error| ProviderError::new(format!("cannot run `{}`: {error}", self.tool.display())))?;
         if !output.status.success() {
@@ -107,18 +181,30 @@ impl LlvmLto2 {
                 String::from_utf8_lossy(&output.stderr)
             )));
         }
-        let written: Vec<PathBuf> = paths
-            .iter()
-            .map(|path| PathBuf::from(format!("{path}.thinlto.bc")))
-            .collect();
-        if let Some(missing) = written.iter().find(|path| !path.exists()) {
-            return Err(ProviderError::new(format!(
-                "`{}` wrote no index {} (is every input ThinLTO bitcode, from clang -flto=thin?)",
-                self.tool.display(),
-                missing.display()
-            )));
+        for module in &modules {
+            let written = if module.module.is_absolute() {
+                module.module.clone()
+            } else {
+                work.join(&module.module)
+            };
+            let index = with_suffix(&written, ".thinlto.bc");
+            if !index.exists() {
+                return Err(ProviderError::new(format!(
+                    "`{}` wrote no index for `{}` (is every input ThinLTO bitcode, from clang -flto=thin?)",
+                    self.tool.display(),
+                    module.module.display()
+                )));
+            }
+            for (from, to) in [
+                (index, &module.index),
+                (with_suffix(&written, ".imports"), &module.imports),
+            ] {
+                if from != *to {
+                    move_file(&from, to)?;
+                }
+            }
         }
-        Ok(written)
+        Ok(modules)
     }
 
     /// What `llvm-lto2 --version` prints, asked once per tool and process.
@@ -235,6 +321,21 @@ fn resolution_arguments(request: &LtoRequest, file_name: impl Fn(usize) -> Strin
         arguments.push(format!("-r={},{name},{}", file_name(module.file), resolution.letters()));
     }
     arguments
+}
+
+/// Moves a file llvm-lto2 wrote to `to`, creating `to`'s directory as needed (lld creates it too); the file
+/// is written there complete or not at all.
+fn move_file(from: &Path, to: &Path) -> Result<(), ProviderError> {
+    let bytes =
+        fs::read(from).map_err(|error| ProviderError::new(format!("cannot read {}: {error}", from.display())))?;
+    if let Some(parent) = to.parent().filter(|parent| !parent.as_os_str().is_empty()) {
+        fs::create_dir_all(parent).map_err(|error| {
+            ProviderError::new(format!("cannot create the directory {}: {error}", parent.display()))
+        })?;
+    }
+    neverc_output::write_bytes(to, neverc_output::Mode::Data, &bytes)
+        .map_err(|error| ProviderError::new(format!("cannot write {}: {error}", to.display())))?;
+    fs::remove_file(from).map_err(|error| ProviderError::new(format!("cannot remove {}: {error}", from.display())))
 }
 
 /// A private directory removed when dropped.

@@ -6,8 +6,10 @@
 //! generated into `neverc_tables::plugin_abi::lto`: this module names them only through those types.
 
 pub mod cache;
+pub mod distributed;
 pub mod llvm;
 pub mod provider;
+pub mod prune;
 pub mod remote;
 pub mod request;
 

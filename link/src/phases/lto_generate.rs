@@ -32,20 +32,26 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     }
     let request = request(context);
     if let Some(list) = context.options.thinlto_index_only.clone() {
+        let naming = &context.options.thinlto_naming;
         let written = LlvmLto2::new(&request.target)
-            .write_distributed_indexes(&request)
+            .write_distributed_indexes(&request, naming)
             .map_err(|error| PhaseError::new(PHASE, format!("--thinlto-index-only: {error}")))?;
         if let Some(list) = list {
+            // As lld writes it: the native object of each module, where the final link will find it.
             let mut text = String::new();
-            for file in &request.files {
-                text.push_str(&file.logical_name);
+            for module in &written {
+                text.push_str(&module.native_object.display().to_string());
                 text.push('\n');
             }
             neverc_output::write_bytes(&list, neverc_output::Mode::Data, text.as_bytes())
                 .map_err(|error| PhaseError::io(PHASE, error.to_string()))?;
         }
+        let place = match &naming.prefix_replace {
+            Some((old, new)) => format!("with `{old}` replaced by `{new}` in their paths"),
+            None => "beside the bitcode".to_string(),
+        };
         context.stopped = Some(format!(
-            "--thinlto-index-only: wrote {} ThinLTO index file(s) beside the bitcode; nothing was linked",
+            "--thinlto-index-only: wrote {} ThinLTO index file(s) {place}; nothing was linked",
             written.len()
         ));
         return Ok(());
@@ -140,6 +146,16 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         }
     };
     context.lto_cache_events.extend(events);
+    if let (CacheScope::LocalShared, Some(directory), Some(policy)) =
+        (scope, &directory, context.options.lto_cache_policy)
+    {
+        // As lld prunes its cache after LTO: a failure costs the pruning only, never the link.
+        if let Err(error) = crate::lto::prune::prune(&directory.dir, &policy, std::time::SystemTime::now()) {
+            context
+                .warnings
+                .push(format!("LTO cache: {error}; the cache was not pruned"));
+        }
+    }
     let graph = &mut context.graph;
     for object in candidate.objects {
         let id = add_input(graph, object.logical_name.clone(), object.bytes.into(), phase);
