@@ -17,6 +17,13 @@ for file in "$root"/targets/*.toml; do
     cp "$file" "$target/$(basename "$file")"
 done
 
+# The plugin ABI declarations, and LTO cache pruning policies.
+mkdir -p "$fuzz_dir/corpus/abi_toml" "$fuzz_dir/corpus/cache_policy"
+cp "$root"/abi/*.toml "$fuzz_dir/corpus/abi_toml/"
+printf '%s' 'prune_interval=20m:prune_after=1h:cache_size=75%:cache_size_bytes=10g:cache_size_files=1000000' \
+    > "$fuzz_dir/corpus/cache_policy/full"
+printf '%s' 'cache_size_bytes=0x10k:prune_after=0s:' > "$fuzz_dir/corpus/cache_policy/hex"
+
 # The audit reads the same schemas, and plugin manifests.
 mkdir -p "$fuzz_dir/corpus/audit_schema" "$fuzz_dir/corpus/plugin_manifest"
 cp "$phase"/* "$fuzz_dir/corpus/audit_schema/"
