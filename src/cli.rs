@@ -372,6 +372,23 @@ pub(crate) enum GenCommand {
     /// cases per source file is printed.
     #[command(after_help = AFTER_HELP)]
     Conformance(GenConformanceArgs),
+    /// Write the plugin C ABI's headers (`PluginCore.h`, `PluginLink.h`, ...) generated from the ABI
+    /// declarations, as committed under `include/neverc/Plugin/`.
+    #[command(after_help = AFTER_HELP)]
+    Headers(GenHeadersArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct GenHeadersArgs {
+    /// The phase schema the declarations take values from (`from = "phase_schema:..."`).
+    #[arg(long, value_name = "PATH", default_value = "PhaseSchema.json")]
+    pub(crate) phase_schema: PathBuf,
+    /// Directory whose `*.toml` files declare the plugin C ABI.
+    #[arg(long, value_name = "DIR", default_value = "abi")]
+    pub(crate) abi: PathBuf,
+    /// Directory to write the headers into (created if missing; existing files are replaced atomically).
+    #[arg(long, value_name = "DIR")]
+    pub(crate) out: PathBuf,
 }
 
 #[derive(Debug, Args)]

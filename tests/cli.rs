@@ -71,14 +71,33 @@ fn check_accepts_the_bundled_declarations() {
     assert_eq!(aarch64["tls_variant"], "I");
     assert_eq!(aarch64["tcb_size"], 16);
     assert_eq!(aarch64["emulations"], serde_json::json!(["aarch64linux", "aarch64elf"]));
-    // The plugin ABI's declarations.
-    assert_eq!(report["plugin_abi"][0]["file"], "abi/lto.toml");
+    // The plugin ABI's declarations, in file-name order.
+    let files: Vec<&str> = report["plugin_abi"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|part| part["file"].as_str().unwrap())
+        .collect();
     assert_eq!(
-        report["plugin_abi"][0]["interfaces"],
+        files,
+        [
+            "abi/core.toml",
+            "abi/link.toml",
+            "abi/lto.toml",
+            "abi/object.toml",
+            "abi/target.toml"
+        ]
+    );
+    assert_eq!(
+        report["plugin_abi"][1]["interfaces"],
+        serde_json::json!(["LINK 1.0", "LINK_REGISTRAR 1.0", "LINK_PHASE 1.0"])
+    );
+    assert_eq!(
+        report["plugin_abi"][2]["interfaces"],
         serde_json::json!(["LTO 1.0", "LTO_REGISTRAR 1.0"])
     );
     assert_eq!(
-        report["plugin_abi"][0]["flags"],
+        report["plugin_abi"][2]["flags"],
         serde_json::json!([
             "NevercLTOOptionFlags",
             "NevercLTOSymbolResolutionFlags",
@@ -270,6 +289,36 @@ fn gen_writes_the_files_the_build_generates_and_nothing_on_failure() {
     for dir in [out, broken, empty] {
         std::fs::remove_dir_all(dir).unwrap();
     }
+}
+
+#[test]
+fn gen_headers_writes_the_committed_plugin_headers() {
+    let out = scratch!("neverc-spec-cli-gen-headers");
+    let output = run(&["gen", "headers", "--out", out.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let committed = repo().join("include/neverc/Plugin");
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(&out).unwrap() {
+        let name = entry.unwrap().file_name();
+        let written = std::fs::read_to_string(out.join(&name)).unwrap();
+        assert!(
+            written == std::fs::read_to_string(committed.join(&name)).unwrap(),
+            "{name:?} differs from the committed header"
+        );
+        names.push(name.to_string_lossy().into_owned());
+    }
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "PluginCore.h",
+            "PluginLTO.h",
+            "PluginLink.h",
+            "PluginObject.h",
+            "PluginTarget.h"
+        ]
+    );
+    std::fs::remove_dir_all(out).unwrap();
 }
 
 #[test]

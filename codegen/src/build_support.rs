@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use neverc_schema::{Declarations, LoadError, LoadedAbiPart, load_declarations, load_plugin_abi, target_files};
+use neverc_schema::{
+    Declarations, LoadError, LoadedAbiPart, load_declarations, load_phase_schema, load_plugin_abi_with, target_files,
+};
 
 use crate::GeneratedFile;
 
@@ -23,15 +25,19 @@ fn load_bundled_declarations(root: &Path) -> Result<Declarations, String> {
     load_declarations(&schema, &files).map_err(|error| describe(&error))
 }
 
-/// Loads `root/abi/*.toml` for a build script, printing the `cargo::rerun-if-changed` lines for them.
+/// Loads `root/abi/*.toml` for a build script, printing the `cargo::rerun-if-changed` lines for them; the
+/// values they take from `root/PhaseSchema.json` (`from`) are filled in.
 pub fn load_bundled_plugin_abi(root: &Path) -> Result<Vec<LoadedAbiPart>, String> {
+    let schema = root.join("PhaseSchema.json");
+    println!("cargo::rerun-if-changed={}", schema.display());
+    let phase_schema = load_phase_schema(&schema).map_err(|error| describe(&error))?;
     let dir = root.join("abi");
     println!("cargo::rerun-if-changed={}", dir.display());
     let files = target_files(&dir).map_err(|error| error.to_string())?;
     for file in &files {
         println!("cargo::rerun-if-changed={}", file.display());
     }
-    load_plugin_abi(&files).map_err(|error| describe(&error))
+    load_plugin_abi_with(&files, &phase_schema).map_err(|error| describe(&error))
 }
 
 fn describe(error: &LoadError) -> String {

@@ -7,8 +7,10 @@
 pub mod build_support;
 pub mod conformance;
 mod plugin_abi;
+mod plugin_abi_types;
 
 pub use plugin_abi::plugin_abi;
+pub use plugin_abi_types::{HEADER_DIR, plugin_abi_layout_program, plugin_headers};
 
 use std::path::Path;
 
@@ -124,6 +126,12 @@ fn registry() -> Handlebars<'static> {
     handlebars.register_helper(
         "enum_variant",
         value_helper("enum_variant", "string", |value| value.as_str().map(camel_case)),
+    );
+    handlebars.register_helper(
+        "c_doc",
+        value_helper("c_doc", "string", |value| {
+            value.as_str().map(|text| text.replace("*/", "* /"))
+        }),
     );
     handlebars.register_helper(
         "upper",

@@ -4,7 +4,8 @@
 
 use std::path::Path;
 
-use neverc_schema::{AbiDescriptorRules, AbiFlags, LoadedAbiPart, Stability};
+use neverc_schema::abi_types::AbiPrimitive;
+use neverc_schema::{AbiDescriptorRules, AbiFlags, AbiInterface, LoadedAbiPart, Stability};
 use serde_json::{Value, json};
 
 use crate::{CodegenError, GeneratedFile, camel_case, check_module_name, display_source, render, variants};
@@ -13,7 +14,7 @@ const PLUGIN_ABI_TEMPLATE: &str = include_str!("../templates/plugin_abi.rs.hbs")
 
 /// `LTOSymbolResolutionFlags` → `LtoSymbolResolutionFlags`: a run of capitals is one word, whose last
 /// capital starts the next word when a lowercase letter follows it.
-fn rust_type_name(name: &str) -> String {
+pub(crate) fn rust_type_name(name: &str) -> String {
     let chars: Vec<char> = name.chars().collect();
     let mut out = String::new();
     for (index, &c) in chars.iter().enumerate() {
@@ -29,14 +30,10 @@ fn rust_type_name(name: &str) -> String {
 }
 
 /// The Rust integer type of a C type `width` bits wide.
-fn repr(width: u32) -> Result<&'static str, CodegenError> {
-    match width {
-        8 => Ok("u8"),
-        16 => Ok("u16"),
-        32 => Ok("u32"),
-        64 => Ok("u64"),
-        _ => Err(CodegenError::Lowering(format!("width {width} is not 8, 16, 32 or 64"))),
-    }
+fn repr(width: u32, signed: bool) -> Result<&'static str, CodegenError> {
+    AbiPrimitive::of_width(width, signed)
+        .map(AbiPrimitive::rust)
+        .ok_or_else(|| CodegenError::Lowering(format!("width {width} is not 8, 16, 32 or 64 (or 32 or 64 signed)")))
 }
 
 fn part_data(part: &LoadedAbiPart) -> Result<Value, CodegenError> {
@@ -55,6 +52,24 @@ fn part_data(part: &LoadedAbiPart) -> Result<Value, CodegenError> {
             ),
     )?;
     let (enum_names, flag_names) = type_names.split_at(declaration.enums.len());
+    let unresolved = declaration
+        .enums
+        .iter()
+        .filter(|item| item.values.is_empty())
+        .map(|item| item.name.as_str())
+        .chain(
+            declaration
+                .flags
+                .iter()
+                .filter(|item| item.bits.is_empty())
+                .map(|item| item.name.as_str()),
+        )
+        .next();
+    if let Some(name) = unresolved {
+        return Err(CodegenError::Lowering(format!(
+            "`{name}` takes its values from the phase schema: load the ABI with `load_plugin_abi_with`"
+        )));
+    }
     let mut enums = Vec::new();
     for (item, rust_name) in declaration.enums.iter().zip(enum_names) {
         let value_variants = variants(
@@ -70,7 +85,7 @@ fn part_data(part: &LoadedAbiPart) -> Result<Value, CodegenError> {
             "doc": item.doc,
             "type_doc": format!(" {} (`Neverc{}`, constants `{}*`).", item.doc, item.name, item.c_prefix),
             "rust_name": rust_name,
-            "repr": repr(item.width)?,
+            "repr": repr(item.width, item.signed)?,
             "value_count": item.values.len(),
             "values": item.values.iter().zip(value_variants).map(|(value, variant)| json!({
                 "name": value.name,
@@ -96,30 +111,13 @@ fn part_data(part: &LoadedAbiPart) -> Result<Value, CodegenError> {
             "doc": item.doc,
             "type_doc": format!(" {} (`Neverc{}`, constants `{}*`).", item.doc, item.name, item.c_prefix),
             "rust_name": rust_name,
-            "repr": repr(item.width)?,
+            "repr": repr(item.width, false)?,
             "bit_count": item.bits.len(),
             "known": item.bits.iter().fold(0u64, |mask, bit| mask | 1u64.checked_shl(bit.bit).unwrap_or(0)),
             "bits": item.bits.iter().map(|bit| json!({"name": bit.name, "bit": bit.bit, "doc": bit.doc})).collect::<Vec<_>>(),
         }));
     }
-    let interfaces: Vec<Value> = declaration
-        .interfaces
-        .iter()
-        .map(|interface| {
-            json!({
-                "name": interface.name,
-                "high": interface.id.high,
-                "low": interface.id.low,
-                "major": interface.major,
-                "minor": interface.minor,
-                "stability": match interface.stability {
-                    Stability::Stable => "Stable",
-                    Stability::Experimental => "Experimental",
-                },
-                "doc": interface.doc,
-            })
-        })
-        .collect();
+    let interfaces: Vec<Value> = declaration.interfaces.iter().map(interface_data).collect();
     Ok(json!({
         "module": part.stem,
         "module_doc": format!(" The part of the plugin ABI declared in `abi/{}.toml`.", part.stem),
@@ -130,6 +128,22 @@ fn part_data(part: &LoadedAbiPart) -> Result<Value, CodegenError> {
         "flags_count": flags.len(),
         "flags": flags,
     }))
+}
+
+/// An interface's template data: its name, id halves, version, stability and doc.
+pub(crate) fn interface_data(interface: &AbiInterface) -> Value {
+    json!({
+        "name": interface.name,
+        "high": interface.id.high,
+        "low": interface.id.low,
+        "major": interface.major,
+        "minor": interface.minor,
+        "stability": match interface.stability {
+            Stability::Stable => "Stable",
+            Stability::Experimental => "Experimental",
+        },
+        "doc": interface.doc,
+    })
 }
 
 /// The registration rules of a descriptor: its callbacks as an enum, the rules as constants of the flag type.
@@ -154,8 +168,8 @@ fn descriptor_data(item: &AbiFlags, rules: &AbiDescriptorRules) -> Result<Value,
     }))
 }
 
-/// `plugin_abi.rs`: the records, enums and flag types of every ABI file. `root` is the directory source
-/// paths are shown relative to.
+/// `plugin_abi.rs`: the records, enums and flag types of every ABI file, and their `#[repr(C)]` mirror types
+/// in `ffi`. `root` is the directory source paths are shown relative to.
 pub fn plugin_abi(parts: &[LoadedAbiPart], root: &Path) -> Result<GeneratedFile, CodegenError> {
     let data: Vec<Value> = parts.iter().map(part_data).collect::<Result<_, _>>()?;
     let sources: Vec<String> = parts.iter().map(|part| display_source(root, &part.path)).collect();
@@ -167,7 +181,7 @@ pub fn plugin_abi(parts: &[LoadedAbiPart], root: &Path) -> Result<GeneratedFile,
     render(
         "plugin_abi.rs.hbs",
         PLUGIN_ABI_TEMPLATE,
-        &json!({ "count": data.len(), "parts": data }),
+        &json!({ "count": data.len(), "parts": data, "ffi": crate::plugin_abi_types::ffi_source(parts)? }),
         "plugin_abi.rs",
         &source,
     )

@@ -4,6 +4,8 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::abi::{AbiDescriptorRules, AbiFlags, PluginAbiDeclaration};
+use crate::abi_type_checks::{typed_findings, typed_registry_findings};
+use crate::abi_types::handle_type_name;
 use crate::diagnostic::Finding;
 use crate::rule::Rule;
 
@@ -94,6 +96,7 @@ pub(crate) fn abi_findings(declaration: &PluginAbiDeclaration) -> Vec<Finding> {
             ));
         }
     }
+    typed_findings(declaration, &mut findings);
     findings
 }
 
@@ -157,17 +160,28 @@ fn check_prefix(name: &str, prefix: &str, at: &str, findings: &mut Vec<Finding>)
 /// a C constant or an interface (by name or id) declared in two places.
 pub(crate) fn abi_registry_findings(declarations: &[&PluginAbiDeclaration]) -> Vec<(usize, Finding)> {
     let mut findings = Vec::new();
-    let mut types: HashMap<&str, usize> = HashMap::new();
+    let mut types: HashMap<String, usize> = HashMap::new();
     let mut constants: HashSet<String> = HashSet::new();
     let mut interfaces: HashMap<(u64, u64), (usize, &str)> = HashMap::new();
     let mut interface_names: HashSet<&str> = HashSet::new();
+    let mut headers: HashSet<&str> = HashSet::new();
     for (file, declaration) in declarations.iter().enumerate() {
-        let mut type_names: Vec<(String, &str)> = Vec::new();
+        if !headers.insert(declaration.header.as_str()) {
+            findings.push((
+                file,
+                Finding::error(
+                    Rule::AbiDuplicateName,
+                    "/header",
+                    format!("header `{}` is generated from another ABI file too", declaration.header),
+                ),
+            ));
+        }
+        let mut type_names: Vec<(String, String)> = Vec::new();
         let mut constant_names: Vec<(String, String)> = Vec::new();
         for (index, item) in declaration.enums.iter().enumerate() {
-            type_names.push((format!("/enums/{index}/name"), item.name.as_str()));
+            type_names.push((format!("/enums/{index}/name"), item.name.clone()));
             for (position, alias) in item.aliases.iter().enumerate() {
-                type_names.push((format!("/enums/{index}/aliases/{position}"), alias.as_str()));
+                type_names.push((format!("/enums/{index}/aliases/{position}"), alias.clone()));
             }
             for (position, value) in item.values.iter().enumerate() {
                 constant_names.push((
@@ -177,7 +191,7 @@ pub(crate) fn abi_registry_findings(declarations: &[&PluginAbiDeclaration]) -> V
             }
         }
         for (index, item) in declaration.flags.iter().enumerate() {
-            type_names.push((format!("/flags/{index}/name"), item.name.as_str()));
+            type_names.push((format!("/flags/{index}/name"), item.name.clone()));
             if let Some(none) = &item.none {
                 constant_names.push((format!("/flags/{index}/none"), format!("{}{none}", item.c_prefix)));
             }
@@ -188,8 +202,29 @@ pub(crate) fn abi_registry_findings(declarations: &[&PluginAbiDeclaration]) -> V
                 ));
             }
         }
+        for (index, item) in declaration.typedefs.iter().enumerate() {
+            type_names.push((format!("/typedefs/{index}/name"), item.name.clone()));
+            for (position, constant) in item.constants.iter().enumerate() {
+                constant_names.push((
+                    format!("/typedefs/{index}/constants/{position}/name"),
+                    constant.name.clone(),
+                ));
+            }
+        }
+        for (index, item) in declaration.handles.iter().enumerate() {
+            type_names.push((format!("/handles/{index}/name"), handle_type_name(&item.name)));
+        }
+        for (index, item) in declaration.structs.iter().enumerate() {
+            type_names.push((format!("/structs/{index}/name"), item.name.clone()));
+        }
+        for (index, item) in declaration.callbacks.iter().enumerate() {
+            type_names.push((format!("/callbacks/{index}/name"), item.name.clone()));
+        }
+        for (index, item) in declaration.apis.iter().enumerate() {
+            type_names.push((format!("/apis/{index}/name"), item.name.clone()));
+        }
         for (pointer, name) in type_names {
-            if let Some(other) = types.get(name) {
+            if let Some(other) = types.get(name.as_str()) {
                 let place = if *other == file {
                     "this file"
                 } else {
@@ -251,5 +286,6 @@ pub(crate) fn abi_registry_findings(declarations: &[&PluginAbiDeclaration]) -> V
             }
         }
     }
+    typed_registry_findings(declarations, &mut findings);
     findings
 }

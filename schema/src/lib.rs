@@ -8,6 +8,8 @@
 
 mod abi;
 mod abi_checks;
+mod abi_type_checks;
+pub mod abi_types;
 mod diagnostic;
 mod hex;
 mod json_map;
@@ -27,17 +29,18 @@ mod target_checks;
 mod toml_map;
 
 pub use abi::{
-    AbiBitRequirement, AbiDescriptorRules, AbiEnum, AbiEnumValue, AbiFlagBit, AbiFlags, AbiInterface,
-    PluginAbiDeclaration,
+    AbiApi, AbiBitRequirement, AbiCallback, AbiConstant, AbiDescriptorRules, AbiEnum, AbiEnumValue, AbiField,
+    AbiFlagBit, AbiFlags, AbiFunction, AbiHandle, AbiInterface, AbiSlot, AbiStruct, AbiTypedef, PluginAbiDeclaration,
 };
+pub use abi_type_checks::AbiSource;
 /// The arena lowered records live in.
 pub use bumpalo::Bump;
 pub use diagnostic::{DIAGNOSTIC_TEXT_LIMIT, Diagnostic, Severity};
 pub use hex::{ColonId, HexU64, IdPair};
 pub use load::{
     Declarations, LoadError, LoadedAbiPart, LoadedTarget, SourceText, load_declarations, load_phase_schema,
-    load_plugin_abi, load_targets, parse_phase_schema, parse_phase_schema_for_audit, parse_plugin_abi, parse_target,
-    target_files,
+    load_plugin_abi, load_plugin_abi_with, load_targets, parse_phase_schema, parse_phase_schema_for_audit,
+    parse_plugin_abi, parse_target, target_files,
 };
 pub use model::lower_target;
 pub use phase::{

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::abi::PluginAbiDeclaration;
 use crate::abi_checks::{abi_findings, abi_registry_findings};
+use crate::abi_type_checks::resolve_sources;
 use crate::diagnostic::{Diagnostic, Finding, LineIndex, SourceMap, at_offset, escape_token, place};
 use crate::json_map::JsonSourceMap;
 use crate::phase::PhaseSchemaDocument;
@@ -212,15 +213,32 @@ pub fn parse_plugin_abi(file: &str, text: &str) -> Result<PluginAbiDeclaration, 
 }
 
 /// Reads and validates plugin ABI files, each on its own and then together (names and interface ids are
-/// unique across all of them).
+/// unique across all of them). Enumerations whose values come from a state machine (`from =
+/// "phase_schema:state_machines/…"`) are left without values: [`load_plugin_abi_with`] fills them.
 pub fn load_plugin_abi(paths: &[PathBuf]) -> Result<Vec<LoadedAbiPart>, LoadError> {
+    load_plugin_abi_inner(paths, None)
+}
+
+/// [`load_plugin_abi`], with the values that `from` takes from the phase schema filled in (an unknown state
+/// machine is an `abi-source` problem at the `from` key).
+pub fn load_plugin_abi_with(
+    paths: &[PathBuf],
+    phase_schema: &PhaseSchemaDocument,
+) -> Result<Vec<LoadedAbiPart>, LoadError> {
+    load_plugin_abi_inner(paths, Some(phase_schema))
+}
+
+fn load_plugin_abi_inner(
+    paths: &[PathBuf],
+    phase_schema: Option<&PhaseSchemaDocument>,
+) -> Result<Vec<LoadedAbiPart>, LoadError> {
     let ReadEach {
         passed,
         sources,
         mut diagnostics,
     } = read_each(paths, parse_plugin_abi)?;
     let maps: Vec<usize> = passed.iter().map(|(_, _, source)| *source).collect();
-    let parts: Vec<LoadedAbiPart> = passed
+    let mut parts: Vec<LoadedAbiPart> = passed
         .into_iter()
         .map(|(path, declaration, _)| LoadedAbiPart {
             stem: stem_of(&path),
@@ -228,6 +246,12 @@ pub fn load_plugin_abi(paths: &[PathBuf]) -> Result<Vec<LoadedAbiPart>, LoadErro
             declaration,
         })
         .collect();
+    let mut declarations: Vec<&mut PluginAbiDeclaration> = parts.iter_mut().map(|part| &mut part.declaration).collect();
+    let resolved: Vec<(usize, Finding)> = resolve_sources(&mut declarations, phase_schema)
+        .into_iter()
+        .map(|(index, finding)| (maps[index], finding))
+        .collect();
+    place_across(&sources, resolved, &mut diagnostics);
     let declarations: Vec<&PluginAbiDeclaration> = parts.iter().map(|part| &part.declaration).collect();
     let across = abi_registry_findings(&declarations)
         .into_iter()

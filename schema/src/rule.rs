@@ -10,12 +10,20 @@ pub enum Rule {
     AbiDuplicateName,
     /// `abi-duplicate-value`.
     AbiDuplicateValue,
+    /// `abi-header`.
+    AbiHeader,
+    /// `abi-layout`.
+    AbiLayout,
     /// `abi-rule`.
     AbiRule,
+    /// `abi-source`.
+    AbiSource,
     /// `abi-sret`.
     AbiSret,
     /// `abi-stack`.
     AbiStack,
+    /// `abi-type`.
+    AbiType,
     /// `abi-unknown-name`.
     AbiUnknownName,
     /// `abi-width`.
@@ -150,12 +158,16 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule.
-    pub const ALL: [Rule; 70] = [
+    pub const ALL: [Rule; 74] = [
         Rule::AbiDuplicateName,
         Rule::AbiDuplicateValue,
+        Rule::AbiHeader,
+        Rule::AbiLayout,
         Rule::AbiRule,
+        Rule::AbiSource,
         Rule::AbiSret,
         Rule::AbiStack,
+        Rule::AbiType,
         Rule::AbiUnknownName,
         Rule::AbiWidth,
         Rule::ArtifactChain,
@@ -228,9 +240,13 @@ impl Rule {
         match self {
             Rule::AbiDuplicateName => "abi-duplicate-name",
             Rule::AbiDuplicateValue => "abi-duplicate-value",
+            Rule::AbiHeader => "abi-header",
+            Rule::AbiLayout => "abi-layout",
             Rule::AbiRule => "abi-rule",
+            Rule::AbiSource => "abi-source",
             Rule::AbiSret => "abi-sret",
             Rule::AbiStack => "abi-stack",
+            Rule::AbiType => "abi-type",
             Rule::AbiUnknownName => "abi-unknown-name",
             Rule::AbiWidth => "abi-width",
             Rule::ArtifactChain => "artifact-chain",

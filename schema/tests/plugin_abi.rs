@@ -2,7 +2,9 @@
 //! The plugin ABI declarations (`abi/*.toml`): the bundled files are valid, and every rule, broken on purpose
 //! in a copy of them, is reported at the right line.
 
-use neverc_schema::{Diagnostic, LoadError, load_plugin_abi, parse_plugin_abi, target_files};
+use neverc_schema::{
+    Diagnostic, LoadError, load_phase_schema, load_plugin_abi, load_plugin_abi_with, parse_plugin_abi, target_files,
+};
 use neverc_test_support::{repo, scratch};
 
 fn lto_text() -> String {
@@ -174,4 +176,275 @@ fn descriptor_rules_name_declared_bits_and_callbacks() {
     find(&found, "abi-unknown-name", "`CACHED` is not a flag bit");
     let callback = find(&found, "abi-unknown-name", "`BuildKey` is not a callback");
     assert_eq!(callback.line, line_of(&text, "bit_requires = "));
+}
+
+fn abi_text(stem: &str) -> String {
+    std::fs::read_to_string(repo().join(format!("abi/{stem}.toml"))).unwrap()
+}
+
+/// Loads every bundled ABI file with `stem` replaced by `change` of it, against the bundled phase schema;
+/// returns the changed text and the diagnostics reported in that file.
+fn bundle_with(stem: &str, change: impl FnOnce(String) -> String) -> (String, Vec<Diagnostic>) {
+    // Each call gets a directory of its own: the tests of this file run in parallel.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = scratch!("schema-abi/bundle-{stem}-{call}");
+    let original = abi_text(stem);
+    let changed = change(original.clone());
+    assert_ne!(changed, original, "the change did not apply");
+    let mut paths = Vec::new();
+    for path in target_files(&repo().join("abi")).unwrap() {
+        let name = path.file_name().unwrap().to_owned();
+        let text = if path.file_stem().unwrap() == stem {
+            changed.clone()
+        } else {
+            std::fs::read_to_string(&path).unwrap()
+        };
+        std::fs::write(dir.join(&name), text).unwrap();
+        paths.push(dir.join(name));
+    }
+    let schema = load_phase_schema(&repo().join("PhaseSchema.json")).unwrap();
+    let diagnostics = match load_plugin_abi_with(&paths, &schema) {
+        Err(LoadError::Invalid { diagnostics, .. }) => diagnostics,
+        Err(other) => panic!("{other}"),
+        Ok(_) => Vec::new(),
+    };
+    let file = format!("{stem}.toml");
+    (
+        changed,
+        diagnostics
+            .into_iter()
+            .filter(|diagnostic| diagnostic.file.ends_with(&file))
+            .collect(),
+    )
+}
+
+#[test]
+fn the_bundled_abi_takes_link_states_and_policies_from_the_phase_schema() {
+    let schema = load_phase_schema(&repo().join("PhaseSchema.json")).unwrap();
+    let parts = load_plugin_abi_with(&target_files(&repo().join("abi")).unwrap(), &schema).unwrap();
+    let link = parts.iter().find(|part| part.stem == "link").unwrap();
+    let states = link
+        .declaration
+        .enums
+        .iter()
+        .find(|item| item.name == "LinkState")
+        .unwrap();
+    let numbered: Vec<(&str, u64)> = states
+        .values
+        .iter()
+        .map(|value| (value.name.as_str(), value.value))
+        .collect();
+    assert_eq!(numbered.len(), 14);
+    assert_eq!(numbered[0], ("INITIAL", 0));
+    assert_eq!(numbered[7], ("GC_COMPLETE", 7));
+    assert_eq!(numbered[13], ("IMAGE_EMITTED", 13));
+    assert_eq!(link.declaration.handles.len(), 26);
+    let api = link.declaration.apis.iter().find(|api| api.name == "LinkAPI").unwrap();
+    assert_eq!(api.slots.len(), 52);
+    let core = parts.iter().find(|part| part.stem == "core").unwrap();
+    let policy = core
+        .declaration
+        .flags
+        .iter()
+        .find(|item| item.name == "PhasePolicyFlags")
+        .unwrap();
+    let bits: Vec<(&str, u32)> = policy.bits.iter().map(|bit| (bit.name.as_str(), bit.bit)).collect();
+    assert_eq!(bits[0], ("OBSERVABLE", 0));
+    assert_eq!(bits[4], ("SEALED_HOST_GATE", 4));
+}
+
+#[test]
+fn unknown_sources_of_values_are_located() {
+    let (text, found) = bundle_with("link", |text| {
+        text.replace(
+            "from = \"phase_schema:state_machines/link/states\"",
+            "from = \"phase_schema:link_states\"",
+        )
+    });
+    let unknown = find(
+        &found,
+        "abi-source",
+        "`phase_schema:link_states` is not a source of values",
+    );
+    assert_eq!(unknown.line, line_of(&text, "phase_schema:link_states"));
+    // A state machine the phase schema lacks is found when the files are loaded against it.
+    let (text, found) = bundle_with("link", |text| {
+        text.replace(
+            "from = \"phase_schema:state_machines/link/mutation_classes\"",
+            "from = \"phase_schema:state_machines/lnk/mutation_classes\"",
+        )
+    });
+    let machine = find(&found, "abi-source", "no state machine for the `lnk` domain");
+    assert_eq!(machine.line, line_of(&text, "state_machines/lnk/"));
+    let (text, found) = bundle_with("core", |text| {
+        text.replace(
+            "from = \"phase_schema:observer_points\"",
+            "from = \"phase_schema:state_machines/link/states\"",
+        )
+    });
+    let kind = find(
+        &found,
+        "abi-source",
+        "gives values, not the bits of `PhaseObserverPoints`",
+    );
+    assert_eq!(
+        kind.line,
+        line_of(&text, "from = \"phase_schema:state_machines/link/states\"")
+    );
+}
+
+#[test]
+fn type_references_resolve_across_files() {
+    let (text, found) = bundle_with("lto", |text| {
+        text.replace(
+            "{ name = \"LinkSymbol\", type = \"LinkSymbolHandle\"",
+            "{ name = \"LinkSymbol\", type = \"LinkSymbolHandel\"",
+        )
+        .replace(
+            "\"Request: const LTORequest*\", \"OutCandidate",
+            "\"Request: const LTORequests*\", \"OutCandidate",
+        )
+        .replace("interface = \"LTO_REGISTRAR\"", "interface = \"LTO_REGISTRY\"")
+    });
+    let field = find(&found, "abi-unknown-name", "type `LinkSymbolHandel` is not declared");
+    assert_eq!(field.line, line_of(&text, "LinkSymbolHandel"));
+    let param = find(&found, "abi-unknown-name", "type `LTORequests` is not declared");
+    assert_eq!(param.line, line_of(&text, "LTORequests"));
+    let interface = find(&found, "abi-unknown-name", "interface `LTO_REGISTRY` is not declared");
+    assert_eq!(interface.line, line_of(&text, "LTO_REGISTRY"));
+}
+
+#[test]
+fn structures_start_with_a_header_and_have_no_implicit_padding() {
+    let (text, found) = bundle_with("lto", |text| {
+        text.replace(
+            "{ name = \"ThinBackendPartitions\", type = \"u32\", doc = \"The number of ThinLTO backend partitions.\" },\n",
+            "",
+        )
+        .replace(
+            "{ name = \"SymbolCount\", type = \"u64\", doc = \"The number of its symbols.\" },",
+            "{ name = \"SymbolCount\", type = \"u32\", doc = \"The number of its symbols.\" },",
+        )
+    });
+    let padded = find(
+        &found,
+        "abi-layout",
+        "`LTOOptions.CPU` would follow 4 byte(s) of padding at offset 44",
+    );
+    assert_eq!(padded.line, line_of(&text, "{ name = \"CPU\", type = \"StringView\""));
+    let inner = find(
+        &found,
+        "abi-layout",
+        "`LTOInputModuleInfo.Extensions` would follow 4 byte(s)",
+    );
+    assert_eq!(
+        inner.line,
+        line_of(
+            &text,
+            "{ name = \"Extensions\", type = \"StructArrayView\", doc = \"Extensions: NevercLinkExtension[].\" },"
+        )
+    );
+    let (text, found) = bundle_with("lto", |text| {
+        text.replacen(
+            "fields = [\n    { name = \"Header\", type = \"ABITableHeader\", doc = \"The structure's size and version.\" },\n    { name = \"Product\"",
+            "fields = [\n    { name = \"Product\"",
+            1,
+        )
+    });
+    let header = find(
+        &found,
+        "abi-header",
+        "`LTOProductCandidate` must start with `Header: ABITableHeader`",
+    );
+    assert_eq!(
+        header.line,
+        line_of(&text, "{ name = \"Product\", type = \"LTOProductHandle\"")
+    );
+}
+
+#[test]
+fn tail_padding_and_self_containment_are_refused() {
+    let (text, found) = bundle_with("core", |text| {
+        text.replace(
+            "    { name = \"Output\", type = \"ArtifactHandle\", doc = \"The artifact the phase produces, once produced (null before).\" },\n",
+            "    { name = \"Output\", type = \"ArtifactHandle\", doc = \"The artifact the phase produces, once produced (null before).\" },\n    { name = \"Extra\", type = \"u32\", doc = \"Breaks the layout.\" },\n    { name = \"Frame\", type = \"PhaseFrame\", doc = \"Contains itself.\" },\n",
+        )
+    });
+    let itself = find(&found, "abi-layout", "`PhaseFrame` has no size");
+    assert_eq!(itself.line, line_of(&text, "name = \"PhaseFrame\""));
+    let (text, found) = bundle_with("core", |text| {
+        text.replace(
+            "    { name = \"Output\", type = \"ArtifactHandle\", doc = \"The artifact the phase produces, once produced (null before).\" },\n",
+            "    { name = \"Output\", type = \"ArtifactHandle\", doc = \"The artifact the phase produces, once produced (null before).\" },\n    { name = \"Extra\", type = \"u32\", doc = \"Breaks the layout.\" },\n",
+        )
+    });
+    let tail = find(&found, "abi-layout", "`PhaseFrame` would end with 4 byte(s) of padding");
+    assert_eq!(tail.line, line_of(&text, "name = \"PhaseFrame\""));
+}
+
+#[test]
+fn names_within_structures_tables_and_signatures_are_unique_and_types_well_formed() {
+    let (text, found) = bundle_with("lto", |text| {
+        text.replace(
+            "{ name = \"GetModuleInfo\", params",
+            "{ name = \"GetModulePage\", params",
+        )
+        .replace(
+            "{ name = \"ModuleIdentifier\", type = \"StringView\"",
+            "{ name = \"LogicalURI\", type = \"StringView\"",
+        )
+        .replace(
+            "\"UserData: void*\", \"Task: TaskHandle\", \"Request: const LTORequest*\", \"Key: MutableByteView\"",
+            "\"UserData: void*\", \"Task: TaskHandle\", \"Task: const LTORequest*\", \"Key: MutableByteView\"",
+        )
+        .replace(
+            "{ name = \"ResolutionDigest\", type = \"[u8; 32]\"",
+            "{ name = \"ResolutionDigest\", type = \"[u8; 0x20]\"",
+        )
+    });
+    let slot = find(
+        &found,
+        "abi-duplicate-name",
+        "`GetModulePage` names two fields of `LTOAPI`",
+    );
+    assert_eq!(
+        slot.line,
+        line_of(
+            &text,
+            "{ name = \"GetModulePage\", params = [\"Task: TaskHandle\", \"Module:"
+        )
+    );
+    let field = find(
+        &found,
+        "abi-duplicate-name",
+        "`LogicalURI` names two fields of `LTOInputModuleInfo`",
+    );
+    assert_eq!(
+        field.line,
+        line_of(
+            &text,
+            "{ name = \"LogicalURI\", type = \"StringView\", doc = \"The module identifier"
+        )
+    );
+    let param = find(
+        &found,
+        "abi-duplicate-name",
+        "`Task` names two parameters of `LTOBuildCacheKeyFn`",
+    );
+    assert_eq!(param.line, line_of(&text, "\"Task: const LTORequest*\""));
+    let array = find(&found, "abi-type", "an array's length is a decimal number");
+    assert_eq!(array.line, line_of(&text, "[u8; 0x20]"));
+    let (text, found) = bundle_with("lto", |text| {
+        text.replace(
+            "\"RegistrarContext: void*\", \"Descriptor: const LTOProviderDescriptor*\"",
+            "\"RegistrarContext: void*\", \"Descriptor: LTOAPI\"",
+        )
+    });
+    let by_value = find(
+        &found,
+        "abi-type",
+        "API table `LTOAPI` is only passed through a pointer",
+    );
+    assert_eq!(by_value.line, line_of(&text, "\"Descriptor: LTOAPI\""));
 }

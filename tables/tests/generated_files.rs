@@ -9,7 +9,11 @@ use neverc_test_support::repo;
 fn generated_files_are_what_codegen_produces_now() {
     let files = neverc_schema::target_files(&repo().join("targets")).unwrap();
     let declarations = neverc_schema::load_declarations(&repo().join("PhaseSchema.json"), &files).unwrap();
-    let abi = neverc_schema::load_plugin_abi(&neverc_schema::target_files(&repo().join("abi")).unwrap()).unwrap();
+    let abi = neverc_schema::load_plugin_abi_with(
+        &neverc_schema::target_files(&repo().join("abi")).unwrap(),
+        &declarations.phase_schema,
+    )
+    .unwrap();
     let generate = || {
         let mut files = neverc_codegen::generate(&declarations, &repo()).unwrap();
         files.push(neverc_codegen::plugin_abi(&abi, &repo()).unwrap());

@@ -91,5 +91,17 @@ fn generated_types_refuse_undeclared_values() {
         Some("LTOType"),
         "an alias finds its type"
     );
-    assert_eq!(PARTS.map(|part| part.name), ["lto"]);
+    assert_eq!(PARTS.map(|part| part.name), ["core", "link", "lto", "object", "target"]);
+}
+
+#[test]
+fn status_codes_are_the_declared_ones() {
+    use neverc_tables::status::StatusCode;
+    assert_eq!(StatusCode::ALL.len(), 24);
+    assert_eq!(StatusCode::InvalidDescriptor.raw(), 5);
+    assert_eq!(StatusCode::InvalidDescriptor.name(), "INVALID_DESCRIPTOR");
+    assert_eq!(StatusCode::ReentrancyDenied as i32, 23);
+    assert_eq!(StatusCode::from_raw(12), Some(StatusCode::StaleHandle));
+    assert_eq!(StatusCode::from_raw(24), None);
+    assert_eq!(StatusCode::Ok.name(), "OK");
 }
