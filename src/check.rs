@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use neverc_schema::{
-    Declarations, Diagnostic, Gate, LoadedAbiPart, RegisterClassKind, load_declarations, load_plugin_abi, lower_target,
-    target_files,
+    Declarations, Diagnostic, Gate, LoadedAbiPart, RegisterClassKind, load_declarations, load_plugin_abi_with,
+    lower_target, target_files,
 };
 use serde::Serialize;
 
@@ -151,8 +151,9 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(), CommandError> {
     let json = args.format == Format::Json;
     let files = declared_target_files(&args.declarations)?;
     let abi_files = target_files(&args.abi).map_err(|error| CommandError::Io(error.to_string()))?;
-    let loaded = load_declarations(&args.declarations.phase_schema, &files)
-        .and_then(|declarations| load_plugin_abi(&abi_files).map(|abi| (declarations, abi)));
+    let loaded = load_declarations(&args.declarations.phase_schema, &files).and_then(|declarations| {
+        load_plugin_abi_with(&abi_files, &declarations.phase_schema).map(|abi| (declarations, abi))
+    });
     match loaded {
         Ok((declarations, abi)) => {
             let mut report = summarize(&declarations);

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use neverc_codegen::conformance::{CaseSet, conformance_case_sets, plugin_abi_case_sets};
 use neverc_conformance::{Environment, VectorFileError, read_case_set, run_case_set};
-use neverc_schema::{load_declarations, load_plugin_abi, target_files};
+use neverc_schema::{load_declarations, load_plugin_abi_with, target_files};
 use serde::Serialize;
 
 use crate::CommandError;
@@ -27,7 +27,8 @@ fn case_sets(args: &DeclarationArgs, abi: &Path) -> Result<Vec<CaseSet>, Command
     let files = declared_target_files(args)?;
     let declarations = load_declarations(&args.phase_schema, &files).map_err(|error| load_failure(error, false).0)?;
     let abi_files = target_files(abi).map_err(|error| CommandError::Io(error.to_string()))?;
-    let abi = load_plugin_abi(&abi_files).map_err(|error| load_failure(error, false).0)?;
+    let abi =
+        load_plugin_abi_with(&abi_files, &declarations.phase_schema).map_err(|error| load_failure(error, false).0)?;
     let root = declarations_root(args);
     let mut sets =
         conformance_case_sets(&declarations, root).map_err(|error| CommandError::Internal(error.to_string()))?;

@@ -127,6 +127,33 @@ fn check_reports_a_broken_plugin_abi_file_at_its_line() {
 }
 
 #[test]
+fn check_reports_an_abi_enumeration_taken_from_an_unknown_state_machine() {
+    let dir = scratch!("cli-abi-source");
+    for entry in std::fs::read_dir(repo().join("abi")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
+    }
+    let original = std::fs::read_to_string(dir.join("link.toml")).unwrap();
+    let broken = original.replace(
+        "phase_schema:state_machines/link/states",
+        "phase_schema:state_machines/lnk/states",
+    );
+    assert_ne!(broken, original);
+    std::fs::write(dir.join("link.toml"), &broken).unwrap();
+    let output = run(&["check", "--abi", dir.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let report = json(&output);
+    let diagnostic = &report["diagnostics"][0];
+    assert_eq!(diagnostic["rule"], "abi-source", "{report}");
+    let line = broken
+        .lines()
+        .position(|line| line.contains("state_machines/lnk"))
+        .unwrap()
+        + 1;
+    assert_eq!(diagnostic["line"], line);
+}
+
+#[test]
 fn check_accepts_every_published_neverc_schema() {
     let fixtures = repo().join("tests/fixtures/neverc");
     let mut seen = 0;

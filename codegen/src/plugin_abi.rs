@@ -13,8 +13,12 @@ use crate::{CodegenError, GeneratedFile, camel_case, check_module_name, display_
 const PLUGIN_ABI_TEMPLATE: &str = include_str!("../templates/plugin_abi.rs.hbs");
 
 /// `LTOSymbolResolutionFlags` → `LtoSymbolResolutionFlags`: a run of capitals is one word, whose last
-/// capital starts the next word when a lowercase letter follows it.
+/// capital starts the next word when a lowercase letter follows it. A trailing `API` is a word of its own
+/// (`LTOAPI` → `LtoApi`).
 pub(crate) fn rust_type_name(name: &str) -> String {
+    if let Some(stem) = name.strip_suffix("API").filter(|stem| !stem.is_empty()) {
+        return format!("{}Api", rust_type_name(stem));
+    }
     let chars: Vec<char> = name.chars().collect();
     let mut out = String::new();
     for (index, &c) in chars.iter().enumerate() {
@@ -198,5 +202,8 @@ mod tests {
         assert_eq!(rust_type_name("ABITypeKind"), "AbiTypeKind");
         assert_eq!(rust_type_name("LinkPhase"), "LinkPhase");
         assert_eq!(rust_type_name("CC"), "Cc");
+        assert_eq!(rust_type_name("LTOAPI"), "LtoApi");
+        assert_eq!(rust_type_name("LTORegistrarAPI"), "LtoRegistrarApi");
+        assert_eq!(rust_type_name("LinkAPI"), "LinkApi");
     }
 }

@@ -186,7 +186,7 @@ fn the_declared_layout_has_no_padding_and_matches_the_mirror() {
 
 #[test]
 fn the_abi_tables_have_their_slots_in_order() {
-    use neverc_tables::plugin_abi::ffi::{LinkApi, Ltoapi};
+    use neverc_tables::plugin_abi::ffi::{LinkApi, LtoApi};
     let link = LAYOUTS.iter().find(|layout| layout.name == "LinkApi").unwrap();
     assert_eq!(link.fields.len(), 2 + 52, "Header, Context and 52 slots");
     let names: Vec<&str> = link.fields.iter().map(|field| field.name).collect();
@@ -196,5 +196,5 @@ fn the_abi_tables_have_their_slots_in_order() {
     assert_eq!(names[2 + 36], "begin_mutation");
     assert_eq!(names[2 + 51], "set_symbol_resolution");
     assert_eq!(std::mem::size_of::<LinkApi>(), 16 + 8 + 52 * 8);
-    assert_eq!(std::mem::size_of::<Ltoapi>(), 16 + 8 + 5 * 8);
+    assert_eq!(std::mem::size_of::<LtoApi>(), 16 + 8 + 5 * 8);
 }
