@@ -369,12 +369,15 @@ fn print_text(report: &Report) {
     }
     outln!("plugin ABI ({} file(s)): valid", report.plugin_abi.len());
     for part in &report.plugin_abi {
-        outln!(
-            "  {}: interfaces {}; enumerations {}; flag sets {}",
-            part.file,
-            part.interfaces.join(", "),
-            part.enums.join(", "),
-            part.flags.join(", ")
-        );
+        let listed: Vec<String> = [
+            ("interfaces", &part.interfaces),
+            ("enumerations", &part.enums),
+            ("flag sets", &part.flags),
+        ]
+        .into_iter()
+        .filter(|(_, names)| !names.is_empty())
+        .map(|(kind, names)| format!("{kind} {}", names.join(", ")))
+        .collect();
+        outln!("  {}: {}", part.file, listed.join("; "));
     }
 }

@@ -82,6 +82,7 @@ fn check_accepts_the_bundled_declarations() {
         files,
         [
             "abi/core.toml",
+            "abi/host.toml",
             "abi/link.toml",
             "abi/lto.toml",
             "abi/object.toml",
@@ -90,14 +91,18 @@ fn check_accepts_the_bundled_declarations() {
     );
     assert_eq!(
         report["plugin_abi"][1]["interfaces"],
-        serde_json::json!(["LINK 1.0", "LINK_REGISTRAR 1.0", "LINK_PHASE 1.0"])
+        serde_json::json!(["HOST 1.0", "PHASE_REGISTRAR 1.0"])
     );
     assert_eq!(
         report["plugin_abi"][2]["interfaces"],
+        serde_json::json!(["LINK 1.0", "LINK_REGISTRAR 1.0", "LINK_PHASE 1.0"])
+    );
+    assert_eq!(
+        report["plugin_abi"][3]["interfaces"],
         serde_json::json!(["LTO 1.0", "LTO_REGISTRAR 1.0"])
     );
     assert_eq!(
-        report["plugin_abi"][2]["flags"],
+        report["plugin_abi"][3]["flags"],
         serde_json::json!([
             "NevercLTOOptionFlags",
             "NevercLTOSymbolResolutionFlags",
@@ -153,16 +158,34 @@ fn check_reports_an_abi_enumeration_taken_from_an_unknown_state_machine() {
     assert_eq!(diagnostic["line"], line);
 }
 
+/// NeverC's published schemas have no state machines, so the bundled ABI files (whose link states come from
+/// the phase schema's `link` machine) are checked against them as a located `abi-source` problem; without
+/// ABI files, every published schema is valid.
 #[test]
 fn check_accepts_every_published_neverc_schema() {
     let fixtures = repo().join("tests/fixtures/neverc");
+    let no_abi = scratch!("cli-no-abi");
+    let oldest = fixtures.join("PhaseSchema.d8e95a6.json");
+    let output = run(&["check", "--phase-schema", oldest.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(output.status.code(), Some(1));
+    let report = json(&output);
+    assert_eq!(report["diagnostics"][0]["rule"], "abi-source", "{report}");
+    assert_eq!(report["diagnostics"][0]["file"], "abi/link.toml", "{report}");
     let mut seen = 0;
     for entry in std::fs::read_dir(&fixtures).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_none_or(|ext| ext != "json") {
             continue;
         }
-        let output = run(&["check", "--phase-schema", path.to_str().unwrap(), "--format", "json"]);
+        let output = run(&[
+            "check",
+            "--phase-schema",
+            path.to_str().unwrap(),
+            "--abi",
+            no_abi.to_str().unwrap(),
+            "--format",
+            "json",
+        ]);
         let report = json(&output);
         assert!(!text(&output.stderr).contains("panicked"));
         assert!(output.status.success(), "{}: {}", path.display(), report["diagnostics"]);
@@ -339,6 +362,7 @@ fn gen_headers_writes_the_committed_plugin_headers() {
         names,
         [
             "PluginCore.h",
+            "PluginHost.h",
             "PluginLTO.h",
             "PluginLink.h",
             "PluginObject.h",
