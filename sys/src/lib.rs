@@ -1,11 +1,15 @@
 //! The only crate of neverc-spec with `unsafe` code; every other crate forbids it.
 //!
-//! Today it maps input files into memory, read-only: an input that is mapped is neither zeroed, nor copied,
+//! It maps input files into memory ([`MappedFile`]), and it crosses into plugins written in C ([`plugin`]:
+//! loading their libraries, calling their functions, reading and writing the memory they point at). Input
+//! files are mapped read-only: an input that is mapped is neither zeroed, nor copied,
 //! nor freed, and only the pages the link touches are ever read (an archive's unused members never are).
 //! On the real-programs benchmark this took a glibc static link from 59 to ~50 ms (BENCHMARKS.md).
 //!
 //! Every `unsafe` block carries a `// SAFETY:` line; `unsafe_op_in_unsafe_fn` is denied.
 #![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod plugin;
 
 use std::fs::File;
 use std::io;

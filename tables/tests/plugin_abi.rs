@@ -91,7 +91,10 @@ fn generated_types_refuse_undeclared_values() {
         Some("LTOType"),
         "an alias finds its type"
     );
-    assert_eq!(PARTS.map(|part| part.name), ["core", "host", "link", "lto", "object", "target"]);
+    assert_eq!(
+        PARTS.map(|part| part.name),
+        ["core", "host", "link", "lto", "object", "target"]
+    );
 }
 
 #[test]

@@ -1,0 +1,16 @@
+//! The host side of NeverC's plugin C ABI (`abi/host.toml`, `include/neverc/Plugin/PluginHost.h`): loading a
+//! plugin's shared library, the `neverc_plugin_entry` handshake with its caller-buffer descriptor, the host's
+//! interface lookup, and the phase registrar through which a plugin asks for phases — every request checked
+//! by `check_phase_request`, the same function Rust plugins and manifests go through.
+//!
+//! Every crossing into C goes through `neverc_sys::plugin`; this crate has no `unsafe` code. The contexts the
+//! host hands to C are tokens looked up in a per-thread table, never pointers: a forged or stale context is
+//! refused with a status, and a callback from another thread finds nothing.
+
+mod context;
+mod load;
+mod registrar;
+mod status;
+
+pub use load::{LoadedPlugin, PluginArgument, PluginError, load};
+pub use registrar::{AskedPhase, register_dry_run};

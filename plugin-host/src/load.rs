@@ -1,0 +1,382 @@
+//! Loading a plugin: its library, `neverc_plugin_entry` with the bootstrap, and the descriptor it fills.
+
+use std::ffi::c_void;
+use std::path::{Path, PathBuf};
+
+use neverc_sys::plugin::{CFunction, PluginLibrary, copy_view, write_out};
+use neverc_tables::plugin_abi::ffi;
+use neverc_tables::plugin_abi::host::INTERFACES;
+use neverc_tables::status::StatusCode;
+
+use crate::context::{self, Entry};
+use crate::status::{OK, c_status, code_of, describe};
+
+/// The symbol every plugin exports.
+pub const ENTRY_SYMBOL: &str = "neverc_plugin_entry";
+
+/// The longest plugin id, version, argument name or value the host reads.
+const TEXT_LIMIT: usize = 4096;
+
+/// The largest descriptor a plugin may ask the host to make room for.
+const DESCRIPTOR_LIMIT: usize = 64 * 1024;
+
+type EntryFn = unsafe extern "C" fn(*const ffi::PluginBootstrap, *mut ffi::PluginDescriptor) -> ffi::Status;
+
+/// The registration callback a descriptor names.
+pub(crate) type RegisterFn =
+    unsafe extern "C" fn(*mut c_void, *const ffi::PhaseRegistrarApi, *mut c_void) -> ffi::Status;
+
+type DestroyFn = unsafe extern "C" fn(*mut c_void);
+
+/// One `--plugin-arg ID:NAME[=VALUE]` for a plugin.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PluginArgument {
+    pub name: String,
+    pub value: Option<String>,
+}
+
+/// Why a plugin could not be loaded, with NeverC's status for it.
+#[derive(Debug, thiserror::Error)]
+pub enum PluginError {
+    #[error("cannot load plugin `{path}`: {message}")]
+    Library { path: PathBuf, message: String },
+    #[error("`{path}` is not a NeverC plugin: it exports no `{ENTRY_SYMBOL}` ({message})")]
+    NoEntry { path: PathBuf, message: String },
+    #[error("plugin `{path}`: {ENTRY_SYMBOL} failed with {status}")]
+    Entry { path: PathBuf, status: String },
+    #[error("plugin `{path}`: {message}")]
+    Descriptor {
+        path: PathBuf,
+        code: StatusCode,
+        message: String,
+    },
+    #[error("plugin `{plugin}`: its registration failed with {status}")]
+    Register { plugin: String, status: String },
+}
+
+impl PluginError {
+    /// NeverC's status code for the failure.
+    pub fn code(&self) -> StatusCode {
+        match self {
+            PluginError::Library { .. } | PluginError::NoEntry { .. } => StatusCode::InvalidArgument,
+            PluginError::Entry { .. } | PluginError::Register { .. } => StatusCode::PluginFailure,
+            PluginError::Descriptor { code, .. } => *code,
+        }
+    }
+}
+
+/// What a loaded plugin's host table knows: the plugin's reports.
+pub(crate) struct HostState {
+    pub(crate) reports: Vec<(u32, String)>,
+    /// The address of the host table, which `QueryInterface` hands out for HOST.
+    pub(crate) table: usize,
+}
+
+/// A loaded plugin: its library, who it says it is, and how it registers. Dropping it releases the plugin's
+/// user data (its `DestroyUserData`) and then unloads the library.
+pub struct LoadedPlugin {
+    pub id: String,
+    pub version: String,
+    pub path: PathBuf,
+    pub(crate) register: RegisterFn,
+    pub(crate) user_data: *mut c_void,
+    destroy: Option<DestroyFn>,
+    /// The host table handed out in the bootstrap; the plugin may keep its address while it is loaded.
+    _host: Box<ffi::HostApi>,
+    host_context: *mut c_void,
+    // Declared last: dropped after the user data is released.
+    _library: PluginLibrary,
+}
+
+impl LoadedPlugin {
+    /// What the plugin reported through the host table, with the severity it gave.
+    pub fn reports(&self) -> Vec<(u32, String)> {
+        context::with(self.host_context, |entry| match entry {
+            Entry::Host(state) => state.reports.clone(),
+            Entry::Registration(_) => Vec::new(),
+        })
+        .unwrap_or_default()
+    }
+}
+
+impl Drop for LoadedPlugin {
+    fn drop(&mut self) {
+        if let Some(destroy) = self.destroy {
+            destroy.call((self.user_data,));
+        }
+        context::remove(self.host_context);
+    }
+}
+
+fn interface(name: &str) -> Option<&'static neverc_tables::InterfaceRecord> {
+    INTERFACES.iter().find(|record| record.name == name)
+}
+
+/// `NevercHostAPI.QueryInterface`: this host serves its own table; the link, LTO and target tables come
+/// with the link runtime's C bindings.
+extern "C" fn query_interface(
+    context: *mut c_void,
+    id: ffi::InterfaceId,
+    major: u16,
+    minimum_minor: u16,
+    out_table: *mut *mut c_void,
+) -> ffi::Status {
+    let answer = std::panic::catch_unwind(|| {
+        let known = context::with(context, |entry| matches!(entry, Entry::Host(_))).unwrap_or(false);
+        if !known {
+            return c_status(StatusCode::InvalidArgument);
+        }
+        let Some(host) = interface("HOST") else {
+            return c_status(StatusCode::MissingInterface);
+        };
+        if (id.high, id.low) != (host.id.high, host.id.low) {
+            return c_status(StatusCode::MissingInterface);
+        }
+        if major != host.major || minimum_minor > host.minor {
+            return c_status(StatusCode::VersionMismatch);
+        }
+        let table = context::with(context, |entry| match entry {
+            Entry::Host(state) => state.table,
+            Entry::Registration(_) => 0,
+        })
+        .unwrap_or(0);
+        if !write_out(out_table, table as *mut c_void) {
+            return c_status(StatusCode::InvalidArgument);
+        }
+        OK
+    });
+    let status = answer.unwrap_or_else(|_| c_status(StatusCode::PluginFailure));
+    if status.code != OK.code {
+        write_out(out_table, std::ptr::null_mut());
+    }
+    status
+}
+
+/// `NevercHostAPI.Report`: keeps the plugin's diagnostic for the host to show.
+extern "C" fn report(context: *mut c_void, severity: u32, message: ffi::StringView) -> ffi::Status {
+    let Some(text) = copy_view(message.data.cast(), message.length, TEXT_LIMIT) else {
+        return c_status(StatusCode::InvalidArgument);
+    };
+    let text = String::from_utf8_lossy(&text).into_owned();
+    context::with(context, |entry| match entry {
+        Entry::Host(state) => {
+            state.reports.push((severity, text));
+            OK
+        }
+        Entry::Registration(_) => c_status(StatusCode::InvalidArgument),
+    })
+    .unwrap_or_else(|| c_status(StatusCode::InvalidArgument))
+}
+
+fn header<T>(major: u16, minor: u16) -> ffi::AbiTableHeader {
+    ffi::AbiTableHeader {
+        struct_size: u32::try_from(std::mem::size_of::<T>()).unwrap_or(u32::MAX),
+        major,
+        minor,
+        flags: 0,
+    }
+}
+
+fn view(text: &str) -> ffi::StringView {
+    ffi::StringView {
+        data: text.as_ptr().cast(),
+        length: text.len() as u64,
+    }
+}
+
+/// A buffer for the descriptor: at least a `PluginDescriptor`, aligned for it, zeroed.
+struct DescriptorBuffer {
+    words: Vec<u64>,
+}
+
+impl DescriptorBuffer {
+    fn new(bytes: usize) -> DescriptorBuffer {
+        let bytes = bytes.max(std::mem::size_of::<ffi::PluginDescriptor>());
+        let mut buffer = DescriptorBuffer {
+            words: vec![0; bytes.div_ceil(8)],
+        };
+        let header = header::<ffi::PluginDescriptor>(1, 0);
+        let capacity = u32::try_from(buffer.words.len() * 8).unwrap_or(u32::MAX);
+        write_out(
+            buffer.pointer().cast::<ffi::AbiTableHeader>(),
+            ffi::AbiTableHeader {
+                struct_size: capacity,
+                ..header
+            },
+        );
+        buffer
+    }
+
+    fn pointer(&mut self) -> *mut ffi::PluginDescriptor {
+        self.words.as_mut_ptr().cast()
+    }
+
+    fn read(&mut self) -> Option<ffi::PluginDescriptor> {
+        neverc_sys::plugin::read_in(self.pointer().cast_const())
+    }
+}
+
+/// Loads the plugin at `path`: opens the library, calls `neverc_plugin_entry` with the bootstrap (the host
+/// table and `arguments`) and checks the descriptor it fills. A plugin whose descriptor does not fit answers
+/// `RESOURCE_EXHAUSTED` with the size it needs, and is asked again with a buffer that large (once).
+pub fn load(path: &Path, arguments: &[PluginArgument]) -> Result<LoadedPlugin, PluginError> {
+    let library = PluginLibrary::open(path.as_os_str()).map_err(|error| PluginError::Library {
+        path: path.to_path_buf(),
+        message: error.message,
+    })?;
+    let entry: EntryFn = library.function(ENTRY_SYMBOL).map_err(|error| PluginError::NoEntry {
+        path: path.to_path_buf(),
+        message: error.message,
+    })?;
+    let failed = |code: StatusCode, message: String| PluginError::Descriptor {
+        path: path.to_path_buf(),
+        code,
+        message,
+    };
+    let host_record = interface("HOST").ok_or_else(|| {
+        failed(
+            StatusCode::MissingInterface,
+            "this host's tables declare no HOST interface".to_string(),
+        )
+    })?;
+    let host_context = context::insert(Entry::Host(HostState {
+        reports: Vec::new(),
+        table: 0,
+    }));
+    let host = Box::new(ffi::HostApi {
+        header: header::<ffi::HostApi>(host_record.major, host_record.minor),
+        context: host_context,
+        query_interface: Some(query_interface),
+        report: Some(report),
+    });
+    let address = &*host as *const ffi::HostApi as usize;
+    context::with(host_context, |entry| {
+        if let Entry::Host(state) = entry {
+            state.table = address;
+        }
+    });
+    let owned: Vec<(String, String, bool)> = arguments
+        .iter()
+        .map(|argument| {
+            (
+                argument.name.clone(),
+                argument.value.clone().unwrap_or_default(),
+                argument.value.is_some(),
+            )
+        })
+        .collect();
+    let c_arguments: Vec<ffi::PluginArgument> = owned
+        .iter()
+        .map(|(name, value, has_value)| ffi::PluginArgument {
+            header: header::<ffi::PluginArgument>(host_record.major, host_record.minor),
+            name: view(name),
+            value: view(value),
+            has_value: u32::from(*has_value),
+            reserved: 0,
+        })
+        .collect();
+    let bootstrap = ffi::PluginBootstrap {
+        header: header::<ffi::PluginBootstrap>(host_record.major, host_record.minor),
+        host: &*host,
+        arguments: ffi::StructArrayView {
+            data: c_arguments.as_ptr().cast(),
+            count: c_arguments.len() as u64,
+            element_stride: std::mem::size_of::<ffi::PluginArgument>() as u64,
+        },
+    };
+    let release = |error: PluginError| {
+        context::remove(host_context);
+        error
+    };
+    let mut buffer = DescriptorBuffer::new(0);
+    let mut status = entry.call((&bootstrap, buffer.pointer()));
+    let asked = buffer
+        .read()
+        .map_or(0, |descriptor| descriptor.header.struct_size as usize);
+    if code_of(status) == Some(StatusCode::ResourceExhausted) && asked > buffer.words.len() * 8 {
+        if asked > DESCRIPTOR_LIMIT {
+            return Err(release(failed(
+                StatusCode::ResourceExhausted,
+                format!("its descriptor asks for {asked} bytes; the host allows {DESCRIPTOR_LIMIT}"),
+            )));
+        }
+        buffer = DescriptorBuffer::new(asked);
+        status = entry.call((&bootstrap, buffer.pointer()));
+    }
+    if status.code != OK.code {
+        return Err(release(PluginError::Entry {
+            path: path.to_path_buf(),
+            status: describe(status),
+        }));
+    }
+    let descriptor = buffer
+        .read()
+        .ok_or_else(|| failed(StatusCode::AbiMismatch, "no descriptor".to_string()))
+        .map_err(release)?;
+    check_descriptor(&descriptor, host_record, &failed).map_err(release)?;
+    let text = |view: ffi::StringView, what: &str| -> Result<String, PluginError> {
+        let bytes = copy_view(view.data.cast(), view.length, TEXT_LIMIT).ok_or_else(|| {
+            failed(
+                StatusCode::InvalidDescriptor,
+                format!("its descriptor's {what} is not a view of at most {TEXT_LIMIT} bytes"),
+            )
+        })?;
+        String::from_utf8(bytes).map_err(|_| {
+            failed(
+                StatusCode::InvalidDescriptor,
+                format!("its descriptor's {what} is not UTF-8"),
+            )
+        })
+    };
+    let id = text(descriptor.plugin_id, "PluginID").map_err(release)?;
+    if id.is_empty() {
+        return Err(release(failed(
+            StatusCode::InvalidDescriptor,
+            "its descriptor's PluginID is empty".to_string(),
+        )));
+    }
+    let version = text(descriptor.version, "Version").map_err(release)?;
+    let register = descriptor.register.ok_or_else(|| {
+        release(failed(
+            StatusCode::InvalidDescriptor,
+            format!("plugin `{id}` has no Register callback"),
+        ))
+    })?;
+    Ok(LoadedPlugin {
+        id,
+        version,
+        path: path.to_path_buf(),
+        register,
+        user_data: descriptor.user_data,
+        destroy: descriptor.destroy_user_data,
+        _host: host,
+        host_context,
+        _library: library,
+    })
+}
+
+/// The descriptor's header: at least the structure this host knows, of the host's major version.
+fn check_descriptor(
+    descriptor: &ffi::PluginDescriptor,
+    host: &neverc_tables::InterfaceRecord,
+    failed: &dyn Fn(StatusCode, String) -> PluginError,
+) -> Result<(), PluginError> {
+    let size = descriptor.header.struct_size as usize;
+    let known = std::mem::size_of::<ffi::PluginDescriptor>();
+    if size < known {
+        return Err(failed(
+            StatusCode::AbiMismatch,
+            format!("its descriptor is {size} bytes; a NevercPluginDescriptor is {known}"),
+        ));
+    }
+    if descriptor.header.major != host.major {
+        return Err(failed(
+            StatusCode::VersionMismatch,
+            format!(
+                "its descriptor is of plugin ABI {}.{}; this host speaks {}.{}",
+                descriptor.header.major, descriptor.header.minor, host.major, host.minor
+            ),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,171 @@
+//! The phase registrar (`NevercPhaseRegistrarAPI`): what a plugin asks for during its registration, each
+//! request checked by `check_phase_request` and answered with the status the runtime gives.
+
+use std::ffi::c_void;
+
+use neverc_sys::plugin::CFunction;
+use neverc_tables::PhaseTables;
+use neverc_tables::plugin_abi::ffi;
+use neverc_tables::plugin_abi::host::INTERFACES;
+use neverc_tables::policy::{ObserverPoint, Request, check_phase_request};
+use neverc_tables::status::{Status, StatusCode};
+
+use crate::context::{self, Entry};
+use crate::load::{LoadedPlugin, PluginError};
+use crate::status::{c_result, c_status, describe};
+
+/// One request a plugin made while registering.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AskedPhase {
+    /// The phase's name, or its id (`0xHIGH:0xLOW`) when the tables declare no phase with it.
+    pub phase: String,
+    /// What was asked; `None` for an observer point the tables do not declare.
+    pub request: Option<Request>,
+    /// The host's answer: what the runtime's policy check said.
+    pub answer: Result<(), Status>,
+}
+
+/// A registration in progress: the tables it checks against and what was asked so far.
+pub(crate) struct Registration {
+    tables: &'static PhaseTables,
+    asked: Vec<AskedPhase>,
+}
+
+fn phase_text(tables: &'static PhaseTables, phase: ffi::InterfaceId) -> (Option<&'static str>, String) {
+    match tables.phase_by_id(phase.high, phase.low) {
+        Some(record) => (Some(record.name), record.name.to_string()),
+        None => (None, format!("{:#018x}:{:#018x}", phase.high, phase.low)),
+    }
+}
+
+/// Records one request and answers it.
+fn ask(
+    registrar_context: *mut c_void,
+    phase: ffi::InterfaceId,
+    request: Result<Request, String>,
+    has_callback: bool,
+) -> ffi::Status {
+    let answered = context::with(registrar_context, |entry| {
+        let Entry::Registration(registration) = entry else {
+            return c_status(StatusCode::InvalidArgument);
+        };
+        let tables = registration.tables;
+        let (name, text) = phase_text(tables, phase);
+        let answer = match (&request, name) {
+            (_, None) => Err(Status::new(
+                StatusCode::InvalidArgument,
+                format!("no phase has the id {text}"),
+            )),
+            (Err(message), _) => Err(Status::new(StatusCode::InvalidArgument, message.clone())),
+            (Ok(_), Some(_)) if !has_callback => Err(Status::new(
+                StatusCode::InvalidArgument,
+                format!("a request on `{text}` without a callback"),
+            )),
+            (Ok(request), Some(name)) => check_phase_request(tables, name, *request).map(|_| ()),
+        };
+        let status = c_result(&answer);
+        registration.asked.push(AskedPhase {
+            phase: text,
+            request: request.ok(),
+            answer,
+        });
+        status
+    });
+    answered.unwrap_or_else(|| c_status(StatusCode::InvalidArgument))
+}
+
+fn observer_point(bits: u32) -> Result<Request, String> {
+    [ObserverPoint::Before, ObserverPoint::After, ObserverPoint::AfterCommit]
+        .into_iter()
+        .find(|point| point.point().0 == bits)
+        .map(Request::Observe)
+        .ok_or_else(|| format!("{bits:#x} is not one observer point (NEVERC_PHASE_OBSERVE_*)"))
+}
+
+extern "C" fn observe(
+    _context: *mut c_void,
+    registrar_context: *mut c_void,
+    phase: ffi::InterfaceId,
+    point: u32,
+    observer: ffi::PhaseObserverFn,
+    _user_data: *mut c_void,
+) -> ffi::Status {
+    std::panic::catch_unwind(|| ask(registrar_context, phase, observer_point(point), observer.is_some()))
+        .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
+}
+
+extern "C" fn intercept(
+    _context: *mut c_void,
+    registrar_context: *mut c_void,
+    phase: ffi::InterfaceId,
+    interceptor: ffi::PhaseInterceptorFn,
+    _user_data: *mut c_void,
+) -> ffi::Status {
+    std::panic::catch_unwind(|| ask(registrar_context, phase, Ok(Request::Intercept), interceptor.is_some()))
+        .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
+}
+
+extern "C" fn replace(
+    _context: *mut c_void,
+    registrar_context: *mut c_void,
+    phase: ffi::InterfaceId,
+    provider: ffi::PhaseProviderFn,
+    _user_data: *mut c_void,
+) -> ffi::Status {
+    std::panic::catch_unwind(|| ask(registrar_context, phase, Ok(Request::Replace), provider.is_some()))
+        .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
+}
+
+extern "C" fn skip_with_proof(
+    _context: *mut c_void,
+    registrar_context: *mut c_void,
+    phase: ffi::InterfaceId,
+    skipper: ffi::PhaseSkipperFn,
+    _user_data: *mut c_void,
+) -> ffi::Status {
+    std::panic::catch_unwind(|| ask(registrar_context, phase, Ok(Request::SkipWithProof), skipper.is_some()))
+        .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
+}
+
+/// Runs the plugin's registration against a registrar that records and answers every request without
+/// hooking anything (what `audit --plugin` shows), and returns the requests in the order they were made.
+/// A registration that returns a failure is an error; refused requests are not (the plugin saw the refusal
+/// and may have gone on without it).
+pub fn register_dry_run(plugin: &LoadedPlugin, tables: &'static PhaseTables) -> Result<Vec<AskedPhase>, PluginError> {
+    let record = INTERFACES
+        .iter()
+        .find(|record| record.name == "PHASE_REGISTRAR")
+        .ok_or_else(|| PluginError::Register {
+            plugin: plugin.id.clone(),
+            status: "this host's tables declare no PHASE_REGISTRAR interface".to_string(),
+        })?;
+    let registration = context::insert(Entry::Registration(Registration {
+        tables,
+        asked: Vec::new(),
+    }));
+    let table = ffi::PhaseRegistrarApi {
+        header: ffi::AbiTableHeader {
+            struct_size: u32::try_from(std::mem::size_of::<ffi::PhaseRegistrarApi>()).unwrap_or(u32::MAX),
+            major: record.major,
+            minor: record.minor,
+            flags: 0,
+        },
+        context: registration,
+        observe: Some(observe),
+        intercept: Some(intercept),
+        replace: Some(replace),
+        skip_with_proof: Some(skip_with_proof),
+    };
+    let status = plugin.register.call((plugin.user_data, &table, registration));
+    let asked = match context::remove(registration) {
+        Some(Entry::Registration(registration)) => registration.asked,
+        _ => Vec::new(),
+    };
+    if status.code != 0 {
+        return Err(PluginError::Register {
+            plugin: plugin.id.clone(),
+            status: describe(status),
+        });
+    }
+    Ok(asked)
+}

@@ -1,0 +1,141 @@
+//! Crossing into plugins written in C: loading their shared libraries, calling the functions they export or
+//! hand over, and reading and writing the memory they point at.
+//!
+//! Every function here trusts what a plugin passes as the plugin C ABI promises it (a function pointer of the
+//! declared type, a pointer to as many bytes as it says): a plugin that breaks the ABI can crash the process,
+//! as with any host of native plugins. What the host can check — null pointers, lengths beyond a limit — is
+//! checked here, and the callers check everything else (sizes, versions, handles) before they trust a value.
+
+use std::ffi::OsStr;
+use std::fmt;
+
+/// A plugin's shared library, loaded for as long as the value lives.
+pub struct PluginLibrary {
+    library: libloading::Library,
+}
+
+/// Why a library or one of its functions could not be loaded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LibraryError {
+    /// The dynamic loader's message.
+    pub message: String,
+}
+
+impl fmt::Display for LibraryError {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for LibraryError {}
+
+impl PluginLibrary {
+    /// Loads the shared library at `path` (with `RTLD_NOW`, through `dlopen`).
+    pub fn open(path: &OsStr) -> Result<PluginLibrary, LibraryError> {
+        // SAFETY: loading a library runs its initializers. The user named this library as a plugin, which
+        // is their statement that it is one, as for any host of native plugins.
+        let library = unsafe { libloading::Library::new(path) }.map_err(|error| LibraryError {
+            message: error.to_string(),
+        })?;
+        Ok(PluginLibrary { library })
+    }
+
+    /// The exported function `name`, as the function pointer type `F` the plugin ABI declares for it.
+    pub fn function<F: CFunction>(&self, name: &str) -> Result<F, LibraryError> {
+        let mut symbol = name.as_bytes().to_vec();
+        symbol.push(0);
+        // SAFETY: `F` is a function pointer type (`CFunction` is implemented for nothing else), and the
+        // plugin ABI declares the symbol's type; a library exporting the name with another type breaks it.
+        let found = unsafe { self.library.get::<F>(&symbol) };
+        found.map(|function| *function).map_err(|error| LibraryError {
+            message: error.to_string(),
+        })
+    }
+}
+
+/// A C function pointer the host may call: `unsafe extern "C" fn(A, B, ...) -> R`.
+pub trait CFunction: Copy + private::Sealed {
+    /// The arguments, as a tuple.
+    type Arguments;
+    /// What the function returns.
+    type Output;
+    /// Calls the function.
+    fn call(self, arguments: Self::Arguments) -> Self::Output;
+}
+
+mod private {
+    pub trait Sealed {}
+}
+
+macro_rules! c_function {
+    ($($argument:ident),*) => {
+        impl<R, $($argument),*> private::Sealed for unsafe extern "C" fn($($argument),*) -> R {}
+
+        impl<R, $($argument),*> CFunction for unsafe extern "C" fn($($argument),*) -> R {
+            type Arguments = ($($argument,)*);
+            type Output = R;
+
+            #[allow(non_snake_case)]
+            fn call(self, ($($argument,)*): Self::Arguments) -> R {
+                // SAFETY: the pointer is a function of this type that a plugin exported or handed over (the
+                // ABI declares its type), called with arguments of the declared types; what the plugin
+                // does with them is its side of the ABI.
+                unsafe { self($($argument),*) }
+            }
+        }
+    };
+}
+
+c_function!();
+c_function!(A);
+c_function!(A, B);
+c_function!(A, B, C);
+c_function!(A, B, C, D);
+c_function!(A, B, C, D, E);
+c_function!(A, B, C, D, E, G);
+
+/// Copies the `length` bytes at `data` a plugin handed over (a `StringView` or `ByteView`): `None` when
+/// `data` is null with a non-zero length or the length is above `limit`.
+// The pointers come from plugins, across the trust boundary this module documents: the functions are not
+// `unsafe fn` so that the crates that call them keep forbidding `unsafe` code; the plugin ABI is the contract.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn copy_view(data: *const u8, length: u64, limit: usize) -> Option<Vec<u8>> {
+    let length = usize::try_from(length).ok().filter(|length| *length <= limit)?;
+    if length == 0 {
+        return Some(Vec::new());
+    }
+    if data.is_null() {
+        return None;
+    }
+    // SAFETY: the plugin ABI makes a view's `Data` point at `Length` readable bytes for the duration of the
+    // call that handed it over; they are copied before the call returns.
+    let bytes = unsafe { std::slice::from_raw_parts(data, length) };
+    Some(bytes.to_vec())
+}
+
+/// Writes `value` through an out-parameter a plugin passed; `false` when the pointer is null.
+// The pointers come from plugins, across the trust boundary this module documents: the functions are not
+// `unsafe fn` so that the crates that call them keep forbidding `unsafe` code; the plugin ABI is the contract.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn write_out<T: Copy>(out: *mut T, value: T) -> bool {
+    if out.is_null() {
+        return false;
+    }
+    // SAFETY: the plugin ABI makes an out-parameter point at writable memory for a `T`; it need not be
+    // aligned, so it is written unaligned.
+    unsafe { out.write_unaligned(value) };
+    true
+}
+
+/// Reads the `T` a plugin points at (an input structure); `None` when the pointer is null.
+// The pointers come from plugins, across the trust boundary this module documents: the functions are not
+// `unsafe fn` so that the crates that call them keep forbidding `unsafe` code; the plugin ABI is the contract.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn read_in<T: Copy>(pointer: *const T) -> Option<T> {
+    if pointer.is_null() {
+        return None;
+    }
+    // SAFETY: the plugin ABI makes an input pointer point at a readable `T` for the duration of the call;
+    // it need not be aligned, so it is read unaligned.
+    Some(unsafe { pointer.read_unaligned() })
+}
