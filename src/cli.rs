@@ -114,7 +114,7 @@ pub(crate) struct AuditArgs {
     pub(crate) abi: PathBuf,
     /// An older copy of the ABI directory to diff --abi against; breaking changes fail the audit (exit 5). It is
     /// read with the --baseline schema when one is given (for values taken from its state machines), else with
-    /// --phase-schema.
+    /// --phase-schema. The rules: docs/plugin-abi-format.md, "Compatibility".
     #[arg(long, value_name = "OLD_DIR")]
     pub(crate) abi_baseline: Option<PathBuf>,
     /// A plugin manifest (TOML or JSON) to check against the schema's policy; refusals fail the audit (exit 5).
