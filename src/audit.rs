@@ -1,18 +1,21 @@
-//! `neverc-spec audit`: the sealing audit of a phase schema, a baseline diff, and a plugin manifest check, as
-//! text, JSON, DOT or one HTML page.
+//! `neverc-spec audit`: the sealing audit of a phase schema, baseline diffs of the schema and of the plugin ABI
+//! declarations, and a plugin manifest check, as text, JSON, DOT or one HTML page.
 
 use std::io::Write as _;
 use std::path::Path;
 
 use neverc_audit::AuditReport;
-use neverc_audit::baseline::diff_schemas;
+use neverc_audit::abi_baseline::diff_abi;
+use neverc_audit::baseline::{BaselineDiff, diff_schemas};
 use neverc_audit::manifest::{audit_manifest, parse_manifest};
 use neverc_audit::sealing::audit_sealing;
-use neverc_schema::{PhaseSchemaDocument, SourceText, parse_phase_schema_for_audit};
+use neverc_schema::{
+    LoadedAbiPart, PhaseSchemaDocument, SourceText, load_plugin_abi_with, parse_phase_schema_for_audit, target_files,
+};
 
 use crate::CommandError;
 use crate::cli::{AuditArgs, AuditFormat};
-use crate::render::print_diagnostics;
+use crate::render::{load_failure, print_diagnostics};
 
 /// The text of a schema or manifest file: a regular file of at most [`neverc_userfile::TEXT_LIMIT`] bytes.
 fn read_text(path: &Path) -> Result<String, CommandError> {
@@ -31,6 +34,38 @@ fn read_schema(path: &Path) -> Result<(PhaseSchemaDocument, Vec<neverc_schema::D
     })
 }
 
+/// Reads and validates the ABI declarations of a directory, with the values they take from `phase_schema`.
+fn read_abi(dir: &Path, phase_schema: &PhaseSchemaDocument) -> Result<Vec<LoadedAbiPart>, CommandError> {
+    let files = target_files(dir).map_err(|error| CommandError::Io(error.to_string()))?;
+    if files.is_empty() {
+        return Err(CommandError::Request(format!(
+            "no ABI declarations: `{}` holds no `*.toml`",
+            dir.display()
+        )));
+    }
+    load_plugin_abi_with(&files, phase_schema).map_err(|error| load_failure(error, false).0)
+}
+
+/// The diff of the ABI declarations of `--abi` against `--abi-baseline`; the old ones are read with the old
+/// schema when there is one.
+fn abi_diff(
+    args: &AuditArgs,
+    document: &PhaseSchemaDocument,
+    old_document: Option<&PhaseSchemaDocument>,
+) -> Result<Option<BaselineDiff>, CommandError> {
+    let Some(old_dir) = &args.abi_baseline else {
+        return Ok(None);
+    };
+    let old = read_abi(old_dir, old_document.unwrap_or(document))?;
+    let new = read_abi(&args.abi, document)?;
+    Ok(Some(diff_abi(
+        &old_dir.display().to_string(),
+        &old,
+        &args.abi.display().to_string(),
+        &new,
+    )))
+}
+
 pub(crate) fn run(args: &AuditArgs) -> Result<(), CommandError> {
     if let Some(output) = &args.output {
         let inputs: Vec<(&str, &Path)> = [
@@ -46,7 +81,7 @@ pub(crate) fn run(args: &AuditArgs) -> Result<(), CommandError> {
     let (document, semantic) = read_schema(&args.phase_schema)?;
     let source = args.phase_schema.display().to_string();
     let sealing = audit_sealing(&source, &document, &semantic);
-    let baseline = match &args.baseline {
+    let old_document = match &args.baseline {
         Some(path) => {
             let (old, old_semantic) = read_schema(path)?;
             if !old_semantic.is_empty() {
@@ -56,10 +91,14 @@ pub(crate) fn run(args: &AuditArgs) -> Result<(), CommandError> {
                     old_semantic.len()
                 );
             }
-            Some(diff_schemas(&path.display().to_string(), &old, &source, &document))
+            Some((path.display().to_string(), old))
         }
         None => None,
     };
+    let baseline = old_document
+        .as_ref()
+        .map(|(name, old)| diff_schemas(name, old, &source, &document));
+    let abi_baseline = abi_diff(args, &document, old_document.as_ref().map(|(_, old)| old))?;
     let manifest = match &args.plugin_manifest {
         Some(path) => {
             let file = path.display().to_string();
@@ -81,6 +120,7 @@ pub(crate) fn run(args: &AuditArgs) -> Result<(), CommandError> {
     let report = AuditReport {
         sealing,
         baseline,
+        abi_baseline,
         manifest,
     };
     let rendered = match args.format {
@@ -109,6 +149,13 @@ pub(crate) fn run(args: &AuditArgs) -> Result<(), CommandError> {
         if let Some(diff) = report.baseline.as_ref().filter(|diff| diff.is_breaking()) {
             reasons.push(format!(
                 "{} breaking change(s) against {}",
+                diff.count(neverc_audit::baseline::ChangeClass::Breaking),
+                diff.old
+            ));
+        }
+        if let Some(diff) = report.abi_baseline.as_ref().filter(|diff| diff.is_breaking()) {
+            reasons.push(format!(
+                "{} breaking ABI change(s) against {}",
                 diff.count(neverc_audit::baseline::ChangeClass::Breaking),
                 diff.old
             ));

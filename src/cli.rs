@@ -68,13 +68,18 @@ pub(crate) enum Command {
     /// `neverc-spec ld --help` lists every supported, accepted, ignored and refused option.
     #[command(disable_help_flag = true, disable_version_flag = true)]
     Ld(LdArgs),
-    /// Audit a phase schema: sealed gates, capabilities, invariants, policy smells; diff it against a baseline;
-    /// check a plugin manifest.
+    /// Audit a phase schema: sealed gates, capabilities, invariants, policy smells; diff it and the plugin ABI
+    /// against baselines; check a plugin manifest.
     ///
     /// The sealing audit lists, per domain, the sealed gates and what each guards, every phase's capabilities,
     /// the invariants of validation (and where the schema breaks them), and policy smells worth a human look.
     /// --baseline classifies every change from an older schema as compatible, warning, allowed (the phase was
-    /// experimental) or breaking, like `buf breaking`. --plugin-manifest checks what a plugin asks for with the
+    /// experimental) or breaking, like `buf breaking`. --abi-baseline does the same for the plugin ABI
+    /// declarations (--abi, default `abi/`) against an older copy of that directory: in a stable part, removing
+    /// or reordering fields, slots, values or bits, changing a type, a value's number, a bit's position, an
+    /// interface's id or its major version is breaking; appending a field or slot at the end (the Header's
+    /// StructSize), adding values, bits, types and interfaces, and a minor version bump are compatible; changes
+    /// to an experimental interface are allowed. --plugin-manifest checks what a plugin asks for with the
     /// check the link runtime runs when a plugin registers, so both refuse the same requests with the same
     /// message. Manifest format (TOML, or the same keys in JSON):
     ///
@@ -104,6 +109,14 @@ pub(crate) struct AuditArgs {
     /// An older version of the schema to diff against; breaking changes fail the audit (exit 5).
     #[arg(long, value_name = "OLD.json")]
     pub(crate) baseline: Option<PathBuf>,
+    /// The directory whose `*.toml` files declare the plugin C ABI, diffed against --abi-baseline.
+    #[arg(long, value_name = "DIR", default_value = "abi", requires = "abi_baseline")]
+    pub(crate) abi: PathBuf,
+    /// An older copy of the ABI directory to diff --abi against; breaking changes fail the audit (exit 5). It is
+    /// read with the --baseline schema when one is given (for values taken from its state machines), else with
+    /// --phase-schema. The rules: docs/plugin-abi-format.md, "Compatibility".
+    #[arg(long, value_name = "OLD_DIR")]
+    pub(crate) abi_baseline: Option<PathBuf>,
     /// A plugin manifest (TOML or JSON) to check against the schema's policy; refusals fail the audit (exit 5).
     #[arg(long, value_name = "PATH")]
     pub(crate) plugin_manifest: Option<PathBuf>,

@@ -66,10 +66,11 @@ impl BaselineDiff {
     }
 }
 
-struct Changes(Vec<Change>);
+/// The changes found so far, in the order they were found.
+pub(crate) struct Changes(pub(crate) Vec<Change>);
 
 impl Changes {
-    fn push(&mut self, class: ChangeClass, rule: &'static str, subject: &str, message: String) {
+    pub(crate) fn push(&mut self, class: ChangeClass, rule: &'static str, subject: &str, message: String) {
         self.0.push(Change {
             class,
             rule,

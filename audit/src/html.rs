@@ -72,7 +72,10 @@ pub fn audit_html(report: &AuditReport) -> String {
     invariants(audit, &mut out);
     smells(audit, &mut out);
     if let Some(diff) = &report.baseline {
-        baseline(diff, &mut out);
+        baseline(&BASELINE, diff, &mut out);
+    }
+    if let Some(diff) = &report.abi_baseline {
+        baseline(&ABI_BASELINE, diff, &mut out);
     }
     if let Some(manifest) = &report.manifest {
         manifest_section(manifest, &mut out);
@@ -303,7 +306,10 @@ fn nav(report: &AuditReport, out: &mut String) {
         ("smells", "Smells"),
     ];
     if report.baseline.is_some() {
-        links.push(("baseline", "Baseline diff"));
+        links.push((BASELINE.anchor, BASELINE.title));
+    }
+    if report.abi_baseline.is_some() {
+        links.push((ABI_BASELINE.anchor, ABI_BASELINE.title));
     }
     if report.manifest.is_some() {
         links.push(("manifest", "Manifest"));
@@ -343,14 +349,16 @@ fn hero(report: &AuditReport, out: &mut String) {
         audit.invariants.len(),
         plural(audit.smells.len(), "policy smell", "policy smells"),
     );
-    if let Some(diff) = &report.baseline {
-        let _ = write!(
-            sub,
-            " · baseline {} → {}: {} breaking",
-            diff.old,
-            diff.new,
-            diff.count(ChangeClass::Breaking)
-        );
+    for (word, diff) in [("baseline", &report.baseline), ("ABI baseline", &report.abi_baseline)] {
+        if let Some(diff) = diff {
+            let _ = write!(
+                sub,
+                " · {word} {} → {}: {} breaking",
+                diff.old,
+                diff.new,
+                diff.count(ChangeClass::Breaking)
+            );
+        }
     }
     if let Some(manifest) = &report.manifest {
         let _ = write!(
@@ -381,14 +389,19 @@ fn hero(report: &AuditReport, out: &mut String) {
         "invariants hold",
     );
     card(out, "", audit.smells.len().to_string(), "policy smells");
-    if let Some(diff) = &report.baseline {
-        let breaking = diff.count(ChangeClass::Breaking);
-        card(
-            out,
-            if breaking > 0 { "bad" } else { "good" },
-            breaking.to_string(),
-            "breaking changes",
-        );
+    for (label, diff) in [
+        ("breaking changes", &report.baseline),
+        ("breaking ABI changes", &report.abi_baseline),
+    ] {
+        if let Some(diff) = diff {
+            let breaking = diff.count(ChangeClass::Breaking);
+            card(
+                out,
+                if breaking > 0 { "bad" } else { "good" },
+                breaking.to_string(),
+                label,
+            );
+        }
     }
     if let Some(manifest) = &report.manifest {
         let refused = manifest.violations().count();
@@ -987,18 +1000,41 @@ fn smells(audit: &SealingAudit, out: &mut String) {
     let _ = writeln!(out, "</section>");
 }
 
-fn baseline(diff: &BaselineDiff, out: &mut String) {
-    let _ = writeln!(out, "<section id=\"baseline\">");
+/// The words of one baseline section: the schema's or the plugin ABI's.
+struct BaselineSection {
+    anchor: &'static str,
+    title: &'static str,
+    /// What breaking changes break a promise of.
+    promised_by: &'static str,
+}
+
+const BASELINE: BaselineSection = BaselineSection {
+    anchor: "baseline",
+    title: "Baseline diff",
+    promised_by: "the old schema",
+};
+const ABI_BASELINE: BaselineSection = BaselineSection {
+    anchor: "abi-baseline",
+    title: "ABI baseline diff",
+    promised_by: "the old ABI declarations",
+};
+
+fn baseline(section: &BaselineSection, diff: &BaselineDiff, out: &mut String) {
+    let _ = writeln!(out, "<section id=\"{}\">", section.anchor);
     let _ = writeln!(
         out,
-        "<h2>Baseline diff <code>{}</code> → <code>{}</code></h2>",
+        "<h2>{} <code>{}</code> → <code>{}</code></h2>",
+        section.title,
         escaped(&diff.old),
         escaped(&diff.new)
     );
     let verdict = if diff.is_breaking() {
-        "Breaking changes break a promise of the old schema and fail the audit."
+        format!(
+            "Breaking changes break a promise of {} and fail the audit.",
+            section.promised_by
+        )
     } else {
-        "No breaking change."
+        "No breaking change.".to_string()
     };
     let _ = writeln!(
         out,

@@ -14,7 +14,11 @@ pub fn audit_text(report: &AuditReport) -> String {
     sealing_text(&report.sealing, &mut out);
     if let Some(diff) = &report.baseline {
         out.push('\n');
-        baseline_text(diff, &mut out);
+        baseline_text("Baseline diff", diff, &mut out);
+    }
+    if let Some(diff) = &report.abi_baseline {
+        out.push('\n');
+        baseline_text("ABI baseline diff", diff, &mut out);
     }
     if let Some(manifest) = &report.manifest {
         out.push('\n');
@@ -145,10 +149,11 @@ fn sealing_text(audit: &SealingAudit, out: &mut String) {
     }
 }
 
-fn baseline_text(diff: &BaselineDiff, out: &mut String) {
+/// One baseline diff (of the schema or of the plugin ABI) under its `title`, breaking changes first.
+fn baseline_text(title: &str, diff: &BaselineDiff, out: &mut String) {
     let _ = writeln!(
         out,
-        "Baseline diff {} → {}: {} breaking, {} warning(s), {} compatible, {} allowed (experimental)",
+        "{title} {} → {}: {} breaking, {} warning(s), {} compatible, {} allowed (experimental)",
         diff.old,
         diff.new,
         diff.count(ChangeClass::Breaking),

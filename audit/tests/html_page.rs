@@ -43,6 +43,7 @@ fn report_of(relative: &str, baseline: Option<BaselineDiff>) -> (PhaseSchemaDocu
     let report = AuditReport {
         sealing: audit_sealing(relative, &document, &diagnostics),
         baseline,
+        abi_baseline: None,
         manifest: None,
     };
     (document, report)
@@ -358,6 +359,7 @@ fn page_is_deterministic_and_escapes_text() {
     let report = AuditReport {
         sealing: audit_sealing(source, &document, &diagnostics),
         baseline: None,
+        abi_baseline: None,
         manifest: Some(manifest),
     };
     let page = audit_html(&report);
