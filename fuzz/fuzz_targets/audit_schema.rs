@@ -30,6 +30,7 @@ fuzz_target!(|data: &[u8]| {
     let report = neverc_audit::AuditReport {
         sealing,
         baseline: Some(forward),
+        abi_baseline: None,
         manifest: None,
     };
     let _ = neverc_audit::text::audit_text(&report);
