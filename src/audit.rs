@@ -7,11 +7,12 @@ use std::path::Path;
 use neverc_audit::AuditReport;
 use neverc_audit::abi_baseline::diff_abi;
 use neverc_audit::baseline::{BaselineDiff, diff_schemas};
-use neverc_audit::manifest::{audit_manifest, parse_manifest};
+use neverc_audit::manifest::{PhaseRequests, PluginManifest, audit_manifest, parse_manifest};
 use neverc_audit::sealing::audit_sealing;
 use neverc_schema::{
     LoadedAbiPart, PhaseSchemaDocument, SourceText, load_plugin_abi_with, parse_phase_schema_for_audit, target_files,
 };
+use neverc_tables::policy::Request;
 
 use crate::CommandError;
 use crate::cli::{AuditArgs, AuditFormat};
@@ -66,12 +67,97 @@ fn abi_diff(
     )))
 }
 
+/// The tables a runtime would load from the schema: refused when the schema breaks invariants, since no runtime
+/// would load it.
+fn runtime_tables(
+    source: &str,
+    document: &neverc_schema::PhaseSchemaDocument,
+    semantic: &[neverc_schema::Diagnostic],
+    option: &str,
+) -> Result<&'static neverc_tables::PhaseTables, CommandError> {
+    if !semantic.is_empty() {
+        return Err(CommandError::Request(format!(
+            "cannot check {option}: `{source}` breaks {} invariant(s) of validation, so no runtime would load it \
+             (run without {option} to see them)",
+            semantic.len()
+        )));
+    }
+    neverc_loader::phase_tables_from_document(document).map_err(|error| CommandError::Request(error.to_string()))
+}
+
+/// Loads a C plugin, lets it register with a dry-run registrar and writes what it asked for as a manifest, so
+/// that its requests get the verdicts a manifest's get.
+fn plugin_requests(
+    path: &Path,
+    arguments: &[String],
+    tables: &'static neverc_tables::PhaseTables,
+) -> Result<PluginManifest, CommandError> {
+    let mut parsed = Vec::new();
+    for argument in arguments {
+        let Some((plugin, rest)) = argument.split_once(':') else {
+            return Err(CommandError::Usage(format!(
+                "--plugin-arg `{argument}` is not ID:NAME[=VALUE]"
+            )));
+        };
+        let (name, value) = match rest.split_once('=') {
+            Some((name, value)) => (name, Some(value.to_string())),
+            None => (rest, None),
+        };
+        parsed.push(neverc_plugin_host::PluginArgument {
+            plugin: plugin.to_string(),
+            name: name.to_string(),
+            value,
+        });
+    }
+    let failed =
+        |error: neverc_plugin_host::PluginError| CommandError::Request(format!("{error} ({})", error.code().name()));
+    let plugin = neverc_plugin_host::load(path, &parsed).map_err(failed)?;
+    if let Some(other) = parsed.iter().find(|argument| argument.plugin != plugin.id) {
+        return Err(CommandError::Usage(format!(
+            "--plugin-arg `{}:{}` is for no loaded plugin (the plugin's id is `{}`)",
+            other.plugin, other.name, plugin.id
+        )));
+    }
+    let asked = neverc_plugin_host::register_dry_run(&plugin, tables).map_err(failed)?;
+    let mut phases: Vec<PhaseRequests> = Vec::new();
+    for request in asked {
+        let position = match phases.iter().position(|entry| entry.name == request.phase) {
+            Some(position) => position,
+            None => {
+                phases.push(PhaseRequests {
+                    name: request.phase.clone(),
+                    observe: Vec::new(),
+                    intercept: false,
+                    replace: false,
+                    skip_with_proof: false,
+                });
+                phases.len() - 1
+            }
+        };
+        let entry = &mut phases[position];
+        match (request.request, request.observe_bits) {
+            (Some(Request::Observe(point)), _) => entry.observe.push(point.point().1.to_string()),
+            (None, Some(bits)) => entry.observe.push(format!("{bits:#x}")),
+            (Some(Request::Intercept), _) => entry.intercept = true,
+            (Some(Request::Replace), _) => entry.replace = true,
+            (Some(Request::SkipWithProof), _) => entry.skip_with_proof = true,
+            (None, None) => {}
+        }
+    }
+    Ok(PluginManifest {
+        plugin: plugin.id.clone(),
+        providers: Vec::new(),
+        phases,
+    })
+}
+
 pub(crate) fn run(args: &AuditArgs) -> Result<(), CommandError> {
     if let Some(output) = &args.output {
         let inputs: Vec<(&str, &Path)> = [
             ("--phase-schema", Some(&args.phase_schema)),
             ("--baseline", args.baseline.as_ref()),
             ("--plugin-manifest", args.plugin_manifest.as_ref()),
+            ("--plugin", args.plugin.as_ref()),
         ]
         .into_iter()
         .filter_map(|(role, path)| Some((role, path?.as_path())))
@@ -99,23 +185,20 @@ pub(crate) fn run(args: &AuditArgs) -> Result<(), CommandError> {
         .as_ref()
         .map(|(name, old)| diff_schemas(name, old, &source, &document));
     let abi_baseline = abi_diff(args, &document, old_document.as_ref().map(|(_, old)| old))?;
-    let manifest = match &args.plugin_manifest {
-        Some(path) => {
+    let manifest = match (&args.plugin_manifest, &args.plugin) {
+        (Some(path), _) => {
             let file = path.display().to_string();
             let manifest = parse_manifest(&file, &read_text(path)?)
                 .map_err(|error| CommandError::Request(format!("cannot read the plugin manifest: {error}")))?;
-            if !semantic.is_empty() {
-                return Err(CommandError::Request(format!(
-                    "cannot check the plugin manifest: `{source}` breaks {} invariant(s) of validation, so no \
-                     runtime would load it (run without --plugin-manifest to see them)",
-                    semantic.len()
-                )));
-            }
-            let tables = neverc_loader::phase_tables_from_document(&document)
-                .map_err(|error| CommandError::Request(error.to_string()))?;
+            let tables = runtime_tables(&source, &document, &semantic, "--plugin-manifest")?;
             Some(audit_manifest(&file, &manifest, tables))
         }
-        None => None,
+        (None, Some(path)) => {
+            let tables = runtime_tables(&source, &document, &semantic, "--plugin")?;
+            let manifest = plugin_requests(path, &args.plugin_args, tables)?;
+            Some(audit_manifest(&path.display().to_string(), &manifest, tables))
+        }
+        (None, None) => None,
     };
     let report = AuditReport {
         sealing,

@@ -118,8 +118,17 @@ pub(crate) struct AuditArgs {
     #[arg(long, value_name = "OLD_DIR")]
     pub(crate) abi_baseline: Option<PathBuf>,
     /// A plugin manifest (TOML or JSON) to check against the schema's policy; refusals fail the audit (exit 5).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", conflicts_with = "plugin")]
     pub(crate) plugin_manifest: Option<PathBuf>,
+    /// A plugin built against the C ABI (`include/neverc/Plugin/`): it is loaded, registers with a dry-run
+    /// registrar that hooks nothing, and what it asks for is checked like a manifest's requests (the same
+    /// verdicts); refusals fail the audit (exit 5). A plugin that cannot be loaded is an error naming its status.
+    #[arg(long, value_name = "PATH.so")]
+    pub(crate) plugin: Option<PathBuf>,
+    /// An argument for a plugin, `ID:NAME[=VALUE]` where ID is the plugin's id (repeatable); every plugin is
+    /// handed all of them and reads its own.
+    #[arg(long = "plugin-arg", value_name = "ID:NAME[=VALUE]")]
+    pub(crate) plugin_args: Vec<String>,
     /// text for people, json for machines, dot for Graphviz (state machines and the policy matrix), html for one
     /// self-contained page.
     #[arg(long, value_enum, default_value_t = AuditFormat::Text)]

@@ -28,9 +28,11 @@ pub(crate) type RegisterFn =
 
 type DestroyFn = unsafe extern "C" fn(*mut c_void);
 
-/// One `--plugin-arg ID:NAME[=VALUE]` for a plugin.
+/// One `--plugin-arg ID:NAME[=VALUE]`: every plugin is handed all of them and reads those with its id.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PluginArgument {
+    /// The id of the plugin it is for.
+    pub plugin: String,
     pub name: String,
     pub value: Option<String>,
 }
@@ -255,23 +257,19 @@ pub fn load(path: &Path, arguments: &[PluginArgument]) -> Result<LoadedPlugin, P
             state.table = address;
         }
     });
-    let owned: Vec<(String, String, bool)> = arguments
+    let values: Vec<String> = arguments
         .iter()
-        .map(|argument| {
-            (
-                argument.name.clone(),
-                argument.value.clone().unwrap_or_default(),
-                argument.value.is_some(),
-            )
-        })
+        .map(|argument| argument.value.clone().unwrap_or_default())
         .collect();
-    let c_arguments: Vec<ffi::PluginArgument> = owned
+    let c_arguments: Vec<ffi::PluginArgument> = arguments
         .iter()
-        .map(|(name, value, has_value)| ffi::PluginArgument {
+        .zip(&values)
+        .map(|(argument, value)| ffi::PluginArgument {
             header: header::<ffi::PluginArgument>(host_record.major, host_record.minor),
-            name: view(name),
+            plugin_id: view(&argument.plugin),
+            name: view(&argument.name),
             value: view(value),
-            has_value: u32::from(*has_value),
+            has_value: u32::from(argument.value.is_some()),
             reserved: 0,
         })
         .collect();

@@ -21,6 +21,8 @@ pub struct AskedPhase {
     pub phase: String,
     /// What was asked; `None` for an observer point the tables do not declare.
     pub request: Option<Request>,
+    /// The raw observer point bits of an observe request.
+    pub observe_bits: Option<u32>,
     /// The host's answer: what the runtime's policy check said.
     pub answer: Result<(), Status>,
 }
@@ -42,7 +44,7 @@ fn phase_text(tables: &'static PhaseTables, phase: ffi::InterfaceId) -> (Option<
 fn ask(
     registrar_context: *mut c_void,
     phase: ffi::InterfaceId,
-    request: Result<Request, String>,
+    (request, observe_bits): (Result<Request, String>, Option<u32>),
     has_callback: bool,
 ) -> ffi::Status {
     let answered = context::with(registrar_context, |entry| {
@@ -67,6 +69,7 @@ fn ask(
         registration.asked.push(AskedPhase {
             phase: text,
             request: request.ok(),
+            observe_bits,
             answer,
         });
         status
@@ -90,8 +93,15 @@ extern "C" fn observe(
     observer: ffi::PhaseObserverFn,
     _user_data: *mut c_void,
 ) -> ffi::Status {
-    std::panic::catch_unwind(|| ask(registrar_context, phase, observer_point(point), observer.is_some()))
-        .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
+    std::panic::catch_unwind(|| {
+        ask(
+            registrar_context,
+            phase,
+            (observer_point(point), Some(point)),
+            observer.is_some(),
+        )
+    })
+    .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
 }
 
 extern "C" fn intercept(
@@ -101,8 +111,15 @@ extern "C" fn intercept(
     interceptor: ffi::PhaseInterceptorFn,
     _user_data: *mut c_void,
 ) -> ffi::Status {
-    std::panic::catch_unwind(|| ask(registrar_context, phase, Ok(Request::Intercept), interceptor.is_some()))
-        .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
+    std::panic::catch_unwind(|| {
+        ask(
+            registrar_context,
+            phase,
+            (Ok(Request::Intercept), None),
+            interceptor.is_some(),
+        )
+    })
+    .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
 }
 
 extern "C" fn replace(
@@ -112,8 +129,15 @@ extern "C" fn replace(
     provider: ffi::PhaseProviderFn,
     _user_data: *mut c_void,
 ) -> ffi::Status {
-    std::panic::catch_unwind(|| ask(registrar_context, phase, Ok(Request::Replace), provider.is_some()))
-        .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
+    std::panic::catch_unwind(|| {
+        ask(
+            registrar_context,
+            phase,
+            (Ok(Request::Replace), None),
+            provider.is_some(),
+        )
+    })
+    .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
 }
 
 extern "C" fn skip_with_proof(
@@ -123,8 +147,15 @@ extern "C" fn skip_with_proof(
     skipper: ffi::PhaseSkipperFn,
     _user_data: *mut c_void,
 ) -> ffi::Status {
-    std::panic::catch_unwind(|| ask(registrar_context, phase, Ok(Request::SkipWithProof), skipper.is_some()))
-        .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
+    std::panic::catch_unwind(|| {
+        ask(
+            registrar_context,
+            phase,
+            (Ok(Request::SkipWithProof), None),
+            skipper.is_some(),
+        )
+    })
+    .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
 }
 
 /// Runs the plugin's registration against a registrar that records and answers every request without

@@ -4,14 +4,13 @@
 //! registrar's answers (the runtime's policy check), and hostile plugins refused with NeverC's statuses.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 use neverc_plugin_host::{PluginArgument, PluginError, load, register_dry_run};
 use neverc_tables::BUNDLED_PHASES;
 use neverc_tables::policy::Request;
 use neverc_tables::status::StatusCode;
-use neverc_test_support::repo;
+use neverc_test_support::build_c_plugin;
 
 /// Builds `fixtures/SOURCE` as a shared library with `defines`, once per name.
 fn plugin(source: &str, defines: &[&str]) -> PathBuf {
@@ -23,33 +22,10 @@ fn plugin(source: &str, defines: &[&str]) -> PathBuf {
         defines.iter().map(|define| format!("-{define}")).collect::<String>()
     );
     let output = dir.join(&name);
-    let compiled = Command::new("gcc")
-        .args([
-            "-std=c11",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-pedantic",
-            "-shared",
-            "-fPIC",
-        ])
-        .arg("-I")
-        .arg(repo().join("include"))
-        .args(defines.iter().map(|define| format!("-D{define}")))
-        .arg(
-            Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/fixtures")
-                .join(source),
-        )
-        .arg("-o")
-        .arg(&output)
-        .output()
-        .expect("gcc runs");
-    assert!(
-        compiled.status.success(),
-        "{}",
-        String::from_utf8_lossy(&compiled.stderr)
-    );
+    let source = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(source);
+    build_c_plugin(&source, &output, defines);
     output
 }
 
@@ -60,6 +36,7 @@ fn id_of(phase: &str) -> String {
 
 fn argument(name: &str, value: &str) -> PluginArgument {
     PluginArgument {
+        plugin: "org.example.asker".to_string(),
         name: name.to_string(),
         value: Some(value.to_string()),
     }
@@ -84,8 +61,15 @@ fn a_plugin_is_loaded_asks_for_phases_and_gets_the_runtimes_answers() {
         argument("observe-bits", &format!("3@{commit}")),
         argument("intercept", "0x1:0x2"),
         PluginArgument {
+            plugin: "org.example.asker".to_string(),
             name: "forge".to_string(),
             value: None,
+        },
+        // For another plugin: not read by this one.
+        PluginArgument {
+            plugin: "org.example.other".to_string(),
+            name: "intercept".to_string(),
+            value: Some(commit.clone()),
         },
     ];
     let loaded = load(&path, &arguments).unwrap();

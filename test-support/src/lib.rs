@@ -443,3 +443,33 @@ pub fn spec_parameters_module(count: usize) -> String {
         parameters.join(", ")
     )
 }
+
+/// Builds a plugin written in C against the generated headers (`include/neverc/Plugin/`) as a shared library,
+/// with gcc in strict C11 (`-Wall -Wextra -Werror -pedantic`) and `-D` for each of `defines`; panics with
+/// gcc's messages if it does not compile.
+pub fn build_c_plugin(source: &Path, output: &Path, defines: &[&str]) {
+    let compiled = Command::new("gcc")
+        .args([
+            "-std=c11",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            "-shared",
+            "-fPIC",
+            "-I",
+        ])
+        .arg(repo().join("include"))
+        .args(defines.iter().map(|define| format!("-D{define}")))
+        .arg(source)
+        .arg("-o")
+        .arg(output)
+        .output()
+        .unwrap_or_else(|error| panic!("cannot run gcc: {error}"));
+    assert!(
+        compiled.status.success(),
+        "gcc {}: {}",
+        source.display(),
+        String::from_utf8_lossy(&compiled.stderr)
+    );
+}

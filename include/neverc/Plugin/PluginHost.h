@@ -64,7 +64,7 @@ struct NevercPluginBootstrap {
   NevercABITableHeader Header;
   /** Interface lookup and diagnostics. */
   const NevercHostAPI *Host;
-  /** The user's `--plugin-arg ID:NAME[=VALUE]` for this plugin, as PluginArgument elements. */
+  /** Every `--plugin-arg ID:NAME[=VALUE]` of the command line, as PluginArgument elements: a plugin reads those whose PluginID is its own (it is loaded before the host knows its id). */
   NevercStructArrayView Arguments;
 };
 
@@ -72,6 +72,8 @@ struct NevercPluginBootstrap {
 struct NevercPluginArgument {
   /** The structure's size and version. */
   NevercABITableHeader Header;
+  /** The id of the plugin the argument is for. */
+  NevercStringView PluginID;
   /** The argument's name. */
   NevercStringView Name;
   /** Its value; empty when none was given. */
