@@ -92,33 +92,9 @@ fn plugin_requests(
     arguments: &[String],
     tables: &'static neverc_tables::PhaseTables,
 ) -> Result<PluginManifest, CommandError> {
-    let mut parsed = Vec::new();
-    for argument in arguments {
-        let Some((plugin, rest)) = argument.split_once(':') else {
-            return Err(CommandError::Usage(format!(
-                "--plugin-arg `{argument}` is not ID:NAME[=VALUE]"
-            )));
-        };
-        let (name, value) = match rest.split_once('=') {
-            Some((name, value)) => (name, Some(value.to_string())),
-            None => (rest, None),
-        };
-        parsed.push(neverc_plugin_host::PluginArgument {
-            plugin: plugin.to_string(),
-            name: name.to_string(),
-            value,
-        });
-    }
-    let failed =
-        |error: neverc_plugin_host::PluginError| CommandError::Request(format!("{error} ({})", error.code().name()));
-    let plugin = neverc_plugin_host::load(path, &parsed).map_err(failed)?;
-    if let Some(other) = parsed.iter().find(|argument| argument.plugin != plugin.id) {
-        return Err(CommandError::Usage(format!(
-            "--plugin-arg `{}:{}` is for no loaded plugin (the plugin's id is `{}`)",
-            other.plugin, other.name, plugin.id
-        )));
-    }
-    let asked = neverc_plugin_host::register_dry_run(&plugin, tables).map_err(failed)?;
+    let mut loaded = crate::plugins::load_all(std::slice::from_ref(&path.to_path_buf()), arguments)?;
+    let plugin = loaded.remove(0);
+    let asked = neverc_plugin_host::register_dry_run(&plugin, tables).map_err(crate::plugins::plugin_failure)?;
     let mut phases: Vec<PhaseRequests> = Vec::new();
     for request in asked {
         let position = match phases.iter().position(|entry| entry.name == request.phase) {

@@ -175,6 +175,14 @@ pub(crate) struct LinkArgs {
     /// Print, per phase: policy, who acted, state before and after, duration.
     #[arg(long)]
     pub(crate) trace_phases: bool,
+    /// Load a plugin built against the C ABI (`include/neverc/Plugin/`; repeatable): its observers and
+    /// providers run in the phases they registered for, as the phases' policies allow. What it reports is
+    /// printed as notes; a callback that fails fails the link, naming the plugin, and nothing is written.
+    #[arg(long = "plugin", value_name = "PATH.so")]
+    pub(crate) plugins: Vec<PathBuf>,
+    /// An argument for a plugin, `ID:NAME[=VALUE]` where ID is the plugin's id (repeatable).
+    #[arg(long = "plugin-arg", value_name = "ID:NAME[=VALUE]")]
+    pub(crate) plugin_args: Vec<String>,
     #[command(flatten)]
     pub(crate) lto: LtoArgs,
     /// Objects, archives and LLVM bitcode files (clang -flto), in link order.

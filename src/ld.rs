@@ -147,6 +147,8 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
         options,
         symbol_ordering_file: command.symbol_ordering_file,
         trace_phases: command.trace_phases,
+        plugins: Vec::new(),
+        plugin_args: Vec::new(),
     }
 }
 

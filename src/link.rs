@@ -7,7 +7,7 @@ use neverc_link::LinkPhase;
 use neverc_link::context::{IcfMode, LinkContext, LinkOptions};
 use neverc_link::execute::{LinkError, run_link};
 use neverc_link::ordering::SymbolOrderingPlugin;
-use neverc_link::plugin::Registry;
+use neverc_link::plugin::{LinkPlugin as _, Registry};
 
 use crate::CommandError;
 use crate::cli::{IcfChoice, LinkArgs};
@@ -44,6 +44,8 @@ pub(crate) fn run(args: &LinkArgs) -> Result<(), CommandError> {
         options,
         symbol_ordering_file: args.symbol_ordering_file.clone(),
         trace_phases: args.trace_phases,
+        plugins: args.plugins.clone(),
+        plugin_args: args.plugin_args.clone(),
     })
 }
 
@@ -54,6 +56,10 @@ pub(crate) struct LinkRequest {
     pub(crate) symbol_ordering_file: Option<PathBuf>,
     /// `--trace-phases`: print every phase as it ran.
     pub(crate) trace_phases: bool,
+    /// `--plugin`: C plugins to load, in order.
+    pub(crate) plugins: Vec<PathBuf>,
+    /// `--plugin-arg ID:NAME[=VALUE]`, for every plugin.
+    pub(crate) plugin_args: Vec<String>,
 }
 
 /// Runs one link: the one path of `neverc-spec link` and `neverc-spec ld`.
@@ -62,6 +68,8 @@ pub(crate) fn link(request: LinkRequest) -> Result<(), CommandError> {
         options,
         symbol_ordering_file,
         trace_phases,
+        plugins,
+        plugin_args,
     } = request;
     // Refused before the link runs, so that nothing is read twice or written at all.
     let mut outputs = vec![("-o", options.output.as_path())];
@@ -76,6 +84,7 @@ pub(crate) fn link(request: LinkRequest) -> Result<(), CommandError> {
             .as_deref()
             .map(|path| ("--symbol-ordering-file", path)),
     );
+    inputs.extend(plugins.iter().map(|path| ("--plugin", path.as_path())));
     neverc_output::check_distinct(&outputs, &inputs)?;
     let mut registry = Registry::default();
     if let Some(path) = &symbol_ordering_file {
@@ -86,15 +95,24 @@ pub(crate) fn link(request: LinkRequest) -> Result<(), CommandError> {
             .register(&neverc_tables::BUNDLED_PHASES, &mut plugin)
             .map_err(|status| CommandError::Internal(status.to_string()))?;
     }
+    let c_plugins = crate::plugins::load_all(&plugins, &plugin_args)?;
+    let mut c_plugins: Vec<neverc_plugin_host::CPlugin> =
+        c_plugins.into_iter().map(neverc_plugin_host::CPlugin::new).collect();
+    for plugin in &mut c_plugins {
+        registry
+            .register(&neverc_tables::BUNDLED_PHASES, plugin)
+            .map_err(|status| CommandError::Request(format!("plugin `{}`: {status}", plugin.name())))?;
+    }
     let mut context = LinkContext::new(options);
-    let trace =
-        run_link(&mut context, &neverc_tables::BUNDLED_PHASES, &mut registry).map_err(|error| match &error {
-            // Files that cannot be read or written are I/O failures (exit status 3).
-            LinkError::Phase(phase) if phase.io || matches!(phase.phase, LinkPhase::InputProbe | LinkPhase::Commit) => {
-                CommandError::Io(format!("link failed: {error}"))
-            }
-            _ => CommandError::Request(format!("link failed: {error}")),
-        })?;
+    let linked = run_link(&mut context, &neverc_tables::BUNDLED_PHASES, &mut registry);
+    crate::plugins::print_reports(&c_plugins);
+    let trace = linked.map_err(|error| match &error {
+        // Files that cannot be read or written are I/O failures (exit status 3).
+        LinkError::Phase(phase) if phase.io || matches!(phase.phase, LinkPhase::InputProbe | LinkPhase::Commit) => {
+            CommandError::Io(format!("link failed: {error}"))
+        }
+        _ => CommandError::Request(format!("link failed: {error}")),
+    })?;
     for warning in &context.warnings {
         errln!("warning: {warning}");
     }

@@ -30,6 +30,7 @@ mod conformance;
 mod gen_files;
 mod ld;
 mod link;
+mod plugins;
 mod render;
 mod resolve;
 mod targets;

@@ -63,6 +63,11 @@ pub struct Registrar<'r> {
 }
 
 impl Registrar<'_> {
+    /// The phase tables the plugin registers against.
+    pub fn tables(&self) -> &'static PhaseTables {
+        self.tables
+    }
+
     fn phase_index(&self, record: &PhaseRecord) -> usize {
         self.tables
             .phases

@@ -8,9 +8,11 @@
 //! refused with a status, and a callback from another thread finds nothing.
 
 mod context;
+mod link;
 mod load;
 mod registrar;
 mod status;
 
+pub use link::CPlugin;
 pub use load::{LoadedPlugin, PluginArgument, PluginError, load};
 pub use registrar::{AskedPhase, register_dry_run};

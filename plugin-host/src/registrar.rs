@@ -27,10 +27,21 @@ pub struct AskedPhase {
     pub answer: Result<(), Status>,
 }
 
+/// A callback a plugin registered, with its user data.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Hook {
+    Observer(ffi::PhaseObserverFn, *mut c_void),
+    Provider(ffi::PhaseProviderFn, *mut c_void),
+    /// Interceptors and skippers, which this host does not run yet.
+    Unsupported,
+}
+
 /// A registration in progress: the tables it checks against and what was asked so far.
 pub(crate) struct Registration {
     tables: &'static PhaseTables,
-    asked: Vec<AskedPhase>,
+    /// Whether the hooks will run (a link), not only be shown (an audit).
+    live: bool,
+    pub(crate) asked: Vec<(AskedPhase, Hook)>,
 }
 
 fn phase_text(tables: &'static PhaseTables, phase: ffi::InterfaceId) -> (Option<&'static str>, String) {
@@ -45,8 +56,9 @@ fn ask(
     registrar_context: *mut c_void,
     phase: ffi::InterfaceId,
     (request, observe_bits): (Result<Request, String>, Option<u32>),
-    has_callback: bool,
+    hook: Option<Hook>,
 ) -> ffi::Status {
+    let has_callback = hook.is_some();
     let answered = context::with(registrar_context, |entry| {
         let Entry::Registration(registration) = entry else {
             return c_status(StatusCode::InvalidArgument);
@@ -63,15 +75,24 @@ fn ask(
                 StatusCode::InvalidArgument,
                 format!("a request on `{text}` without a callback"),
             )),
-            (Ok(request), Some(name)) => check_phase_request(tables, name, *request).map(|_| ()),
+            (Ok(request), Some(name)) => check_phase_request(tables, name, *request).and_then(|_| match hook {
+                Some(Hook::Unsupported) if registration.live => Err(Status::new(
+                    StatusCode::CapabilityUnavailable,
+                    format!("this host does not run C interceptors or skippers yet; `{name}` allows the request"),
+                )),
+                _ => Ok(()),
+            }),
         };
         let status = c_result(&answer);
-        registration.asked.push(AskedPhase {
-            phase: text,
-            request: request.ok(),
-            observe_bits,
-            answer,
-        });
+        registration.asked.push((
+            AskedPhase {
+                phase: text,
+                request: request.ok(),
+                observe_bits,
+                answer,
+            },
+            hook.unwrap_or(Hook::Unsupported),
+        ));
         status
     });
     answered.unwrap_or_else(|| c_status(StatusCode::InvalidArgument))
@@ -91,14 +112,14 @@ extern "C" fn observe(
     phase: ffi::InterfaceId,
     point: u32,
     observer: ffi::PhaseObserverFn,
-    _user_data: *mut c_void,
+    user_data: *mut c_void,
 ) -> ffi::Status {
     std::panic::catch_unwind(|| {
         ask(
             registrar_context,
             phase,
             (observer_point(point), Some(point)),
-            observer.is_some(),
+            observer.is_some().then_some(Hook::Observer(observer, user_data)),
         )
     })
     .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
@@ -116,7 +137,7 @@ extern "C" fn intercept(
             registrar_context,
             phase,
             (Ok(Request::Intercept), None),
-            interceptor.is_some(),
+            interceptor.is_some().then_some(Hook::Unsupported),
         )
     })
     .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
@@ -127,14 +148,14 @@ extern "C" fn replace(
     registrar_context: *mut c_void,
     phase: ffi::InterfaceId,
     provider: ffi::PhaseProviderFn,
-    _user_data: *mut c_void,
+    user_data: *mut c_void,
 ) -> ffi::Status {
     std::panic::catch_unwind(|| {
         ask(
             registrar_context,
             phase,
             (Ok(Request::Replace), None),
-            provider.is_some(),
+            provider.is_some().then_some(Hook::Provider(provider, user_data)),
         )
     })
     .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
@@ -152,7 +173,7 @@ extern "C" fn skip_with_proof(
             registrar_context,
             phase,
             (Ok(Request::SkipWithProof), None),
-            skipper.is_some(),
+            skipper.is_some().then_some(Hook::Unsupported),
         )
     })
     .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
@@ -163,6 +184,18 @@ extern "C" fn skip_with_proof(
 /// A registration that returns a failure is an error; refused requests are not (the plugin saw the refusal
 /// and may have gone on without it).
 pub fn register_dry_run(plugin: &LoadedPlugin, tables: &'static PhaseTables) -> Result<Vec<AskedPhase>, PluginError> {
+    Ok(run_registration(plugin, tables, false)?
+        .into_iter()
+        .map(|(asked, _)| asked)
+        .collect())
+}
+
+/// Runs the plugin's registration and returns every request with its answer and the callback it named.
+pub(crate) fn run_registration(
+    plugin: &LoadedPlugin,
+    tables: &'static PhaseTables,
+    live: bool,
+) -> Result<Vec<(AskedPhase, Hook)>, PluginError> {
     let record = INTERFACES
         .iter()
         .find(|record| record.name == "PHASE_REGISTRAR")
@@ -172,6 +205,7 @@ pub fn register_dry_run(plugin: &LoadedPlugin, tables: &'static PhaseTables) -> 
         })?;
     let registration = context::insert(Entry::Registration(Registration {
         tables,
+        live,
         asked: Vec::new(),
     }));
     let table = ffi::PhaseRegistrarApi {
