@@ -1,8 +1,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! `neverc-spec link --plugin PATH.so`: a plugin written in C against the generated headers observes every
-//! transition of a real link (a program with gcc objects and LLVM bitcode) before and after, in the order
-//! the phases run; the program still runs. An observer that fails fails the link naming the plugin and its
-//! status, and the previous output stays as it was.
+//! `neverc-spec link --plugin PATH.so`: plugins written in C against the generated headers, on a real link (a
+//! program with gcc objects and LLVM bitcode). An observer sees every transition before and after, in the
+//! order the phases run; an interceptor wraps every interceptable transition through its continuation and
+//! the output is byte-identical to the link without it; a continuation called twice or with a forged context
+//! is refused; a skipper skips `relocate` only with the proof it was offered. A failing observer fails the
+//! link naming the plugin and its status, and the previous output stays as it was.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -97,4 +99,147 @@ fn a_failing_c_observer_fails_the_link_and_leaves_the_old_output() {
     // The first transition's AFTER observer failed: the link stopped there.
     assert!(stderr.contains(transitions()[0].0), "{stderr}");
     assert_eq!(std::fs::read(&output).unwrap(), b"the previous output");
+}
+
+fn chain(dir: &Path, defines: &[&str]) -> PathBuf {
+    let output = dir.join(format!("chain{}.so", defines.join("-")));
+    build_c_plugin(&repo().join("plugin-host/tests/fixtures/chain.c"), &output, defines);
+    output
+}
+
+fn id(phase: &str) -> String {
+    let record = neverc_tables::BUNDLED_PHASES.phase_by_name(phase).unwrap();
+    format!("{:#x}:{:#x}", record.id.high, record.id.low)
+}
+
+fn low(phase: &str) -> String {
+    format!(
+        "{:#x}",
+        neverc_tables::BUNDLED_PHASES.phase_by_name(phase).unwrap().id.low
+    )
+}
+
+/// Links the fixture program with `plugin` (if any) and `org.example.chain` arguments.
+fn link_with(plugin: Option<&Path>, arguments: &[String], output: &Path) -> Output {
+    let inputs = neverc_conformance::fixture_link_inputs(Path::new(env!("CARGO_TARGET_TMPDIR"))).unwrap();
+    let mut command = Command::new(BIN);
+    command
+        .arg("link")
+        .arg("-o")
+        .arg(output)
+        .args(&inputs)
+        .arg("--trace-phases");
+    if let Some(plugin) = plugin {
+        command.arg("--plugin").arg(plugin);
+    }
+    for argument in arguments {
+        command.arg("--plugin-arg").arg(format!("org.example.chain:{argument}"));
+    }
+    command.output().unwrap()
+}
+
+fn notes(output: &Output) -> Vec<String> {
+    text(&output.stderr)
+        .lines()
+        .filter_map(|line| line.strip_prefix("note: plugin `org.example.chain`: "))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The actor column of `phase` in the trace.
+fn actor(output: &Output, phase: &str) -> String {
+    let stdout = text(&output.stdout);
+    let line = stdout
+        .lines()
+        .find(|line| line.starts_with(&format!("{phase} ")))
+        .unwrap_or_default();
+    line.split_whitespace().nth(2).unwrap_or_default().to_string()
+}
+
+#[test]
+fn a_c_interceptor_wraps_every_transition_and_changes_no_byte() {
+    let dir = scratch!("c-plugin-interceptor");
+    let plain = dir.join("plain.out");
+    assert!(link_with(None, &[], &plain).status.success());
+    let transitions = transitions();
+    let arguments: Vec<String> = transitions.iter().map(|(_, id)| format!("intercept={id}")).collect();
+    let wrapped = dir.join("wrapped.out");
+    let linked = link_with(Some(&chain(&dir, &[])), &arguments, &wrapped);
+    assert!(linked.status.success(), "{}", text(&linked.stderr));
+    let seen = notes(&linked);
+    for (phase, _) in &transitions {
+        assert!(
+            seen.contains(&format!("continued {} -> 0", low(phase))),
+            "{phase}: {seen:?}"
+        );
+        assert_eq!(actor(&linked, phase), "builtin", "{phase}");
+    }
+    assert_eq!(std::fs::read(&plain).unwrap(), std::fs::read(&wrapped).unwrap());
+}
+
+#[test]
+fn a_continuation_runs_once_and_only_for_its_own_context() {
+    let dir = scratch!("c-plugin-continuation");
+    let gc = low("neverc.link.gc");
+    let twice = link_with(
+        Some(&chain(&dir, &["MODE_TWICE"])),
+        &[format!("intercept={}", id("neverc.link.gc"))],
+        &dir.join("a.out"),
+    );
+    assert!(twice.status.success(), "{}", text(&twice.stderr));
+    let invalid_state = neverc_tables::status::StatusCode::InvalidState.raw();
+    assert!(
+        notes(&twice).contains(&format!("again {gc} -> {invalid_state}")),
+        "{:?}",
+        notes(&twice)
+    );
+
+    let forged = link_with(
+        Some(&chain(&dir, &["MODE_FORGE"])),
+        &[format!("intercept={}", id("neverc.link.gc"))],
+        &dir.join("b.out"),
+    );
+    assert!(forged.status.success(), "{}", text(&forged.stderr));
+    let invalid_argument = neverc_tables::status::StatusCode::InvalidArgument.raw();
+    assert!(
+        notes(&forged).contains(&format!("forged continue {gc} -> {invalid_argument}")),
+        "{:?}",
+        notes(&forged)
+    );
+
+    // Without calling its continuation the interceptor takes the phase's place.
+    let instead = link_with(
+        Some(&chain(&dir, &["MODE_TAKE_PLACE"])),
+        &[format!("intercept={}", id("neverc.link.gc"))],
+        &dir.join("c.out"),
+    );
+    assert!(instead.status.success(), "{}", text(&instead.stderr));
+    assert_eq!(actor(&instead, "neverc.link.gc"), "interceptor");
+}
+
+#[test]
+fn a_c_skipper_skips_relocate_only_with_the_offered_proof() {
+    let dir = scratch!("c-plugin-skipper");
+    let relocate = id("neverc.link.relocate");
+    // A made-up handle is not the proof: relocate runs.
+    let forged = link_with(
+        Some(&chain(&dir, &["MODE_FORGE"])),
+        &[format!("skip={relocate}")],
+        &dir.join("a.out"),
+    );
+    assert!(forged.status.success(), "{}", text(&forged.stderr));
+    assert!(notes(&forged).contains(&format!("offered {} -> 1", low("neverc.link.relocate"))));
+    assert_eq!(actor(&forged, "neverc.link.relocate"), "builtin");
+    // The offered proof skips it; this skipper publishes nothing, so the image has no relocated sections.
+    let skipped = link_with(
+        Some(&chain(&dir, &[])),
+        &[format!("skip={relocate}")],
+        &dir.join("b.out"),
+    );
+    assert_eq!(skipped.status.code(), Some(1));
+    assert!(
+        text(&skipped.stderr).contains("needs the relocated sections, which neverc.link.relocate has not produced"),
+        "{}",
+        text(&skipped.stderr)
+    );
 }

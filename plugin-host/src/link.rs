@@ -1,9 +1,15 @@
 //! A loaded C plugin as a plugin of the link runtime: its registration runs against a live registrar, and
-//! the observers and providers it registers are called with a `NevercPhaseFrame` when their phase runs.
+//! the observers, interceptors, providers and skippers it registers are called with a `NevercPhaseFrame`
+//! when their phase runs. An interceptor's continuation is the rest of the chain, lent to C for the call
+//! (`neverc_sys::scoped`); a skipper is offered the current proof as a handle valid for the call.
+
+use std::any::Any;
+use std::ffi::c_void;
 
 use neverc_link::frame::PhaseFrame;
 use neverc_link::plugin::{LinkPlugin, Registrar};
 use neverc_sys::plugin::CFunction;
+use neverc_sys::scoped::CallError;
 use neverc_tables::PhaseTables;
 use neverc_tables::plugin_abi::ffi;
 use neverc_tables::policy::Request;
@@ -11,7 +17,25 @@ use neverc_tables::status::{Status, StatusCode};
 
 use crate::load::LoadedPlugin;
 use crate::registrar::{Hook, run_registration};
-use crate::status::{code_of, describe};
+use crate::status::{c_result, c_status, code_of, describe};
+
+/// The owner of the proof handles offered to skippers: one handle per offer, never valid afterwards.
+const PROOF_OWNER: u64 = 0x4e43_5052_4f4f_4601;
+
+/// `NevercPhaseContinueFn`: runs the rest of the chain lent under the context's token. A token that is not
+/// lent is INVALID_ARGUMENT; a chain that is running (the continuation called from inside itself) is
+/// REENTRANCY_DENIED; a second call is the chain's own INVALID_STATE.
+extern "C" fn continue_chain(continue_context: *mut c_void, _frame: *const ffi::PhaseFrame) -> ffi::Status {
+    std::panic::catch_unwind(|| {
+        let mut slot: Option<ffi::Status> = None;
+        match neverc_sys::scoped::call(continue_context as usize as u64, &mut slot) {
+            Ok(()) => slot.unwrap_or_else(|| c_status(StatusCode::InvalidState)),
+            Err(CallError::Unknown) => c_status(StatusCode::InvalidArgument),
+            Err(CallError::Busy) => c_status(StatusCode::ReentrancyDenied),
+        }
+    })
+    .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
+}
 
 /// A C plugin the link runtime calls.
 pub struct CPlugin {
@@ -70,8 +94,8 @@ impl LinkPlugin for CPlugin {
 
     fn register(&mut self, registrar: &mut Registrar<'_>) -> Result<(), Status> {
         let tables = registrar.tables();
-        let asked = run_registration(&self.plugin, tables, true)
-            .map_err(|error| Status::new(error.code(), error.to_string()))?;
+        let asked =
+            run_registration(&self.plugin, tables).map_err(|error| Status::new(error.code(), error.to_string()))?;
         for (asked, hook) in asked {
             if asked.answer.is_err() {
                 continue;
@@ -97,6 +121,55 @@ impl LinkPlugin for CPlugin {
                         Box::new(move |frame| {
                             let c_frame = c_frame(tables, frame);
                             answer(&id, "provider", provider.call((user_data, &c_frame)))
+                        }),
+                    )?;
+                }
+                (Some(Request::Intercept), Hook::Interceptor(Some(interceptor), user_data)) => {
+                    registrar.intercept(
+                        phase,
+                        Box::new(move |frame, next| {
+                            let c_frame = c_frame(tables, frame);
+                            let mut chain: Option<Result<(), Status>> = None;
+                            let status = {
+                                let mut body = |slot: &mut dyn Any| {
+                                    let result = next(frame);
+                                    if let Some(slot) = slot.downcast_mut::<Option<ffi::Status>>() {
+                                        *slot = Some(c_result(&result));
+                                    }
+                                    chain.get_or_insert(result);
+                                };
+                                neverc_sys::scoped::lend(&mut body, |token| {
+                                    let continuation: ffi::PhaseContinueFn = Some(continue_chain);
+                                    interceptor.call((user_data, &c_frame, continuation, token as usize as *mut c_void))
+                                })
+                            };
+                            match (answer(&id, "interceptor", status), chain) {
+                                (Ok(()), _) => Ok(()),
+                                // The chain's own failure, as the runtime reported it.
+                                (Err(_), Some(Err(failure))) => Err(failure),
+                                (Err(failure), _) => Err(failure),
+                            }
+                        }),
+                    )?;
+                }
+                (Some(Request::SkipWithProof), Hook::Skipper(Some(skipper), user_data)) => {
+                    let mut offers = 0u64;
+                    registrar.skip_with_proof(
+                        phase,
+                        Box::new(move |frame, offered| {
+                            let c_frame = c_frame(tables, frame);
+                            offers += 1;
+                            let handle = match offered {
+                                Some(_) => ffi::Handle {
+                                    owner: PROOF_OWNER,
+                                    value: offers,
+                                },
+                                None => ffi::Handle::default(),
+                            };
+                            let mut claimed = ffi::Handle::default();
+                            let status = skipper.call((user_data, &c_frame, handle, &mut claimed as *mut ffi::Handle));
+                            // Only the handle offered in this call stands for the current proof.
+                            offered.filter(|_| status.code == 0 && claimed == handle)
                         }),
                     )?;
                 }

@@ -32,15 +32,15 @@ pub struct AskedPhase {
 pub(crate) enum Hook {
     Observer(ffi::PhaseObserverFn, *mut c_void),
     Provider(ffi::PhaseProviderFn, *mut c_void),
-    /// Interceptors and skippers, which this host does not run yet.
-    Unsupported,
+    Interceptor(ffi::PhaseInterceptorFn, *mut c_void),
+    Skipper(ffi::PhaseSkipperFn, *mut c_void),
+    /// A request without a callback (refused).
+    None,
 }
 
 /// A registration in progress: the tables it checks against and what was asked so far.
 pub(crate) struct Registration {
     tables: &'static PhaseTables,
-    /// Whether the hooks will run (a link), not only be shown (an audit).
-    live: bool,
     pub(crate) asked: Vec<(AskedPhase, Hook)>,
 }
 
@@ -75,13 +75,7 @@ fn ask(
                 StatusCode::InvalidArgument,
                 format!("a request on `{text}` without a callback"),
             )),
-            (Ok(request), Some(name)) => check_phase_request(tables, name, *request).and_then(|_| match hook {
-                Some(Hook::Unsupported) if registration.live => Err(Status::new(
-                    StatusCode::CapabilityUnavailable,
-                    format!("this host does not run C interceptors or skippers yet; `{name}` allows the request"),
-                )),
-                _ => Ok(()),
-            }),
+            (Ok(request), Some(name)) => check_phase_request(tables, name, *request).map(|_| ()),
         };
         let status = c_result(&answer);
         registration.asked.push((
@@ -91,7 +85,7 @@ fn ask(
                 observe_bits,
                 answer,
             },
-            hook.unwrap_or(Hook::Unsupported),
+            hook.unwrap_or(Hook::None),
         ));
         status
     });
@@ -130,14 +124,16 @@ extern "C" fn intercept(
     registrar_context: *mut c_void,
     phase: ffi::InterfaceId,
     interceptor: ffi::PhaseInterceptorFn,
-    _user_data: *mut c_void,
+    user_data: *mut c_void,
 ) -> ffi::Status {
     std::panic::catch_unwind(|| {
         ask(
             registrar_context,
             phase,
             (Ok(Request::Intercept), None),
-            interceptor.is_some().then_some(Hook::Unsupported),
+            interceptor
+                .is_some()
+                .then_some(Hook::Interceptor(interceptor, user_data)),
         )
     })
     .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
@@ -166,14 +162,14 @@ extern "C" fn skip_with_proof(
     registrar_context: *mut c_void,
     phase: ffi::InterfaceId,
     skipper: ffi::PhaseSkipperFn,
-    _user_data: *mut c_void,
+    user_data: *mut c_void,
 ) -> ffi::Status {
     std::panic::catch_unwind(|| {
         ask(
             registrar_context,
             phase,
             (Ok(Request::SkipWithProof), None),
-            skipper.is_some().then_some(Hook::Unsupported),
+            skipper.is_some().then_some(Hook::Skipper(skipper, user_data)),
         )
     })
     .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
@@ -184,7 +180,7 @@ extern "C" fn skip_with_proof(
 /// A registration that returns a failure is an error; refused requests are not (the plugin saw the refusal
 /// and may have gone on without it).
 pub fn register_dry_run(plugin: &LoadedPlugin, tables: &'static PhaseTables) -> Result<Vec<AskedPhase>, PluginError> {
-    Ok(run_registration(plugin, tables, false)?
+    Ok(run_registration(plugin, tables)?
         .into_iter()
         .map(|(asked, _)| asked)
         .collect())
@@ -194,7 +190,6 @@ pub fn register_dry_run(plugin: &LoadedPlugin, tables: &'static PhaseTables) -> 
 pub(crate) fn run_registration(
     plugin: &LoadedPlugin,
     tables: &'static PhaseTables,
-    live: bool,
 ) -> Result<Vec<(AskedPhase, Hook)>, PluginError> {
     let record = INTERFACES
         .iter()
@@ -205,7 +200,6 @@ pub(crate) fn run_registration(
         })?;
     let registration = context::insert(Entry::Registration(Registration {
         tables,
-        live,
         asked: Vec::new(),
     }));
     let table = ffi::PhaseRegistrarApi {

@@ -10,6 +10,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod plugin;
+pub mod scoped;
 
 use std::fs::File;
 use std::io;
