@@ -181,40 +181,28 @@ fn a_c_interceptor_wraps_every_transition_and_changes_no_byte() {
 fn a_continuation_runs_once_and_only_for_its_own_context() {
     let dir = scratch!("c-plugin-continuation");
     let gc = low("neverc.link.gc");
-    let twice = link_with(
-        Some(&chain(&dir, &["MODE_TWICE"])),
-        &[format!("intercept={}", id("neverc.link.gc"))],
-        &dir.join("a.out"),
-    );
-    assert!(twice.status.success(), "{}", text(&twice.stderr));
-    let invalid_state = neverc_tables::status::StatusCode::InvalidState.raw();
+    // Links with the interceptor compiled in `mode` on gc; the link succeeds.
+    let intercept_gc = |mode: &str| {
+        let linked = link_with(
+            Some(&chain(&dir, &[mode])),
+            &[format!("intercept={}", id("neverc.link.gc"))],
+            &dir.join(format!("{mode}.out")),
+        );
+        assert!(linked.status.success(), "{mode}: {}", text(&linked.stderr));
+        linked
+    };
+    use neverc_tables::status::StatusCode;
+    let twice = notes(&intercept_gc("MODE_TWICE"));
+    let invalid_state = StatusCode::InvalidState.raw();
+    assert!(twice.contains(&format!("again {gc} -> {invalid_state}")), "{twice:?}");
+    let forged = notes(&intercept_gc("MODE_FORGE"));
+    let invalid_argument = StatusCode::InvalidArgument.raw();
     assert!(
-        notes(&twice).contains(&format!("again {gc} -> {invalid_state}")),
-        "{:?}",
-        notes(&twice)
+        forged.contains(&format!("forged continue {gc} -> {invalid_argument}")),
+        "{forged:?}"
     );
-
-    let forged = link_with(
-        Some(&chain(&dir, &["MODE_FORGE"])),
-        &[format!("intercept={}", id("neverc.link.gc"))],
-        &dir.join("b.out"),
-    );
-    assert!(forged.status.success(), "{}", text(&forged.stderr));
-    let invalid_argument = neverc_tables::status::StatusCode::InvalidArgument.raw();
-    assert!(
-        notes(&forged).contains(&format!("forged continue {gc} -> {invalid_argument}")),
-        "{:?}",
-        notes(&forged)
-    );
-
     // Without calling its continuation the interceptor takes the phase's place.
-    let instead = link_with(
-        Some(&chain(&dir, &["MODE_TAKE_PLACE"])),
-        &[format!("intercept={}", id("neverc.link.gc"))],
-        &dir.join("c.out"),
-    );
-    assert!(instead.status.success(), "{}", text(&instead.stderr));
-    assert_eq!(actor(&instead, "neverc.link.gc"), "interceptor");
+    assert_eq!(actor(&intercept_gc("MODE_TAKE_PLACE"), "neverc.link.gc"), "interceptor");
 }
 
 #[test]
