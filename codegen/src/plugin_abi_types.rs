@@ -143,6 +143,32 @@ impl Spelling<'_> {
         })
     }
 
+    /// A Rust function of the signature that ignores its arguments and answers CAPABILITY_UNAVAILABLE (or
+    /// returns nothing, for a `void` function): what an API table's slot holds until the host serves it.
+    fn rust_unavailable(
+        &self,
+        name: &str,
+        returns: &AbiType,
+        params: &[AbiParam],
+        context: bool,
+    ) -> Result<String, CodegenError> {
+        let mut list = Vec::new();
+        if context {
+            list.push("_context: *mut ::core::ffi::c_void".to_string());
+        }
+        for param in params {
+            list.push(format!("_{}: {}", snake_name(&param.name), self.rust(&param.ty)?));
+        }
+        Ok(match returns {
+            AbiType::Void => format!("pub(super) extern \"C\" fn {name}({}) {{}}", list.join(", ")),
+            other => format!(
+                "pub(super) extern \"C\" fn {name}({}) -> {} {{ super::unavailable() }}",
+                list.join(", "),
+                self.rust(other)?
+            ),
+        })
+    }
+
     /// The Rust function pointer type of a signature.
     fn rust_fn(&self, returns: &AbiType, params: &[AbiParam], context: bool) -> Result<String, CodegenError> {
         let mut list = Vec::new();
@@ -439,6 +465,7 @@ fn part_types(spelling: &Spelling<'_>, parts: &[LoadedAbiPart], index: usize) ->
                 "doc": c_doc(&slot.doc),
                 "rust_name": snake_name(&slot.name),
                 "rust": spelling.rust_fn(&result, &list, true)?,
+                "unavailable": spelling.rust_unavailable(&snake_name(&slot.name), &result, &list, true)?,
                 "rust_doc": format!(" {} (`{}`).", slot.doc, slot.name),
             }));
         }
@@ -450,6 +477,7 @@ fn part_types(spelling: &Spelling<'_>, parts: &[LoadedAbiPart], index: usize) ->
         apis.push(json!({
             "c_name": c_name(&api.name),
             "rust_name": rust_type_name(&api.name),
+            "stub_module": format!("{}_unavailable", snake_name(&api.name)),
             "doc": c_doc(&format!("{}{interface}", api.doc)),
             "rust_doc": format!(" {}{interface} (`{}`).", api.doc, c_name(&api.name)),
             "slot_count": slots.len(),

@@ -8,6 +8,7 @@
 //! refused with a status, and a callback from another thread finds nothing.
 
 mod context;
+mod frame;
 mod link;
 mod load;
 mod registrar;

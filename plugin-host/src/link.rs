@@ -9,33 +9,17 @@ use std::ffi::c_void;
 use neverc_link::frame::PhaseFrame;
 use neverc_link::plugin::{LinkPlugin, Registrar};
 use neverc_sys::plugin::CFunction;
-use neverc_sys::scoped::CallError;
-use neverc_tables::PhaseTables;
 use neverc_tables::plugin_abi::ffi;
 use neverc_tables::policy::Request;
 use neverc_tables::status::{Status, StatusCode};
 
+use crate::frame::{Service, TASK_OWNER, continue_chain, serve};
 use crate::load::LoadedPlugin;
 use crate::registrar::{Hook, run_registration};
-use crate::status::{c_result, c_status, code_of, describe};
+use crate::status::{code_of, describe};
 
 /// The owner of the proof handles offered to skippers: one handle per offer, never valid afterwards.
 const PROOF_OWNER: u64 = 0x4e43_5052_4f4f_4601;
-
-/// `NevercPhaseContinueFn`: runs the rest of the chain lent under the context's token. A token that is not
-/// lent is INVALID_ARGUMENT; a chain that is running (the continuation called from inside itself) is
-/// REENTRANCY_DENIED; a second call is the chain's own INVALID_STATE.
-extern "C" fn continue_chain(continue_context: *mut c_void, _frame: *const ffi::PhaseFrame) -> ffi::Status {
-    std::panic::catch_unwind(|| {
-        let mut slot: Option<ffi::Status> = None;
-        match neverc_sys::scoped::call(continue_context as usize as u64, &mut slot) {
-            Ok(()) => slot.unwrap_or_else(|| c_status(StatusCode::InvalidState)),
-            Err(CallError::Unknown) => c_status(StatusCode::InvalidArgument),
-            Err(CallError::Busy) => c_status(StatusCode::ReentrancyDenied),
-        }
-    })
-    .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
-}
 
 /// A C plugin the link runtime calls.
 pub struct CPlugin {
@@ -53,15 +37,9 @@ impl CPlugin {
     }
 }
 
-/// The frame a C callback sees: the running phase's id (tasks and artifacts come with the Link API).
-fn c_frame(tables: &'static PhaseTables, frame: &PhaseFrame<'_>) -> ffi::PhaseFrame {
-    let id = tables
-        .phase_by_name(frame.phase())
-        .map(|record| ffi::InterfaceId {
-            high: record.id.high,
-            low: record.id.low,
-        })
-        .unwrap_or_default();
+/// The frame a C callback sees: the running phase's id, and the task whose handle leads back to the frame
+/// lent under `token` for the callback.
+fn c_frame(phase: ffi::InterfaceId, token: u64) -> ffi::PhaseFrame {
     ffi::PhaseFrame {
         header: ffi::AbiTableHeader {
             struct_size: u32::try_from(std::mem::size_of::<ffi::PhaseFrame>()).unwrap_or(u32::MAX),
@@ -69,7 +47,11 @@ fn c_frame(tables: &'static PhaseTables, frame: &PhaseFrame<'_>) -> ffi::PhaseFr
             minor: 0,
             flags: 0,
         },
-        phase_id: id,
+        phase_id: phase,
+        task: ffi::TaskHandle(ffi::Handle {
+            owner: TASK_OWNER,
+            value: token,
+        }),
         ..ffi::PhaseFrame::default()
     }
 }
@@ -87,6 +69,35 @@ fn answer(plugin: &str, what: &str, status: ffi::Status) -> Result<(), Status> {
     ))
 }
 
+/// Lends `frame` (and an interceptor's `next`) for one call into C, which gets the C frame and the token;
+/// returns what C returned and the chain's result if the continuation ran.
+fn with_frame(
+    frame: &mut PhaseFrame<'_>,
+    service: Service,
+    mut next: Option<neverc_link::plugin::Continuation<'_>>,
+    call: impl FnOnce(&ffi::PhaseFrame, u64) -> ffi::Status,
+) -> (ffi::Status, Option<Result<(), Status>>) {
+    let phase = service
+        .tables
+        .phase_by_name(frame.phase())
+        .map(|record| ffi::InterfaceId {
+            high: record.id.high,
+            low: record.id.low,
+        })
+        .unwrap_or_default();
+    let mut chain: Option<Result<(), Status>> = None;
+    let status = {
+        let frame_ref = &mut *frame;
+        let mut body = |request: &mut dyn Any| {
+            if let Some(result) = serve(frame_ref, service, request, next.as_deref_mut()) {
+                chain.get_or_insert(result);
+            }
+        };
+        neverc_sys::scoped::lend(&mut body, |token| call(&c_frame(phase, token), token))
+    };
+    (status, chain)
+}
+
 impl LinkPlugin for CPlugin {
     fn name(&self) -> &str {
         &self.plugin.id
@@ -94,6 +105,7 @@ impl LinkPlugin for CPlugin {
 
     fn register(&mut self, registrar: &mut Registrar<'_>) -> Result<(), Status> {
         let tables = registrar.tables();
+        let service = Service { tables };
         let asked =
             run_registration(&self.plugin, tables).map_err(|error| Status::new(error.code(), error.to_string()))?;
         for (asked, hook) in asked {
@@ -110,8 +122,9 @@ impl LinkPlugin for CPlugin {
                         phase,
                         point,
                         Box::new(move |frame| {
-                            let c_frame = c_frame(tables, frame);
-                            answer(&id, "observer", observer.call((user_data, &c_frame)))
+                            let status =
+                                with_frame(frame, service, None, |c_frame, _| observer.call((user_data, c_frame)));
+                            answer(&id, "observer", status.0)
                         }),
                     )?;
                 }
@@ -119,8 +132,9 @@ impl LinkPlugin for CPlugin {
                     registrar.replace(
                         phase,
                         Box::new(move |frame| {
-                            let c_frame = c_frame(tables, frame);
-                            answer(&id, "provider", provider.call((user_data, &c_frame)))
+                            let status =
+                                with_frame(frame, service, None, |c_frame, _| provider.call((user_data, c_frame)));
+                            answer(&id, "provider", status.0)
                         }),
                     )?;
                 }
@@ -128,21 +142,10 @@ impl LinkPlugin for CPlugin {
                     registrar.intercept(
                         phase,
                         Box::new(move |frame, next| {
-                            let c_frame = c_frame(tables, frame);
-                            let mut chain: Option<Result<(), Status>> = None;
-                            let status = {
-                                let mut body = |slot: &mut dyn Any| {
-                                    let result = next(frame);
-                                    if let Some(slot) = slot.downcast_mut::<Option<ffi::Status>>() {
-                                        *slot = Some(c_result(&result));
-                                    }
-                                    chain.get_or_insert(result);
-                                };
-                                neverc_sys::scoped::lend(&mut body, |token| {
-                                    let continuation: ffi::PhaseContinueFn = Some(continue_chain);
-                                    interceptor.call((user_data, &c_frame, continuation, token as usize as *mut c_void))
-                                })
-                            };
+                            let (status, chain) = with_frame(frame, service, Some(next), |c_frame, token| {
+                                let continuation: ffi::PhaseContinueFn = Some(continue_chain);
+                                interceptor.call((user_data, c_frame, continuation, token as usize as *mut c_void))
+                            });
                             match (answer(&id, "interceptor", status), chain) {
                                 (Ok(()), _) => Ok(()),
                                 // The chain's own failure, as the runtime reported it.
@@ -157,7 +160,6 @@ impl LinkPlugin for CPlugin {
                     registrar.skip_with_proof(
                         phase,
                         Box::new(move |frame, offered| {
-                            let c_frame = c_frame(tables, frame);
                             offers += 1;
                             let handle = match offered {
                                 Some(_) => ffi::Handle {
@@ -167,7 +169,9 @@ impl LinkPlugin for CPlugin {
                                 None => ffi::Handle::default(),
                             };
                             let mut claimed = ffi::Handle::default();
-                            let status = skipper.call((user_data, &c_frame, handle, &mut claimed as *mut ffi::Handle));
+                            let (status, _) = with_frame(frame, service, None, |c_frame, _| {
+                                skipper.call((user_data, c_frame, handle, &mut claimed as *mut ffi::Handle))
+                            });
                             // Only the handle offered in this call stands for the current proof.
                             offered.filter(|_| status.code == 0 && claimed == handle)
                         }),

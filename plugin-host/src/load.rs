@@ -114,6 +114,51 @@ fn interface(name: &str) -> Option<&'static neverc_tables::InterfaceRecord> {
     INTERFACES.iter().find(|record| record.name == name)
 }
 
+fn link_interface(name: &str) -> Option<&'static neverc_tables::InterfaceRecord> {
+    neverc_tables::plugin_abi::link::INTERFACES
+        .iter()
+        .find(|record| record.name == name)
+}
+
+thread_local! {
+    /// The Link API table this thread hands out: the slots served so far, CAPABILITY_UNAVAILABLE for the rest.
+    static LINK_API: Box<ffi::LinkApi> = Box::new({
+        let version = link_interface("LINK").map_or((1, 0), |record| (record.major, record.minor));
+        let mut table = ffi::LinkApi::unavailable(header::<ffi::LinkApi>(version.0, version.1), std::ptr::null_mut());
+        table.get_graph_info = Some(crate::frame::get_graph_info);
+        table
+    });
+    /// The Link phase API table this thread hands out.
+    static LINK_PHASE_API: Box<ffi::LinkPhaseApi> = Box::new({
+        let version = link_interface("LINK_PHASE").map_or((1, 0), |record| (record.major, record.minor));
+        let mut table =
+            ffi::LinkPhaseApi::unavailable(header::<ffi::LinkPhaseApi>(version.0, version.1), std::ptr::null_mut());
+        table.get_graph = Some(crate::frame::get_graph);
+        table
+    });
+}
+
+/// The address of this thread's Link API table.
+pub(crate) fn link_api_address() -> usize {
+    LINK_API.with(|table| &**table as *const ffi::LinkApi as usize)
+}
+
+/// The interfaces `QueryInterface` serves besides HOST: their records and table addresses.
+fn served(id: ffi::InterfaceId) -> Option<(&'static neverc_tables::InterfaceRecord, usize)> {
+    let matches = |record: &neverc_tables::InterfaceRecord| (record.id.high, record.id.low) == (id.high, id.low);
+    if let Some(record) = link_interface("LINK").filter(|record| matches(record)) {
+        return Some((record, link_api_address()));
+    }
+    link_interface("LINK_PHASE")
+        .filter(|record| matches(record))
+        .map(|record| {
+            (
+                record,
+                LINK_PHASE_API.with(|table| &**table as *const ffi::LinkPhaseApi as usize),
+            )
+        })
+}
+
 /// `NevercHostAPI.QueryInterface`: this host serves its own table; the link, LTO and target tables come
 /// with the link runtime's C bindings.
 extern "C" fn query_interface(
@@ -128,20 +173,22 @@ extern "C" fn query_interface(
         if !known {
             return c_status(StatusCode::InvalidArgument);
         }
-        let Some(host) = interface("HOST") else {
-            return c_status(StatusCode::MissingInterface);
+        let host = interface("HOST").filter(|host| (id.high, id.low) == (host.id.high, host.id.low));
+        let (record, table) = match (host, served(id)) {
+            (Some(host), _) => {
+                let table = context::with(context, |entry| match entry {
+                    Entry::Host(state) => state.table,
+                    Entry::Registration(_) => 0,
+                })
+                .unwrap_or(0);
+                (host, table)
+            }
+            (None, Some(served)) => served,
+            (None, None) => return c_status(StatusCode::MissingInterface),
         };
-        if (id.high, id.low) != (host.id.high, host.id.low) {
-            return c_status(StatusCode::MissingInterface);
-        }
-        if major != host.major || minimum_minor > host.minor {
+        if major != record.major || minimum_minor > record.minor {
             return c_status(StatusCode::VersionMismatch);
         }
-        let table = context::with(context, |entry| match entry {
-            Entry::Host(state) => state.table,
-            Entry::Registration(_) => 0,
-        })
-        .unwrap_or(0);
         if !write_out(out_table, table as *mut c_void) {
             return c_status(StatusCode::InvalidArgument);
         }
