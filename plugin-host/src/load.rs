@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use neverc_sys::plugin::{CFunction, PluginLibrary, copy_view, write_out};
 use neverc_tables::plugin_abi::ffi;
-use neverc_tables::plugin_abi::host::INTERFACES;
+use neverc_tables::plugin_abi::host::HOST;
+use neverc_tables::plugin_abi::link::{LINK, LINK_PHASE};
 use neverc_tables::status::StatusCode;
 
 use crate::context::{self, Entry};
@@ -110,29 +111,17 @@ impl Drop for LoadedPlugin {
     }
 }
 
-fn interface(name: &str) -> Option<&'static neverc_tables::InterfaceRecord> {
-    INTERFACES.iter().find(|record| record.name == name)
-}
-
-fn link_interface(name: &str) -> Option<&'static neverc_tables::InterfaceRecord> {
-    neverc_tables::plugin_abi::link::INTERFACES
-        .iter()
-        .find(|record| record.name == name)
-}
-
 thread_local! {
     /// The Link API table this thread hands out: the slots served so far, CAPABILITY_UNAVAILABLE for the rest.
     static LINK_API: Box<ffi::LinkApi> = Box::new({
-        let version = link_interface("LINK").map_or((1, 0), |record| (record.major, record.minor));
-        let mut table = ffi::LinkApi::unavailable(header::<ffi::LinkApi>(version.0, version.1), std::ptr::null_mut());
+        let mut table = ffi::LinkApi::unavailable(header::<ffi::LinkApi>(LINK.major, LINK.minor), std::ptr::null_mut());
         table.get_graph_info = Some(crate::frame::get_graph_info);
         table
     });
     /// The Link phase API table this thread hands out.
     static LINK_PHASE_API: Box<ffi::LinkPhaseApi> = Box::new({
-        let version = link_interface("LINK_PHASE").map_or((1, 0), |record| (record.major, record.minor));
         let mut table =
-            ffi::LinkPhaseApi::unavailable(header::<ffi::LinkPhaseApi>(version.0, version.1), std::ptr::null_mut());
+            ffi::LinkPhaseApi::unavailable(header::<ffi::LinkPhaseApi>(LINK_PHASE.major, LINK_PHASE.minor), std::ptr::null_mut());
         table.get_graph = Some(crate::frame::get_graph);
         table
     });
@@ -146,17 +135,15 @@ pub(crate) fn link_api_address() -> usize {
 /// The interfaces `QueryInterface` serves besides HOST: their records and table addresses.
 fn served(id: ffi::InterfaceId) -> Option<(&'static neverc_tables::InterfaceRecord, usize)> {
     let matches = |record: &neverc_tables::InterfaceRecord| (record.id.high, record.id.low) == (id.high, id.low);
-    if let Some(record) = link_interface("LINK").filter(|record| matches(record)) {
-        return Some((record, link_api_address()));
+    if matches(LINK) {
+        return Some((LINK, link_api_address()));
     }
-    link_interface("LINK_PHASE")
-        .filter(|record| matches(record))
-        .map(|record| {
-            (
-                record,
-                LINK_PHASE_API.with(|table| &**table as *const ffi::LinkPhaseApi as usize),
-            )
-        })
+    matches(LINK_PHASE).then(|| {
+        (
+            LINK_PHASE,
+            LINK_PHASE_API.with(|table| &**table as *const ffi::LinkPhaseApi as usize),
+        )
+    })
 }
 
 /// `NevercHostAPI.QueryInterface`: this host serves its own table; the link, LTO and target tables come
@@ -173,7 +160,7 @@ extern "C" fn query_interface(
         if !known {
             return c_status(StatusCode::InvalidArgument);
         }
-        let host = interface("HOST").filter(|host| (id.high, id.low) == (host.id.high, host.id.low));
+        let host = Some(HOST).filter(|host| (id.high, id.low) == (host.id.high, host.id.low));
         let (record, table) = match (host, served(id)) {
             (Some(host), _) => {
                 let table = context::with(context, |entry| match entry {
@@ -282,12 +269,7 @@ pub fn load(path: &Path, arguments: &[PluginArgument]) -> Result<LoadedPlugin, P
         code,
         message,
     };
-    let host_record = interface("HOST").ok_or_else(|| {
-        failed(
-            StatusCode::MissingInterface,
-            "this host's tables declare no HOST interface".to_string(),
-        )
-    })?;
+    let host_record = HOST;
     let host_context = context::insert(Entry::Host(HostState {
         reports: Vec::new(),
         table: 0,

@@ -6,7 +6,7 @@ use std::ffi::c_void;
 use neverc_sys::plugin::CFunction;
 use neverc_tables::PhaseTables;
 use neverc_tables::plugin_abi::ffi;
-use neverc_tables::plugin_abi::host::INTERFACES;
+use neverc_tables::plugin_abi::host::PHASE_REGISTRAR;
 use neverc_tables::policy::{ObserverPoint, Request, check_phase_request};
 use neverc_tables::status::{Status, StatusCode};
 
@@ -191,13 +191,7 @@ pub(crate) fn run_registration(
     plugin: &LoadedPlugin,
     tables: &'static PhaseTables,
 ) -> Result<Vec<(AskedPhase, Hook)>, PluginError> {
-    let record = INTERFACES
-        .iter()
-        .find(|record| record.name == "PHASE_REGISTRAR")
-        .ok_or_else(|| PluginError::Register {
-            plugin: plugin.id.clone(),
-            status: "this host's tables declare no PHASE_REGISTRAR interface".to_string(),
-        })?;
+    let record = PHASE_REGISTRAR;
     let registration = context::insert(Entry::Registration(Registration {
         tables,
         asked: Vec::new(),
