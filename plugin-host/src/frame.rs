@@ -9,7 +9,7 @@ use std::ffi::c_void;
 
 use neverc_link::frame::PhaseFrame;
 use neverc_link::graph::EntityKind;
-use neverc_sys::plugin::{read_in, write_out};
+use neverc_sys::plugin::{read_in, write_element, write_out};
 use neverc_sys::scoped::CallError;
 use neverc_tables::PhaseTables;
 use neverc_tables::plugin_abi::ffi;
@@ -28,6 +28,13 @@ const GRAPH_OWNER: u64 = 0x4e43_4752_4150_0001;
 pub(crate) enum FrameRequest {
     /// The graph's summary.
     GraphInfo(Option<ffi::LinkGraphInfo>),
+    /// One page of entities of a kind, written straight into the caller's page.
+    Page {
+        kind: EntityKind,
+        cursor: u64,
+        page: ffi::LinkEntityPage,
+        answer: Option<Result<ffi::LinkEntityPage, StatusCode>>,
+    },
     /// Run the rest of an interceptor chain.
     Continue(Option<ffi::Status>),
 }
@@ -52,6 +59,15 @@ pub(crate) fn serve<'n>(
     match request {
         FrameRequest::GraphInfo(slot) => {
             *slot = Some(graph_info(frame, service.tables));
+            None
+        }
+        FrameRequest::Page {
+            kind,
+            cursor,
+            page,
+            answer,
+        } => {
+            *answer = Some(fill_page(frame, *kind, *cursor, *page));
             None
         }
         FrameRequest::Continue(slot) => {
@@ -99,6 +115,145 @@ fn graph_info(frame: &PhaseFrame<'_>, tables: &'static PhaseTables) -> ffi::Link
         constraint_count: count(EntityKind::Constraint),
         ..ffi::LinkGraphInfo::default()
     }
+}
+
+/// The owner of entity handles: the kind in the low byte; the value is the index with the generation above
+/// bit 40, so a handle kept past a change is stale.
+const ENTITY_OWNER: u64 = 0x4e43_454e_5400_0000;
+
+fn entity_handle(kind: EntityKind, index: usize, generation: u64) -> ffi::Handle {
+    ffi::Handle {
+        owner: ENTITY_OWNER | kind as u64,
+        value: index as u64 | (generation << 40),
+    }
+}
+
+fn view(text: &str) -> ffi::StringView {
+    ffi::StringView {
+        data: text.as_ptr().cast(),
+        length: text.len() as u64,
+    }
+}
+
+/// No extensions (none are defined yet).
+const NO_EXTENSIONS: ffi::StructArrayView = ffi::StructArrayView {
+    data: std::ptr::null(),
+    count: 0,
+    element_stride: 0,
+};
+
+/// An origin not reported yet (the origins come with the entity infos).
+fn no_origin() -> ffi::LinkOrigin {
+    let none = ffi::StringView {
+        data: std::ptr::null(),
+        length: 0,
+    };
+    ffi::LinkOrigin {
+        header: header::<ffi::LinkOrigin>(),
+        input: ffi::LinkInputHandle::default(),
+        archive_member: ffi::LinkArchiveMemberHandle::default(),
+        object_graph: ffi::ObjectGraphHandle::default(),
+        object_entity_id: 0,
+        created_by_phase: ffi::InterfaceId::default(),
+        created_by_provider: none,
+        last_mutation_phase: ffi::InterfaceId::default(),
+        last_mutation_plugin: none,
+    }
+}
+
+fn flag(value: bool) -> u32 {
+    u32::from(value)
+}
+
+/// Writes entities of `kind` from `cursor` into the caller's page: as many as fit, each `ElementStride` apart.
+/// A stride smaller than the element, a null `Data` with a capacity, or a kind without pages is
+/// INVALID_ARGUMENT. Names and other views point into the graph and are valid for the callback only.
+fn fill_page(
+    frame: &PhaseFrame<'_>,
+    kind: EntityKind,
+    cursor: u64,
+    mut page: ffi::LinkEntityPage,
+) -> Result<ffi::LinkEntityPage, StatusCode> {
+    let graph = frame.graph();
+    let generation = frame.generation();
+    let total = graph.count(kind) as u64;
+    let start = cursor.min(total);
+    let fit = page.element_capacity.min(total - start);
+    let element = match kind {
+        EntityKind::Symbol => std::mem::size_of::<ffi::LinkSymbolInfo>(),
+        EntityKind::Section => std::mem::size_of::<ffi::LinkSectionInfo>(),
+        _ => return Err(StatusCode::CapabilityUnavailable),
+    } as u64;
+    if page.element_stride < element || (page.data.is_null() && page.element_capacity > 0) {
+        return Err(StatusCode::InvalidArgument);
+    }
+    for (slot, index) in (start..start + fit).enumerate() {
+        let index = index as usize;
+        let written = match kind {
+            EntityKind::Symbol => {
+                let symbol = &graph.symbols[index];
+                let info = ffi::LinkSymbolInfo {
+                    header: header::<ffi::LinkSymbolInfo>(),
+                    symbol: ffi::LinkSymbolHandle(entity_handle(kind, index, generation)),
+                    name: view(&symbol.name),
+                    version: symbol.version.as_deref().map(view).unwrap_or(ffi::StringView {
+                        data: std::ptr::null(),
+                        length: 0,
+                    }),
+                    binding: symbol.binding as u32,
+                    visibility: symbol.visibility as u32,
+                    definition: symbol.definition as u32,
+                    r#type: 0,
+                    atom: ffi::LinkAtomHandle(
+                        symbol
+                            .atom
+                            .map(|atom| entity_handle(EntityKind::Atom, atom.index(), generation))
+                            .unwrap_or_default(),
+                    ),
+                    value: symbol.value,
+                    size: symbol.size,
+                    is_prevailing: flag(symbol.prevailing),
+                    is_exported: flag(symbol.exported),
+                    is_imported: flag(symbol.imported),
+                    is_root: flag(symbol.root),
+                    origin: no_origin(),
+                    extensions: NO_EXTENSIONS,
+                };
+                write_element(page.data, page.element_stride, slot as u64, info)
+            }
+            _ => {
+                let section = &graph.sections[index];
+                let info = ffi::LinkSectionInfo {
+                    header: header::<ffi::LinkSectionInfo>(),
+                    section: ffi::LinkSectionHandle(entity_handle(kind, index, generation)),
+                    name: view(&section.name),
+                    kind: 0,
+                    reserved: 0,
+                    flags: section.flags,
+                    alignment: section.alignment,
+                    address: section.address,
+                    file_offset: section.file_offset,
+                    size: section.size,
+                    comdat: ffi::LinkComdatHandle(
+                        section
+                            .comdat
+                            .map(|comdat| entity_handle(EntityKind::Comdat, comdat.index(), generation))
+                            .unwrap_or_default(),
+                    ),
+                    origin: no_origin(),
+                    extensions: NO_EXTENSIONS,
+                };
+                write_element(page.data, page.element_stride, slot as u64, info)
+            }
+        };
+        if !written {
+            return Err(StatusCode::InvalidArgument);
+        }
+    }
+    page.out_count = fit;
+    page.next_cursor = start + fit;
+    page.has_more = flag(start + fit < total);
+    Ok(page)
 }
 
 fn header<T>() -> ffi::AbiTableHeader {
@@ -169,6 +324,67 @@ pub(crate) extern "C" fn get_graph(
     })
     .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
 }
+
+/// A page of `kind` through a task handle, after the graph handle is checked.
+fn page_of(
+    kind: EntityKind,
+    task: ffi::TaskHandle,
+    graph: ffi::LinkGraphHandle,
+    cursor: u64,
+    page: *mut ffi::LinkEntityPage,
+) -> ffi::Status {
+    std::panic::catch_unwind(|| {
+        if let Err(code) = summary(task.0, Some(graph.0)) {
+            return c_status(code);
+        }
+        let Some(given) = read_in(page) else {
+            return c_status(StatusCode::InvalidArgument);
+        };
+        let mut request = FrameRequest::Page {
+            kind,
+            cursor,
+            page: given,
+            answer: None,
+        };
+        if let Err(code) = ask(task.0, &mut request) {
+            return c_status(code);
+        }
+        match request {
+            FrameRequest::Page {
+                answer: Some(Ok(filled)),
+                ..
+            } => {
+                write_out(page, filled);
+                OK
+            }
+            FrameRequest::Page {
+                answer: Some(Err(code)),
+                ..
+            } => c_status(code),
+            _ => c_status(StatusCode::InvalidState),
+        }
+    })
+    .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
+}
+
+/// A `NevercLinkAPI.Get<Kind>Page` slot: the pages of one entity kind.
+macro_rules! page_slot {
+    ($name:ident, $kind:ident) => {
+        #[doc = concat!("`NevercLinkAPI.", stringify!($name), "`: the pages of `EntityKind::", stringify!($kind), "`.")]
+        pub(crate) extern "C" fn $name(
+            _context: *mut c_void,
+            task: ffi::TaskHandle,
+            graph: ffi::LinkGraphHandle,
+            cursor: u64,
+            page: *mut ffi::LinkEntityPage,
+        ) -> ffi::Status {
+            page_of(EntityKind::$kind, task, graph, cursor, page)
+        }
+    };
+}
+
+page_slot!(get_symbol_page, Symbol);
+page_slot!(get_section_page, Section);
 
 /// `NevercLinkAPI.GetGraphInfo`.
 pub(crate) extern "C" fn get_graph_info(

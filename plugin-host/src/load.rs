@@ -116,6 +116,8 @@ thread_local! {
     static LINK_API: Box<ffi::LinkApi> = Box::new({
         let mut table = ffi::LinkApi::unavailable(header::<ffi::LinkApi>(LINK.major, LINK.minor), std::ptr::null_mut());
         table.get_graph_info = Some(crate::frame::get_graph_info);
+        table.get_symbol_page = Some(crate::frame::get_symbol_page);
+        table.get_section_page = Some(crate::frame::get_section_page);
         table
     });
     /// The Link phase API table this thread hands out.

@@ -16,10 +16,12 @@ use neverc_plugin_host::{CPlugin, PluginArgument, load};
 use neverc_tables::BUNDLED_PHASES;
 use neverc_test_support::{build_c_plugin, scratch};
 
-/// A Rust plugin recording what an observer sees, as the C plugin reports it.
+/// A Rust plugin recording what an observer sees, as the C plugin reports it (with `paging`, also the
+/// paged counts it reports after each phase, before its own line).
 struct Recorder {
     phases: Vec<(&'static str, String)>,
     seen: Rc<RefCell<Vec<String>>>,
+    paging: bool,
 }
 
 impl LinkPlugin for Recorder {
@@ -30,12 +32,20 @@ impl LinkPlugin for Recorder {
     fn register(&mut self, registrar: &mut Registrar<'_>) -> Result<(), Status> {
         for (phase, id) in &self.phases {
             for (point, word) in [(ObserverPoint::Before, "before"), (ObserverPoint::After, "after")] {
-                let (seen, id) = (Rc::clone(&self.seen), id.clone());
+                let (seen, id, paging) = (Rc::clone(&self.seen), id.clone(), self.paging);
                 registrar.observe(
                     phase,
                     point,
                     Box::new(move |frame| {
                         let graph = frame.graph();
+                        if paging && word == "after" {
+                            let named = graph.symbols.iter().filter(|symbol| !symbol.name.is_empty()).count();
+                            seen.borrow_mut().push(format!(
+                                "paged {id} symbols={} sections={} named={named}",
+                                graph.count(EntityKind::Symbol),
+                                graph.count(EntityKind::Section)
+                            ));
+                        }
                         seen.borrow_mut().push(format!(
                             "{word} {id} symbols={} sections={}",
                             graph.count(EntityKind::Symbol),
@@ -50,14 +60,15 @@ impl LinkPlugin for Recorder {
     }
 }
 
-#[test]
-fn a_c_observer_reads_the_graphs_counts_at_every_point() {
-    let dir = scratch!("plugin-host-link");
+/// Links the fixture program with the counter plugin built with `defines` observing every transition, and
+/// a Rust recorder of the same points; returns what each reported.
+fn counted(defines: &[&str], paging: bool) -> (Vec<String>, Vec<String>) {
+    let dir = scratch!("plugin-host-link-{}", defines.join("-"));
     let plugin_path = dir.join("counter.so");
     build_c_plugin(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/counter.c"),
         &plugin_path,
-        &[],
+        defines,
     );
     let machine = link_state_machine(&BUNDLED_PHASES).unwrap();
     let phases: Vec<(&'static str, String)> = machine
@@ -81,6 +92,7 @@ fn a_c_observer_reads_the_graphs_counts_at_every_point() {
     let mut recorder = Recorder {
         phases,
         seen: Rc::clone(&seen),
+        paging,
     };
     let mut registry = Registry::default();
     registry.register(&BUNDLED_PHASES, &mut c_plugin).unwrap();
@@ -89,8 +101,36 @@ fn a_c_observer_reads_the_graphs_counts_at_every_point() {
     let mut context = LinkContext::new(LinkOptions::new(inputs, dir.join("a.out")));
     run_link(&mut context, &BUNDLED_PHASES, &mut registry).unwrap();
     let reported: Vec<String> = c_plugin.reports().into_iter().map(|(_, text)| text).collect();
-    assert_eq!(reported, *seen.borrow());
+    let recorded = seen.borrow().clone();
+    (reported, recorded)
+}
+
+#[test]
+fn a_c_observer_reads_the_graphs_counts_at_every_point() {
+    let (reported, recorded) = counted(&[], false);
+    assert_eq!(reported, recorded);
     // The counts change as the link goes: read_inputs fills the graph, lto_generate adds the LTO objects.
     assert!(reported.iter().any(|line| line.ends_with("symbols=0 sections=0")));
     assert!(reported.len() >= 26, "{reported:?}");
+}
+
+#[test]
+fn a_c_observer_pages_every_symbol_and_section_through_caller_owned_pages() {
+    // Seven elements to a page: every kind spans several pages.
+    let (reported, recorded) = counted(&["MODE_PAGE"], true);
+    assert_eq!(reported, recorded);
+    assert!(
+        reported
+            .iter()
+            .any(|line| line.starts_with("paged ") && !line.contains("symbols=0 "))
+    );
+}
+
+#[test]
+fn a_page_whose_stride_is_smaller_than_the_element_is_refused() {
+    let (reported, _) = counted(&["MODE_PAGE", "ELEMENT_STRIDE_CUT=8"], true);
+    let refused = format!("-> {}", neverc_tables::status::StatusCode::InvalidArgument.raw());
+    let paged: Vec<&String> = reported.iter().filter(|line| line.starts_with("paged ")).collect();
+    assert!(!paged.is_empty());
+    assert!(paged.iter().all(|line| line.ends_with(&refused)), "{paged:?}");
 }

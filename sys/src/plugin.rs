@@ -139,3 +139,26 @@ pub fn read_in<T: Copy>(pointer: *const T) -> Option<T> {
     // it need not be aligned, so it is read unaligned.
     Some(unsafe { pointer.read_unaligned() })
 }
+
+/// Writes `value` as element `index` of a caller-owned page (`Data`, `ElementStride` apart); `false` when
+/// `data` is null, the stride is smaller than a `T` or the offset overflows. The caller checks the index
+/// against the page's capacity.
+// The pointers come from plugins, across the trust boundary this module documents: the functions are not
+// `unsafe fn` so that the crates that call them keep forbidding `unsafe` code; the plugin ABI is the contract.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn write_element<T: Copy>(data: *mut std::ffi::c_void, stride: u64, index: u64, value: T) -> bool {
+    if data.is_null() || stride < std::mem::size_of::<T>() as u64 {
+        return false;
+    }
+    let Some(offset) = index
+        .checked_mul(stride)
+        .and_then(|offset| usize::try_from(offset).ok())
+    else {
+        return false;
+    };
+    let element = data.cast::<u8>().wrapping_add(offset).cast::<T>();
+    // SAFETY: the plugin ABI makes a page's `Data` point at `ElementCapacity` writable elements
+    // `ElementStride` bytes apart; the caller keeps `index` below the capacity, and the stride holds a `T`.
+    unsafe { element.write_unaligned(value) };
+    true
+}
