@@ -232,3 +232,51 @@ fn a_c_skipper_skips_relocate_only_with_the_offered_proof() {
         text(&skipped.stderr)
     );
 }
+
+#[test]
+fn mutations_are_refused_to_observers_and_checked_for_interceptors() {
+    use neverc_tables::status::StatusCode;
+    let dir = scratch!("c-plugin-mutations");
+    let observer = dir.join("counter-mutate.so");
+    build_c_plugin(
+        &repo().join("plugin-host/tests/fixtures/counter.c"),
+        &observer,
+        &["MODE_MUTATE"],
+    );
+    let gc = id("neverc.link.gc");
+    let inputs = neverc_conformance::fixture_link_inputs(Path::new(env!("CARGO_TARGET_TMPDIR"))).unwrap();
+    let linked = Command::new(BIN)
+        .arg("link")
+        .arg("-o")
+        .arg(dir.join("a.out"))
+        .args(&inputs)
+        .arg("--plugin")
+        .arg(&observer)
+        .arg("--plugin-arg")
+        .arg(format!("org.example.counter:observe={gc}"))
+        .arg("--plugin")
+        .arg(chain(&dir, &["MODE_MUTATE"]))
+        .arg("--plugin-arg")
+        .arg(format!("org.example.chain:intercept={gc}"))
+        .output()
+        .unwrap();
+    assert!(linked.status.success(), "{}", text(&linked.stderr));
+    let stderr = text(&linked.stderr);
+    let low = low("neverc.link.gc");
+    let code = |code: StatusCode| code.raw();
+    // An observer's frame is read-only: beginning a mutation is a policy violation, before and after.
+    let refused = format!(
+        "note: plugin `org.example.counter`: mutate {low} -> {}",
+        code(StatusCode::PolicyViolation)
+    );
+    assert_eq!(stderr.matches(&refused).count(), 2, "{stderr}");
+    let seen = notes(&linked);
+    for expected in [
+        format!("begin {low} -> 0"),
+        format!("forged symbol {low} -> {}", code(StatusCode::WrongType)),
+        format!("abandon {low} -> 0"),
+        format!("abandon again {low} -> {}", code(StatusCode::InvalidState)),
+    ] {
+        assert!(seen.contains(&expected), "{expected}: {seen:?}");
+    }
+}

@@ -7,7 +7,7 @@
 use std::any::Any;
 use std::ffi::c_void;
 
-use neverc_link::frame::PhaseFrame;
+use neverc_link::frame::{Mutation, PhaseFrame};
 use neverc_link::graph::EntityKind;
 use neverc_sys::plugin::{read_in, write_element, write_out};
 use neverc_sys::scoped::CallError;
@@ -37,6 +37,25 @@ pub(crate) enum FrameRequest {
     },
     /// Run the rest of an interceptor chain.
     Continue(Option<ffi::Status>),
+    /// Begin, commit or abandon a mutation, or stage one operation in it; the answer is the status (and the
+    /// new mutation's handle value).
+    Mutate {
+        change: Change,
+        answer: Option<Result<u64, Status>>,
+    },
+}
+
+/// A change a plugin asks for through the Link API.
+#[derive(Clone, Copy)]
+pub(crate) enum Change {
+    Begin,
+    Commit(ffi::Handle),
+    Abandon(ffi::Handle),
+    SetSymbolRoot {
+        mutation: ffi::Handle,
+        symbol: ffi::Handle,
+        root: bool,
+    },
 }
 
 /// The tables the frame's graph is described with.
@@ -54,6 +73,7 @@ pub(crate) fn serve<'n>(
     service: Service,
     request: &mut dyn Any,
     next: Option<&mut Next<'n>>,
+    mutations: &mut Vec<Mutation>,
 ) -> Option<Result<(), Status>> {
     let request = request.downcast_mut::<FrameRequest>()?;
     match request {
@@ -68,6 +88,10 @@ pub(crate) fn serve<'n>(
             answer,
         } => {
             *answer = Some(fill_page(frame, *kind, *cursor, *page));
+            None
+        }
+        FrameRequest::Mutate { change, answer } => {
+            *answer = Some(mutate(frame, *change, mutations));
             None
         }
         FrameRequest::Continue(slot) => {
@@ -114,6 +138,57 @@ fn graph_info(frame: &PhaseFrame<'_>, tables: &'static PhaseTables) -> ffi::Link
         synthetic_count: count(EntityKind::Synthetic),
         constraint_count: count(EntityKind::Constraint),
         ..ffi::LinkGraphInfo::default()
+    }
+}
+
+const MUTATION_OWNER: u64 = 0x4e43_4d55_5441_0001;
+
+/// The mutation a handle names: one this callback began.
+fn mutation_of(handle: ffi::Handle, mutations: &[Mutation]) -> Result<Mutation, Status> {
+    let index = usize::try_from(handle.value)
+        .ok()
+        .and_then(|value| value.checked_sub(1));
+    match index.and_then(|index| mutations.get(index)) {
+        Some(mutation) if handle.owner == MUTATION_OWNER => Ok(*mutation),
+        _ => Err(Status::new(
+            StatusCode::StaleHandle,
+            "not a mutation this callback began",
+        )),
+    }
+}
+
+/// The runtime's handle of the entity an ABI handle names, checked for its kind and generation.
+fn entity_of(
+    frame: &PhaseFrame<'_>,
+    handle: ffi::Handle,
+    kind: EntityKind,
+) -> Result<neverc_link::frame::Handle, Status> {
+    if handle.owner != (ENTITY_OWNER | kind as u64) {
+        return Err(Status::new(StatusCode::WrongType, format!("not a {kind:?} handle")));
+    }
+    if handle.value >> 40 != frame.generation() {
+        return Err(Status::new(
+            StatusCode::StaleHandle,
+            format!("a {kind:?} handle of an earlier generation"),
+        ));
+    }
+    frame.handle(kind, (handle.value & ((1 << 40) - 1)) as usize)
+}
+
+fn mutate(frame: &mut PhaseFrame<'_>, change: Change, mutations: &mut Vec<Mutation>) -> Result<u64, Status> {
+    match change {
+        Change::Begin => {
+            let mutation = frame.begin_mutation()?;
+            mutations.push(mutation);
+            Ok(mutations.len() as u64)
+        }
+        Change::Commit(handle) => frame.commit_mutation(mutation_of(handle, mutations)?).map(|()| 0),
+        Change::Abandon(handle) => frame.abandon_mutation(mutation_of(handle, mutations)?).map(|()| 0),
+        Change::SetSymbolRoot { mutation, symbol, root } => {
+            let mutation = mutation_of(mutation, mutations)?;
+            let symbol = entity_of(frame, symbol, EntityKind::Symbol)?;
+            frame.set_symbol_root(mutation, symbol, root).map(|()| 0)
+        }
     }
 }
 
@@ -385,6 +460,87 @@ macro_rules! page_slot {
 
 page_slot!(get_symbol_page, Symbol);
 page_slot!(get_section_page, Section);
+
+/// Sends a change through a task handle and answers with its status (and the handle value it made).
+fn change(task: ffi::TaskHandle, change: Change) -> (ffi::Status, u64) {
+    std::panic::catch_unwind(|| {
+        let mut request = FrameRequest::Mutate { change, answer: None };
+        if let Err(code) = ask(task.0, &mut request) {
+            return (c_status(code), 0);
+        }
+        match request {
+            FrameRequest::Mutate {
+                answer: Some(Ok(value)),
+                ..
+            } => (OK, value),
+            FrameRequest::Mutate {
+                answer: Some(Err(status)),
+                ..
+            } => (c_status(status.code), 0),
+            _ => (c_status(StatusCode::InvalidState), 0),
+        }
+    })
+    .unwrap_or_else(|_| (c_status(StatusCode::PluginFailure), 0))
+}
+
+/// `NevercLinkAPI.BeginMutation`: POLICY_VIOLATION in an observer.
+pub(crate) extern "C" fn begin_mutation(
+    _context: *mut c_void,
+    task: ffi::TaskHandle,
+    _graph: ffi::LinkGraphHandle,
+    out: *mut ffi::LinkMutationHandle,
+) -> ffi::Status {
+    let (status, value) = change(task, Change::Begin);
+    if status.code == OK.code
+        && !write_out(
+            out,
+            ffi::LinkMutationHandle(ffi::Handle {
+                owner: MUTATION_OWNER,
+                value,
+            }),
+        )
+    {
+        return c_status(StatusCode::InvalidArgument);
+    }
+    status
+}
+
+/// `NevercLinkAPI.CommitMutation`.
+pub(crate) extern "C" fn commit_mutation(
+    _context: *mut c_void,
+    task: ffi::TaskHandle,
+    mutation: ffi::LinkMutationHandle,
+) -> ffi::Status {
+    change(task, Change::Commit(mutation.0)).0
+}
+
+/// `NevercLinkAPI.AbandonMutation`.
+pub(crate) extern "C" fn abandon_mutation(
+    _context: *mut c_void,
+    task: ffi::TaskHandle,
+    mutation: ffi::LinkMutationHandle,
+) -> ffi::Status {
+    change(task, Change::Abandon(mutation.0)).0
+}
+
+/// `NevercLinkAPI.SetSymbolRoot`.
+pub(crate) extern "C" fn set_symbol_root(
+    _context: *mut c_void,
+    task: ffi::TaskHandle,
+    mutation: ffi::LinkMutationHandle,
+    symbol: ffi::LinkSymbolHandle,
+    root: ffi::Bool,
+) -> ffi::Status {
+    change(
+        task,
+        Change::SetSymbolRoot {
+            mutation: mutation.0,
+            symbol: symbol.0,
+            root: root != 0,
+        },
+    )
+    .0
+}
 
 /// `NevercLinkAPI.GetGraphInfo`.
 pub(crate) extern "C" fn get_graph_info(

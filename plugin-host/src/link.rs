@@ -86,15 +86,20 @@ fn with_frame(
         })
         .unwrap_or_default();
     let mut chain: Option<Result<(), Status>> = None;
+    let mut mutations = Vec::new();
     let status = {
         let frame_ref = &mut *frame;
         let mut body = |request: &mut dyn Any| {
-            if let Some(result) = serve(frame_ref, service, request, next.as_deref_mut()) {
+            if let Some(result) = serve(frame_ref, service, request, next.as_deref_mut(), &mut mutations) {
                 chain.get_or_insert(result);
             }
         };
         neverc_sys::scoped::lend(&mut body, |token| call(&c_frame(phase, token), token))
     };
+    // Every Begin ends in one Commit or Abandon: what the callback left open is abandoned.
+    for mutation in mutations {
+        let _ = frame.abandon_mutation(mutation);
+    }
     (status, chain)
 }
 

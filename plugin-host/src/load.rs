@@ -118,6 +118,10 @@ thread_local! {
         table.get_graph_info = Some(crate::frame::get_graph_info);
         table.get_symbol_page = Some(crate::frame::get_symbol_page);
         table.get_section_page = Some(crate::frame::get_section_page);
+        table.begin_mutation = Some(crate::frame::begin_mutation);
+        table.commit_mutation = Some(crate::frame::commit_mutation);
+        table.abandon_mutation = Some(crate::frame::abandon_mutation);
+        table.set_symbol_root = Some(crate::frame::set_symbol_root);
         table
     });
     /// The Link phase API table this thread hands out.
