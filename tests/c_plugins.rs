@@ -280,3 +280,49 @@ fn mutations_are_refused_to_observers_and_checked_for_interceptors() {
         assert!(seen.contains(&expected), "{expected}: {seen:?}");
     }
 }
+
+#[test]
+fn a_c_image_verifier_pages_the_segments_and_can_refuse_the_image() {
+    let dir = scratch!("c-plugin-verifier");
+    let build = |defines: &[&str]| {
+        let output = dir.join(format!("wx{}.so", defines.join("-")));
+        build_c_plugin(&repo().join("plugin-host/tests/fixtures/verifier.c"), &output, defines);
+        output
+    };
+    let inputs = neverc_conformance::fixture_link_inputs(Path::new(env!("CARGO_TARGET_TMPDIR"))).unwrap();
+    let output = dir.join("a.out");
+    let link = |plugin: &Path| {
+        Command::new(BIN)
+            .arg("link")
+            .arg("-o")
+            .arg(&output)
+            .args(&inputs)
+            .arg("--plugin")
+            .arg(plugin)
+            .output()
+            .unwrap()
+    };
+    // The program has no writable and executable segment: it is verified, every segment paged.
+    let verified = link(&build(&[]));
+    assert!(verified.status.success(), "{}", text(&verified.stderr));
+    let note = text(&verified.stderr)
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("note: plugin `org.example.wx`: verified ")
+                .map(str::to_string)
+        })
+        .unwrap();
+    let words: Vec<&str> = note.split_whitespace().collect();
+    assert_eq!(words[0], words[4].trim_end_matches("),"), "{note}");
+    assert!(note.ends_with("W+X 0"), "{note}");
+    let written = std::fs::read(&output).unwrap();
+    // A verifier that refuses executable segments refuses the image: the link fails and the output stays.
+    let refused = link(&build(&["MODE_STRICT"]));
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        text(&refused.stderr).contains("plugin `org.example.wx`: its image verifier returned VERIFICATION_FAILED"),
+        "{}",
+        text(&refused.stderr)
+    );
+    assert_eq!(std::fs::read(&output).unwrap(), written);
+}

@@ -37,6 +37,12 @@ pub(crate) enum FrameRequest {
     },
     /// Run the rest of an interceptor chain.
     Continue(Option<ffi::Status>),
+    /// One page of the image's segments.
+    SegmentPage {
+        cursor: u64,
+        page: ffi::LinkEntityPage,
+        answer: Option<Result<ffi::LinkEntityPage, StatusCode>>,
+    },
     /// Begin, commit or abandon a mutation, or stage one operation in it; the answer is the status (and the
     /// new mutation's handle value).
     Mutate {
@@ -92,6 +98,10 @@ pub(crate) fn serve<'n>(
         }
         FrameRequest::Mutate { change, answer } => {
             *answer = Some(mutate(frame, *change, mutations));
+            None
+        }
+        FrameRequest::SegmentPage { answer, .. } => {
+            *answer = Some(Err(StatusCode::InvalidState));
             None
         }
         FrameRequest::Continue(slot) => {
@@ -412,34 +422,42 @@ fn page_of(
         if let Err(code) = summary(task.0, Some(graph.0)) {
             return c_status(code);
         }
-        let Some(given) = read_in(page) else {
-            return c_status(StatusCode::InvalidArgument);
-        };
-        let mut request = FrameRequest::Page {
+        deliver_page(task.0, page, |given| FrameRequest::Page {
             kind,
             cursor,
             page: given,
             answer: None,
-        };
-        if let Err(code) = ask(task.0, &mut request) {
-            return c_status(code);
-        }
-        match request {
-            FrameRequest::Page {
-                answer: Some(Ok(filled)),
-                ..
-            } => {
-                write_out(page, filled);
-                OK
-            }
-            FrameRequest::Page {
-                answer: Some(Err(code)),
-                ..
-            } => c_status(code),
-            _ => c_status(StatusCode::InvalidState),
-        }
+        })
     })
     .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
+}
+
+/// Reads the caller's page, asks the lent frame or image to fill it (`request` made from it) and writes the
+/// filled page back: the answer of every pager.
+fn deliver_page(
+    task: ffi::Handle,
+    page: *mut ffi::LinkEntityPage,
+    request: impl FnOnce(ffi::LinkEntityPage) -> FrameRequest,
+) -> ffi::Status {
+    let Some(given) = read_in(page) else {
+        return c_status(StatusCode::InvalidArgument);
+    };
+    let mut request = request(given);
+    if let Err(code) = ask(task, &mut request) {
+        return c_status(code);
+    }
+    let answer = match request {
+        FrameRequest::Page { answer, .. } | FrameRequest::SegmentPage { answer, .. } => answer,
+        _ => None,
+    };
+    match answer {
+        Some(Ok(filled)) => {
+            write_out(page, filled);
+            OK
+        }
+        Some(Err(code)) => c_status(code),
+        None => c_status(StatusCode::InvalidState),
+    }
 }
 
 /// A `NevercLinkAPI.Get<Kind>Page` slot: the pages of one entity kind.
@@ -578,6 +596,111 @@ pub(crate) extern "C" fn continue_chain(continue_context: *mut c_void, _frame: *
             Err(StatusCode::StaleHandle) => c_status(StatusCode::InvalidArgument),
             Err(code) => c_status(code),
         }
+    })
+    .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
+}
+
+/// The owner of image handles handed to verifiers.
+const IMAGE_OWNER: u64 = 0x4e43_494d_4147_0001;
+
+/// What a verifier reads of the image lent for its call: the summary and the segments.
+pub(crate) fn serve_image(layout: &neverc_link::image::ImageLayout, request: &mut dyn Any) {
+    // A verifier has no graph: other requests stay unanswered, which their slots report as INVALID_STATE.
+    let Some(FrameRequest::SegmentPage { cursor, page, answer }) = request.downcast_mut::<FrameRequest>() else {
+        return;
+    };
+    let total = layout.segments.len() as u64;
+    let start = (*cursor).min(total);
+    let fit = page.element_capacity.min(total - start);
+    if page.element_stride < std::mem::size_of::<ffi::BinarySegmentInfo>() as u64
+        || (page.data.is_null() && page.element_capacity > 0)
+    {
+        *answer = Some(Err(StatusCode::InvalidArgument));
+        return;
+    }
+    for (slot, index) in (start..start + fit).enumerate() {
+        let segment = &layout.segments[index as usize];
+        let mut flags = 0u64;
+        for (ours, theirs) in [
+            (neverc_link::image::SegmentFlags::READ, ffi_flags::READ),
+            (neverc_link::image::SegmentFlags::WRITE, ffi_flags::WRITE),
+            (neverc_link::image::SegmentFlags::EXECUTE, ffi_flags::EXECUTE),
+        ] {
+            if segment.flags.contains(ours) {
+                flags |= theirs.bits();
+            }
+        }
+        let info = ffi::BinarySegmentInfo {
+            header: header::<ffi::BinarySegmentInfo>(),
+            segment: ffi::BinarySegmentHandle(ffi::Handle {
+                owner: IMAGE_OWNER,
+                value: index + 1,
+            }),
+            name: view(&segment.name),
+            flags,
+            address: segment.virtual_address,
+            memory_size: segment.memory_size,
+            file_offset: segment.file_offset,
+            file_size: segment.file_size,
+            alignment: segment.alignment,
+        };
+        if !write_element(page.data, page.element_stride, slot as u64, info) {
+            *answer = Some(Err(StatusCode::InvalidArgument));
+            return;
+        }
+    }
+    page.out_count = fit;
+    page.next_cursor = start + fit;
+    page.has_more = flag(start + fit < total);
+    *answer = Some(Ok(*page));
+}
+
+use neverc_tables::plugin_abi::link::BinarySegmentFlags as ffi_flags;
+
+/// The summary a verifier is handed, for the image lent under `token`.
+pub(crate) fn image_info(layout: &neverc_link::image::ImageLayout, size: u64, token: u64) -> ffi::BinaryImageInfo {
+    ffi::BinaryImageInfo {
+        header: header::<ffi::BinaryImageInfo>(),
+        image: ffi::BinaryImageHandle(ffi::Handle {
+            owner: IMAGE_OWNER,
+            value: token,
+        }),
+        state: neverc_tables::plugin_abi::link::BinaryImageState::Candidate.raw(),
+        output_kind: neverc_tables::plugin_abi::link::LinkOutputKind::Executable.raw(),
+        target_id: ffi::TargetId::default(),
+        format_id: ffi::ObjectFormatId::default(),
+        entry_address: layout.entry,
+        image_base: layout.segments.first().map_or(0, |segment| segment.virtual_address),
+        size,
+        segment_count: layout.segments.len() as u64,
+        section_count: layout.sections.len() as u64,
+        import_count: 0,
+        export_count: 0,
+        dynamic_relocation_count: 0,
+        content_digest: [0; 32],
+        binary: std::ptr::null(),
+        builder: ffi::BinaryBuilderHandle::default(),
+        extensions: NO_EXTENSIONS,
+    }
+}
+
+/// `NevercLinkAPI.GetBinarySegmentPage`: the segments of the image lent to a verifier.
+pub(crate) extern "C" fn get_binary_segment_page(
+    _context: *mut c_void,
+    task: ffi::TaskHandle,
+    image: ffi::BinaryImageHandle,
+    cursor: u64,
+    page: *mut ffi::LinkEntityPage,
+) -> ffi::Status {
+    std::panic::catch_unwind(|| {
+        if image.0.owner != IMAGE_OWNER || image.0.value != task.0.value {
+            return c_status(StatusCode::WrongType);
+        }
+        deliver_page(task.0, page, |given| FrameRequest::SegmentPage {
+            cursor,
+            page: given,
+            answer: None,
+        })
     })
     .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
 }

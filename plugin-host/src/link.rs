@@ -13,7 +13,7 @@ use neverc_tables::plugin_abi::ffi;
 use neverc_tables::policy::Request;
 use neverc_tables::status::{Status, StatusCode};
 
-use crate::frame::{Service, TASK_OWNER, continue_chain, serve};
+use crate::frame::{Service, TASK_OWNER, continue_chain, image_info, serve, serve_image};
 use crate::load::LoadedPlugin;
 use crate::registrar::{Hook, run_registration};
 use crate::status::{code_of, describe};
@@ -181,6 +181,20 @@ impl LinkPlugin for CPlugin {
                             offered.filter(|_| status.code == 0 && claimed == handle)
                         }),
                     )?;
+                }
+                (Some(_), Hook::ImageVerifier(Some(verify), user_data)) => {
+                    registrar.image_verifier(Box::new(move |image, layout| {
+                        let mut body = |request: &mut dyn Any| serve_image(layout, request);
+                        let status = neverc_sys::scoped::lend(&mut body, |token| {
+                            let info = image_info(layout, image.len(), token);
+                            let task = ffi::TaskHandle(ffi::Handle {
+                                owner: TASK_OWNER,
+                                value: token,
+                            });
+                            verify.call((user_data, task, std::ptr::null::<ffi::LinkRequest>(), &info as *const _))
+                        });
+                        answer(&id, "image verifier", status)
+                    }))?;
                 }
                 _ => {}
             }

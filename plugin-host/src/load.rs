@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use neverc_sys::plugin::{CFunction, PluginLibrary, copy_view, write_out};
 use neverc_tables::plugin_abi::ffi;
 use neverc_tables::plugin_abi::host::HOST;
-use neverc_tables::plugin_abi::link::{LINK, LINK_PHASE};
+use neverc_tables::plugin_abi::link::{LINK, LINK_PHASE, LINK_REGISTRAR};
 use neverc_tables::status::StatusCode;
 
 use crate::context::{self, Entry};
@@ -122,6 +122,17 @@ thread_local! {
         table.commit_mutation = Some(crate::frame::commit_mutation);
         table.abandon_mutation = Some(crate::frame::abandon_mutation);
         table.set_symbol_root = Some(crate::frame::set_symbol_root);
+        table.get_binary_segment_page = Some(crate::frame::get_binary_segment_page);
+        table
+    });
+    /// The Link registrar table this thread hands out (during a registration: its context is the
+    /// registration's).
+    static LINK_REGISTRAR_API: Box<ffi::LinkRegistrarApi> = Box::new({
+        let mut table = ffi::LinkRegistrarApi::unavailable(
+            header::<ffi::LinkRegistrarApi>(LINK_REGISTRAR.major, LINK_REGISTRAR.minor),
+            std::ptr::null_mut(),
+        );
+        table.register_binary_image_verifier = Some(crate::registrar::register_binary_image_verifier);
         table
     });
     /// The Link phase API table this thread hands out.
@@ -143,6 +154,12 @@ fn served(id: ffi::InterfaceId) -> Option<(&'static neverc_tables::InterfaceReco
     let matches = |record: &neverc_tables::InterfaceRecord| (record.id.high, record.id.low) == (id.high, id.low);
     if matches(LINK) {
         return Some((LINK, link_api_address()));
+    }
+    if matches(LINK_REGISTRAR) {
+        return Some((
+            LINK_REGISTRAR,
+            LINK_REGISTRAR_API.with(|table| &**table as *const ffi::LinkRegistrarApi as usize),
+        ));
     }
     matches(LINK_PHASE).then(|| {
         (

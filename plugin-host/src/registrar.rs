@@ -7,7 +7,7 @@ use neverc_sys::plugin::CFunction;
 use neverc_tables::PhaseTables;
 use neverc_tables::plugin_abi::ffi;
 use neverc_tables::plugin_abi::host::PHASE_REGISTRAR;
-use neverc_tables::policy::{ObserverPoint, Request, check_phase_request};
+use neverc_tables::policy::{ObserverPoint, ProviderKind, Request, check_phase_request};
 use neverc_tables::status::{Status, StatusCode};
 
 use crate::context::{self, Entry};
@@ -34,6 +34,8 @@ pub(crate) enum Hook {
     Provider(ffi::PhaseProviderFn, *mut c_void),
     Interceptor(ffi::PhaseInterceptorFn, *mut c_void),
     Skipper(ffi::PhaseSkipperFn, *mut c_void),
+    /// A binary image verifier (`NevercLinkRegistrarAPI.RegisterBinaryImageVerifier`).
+    ImageVerifier(ffi::BinaryImageVerifyFn, *mut c_void),
     /// A request without a callback (refused).
     None,
 }
@@ -170,6 +172,41 @@ extern "C" fn skip_with_proof(
             phase,
             (Ok(Request::SkipWithProof), None),
             skipper.is_some().then_some(Hook::Skipper(skipper, user_data)),
+        )
+    })
+    .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
+}
+
+/// `NevercLinkRegistrarAPI.RegisterBinaryImageVerifier`: a verifier is an observer of the sealed image_verify
+/// gate (the request a manifest's `image-verifier` provider stands for), checked like any request.
+pub(crate) extern "C" fn register_binary_image_verifier(
+    _context: *mut c_void,
+    registrar_context: *mut c_void,
+    descriptor: *const ffi::BinaryImageVerifierDescriptor,
+) -> ffi::Status {
+    std::panic::catch_unwind(|| {
+        let Some(descriptor) = neverc_sys::plugin::read_in(descriptor) else {
+            return c_status(StatusCode::InvalidArgument);
+        };
+        if (descriptor.header.struct_size as usize) < std::mem::size_of::<ffi::BinaryImageVerifierDescriptor>() {
+            return c_status(StatusCode::AbiMismatch);
+        }
+        let (phase, request) = ProviderKind::ImageVerifier.request();
+        let id = neverc_tables::BUNDLED_PHASES
+            .phase_by_name(phase)
+            .map(|record| ffi::InterfaceId {
+                high: record.id.high,
+                low: record.id.low,
+            })
+            .unwrap_or_default();
+        ask(
+            registrar_context,
+            id,
+            (Ok(request), None),
+            descriptor
+                .verify
+                .is_some()
+                .then_some(Hook::ImageVerifier(descriptor.verify, descriptor.user_data)),
         )
     })
     .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
