@@ -96,7 +96,12 @@ fn plugin_requests(
     let plugin = loaded.remove(0);
     let asked = neverc_plugin_host::register_dry_run(&plugin, tables).map_err(crate::plugins::plugin_failure)?;
     let mut phases: Vec<PhaseRequests> = Vec::new();
+    let mut providers = Vec::new();
     for request in asked {
+        if let Some(provider) = request.provider {
+            providers.push(provider.name().to_string());
+            continue;
+        }
         let position = match phases.iter().position(|entry| entry.name == request.phase) {
             Some(position) => position,
             None => {
@@ -122,7 +127,7 @@ fn plugin_requests(
     }
     Ok(PluginManifest {
         plugin: plugin.id.clone(),
-        providers: Vec::new(),
+        providers,
         phases,
     })
 }

@@ -24,6 +24,19 @@ fn id_of(phase: &str) -> String {
     format!("{:#x}:{:#x}", record.id.high, record.id.low)
 }
 
+/// Audits the manifest `text` (written into `dir`) as JSON.
+fn audit_manifest(dir: &Path, text: &str) -> Output {
+    let manifest = dir.join("manifest.toml");
+    std::fs::write(&manifest, text).unwrap();
+    run(&[
+        "audit",
+        "--plugin-manifest",
+        manifest.to_str().unwrap(),
+        "--format",
+        "json",
+    ])
+}
+
 /// The verdicts of a JSON audit report: (request, allowed, code).
 fn verdicts(output: &Output) -> Vec<(String, bool, Option<String>)> {
     let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
@@ -65,21 +78,12 @@ fn a_c_plugins_requests_get_the_verdicts_of_the_same_manifest() {
         text(&loaded.stderr)
     );
 
-    let manifest = dir.join("asker.toml");
-    std::fs::write(
-        &manifest,
+    let declared = audit_manifest(
+        &dir,
         "plugin = \"org.example.asker\"\n\
          [[phases]]\nname = \"neverc.link.lto_resolve\"\nobserve = [\"BEFORE\"]\nintercept = true\n\
          [[phases]]\nname = \"neverc.link.commit\"\nobserve = [\"BEFORE\"]\nintercept = true\nreplace = true\n",
-    )
-    .unwrap();
-    let declared = run(&[
-        "audit",
-        "--plugin-manifest",
-        manifest.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
+    );
     assert_eq!(declared.status.code(), Some(5));
     let (from_plugin, from_manifest) = (verdicts(&loaded), verdicts(&declared));
     assert_eq!(from_plugin, from_manifest);
@@ -126,4 +130,28 @@ fn a_library_without_an_entry_and_an_argument_for_no_plugin_are_errors() {
         "no-colon",
     ]);
     assert_eq!(output.status.code(), Some(2));
+}
+
+#[test]
+fn a_c_image_verifier_is_audited_as_the_image_verifier_provider() {
+    let dir = scratch!("audit-plugin-verifier");
+    let plugin = build(&dir, "verifier.c");
+    let loaded = run(&["audit", "--plugin", plugin.to_str().unwrap(), "--format", "json"]);
+    assert!(loaded.status.success(), "{}", text(&loaded.stderr));
+    let manifest = dir.join("wx.toml");
+    std::fs::write(
+        &manifest,
+        "plugin = \"org.example.wx\"\nproviders = [\"image-verifier\"]\n",
+    )
+    .unwrap();
+    let declared = run(&[
+        "audit",
+        "--plugin-manifest",
+        manifest.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert!(declared.status.success());
+    assert_eq!(verdicts(&loaded), verdicts(&declared));
+    assert_eq!(verdicts(&loaded), [("provider image-verifier".to_string(), true, None)]);
 }

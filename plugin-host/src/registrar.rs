@@ -23,6 +23,8 @@ pub struct AskedPhase {
     pub request: Option<Request>,
     /// The raw observer point bits of an observe request.
     pub observe_bits: Option<u32>,
+    /// The provider the request stands for, when it registered one (an image verifier).
+    pub provider: Option<ProviderKind>,
     /// The host's answer: what the runtime's policy check said.
     pub answer: Result<(), Status>,
 }
@@ -85,6 +87,7 @@ fn ask(
                 phase: text,
                 request: request.ok(),
                 observe_bits,
+                provider: matches!(hook, Some(Hook::ImageVerifier(..))).then_some(ProviderKind::ImageVerifier),
                 answer,
             },
             hook.unwrap_or(Hook::None),
