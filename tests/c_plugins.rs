@@ -326,3 +326,57 @@ fn a_c_image_verifier_pages_the_segments_and_can_refuse_the_image() {
     );
     assert_eq!(std::fs::read(&output).unwrap(), written);
 }
+
+#[test]
+fn a_c_ordering_interceptor_gives_the_symbol_ordering_files_bytes() {
+    let dir = scratch!("c-plugin-order");
+    let plugin = dir.join("order.so");
+    build_c_plugin(&repo().join("plugin-host/tests/fixtures/order.c"), &plugin, &[]);
+    let inputs = neverc_conformance::fixture_link_inputs(Path::new(env!("CARGO_TARGET_TMPDIR"))).unwrap();
+    // The functions of the gcc objects (nm reads no bitcode), in reverse order of their names: not the order
+    // they would have.
+    let mut names: Vec<String> = Vec::new();
+    for input in &inputs {
+        let listed = Command::new("nm").arg("--defined-only").arg(input).output().unwrap();
+        names.extend(
+            text(&listed.stdout)
+                .lines()
+                .filter_map(|line| line.split_once(" T ").map(|(_, name)| name.to_string())),
+        );
+    }
+    names.sort();
+    names.reverse();
+    assert!(names.len() >= 2, "{names:?}");
+    let order = dir.join("order.txt");
+    std::fs::write(&order, names.join("\n") + "\n").unwrap();
+    let link = |output: &str, extra: &[std::ffi::OsString]| {
+        let linked = Command::new(BIN)
+            .arg("link")
+            .arg("-o")
+            .arg(dir.join(output))
+            .args(&inputs)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(linked.status.success(), "{}", text(&linked.stderr));
+        std::fs::read(dir.join(output)).unwrap()
+    };
+    let by_plugin = link(
+        "plugin.out",
+        &[
+            "--plugin".into(),
+            plugin.into_os_string(),
+            "--plugin-arg".into(),
+            format!("org.example.order:file={}", order.display()).into(),
+            "--plugin-arg".into(),
+            format!("org.example.order:layout={}", id("neverc.link.layout")).into(),
+        ],
+    );
+    let by_option = link("option.out", &["--symbol-ordering-file".into(), order.into_os_string()]);
+    let plain = link("plain.out", &[]);
+    assert_eq!(by_plugin, by_option);
+    assert_ne!(
+        by_plugin, plain,
+        "the order file changed nothing; the test would prove nothing"
+    );
+}

@@ -52,7 +52,7 @@ pub(crate) enum FrameRequest {
 }
 
 /// A change a plugin asks for through the Link API.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub(crate) enum Change {
     Begin,
     Commit(ffi::Handle),
@@ -61,6 +61,14 @@ pub(crate) enum Change {
         mutation: ffi::Handle,
         symbol: ffi::Handle,
         root: bool,
+    },
+    /// A layout constraint on the atom whose handle value is `subject`.
+    CreateConstraint {
+        mutation: ffi::Handle,
+        kind: String,
+        subject: u64,
+        value: u64,
+        required: bool,
     },
 }
 
@@ -97,7 +105,7 @@ pub(crate) fn serve<'n>(
             None
         }
         FrameRequest::Mutate { change, answer } => {
-            *answer = Some(mutate(frame, *change, mutations));
+            *answer = Some(mutate(frame, change.clone(), mutations));
             None
         }
         FrameRequest::SegmentPage { answer, .. } => {
@@ -198,6 +206,23 @@ fn mutate(frame: &mut PhaseFrame<'_>, change: Change, mutations: &mut Vec<Mutati
             let mutation = mutation_of(mutation, mutations)?;
             let symbol = entity_of(frame, symbol, EntityKind::Symbol)?;
             frame.set_symbol_root(mutation, symbol, root).map(|()| 0)
+        }
+        Change::CreateConstraint {
+            mutation,
+            kind,
+            subject,
+            value,
+            required,
+        } => {
+            let mutation = mutation_of(mutation, mutations)?;
+            let atom = ffi::Handle {
+                owner: ENTITY_OWNER | EntityKind::Atom as u64,
+                value: subject,
+            };
+            let atom = frame.resolve(entity_of(frame, atom, EntityKind::Atom)?, EntityKind::Atom)?;
+            frame
+                .create_constraint(mutation, &kind, atom as u64, value, required)
+                .map(|()| 0)
         }
     }
 }
@@ -558,6 +583,38 @@ pub(crate) extern "C" fn set_symbol_root(
         },
     )
     .0
+}
+
+/// `NevercLinkAPI.CreateConstraint`: the descriptor's `SubjectID` is the value of the constrained atom's
+/// handle (from a symbol's or atom's info); the new constraint's handle comes with the next generation, so
+/// the one written out is null.
+pub(crate) extern "C" fn create_constraint(
+    _context: *mut c_void,
+    task: ffi::TaskHandle,
+    mutation: ffi::LinkMutationHandle,
+    descriptor: *const ffi::LinkConstraintInfo,
+    out: *mut ffi::LinkConstraintHandle,
+) -> ffi::Status {
+    let Some(descriptor) = read_in(descriptor) else {
+        return c_status(StatusCode::InvalidArgument);
+    };
+    let kind = neverc_sys::plugin::copy_view(descriptor.kind.data.cast(), descriptor.kind.length, 256)
+        .and_then(|bytes| String::from_utf8(bytes).ok());
+    let Some(kind) = kind else {
+        return c_status(StatusCode::InvalidArgument);
+    };
+    let (status, _) = change(
+        task,
+        Change::CreateConstraint {
+            mutation: mutation.0,
+            kind,
+            subject: descriptor.subject_id,
+            value: descriptor.value,
+            required: descriptor.required != 0,
+        },
+    );
+    write_out(out, ffi::LinkConstraintHandle::default());
+    status
 }
 
 /// `NevercLinkAPI.GetGraphInfo`.

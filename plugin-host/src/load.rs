@@ -122,6 +122,7 @@ thread_local! {
         table.commit_mutation = Some(crate::frame::commit_mutation);
         table.abandon_mutation = Some(crate::frame::abandon_mutation);
         table.set_symbol_root = Some(crate::frame::set_symbol_root);
+        table.create_constraint = Some(crate::frame::create_constraint);
         table.get_binary_segment_page = Some(crate::frame::get_binary_segment_page);
         table
     });
