@@ -33,23 +33,13 @@ fn transitions() -> Vec<(&'static str, String)> {
         .collect()
 }
 
+/// Links the fixture program with the counter plugin observing every transition.
 fn link(plugin: &Path, output: &Path) -> Output {
-    let inputs = neverc_conformance::fixture_link_inputs(Path::new(env!("CARGO_TARGET_TMPDIR"))).unwrap();
-    let mut command = Command::new(BIN);
-    command
-        .arg("link")
-        .arg("-o")
-        .arg(output)
-        .args(&inputs)
-        .arg("--trace-phases")
-        .arg("--plugin")
-        .arg(plugin);
-    for (_, id) in transitions() {
-        command
-            .arg("--plugin-arg")
-            .arg(format!("org.example.counter:observe={id}"));
-    }
-    command.output().unwrap()
+    let arguments: Vec<String> = transitions()
+        .into_iter()
+        .map(|(_, id)| format!("org.example.counter:observe={id}"))
+        .collect();
+    link_with(&[plugin], &arguments, output)
 }
 
 #[test]
@@ -120,8 +110,8 @@ fn low(phase: &str) -> String {
     )
 }
 
-/// Links the fixture program with `plugin` (if any) and `org.example.chain` arguments.
-fn link_with(plugin: Option<&Path>, arguments: &[String], output: &Path) -> Output {
+/// Links the fixture program (with `--trace-phases`) with `plugins` and `arguments` (`ID:NAME=VALUE`).
+fn link_with(plugins: &[&Path], arguments: &[String], output: &Path) -> Output {
     let inputs = neverc_conformance::fixture_link_inputs(Path::new(env!("CARGO_TARGET_TMPDIR"))).unwrap();
     let mut command = Command::new(BIN);
     command
@@ -130,13 +120,21 @@ fn link_with(plugin: Option<&Path>, arguments: &[String], output: &Path) -> Outp
         .arg(output)
         .args(&inputs)
         .arg("--trace-phases");
-    if let Some(plugin) = plugin {
+    for plugin in plugins {
         command.arg("--plugin").arg(plugin);
     }
     for argument in arguments {
-        command.arg("--plugin-arg").arg(format!("org.example.chain:{argument}"));
+        command.arg("--plugin-arg").arg(argument);
     }
     command.output().unwrap()
+}
+
+/// `org.example.chain` arguments.
+fn chain_arguments(arguments: &[String]) -> Vec<String> {
+    arguments
+        .iter()
+        .map(|argument| format!("org.example.chain:{argument}"))
+        .collect()
 }
 
 fn notes(output: &Output) -> Vec<String> {
@@ -161,11 +159,11 @@ fn actor(output: &Output, phase: &str) -> String {
 fn a_c_interceptor_wraps_every_transition_and_changes_no_byte() {
     let dir = scratch!("c-plugin-interceptor");
     let plain = dir.join("plain.out");
-    assert!(link_with(None, &[], &plain).status.success());
+    assert!(link_with(&[], &[], &plain).status.success());
     let transitions = transitions();
     let arguments: Vec<String> = transitions.iter().map(|(_, id)| format!("intercept={id}")).collect();
     let wrapped = dir.join("wrapped.out");
-    let linked = link_with(Some(&chain(&dir, &[])), &arguments, &wrapped);
+    let linked = link_with(&[&chain(&dir, &[])], &chain_arguments(&arguments), &wrapped);
     assert!(linked.status.success(), "{}", text(&linked.stderr));
     let seen = notes(&linked);
     for (phase, _) in &transitions {
@@ -185,8 +183,8 @@ fn a_continuation_runs_once_and_only_for_its_own_context() {
     // Links with the interceptor compiled in `mode` on gc; the link succeeds.
     let intercept_gc = |mode: &str| {
         let linked = link_with(
-            Some(&chain(&dir, &[mode])),
-            &[format!("intercept={}", id("neverc.link.gc"))],
+            &[&chain(&dir, &[mode])],
+            &chain_arguments(&[format!("intercept={}", id("neverc.link.gc"))]),
             &dir.join(format!("{mode}.out")),
         );
         assert!(linked.status.success(), "{mode}: {}", text(&linked.stderr));
@@ -212,8 +210,8 @@ fn a_c_skipper_skips_relocate_only_with_the_offered_proof() {
     let relocate = id("neverc.link.relocate");
     // A made-up handle is not the proof: relocate runs.
     let forged = link_with(
-        Some(&chain(&dir, &["MODE_FORGE"])),
-        &[format!("skip={relocate}")],
+        &[&chain(&dir, &["MODE_FORGE"])],
+        &chain_arguments(&[format!("skip={relocate}")]),
         &dir.join("a.out"),
     );
     assert!(forged.status.success(), "{}", text(&forged.stderr));
@@ -221,8 +219,8 @@ fn a_c_skipper_skips_relocate_only_with_the_offered_proof() {
     assert_eq!(actor(&forged, "neverc.link.relocate"), "builtin");
     // The offered proof skips it; this skipper publishes nothing, so the image has no relocated sections.
     let skipped = link_with(
-        Some(&chain(&dir, &[])),
-        &[format!("skip={relocate}")],
+        &[&chain(&dir, &[])],
+        &chain_arguments(&[format!("skip={relocate}")]),
         &dir.join("b.out"),
     );
     assert_eq!(skipped.status.code(), Some(1));
@@ -244,22 +242,14 @@ fn mutations_are_refused_to_observers_and_checked_for_interceptors() {
         &["MODE_MUTATE"],
     );
     let gc = id("neverc.link.gc");
-    let inputs = neverc_conformance::fixture_link_inputs(Path::new(env!("CARGO_TARGET_TMPDIR"))).unwrap();
-    let linked = Command::new(BIN)
-        .arg("link")
-        .arg("-o")
-        .arg(dir.join("a.out"))
-        .args(&inputs)
-        .arg("--plugin")
-        .arg(&observer)
-        .arg("--plugin-arg")
-        .arg(format!("org.example.counter:observe={gc}"))
-        .arg("--plugin")
-        .arg(chain(&dir, &["MODE_MUTATE"]))
-        .arg("--plugin-arg")
-        .arg(format!("org.example.chain:intercept={gc}"))
-        .output()
-        .unwrap();
+    let linked = link_with(
+        &[&observer, &chain(&dir, &["MODE_MUTATE"])],
+        &[
+            format!("org.example.counter:observe={gc}"),
+            format!("org.example.chain:intercept={gc}"),
+        ],
+        &dir.join("a.out"),
+    );
     assert!(linked.status.success(), "{}", text(&linked.stderr));
     let stderr = text(&linked.stderr);
     let low = low("neverc.link.gc");
@@ -289,19 +279,8 @@ fn a_c_image_verifier_pages_the_segments_and_can_refuse_the_image() {
         build_c_plugin(&repo().join("plugin-host/tests/fixtures/verifier.c"), &output, defines);
         output
     };
-    let inputs = neverc_conformance::fixture_link_inputs(Path::new(env!("CARGO_TARGET_TMPDIR"))).unwrap();
     let output = dir.join("a.out");
-    let link = |plugin: &Path| {
-        Command::new(BIN)
-            .arg("link")
-            .arg("-o")
-            .arg(&output)
-            .args(&inputs)
-            .arg("--plugin")
-            .arg(plugin)
-            .output()
-            .unwrap()
-    };
+    let link = |plugin: &Path| link_with(&[plugin], &[], &output);
     // The program has no writable and executable segment: it is verified, every segment paged.
     let verified = link(&build(&[]));
     assert!(verified.status.success(), "{}", text(&verified.stderr));

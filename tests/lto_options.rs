@@ -122,6 +122,32 @@ fn compile_backends(dir: &Path, backends: &[(String, String, String)]) {
 /// `--thinlto-prefix-replace=src/;native/`: the indexes, imports and the list name `native/`, nothing is
 /// written beside the bitcode in `src/`, and every file is the one ld.lld-14 writes; the backends compiled
 /// from them link into the in-process ThinLTO link's bytes.
+/// The index-only link in `ours` listed the native objects under `native/` and wrote the same list, index
+/// and imports files as ld.lld-14 in `theirs`.
+fn same_index_files_as_lld(ours: &Path, theirs: &Path) {
+    let list = String::from_utf8(read(&ours.join("list.txt"))).unwrap();
+    assert_eq!(
+        list.lines().collect::<Vec<_>>(),
+        BITCODE.map(|name| format!("native/{name}.o")),
+        "the list names the native objects under the new prefix"
+    );
+    for file in ["list.txt".to_string()]
+        .into_iter()
+        .chain(BITCODE.iter().flat_map(|name| {
+            [
+                format!("native/{name}.o.thinlto.bc"),
+                format!("native/{name}.o.imports"),
+            ]
+        }))
+    {
+        assert_eq!(
+            read(&ours.join(&file)),
+            read(&theirs.join(&file)),
+            "{file} differs from ld.lld-14's"
+        );
+    }
+}
+
 #[test]
 fn prefix_replace_writes_the_indexes_under_the_new_prefix_as_lld_does() {
     let root = fresh("lto-options-prefix");
@@ -182,27 +208,7 @@ fn prefix_replace_writes_the_indexes_under_the_new_prefix_as_lld_does() {
         "nothing beside the bitcode, everything under native/"
     );
     assert_eq!(files_under(&theirs), expected, "what ld.lld-14 writes");
-    let list = String::from_utf8(read(&ours.join("list.txt"))).unwrap();
-    assert_eq!(
-        list.lines().collect::<Vec<_>>(),
-        BITCODE.map(|name| format!("native/{name}.o")),
-        "the list names the native objects under the new prefix"
-    );
-    for file in ["list.txt".to_string()]
-        .into_iter()
-        .chain(BITCODE.iter().flat_map(|name| {
-            [
-                format!("native/{name}.o.thinlto.bc"),
-                format!("native/{name}.o.imports"),
-            ]
-        }))
-    {
-        assert_eq!(
-            read(&ours.join(&file)),
-            read(&theirs.join(&file)),
-            "{file} differs from ld.lld-14's"
-        );
-    }
+    same_index_files_as_lld(&ours, &theirs);
     // The imports name the modules by their own paths: the prefix only moves the files written.
     let imports = String::from_utf8(read(&ours.join("native/main.o.imports"))).unwrap();
     assert!(imports.lines().any(|line| line == "src/helper.o"), "{imports}");
@@ -312,26 +318,7 @@ fn object_suffix_replace_names_the_full_bitcode_in_a_thin_link_of_minimized_bitc
             "--thinlto-prefix-replace=;native/",
         ],
     );
-    let list = String::from_utf8(read(&ours.join("list.txt"))).unwrap();
-    assert_eq!(
-        list.lines().collect::<Vec<_>>(),
-        BITCODE.map(|name| format!("native/{name}.o"))
-    );
-    for file in ["list.txt".to_string()]
-        .into_iter()
-        .chain(BITCODE.iter().flat_map(|name| {
-            [
-                format!("native/{name}.o.thinlto.bc"),
-                format!("native/{name}.o.imports"),
-            ]
-        }))
-    {
-        assert_eq!(
-            read(&ours.join(&file)),
-            read(&theirs.join(&file)),
-            "{file} differs from ld.lld-14's"
-        );
-    }
+    same_index_files_as_lld(&ours, &theirs);
     // The modules are the full bitcode files: main.o imports from helper.o, not from helper.thinlink.bc.
     let imports = String::from_utf8(read(&ours.join("native/main.o.imports"))).unwrap();
     assert!(imports.lines().any(|line| line == "helper.o"), "{imports}");

@@ -15,7 +15,7 @@ use neverc_tables::PhaseTables;
 use neverc_tables::plugin_abi::ffi;
 use neverc_tables::status::{Status, StatusCode};
 
-use crate::status::{OK, c_status};
+use crate::status::{OK, c_status, guarded};
 
 /// The owner of task handles: the value is the token of the lent frame.
 pub(crate) const TASK_OWNER: u64 = 0x4e43_5441_534b_0001;
@@ -408,7 +408,7 @@ pub(crate) extern "C" fn get_graph(
     _artifact: ffi::ArtifactHandle,
     out: *mut ffi::LinkPhaseGraphInfo,
 ) -> ffi::Status {
-    std::panic::catch_unwind(|| {
+    guarded(|| {
         let Some(frame) = read_in(frame) else {
             return c_status(StatusCode::InvalidArgument);
         };
@@ -432,7 +432,6 @@ pub(crate) extern "C" fn get_graph(
             c_status(StatusCode::InvalidArgument)
         }
     })
-    .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
 }
 
 /// A page of `kind` through a task handle, after the graph handle is checked.
@@ -443,7 +442,7 @@ fn page_of(
     cursor: u64,
     page: *mut ffi::LinkEntityPage,
 ) -> ffi::Status {
-    std::panic::catch_unwind(|| {
+    guarded(|| {
         if let Err(code) = summary(task.0, Some(graph.0)) {
             return c_status(code);
         }
@@ -454,7 +453,6 @@ fn page_of(
             answer: None,
         })
     })
-    .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
 }
 
 /// Reads the caller's page, asks the lent frame or image to fill it (`request` made from it) and writes the
@@ -624,7 +622,7 @@ pub(crate) extern "C" fn get_graph_info(
     graph: ffi::LinkGraphHandle,
     out: *mut ffi::LinkGraphInfo,
 ) -> ffi::Status {
-    std::panic::catch_unwind(|| match summary(task.0, Some(graph.0)) {
+    guarded(|| match summary(task.0, Some(graph.0)) {
         Ok(info) => {
             if write_out(out, info) {
                 OK
@@ -634,12 +632,11 @@ pub(crate) extern "C" fn get_graph_info(
         }
         Err(code) => c_status(code),
     })
-    .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
 }
 
 /// `NevercPhaseContinueFn`: the rest of the chain, through the frame lent under the context's token.
 pub(crate) extern "C" fn continue_chain(continue_context: *mut c_void, _frame: *const ffi::PhaseFrame) -> ffi::Status {
-    std::panic::catch_unwind(|| {
+    guarded(|| {
         let task = ffi::Handle {
             owner: TASK_OWNER,
             value: continue_context as usize as u64,
@@ -654,7 +651,6 @@ pub(crate) extern "C" fn continue_chain(continue_context: *mut c_void, _frame: *
             Err(code) => c_status(code),
         }
     })
-    .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
 }
 
 /// The owner of image handles handed to verifiers.
@@ -749,7 +745,7 @@ pub(crate) extern "C" fn get_binary_segment_page(
     cursor: u64,
     page: *mut ffi::LinkEntityPage,
 ) -> ffi::Status {
-    std::panic::catch_unwind(|| {
+    guarded(|| {
         if image.0.owner != IMAGE_OWNER || image.0.value != task.0.value {
             return c_status(StatusCode::WrongType);
         }
@@ -759,5 +755,4 @@ pub(crate) extern "C" fn get_binary_segment_page(
             answer: None,
         })
     })
-    .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
 }

@@ -10,7 +10,7 @@ use neverc_tables::plugin_abi::link::{LINK, LINK_PHASE, LINK_REGISTRAR};
 use neverc_tables::status::StatusCode;
 
 use crate::context::{self, Entry};
-use crate::status::{OK, c_status, code_of, describe};
+use crate::status::{OK, c_status, code_of, describe, guarded};
 
 /// The symbol every plugin exports.
 pub const ENTRY_SYMBOL: &str = "neverc_plugin_entry";
@@ -170,8 +170,8 @@ fn served(id: ffi::InterfaceId) -> Option<(&'static neverc_tables::InterfaceReco
     })
 }
 
-/// `NevercHostAPI.QueryInterface`: this host serves its own table; the link, LTO and target tables come
-/// with the link runtime's C bindings.
+/// `NevercHostAPI.QueryInterface`: this host serves its own table and the LINK, LINK_PHASE and
+/// LINK_REGISTRAR tables; the out-parameter is null when it answers with a failure.
 extern "C" fn query_interface(
     context: *mut c_void,
     id: ffi::InterfaceId,
@@ -179,23 +179,22 @@ extern "C" fn query_interface(
     minimum_minor: u16,
     out_table: *mut *mut c_void,
 ) -> ffi::Status {
-    let answer = std::panic::catch_unwind(|| {
-        let known = context::with(context, |entry| matches!(entry, Entry::Host(_))).unwrap_or(false);
-        if !known {
+    let status = guarded(|| {
+        let host_table = context::with(context, |entry| match entry {
+            Entry::Host(state) => Some(state.table),
+            Entry::Registration(_) => None,
+        })
+        .flatten();
+        let Some(host_table) = host_table else {
             return c_status(StatusCode::InvalidArgument);
-        }
-        let host = Some(HOST).filter(|host| (id.high, id.low) == (host.id.high, host.id.low));
-        let (record, table) = match (host, served(id)) {
-            (Some(host), _) => {
-                let table = context::with(context, |entry| match entry {
-                    Entry::Host(state) => state.table,
-                    Entry::Registration(_) => 0,
-                })
-                .unwrap_or(0);
-                (host, table)
+        };
+        let (record, table) = if (id.high, id.low) == (HOST.id.high, HOST.id.low) {
+            (HOST, host_table)
+        } else {
+            match served(id) {
+                Some(served) => served,
+                None => return c_status(StatusCode::MissingInterface),
             }
-            (None, Some(served)) => served,
-            (None, None) => return c_status(StatusCode::MissingInterface),
         };
         if major != record.major || minimum_minor > record.minor {
             return c_status(StatusCode::VersionMismatch);
@@ -205,7 +204,6 @@ extern "C" fn query_interface(
         }
         OK
     });
-    let status = answer.unwrap_or_else(|_| c_status(StatusCode::PluginFailure));
     if status.code != OK.code {
         write_out(out_table, std::ptr::null_mut());
     }

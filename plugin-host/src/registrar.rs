@@ -12,7 +12,7 @@ use neverc_tables::status::{Status, StatusCode};
 
 use crate::context::{self, Entry};
 use crate::load::{LoadedPlugin, PluginError};
-use crate::status::{c_result, c_status, describe};
+use crate::status::{c_result, c_status, describe, guarded};
 
 /// One request a plugin made while registering.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,8 +38,18 @@ pub(crate) enum Hook {
     Skipper(ffi::PhaseSkipperFn, *mut c_void),
     /// A binary image verifier (`NevercLinkRegistrarAPI.RegisterBinaryImageVerifier`).
     ImageVerifier(ffi::BinaryImageVerifyFn, *mut c_void),
-    /// A request without a callback (refused).
-    None,
+}
+
+impl Hook {
+    /// Whether the request named a callback (one without is refused).
+    fn has_callback(&self) -> bool {
+        match self {
+            Hook::Observer(callback, _) | Hook::Provider(callback, _) => callback.is_some(),
+            Hook::Interceptor(callback, _) => callback.is_some(),
+            Hook::Skipper(callback, _) => callback.is_some(),
+            Hook::ImageVerifier(callback, _) => callback.is_some(),
+        }
+    }
 }
 
 /// A registration in progress: the tables it checks against and what was asked so far.
@@ -60,9 +70,9 @@ fn ask(
     registrar_context: *mut c_void,
     phase: ffi::InterfaceId,
     (request, observe_bits): (Result<Request, String>, Option<u32>),
-    hook: Option<Hook>,
+    hook: Hook,
 ) -> ffi::Status {
-    let has_callback = hook.is_some();
+    let has_callback = hook.has_callback();
     let answered = context::with(registrar_context, |entry| {
         let Entry::Registration(registration) = entry else {
             return c_status(StatusCode::InvalidArgument);
@@ -87,10 +97,10 @@ fn ask(
                 phase: text,
                 request: request.ok(),
                 observe_bits,
-                provider: matches!(hook, Some(Hook::ImageVerifier(..))).then_some(ProviderKind::ImageVerifier),
+                provider: matches!(hook, Hook::ImageVerifier(..)).then_some(ProviderKind::ImageVerifier),
                 answer,
             },
-            hook.unwrap_or(Hook::None),
+            hook,
         ));
         status
     });
@@ -113,15 +123,14 @@ extern "C" fn observe(
     observer: ffi::PhaseObserverFn,
     user_data: *mut c_void,
 ) -> ffi::Status {
-    std::panic::catch_unwind(|| {
+    guarded(|| {
         ask(
             registrar_context,
             phase,
             (observer_point(point), Some(point)),
-            observer.is_some().then_some(Hook::Observer(observer, user_data)),
+            Hook::Observer(observer, user_data),
         )
     })
-    .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
 }
 
 extern "C" fn intercept(
@@ -131,17 +140,14 @@ extern "C" fn intercept(
     interceptor: ffi::PhaseInterceptorFn,
     user_data: *mut c_void,
 ) -> ffi::Status {
-    std::panic::catch_unwind(|| {
+    guarded(|| {
         ask(
             registrar_context,
             phase,
             (Ok(Request::Intercept), None),
-            interceptor
-                .is_some()
-                .then_some(Hook::Interceptor(interceptor, user_data)),
+            Hook::Interceptor(interceptor, user_data),
         )
     })
-    .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
 }
 
 extern "C" fn replace(
@@ -151,15 +157,14 @@ extern "C" fn replace(
     provider: ffi::PhaseProviderFn,
     user_data: *mut c_void,
 ) -> ffi::Status {
-    std::panic::catch_unwind(|| {
+    guarded(|| {
         ask(
             registrar_context,
             phase,
             (Ok(Request::Replace), None),
-            provider.is_some().then_some(Hook::Provider(provider, user_data)),
+            Hook::Provider(provider, user_data),
         )
     })
-    .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
 }
 
 extern "C" fn skip_with_proof(
@@ -169,15 +174,14 @@ extern "C" fn skip_with_proof(
     skipper: ffi::PhaseSkipperFn,
     user_data: *mut c_void,
 ) -> ffi::Status {
-    std::panic::catch_unwind(|| {
+    guarded(|| {
         ask(
             registrar_context,
             phase,
             (Ok(Request::SkipWithProof), None),
-            skipper.is_some().then_some(Hook::Skipper(skipper, user_data)),
+            Hook::Skipper(skipper, user_data),
         )
     })
-    .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
 }
 
 /// `NevercLinkRegistrarAPI.RegisterBinaryImageVerifier`: a verifier is an observer of the sealed image_verify
@@ -187,7 +191,7 @@ pub(crate) extern "C" fn register_binary_image_verifier(
     registrar_context: *mut c_void,
     descriptor: *const ffi::BinaryImageVerifierDescriptor,
 ) -> ffi::Status {
-    std::panic::catch_unwind(|| {
+    guarded(|| {
         let Some(descriptor) = neverc_sys::plugin::read_in(descriptor) else {
             return c_status(StatusCode::InvalidArgument);
         };
@@ -195,24 +199,25 @@ pub(crate) extern "C" fn register_binary_image_verifier(
             return c_status(StatusCode::AbiMismatch);
         }
         let (phase, request) = ProviderKind::ImageVerifier.request();
-        let id = neverc_tables::BUNDLED_PHASES
-            .phase_by_name(phase)
-            .map(|record| ffi::InterfaceId {
-                high: record.id.high,
-                low: record.id.low,
-            })
-            .unwrap_or_default();
+        // The phase's id in the tables this registration checks against (an unknown context finds none and
+        // is refused by `ask`).
+        let id = context::with(registrar_context, |entry| match entry {
+            Entry::Registration(registration) => registration.tables.phase_by_name(phase),
+            Entry::Host(_) => None,
+        })
+        .flatten()
+        .map(|record| ffi::InterfaceId {
+            high: record.id.high,
+            low: record.id.low,
+        })
+        .unwrap_or_default();
         ask(
             registrar_context,
             id,
             (Ok(request), None),
-            descriptor
-                .verify
-                .is_some()
-                .then_some(Hook::ImageVerifier(descriptor.verify, descriptor.user_data)),
+            Hook::ImageVerifier(descriptor.verify, descriptor.user_data),
         )
     })
-    .unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
 }
 
 /// Runs the plugin's registration against a registrar that records and answers every request without

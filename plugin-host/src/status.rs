@@ -39,3 +39,8 @@ pub(crate) fn describe(status: ffi::Status) -> String {
         None => format!("undeclared status code {}", status.code),
     }
 }
+
+/// Runs a host function that C called: a panic in it becomes PLUGIN_FAILURE instead of unwinding into C.
+pub(crate) fn guarded(call: impl FnOnce() -> ffi::Status) -> ffi::Status {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)).unwrap_or_else(|_| c_status(StatusCode::PluginFailure))
+}
