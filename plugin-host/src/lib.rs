@@ -11,8 +11,10 @@ mod context;
 mod frame;
 mod link;
 mod load;
+mod lto;
 mod registrar;
 mod status;
+mod views;
 
 pub use link::CPlugin;
 pub use load::{LoadedPlugin, PluginArgument, PluginError, load};
