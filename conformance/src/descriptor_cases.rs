@@ -94,7 +94,12 @@ pub(crate) fn run(
     if let Err(status) = Registry::default().register(environment.phase_tables, &mut plugin) {
         return Outcome::Failed(format!("the register step failed: {status}"));
     }
-    match (plugin.answer, expected) {
+    descriptor_verdict(plugin.answer, expected, mentions)
+}
+
+/// The verdict on a descriptor case from the host's answer to the (last) registration.
+pub(crate) fn descriptor_verdict(answer: Option<Result<(), Status>>, expected: &str, mentions: &[String]) -> Outcome {
+    match (answer, expected) {
         (None, _) => Outcome::Failed("the register step never ran".to_string()),
         (Some(Ok(())), ACCEPTED) => Outcome::Passed,
         (Some(Ok(())), _) => Outcome::Failed(format!(
