@@ -502,6 +502,7 @@ pub fn materialize_with<'t>(
                     required_arguments: module.signatures[function.signature as usize].parameters.len(),
                     source_spec,
                     definition: function.is_definition,
+                    types: &module.types,
                 };
                 let planned =
                     plan_query(convention, &query, &module.types).map_err(|error| MaterializeError::Convention {

@@ -27,6 +27,8 @@ pub struct ConventionQuery<'a> {
     pub source_spec: Option<&'a str>,
     /// Whether the module defines the function (rather than only declaring it).
     pub definition: bool,
+    /// The module's named types, which the signature may use.
+    pub types: &'a TypeTable,
 }
 
 /// A calling convention provided by a plugin.
@@ -42,6 +44,20 @@ pub trait PlanCallingConvention {
     /// Plans a function; an `Err` is the plugin's status code ([`STATUS_DECLINED`] when the convention leaves
     /// the function alone).
     fn plan(&self, query: &ConventionQuery<'_>) -> Result<Plan, i32>;
+    /// Plans a function, or says why not: what the host calls. A convention that reads its plan from records
+    /// it can find malformed (a plugin in C) overrides it to say so.
+    fn plan_checked(&self, query: &ConventionQuery<'_>) -> Result<Plan, PlanFailure> {
+        self.plan(query).map_err(PlanFailure::Status)
+    }
+}
+
+/// Why a convention gave no plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlanFailure {
+    /// The plugin's status code.
+    Status(i32),
+    /// The plugin's records break the ABI: NeverC's detail text (`argument array is invalid`, ...).
+    Invalid(String),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -80,6 +96,7 @@ pub fn plan_with_plugin(
         required_arguments: signature.parameters.len(),
         source_spec: None,
         definition: true,
+        types,
     };
     plan_query(convention, &query, types)?.ok_or_else(|| PluginPlanError::CallbackFailed {
         name: convention.name().to_string(),
@@ -107,10 +124,11 @@ pub fn plan_query(
         name: name.clone(),
         detail,
     };
-    let plan = match catch_unwind(AssertUnwindSafe(|| convention.plan(query))) {
+    let plan = match catch_unwind(AssertUnwindSafe(|| convention.plan_checked(query))) {
         Ok(Ok(plan)) => plan,
-        Ok(Err(STATUS_DECLINED)) => return Ok(None),
-        Ok(Err(status)) => return Err(PluginPlanError::CallbackFailed { name, status }),
+        Ok(Err(PlanFailure::Status(STATUS_DECLINED))) => return Ok(None),
+        Ok(Err(PlanFailure::Status(status))) => return Err(PluginPlanError::CallbackFailed { name, status }),
+        Ok(Err(PlanFailure::Invalid(detail))) => return Err(invalid(detail)),
         Err(_) => {
             return Err(PluginPlanError::CallbackFailed {
                 name,
