@@ -39,6 +39,7 @@ fn header_data(model: &TargetRecordIn<'_>, stem: &str, source: &str) -> Result<V
         names.push(json!({
             "name": c_text(entry.name, "a register name")?,
             "plan_number": entry.plan_number,
+            "register_number": register.plan_number,
             "register_width": register.width,
             "floating": u8::from(floating),
             "reserved": u8::from(model.reserved.contains(&entry.register)),

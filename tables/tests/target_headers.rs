@@ -59,7 +59,7 @@ fn target_headers_compile_and_name_the_tables_plan_numbers() {
             neverc_tables::target_by_name(header.name.trim_end_matches(".h")).unwrap()
         })
         .collect();
-    source.push_str("#define PRINT(NAME, NUMBER, WIDTH, FLOATING, RESERVED) printf(\"%s %u\\n\", NAME, NUMBER);\n");
+    source.push_str("#define PRINT(NAME, NUMBER, REGISTER, WIDTH, FLOATING, RESERVED) printf(\"%s %u %u\\n\", NAME, NUMBER, REGISTER);\n");
     source.push_str("int main(void) {\n");
     for target in &targets {
         source.push_str(&format!(
@@ -110,7 +110,13 @@ fn target_headers_compile_and_name_the_tables_plan_numbers() {
     for target in &targets {
         for entry in target.names {
             let line = lines.next().unwrap();
-            assert_eq!(line, format!("{} {}", entry.name, entry.plan_number), "{}", target.name);
+            let register = target.registers[entry.register].plan_number;
+            assert_eq!(
+                line,
+                format!("{} {} {register}", entry.name, entry.plan_number),
+                "{}",
+                target.name
+            );
             let resolved = target.resolve_register(entry.name).unwrap();
             assert_eq!(resolved.plan_number, entry.plan_number);
             checked += 1;

@@ -61,88 +61,89 @@
 #define NEVERC_TARGET_X86_64_REGISTER_XMM14 149u
 #define NEVERC_TARGET_X86_64_REGISTER_XMM15 150u
 
-/* Every spelling a spec may use (canonical names, aliases, sub-registers), sorted, as
- * X(name, plan number, width of the whole register in bits, holds floating point or vectors, reserved). */
+/* Every spelling a spec may use (canonical names, aliases, sub-registers), sorted, as X(name, plan number,
+ * plan number of the whole register (the same for every spelling of one register), width of the whole
+ * register in bits, holds floating point or vectors, reserved). */
 #define NEVERC_TARGET_X86_64_REGISTER_NAMES(X) \
-  X("al", 51u, 64u, 0, 0) \
-  X("ax", 51u, 64u, 0, 0) \
-  X("bl", 53u, 64u, 0, 0) \
-  X("bp", 52u, 64u, 0, 0) \
-  X("bpl", 52u, 64u, 0, 0) \
-  X("bx", 53u, 64u, 0, 0) \
-  X("cl", 54u, 64u, 0, 0) \
-  X("cx", 54u, 64u, 0, 0) \
-  X("di", 55u, 64u, 0, 0) \
-  X("dil", 55u, 64u, 0, 0) \
-  X("dl", 56u, 64u, 0, 0) \
-  X("dx", 56u, 64u, 0, 0) \
-  X("eax", 22u, 64u, 0, 0) \
-  X("ebp", 23u, 64u, 0, 0) \
-  X("ebx", 24u, 64u, 0, 0) \
-  X("ecx", 25u, 64u, 0, 0) \
-  X("edi", 26u, 64u, 0, 0) \
-  X("edx", 27u, 64u, 0, 0) \
-  X("esi", 32u, 64u, 0, 0) \
-  X("esp", 33u, 64u, 0, 1) \
-  X("r10", 121u, 64u, 0, 0) \
-  X("r10b", 121u, 64u, 0, 0) \
-  X("r10d", 169u, 64u, 0, 0) \
-  X("r10w", 121u, 64u, 0, 0) \
-  X("r11", 122u, 64u, 0, 0) \
-  X("r11b", 122u, 64u, 0, 0) \
-  X("r11d", 170u, 64u, 0, 0) \
-  X("r11w", 122u, 64u, 0, 0) \
-  X("r12", 123u, 64u, 0, 0) \
-  X("r12b", 123u, 64u, 0, 0) \
-  X("r12d", 171u, 64u, 0, 0) \
-  X("r12w", 123u, 64u, 0, 0) \
-  X("r13", 124u, 64u, 0, 0) \
-  X("r13b", 124u, 64u, 0, 0) \
-  X("r13d", 172u, 64u, 0, 0) \
-  X("r13w", 124u, 64u, 0, 0) \
-  X("r14", 125u, 64u, 0, 0) \
-  X("r14b", 125u, 64u, 0, 0) \
-  X("r14d", 173u, 64u, 0, 0) \
-  X("r14w", 125u, 64u, 0, 0) \
-  X("r15", 126u, 64u, 0, 0) \
-  X("r15b", 126u, 64u, 0, 0) \
-  X("r15d", 174u, 64u, 0, 0) \
-  X("r15w", 126u, 64u, 0, 0) \
-  X("r8", 119u, 64u, 0, 0) \
-  X("r8b", 119u, 64u, 0, 0) \
-  X("r8d", 167u, 64u, 0, 0) \
-  X("r8w", 119u, 64u, 0, 0) \
-  X("r9", 120u, 64u, 0, 0) \
-  X("r9b", 120u, 64u, 0, 0) \
-  X("r9d", 168u, 64u, 0, 0) \
-  X("r9w", 120u, 64u, 0, 0) \
-  X("rax", 51u, 64u, 0, 0) \
-  X("rbp", 52u, 64u, 0, 0) \
-  X("rbx", 53u, 64u, 0, 0) \
-  X("rcx", 54u, 64u, 0, 0) \
-  X("rdi", 55u, 64u, 0, 0) \
-  X("rdx", 56u, 64u, 0, 0) \
-  X("rsi", 60u, 64u, 0, 0) \
-  X("rsp", 61u, 64u, 0, 1) \
-  X("si", 60u, 64u, 0, 0) \
-  X("sil", 60u, 64u, 0, 0) \
-  X("sp", 61u, 64u, 0, 1) \
-  X("spl", 61u, 64u, 0, 1) \
-  X("xmm0", 135u, 128u, 1, 0) \
-  X("xmm1", 136u, 128u, 1, 0) \
-  X("xmm10", 145u, 128u, 1, 0) \
-  X("xmm11", 146u, 128u, 1, 0) \
-  X("xmm12", 147u, 128u, 1, 0) \
-  X("xmm13", 148u, 128u, 1, 0) \
-  X("xmm14", 149u, 128u, 1, 0) \
-  X("xmm15", 150u, 128u, 1, 0) \
-  X("xmm2", 137u, 128u, 1, 0) \
-  X("xmm3", 138u, 128u, 1, 0) \
-  X("xmm4", 139u, 128u, 1, 0) \
-  X("xmm5", 140u, 128u, 1, 0) \
-  X("xmm6", 141u, 128u, 1, 0) \
-  X("xmm7", 142u, 128u, 1, 0) \
-  X("xmm8", 143u, 128u, 1, 0) \
-  X("xmm9", 144u, 128u, 1, 0)
+  X("al", 51u, 51u, 64u, 0, 0) \
+  X("ax", 51u, 51u, 64u, 0, 0) \
+  X("bl", 53u, 53u, 64u, 0, 0) \
+  X("bp", 52u, 52u, 64u, 0, 0) \
+  X("bpl", 52u, 52u, 64u, 0, 0) \
+  X("bx", 53u, 53u, 64u, 0, 0) \
+  X("cl", 54u, 54u, 64u, 0, 0) \
+  X("cx", 54u, 54u, 64u, 0, 0) \
+  X("di", 55u, 55u, 64u, 0, 0) \
+  X("dil", 55u, 55u, 64u, 0, 0) \
+  X("dl", 56u, 56u, 64u, 0, 0) \
+  X("dx", 56u, 56u, 64u, 0, 0) \
+  X("eax", 22u, 51u, 64u, 0, 0) \
+  X("ebp", 23u, 52u, 64u, 0, 0) \
+  X("ebx", 24u, 53u, 64u, 0, 0) \
+  X("ecx", 25u, 54u, 64u, 0, 0) \
+  X("edi", 26u, 55u, 64u, 0, 0) \
+  X("edx", 27u, 56u, 64u, 0, 0) \
+  X("esi", 32u, 60u, 64u, 0, 0) \
+  X("esp", 33u, 61u, 64u, 0, 1) \
+  X("r10", 121u, 121u, 64u, 0, 0) \
+  X("r10b", 121u, 121u, 64u, 0, 0) \
+  X("r10d", 169u, 121u, 64u, 0, 0) \
+  X("r10w", 121u, 121u, 64u, 0, 0) \
+  X("r11", 122u, 122u, 64u, 0, 0) \
+  X("r11b", 122u, 122u, 64u, 0, 0) \
+  X("r11d", 170u, 122u, 64u, 0, 0) \
+  X("r11w", 122u, 122u, 64u, 0, 0) \
+  X("r12", 123u, 123u, 64u, 0, 0) \
+  X("r12b", 123u, 123u, 64u, 0, 0) \
+  X("r12d", 171u, 123u, 64u, 0, 0) \
+  X("r12w", 123u, 123u, 64u, 0, 0) \
+  X("r13", 124u, 124u, 64u, 0, 0) \
+  X("r13b", 124u, 124u, 64u, 0, 0) \
+  X("r13d", 172u, 124u, 64u, 0, 0) \
+  X("r13w", 124u, 124u, 64u, 0, 0) \
+  X("r14", 125u, 125u, 64u, 0, 0) \
+  X("r14b", 125u, 125u, 64u, 0, 0) \
+  X("r14d", 173u, 125u, 64u, 0, 0) \
+  X("r14w", 125u, 125u, 64u, 0, 0) \
+  X("r15", 126u, 126u, 64u, 0, 0) \
+  X("r15b", 126u, 126u, 64u, 0, 0) \
+  X("r15d", 174u, 126u, 64u, 0, 0) \
+  X("r15w", 126u, 126u, 64u, 0, 0) \
+  X("r8", 119u, 119u, 64u, 0, 0) \
+  X("r8b", 119u, 119u, 64u, 0, 0) \
+  X("r8d", 167u, 119u, 64u, 0, 0) \
+  X("r8w", 119u, 119u, 64u, 0, 0) \
+  X("r9", 120u, 120u, 64u, 0, 0) \
+  X("r9b", 120u, 120u, 64u, 0, 0) \
+  X("r9d", 168u, 120u, 64u, 0, 0) \
+  X("r9w", 120u, 120u, 64u, 0, 0) \
+  X("rax", 51u, 51u, 64u, 0, 0) \
+  X("rbp", 52u, 52u, 64u, 0, 0) \
+  X("rbx", 53u, 53u, 64u, 0, 0) \
+  X("rcx", 54u, 54u, 64u, 0, 0) \
+  X("rdi", 55u, 55u, 64u, 0, 0) \
+  X("rdx", 56u, 56u, 64u, 0, 0) \
+  X("rsi", 60u, 60u, 64u, 0, 0) \
+  X("rsp", 61u, 61u, 64u, 0, 1) \
+  X("si", 60u, 60u, 64u, 0, 0) \
+  X("sil", 60u, 60u, 64u, 0, 0) \
+  X("sp", 61u, 61u, 64u, 0, 1) \
+  X("spl", 61u, 61u, 64u, 0, 1) \
+  X("xmm0", 135u, 135u, 128u, 1, 0) \
+  X("xmm1", 136u, 136u, 128u, 1, 0) \
+  X("xmm10", 145u, 145u, 128u, 1, 0) \
+  X("xmm11", 146u, 146u, 128u, 1, 0) \
+  X("xmm12", 147u, 147u, 128u, 1, 0) \
+  X("xmm13", 148u, 148u, 128u, 1, 0) \
+  X("xmm14", 149u, 149u, 128u, 1, 0) \
+  X("xmm15", 150u, 150u, 128u, 1, 0) \
+  X("xmm2", 137u, 137u, 128u, 1, 0) \
+  X("xmm3", 138u, 138u, 128u, 1, 0) \
+  X("xmm4", 139u, 139u, 128u, 1, 0) \
+  X("xmm5", 140u, 140u, 128u, 1, 0) \
+  X("xmm6", 141u, 141u, 128u, 1, 0) \
+  X("xmm7", 142u, 142u, 128u, 1, 0) \
+  X("xmm8", 143u, 143u, 128u, 1, 0) \
+  X("xmm9", 144u, 144u, 128u, 1, 0)
 
 #endif
