@@ -4,7 +4,7 @@
 //! program reading them finds every register spelling at the plan number the runtime's tables give it.
 
 use neverc_schema::{load_declarations, target_files};
-use neverc_test_support::{repo, run_in, scratch, succeeded, text};
+use neverc_test_support::{check_committed_files, repo, run_in, scratch, succeeded, text};
 
 fn headers() -> Vec<neverc_codegen::GeneratedFile> {
     let root = repo();
@@ -20,30 +20,12 @@ fn headers() -> Vec<neverc_codegen::GeneratedFile> {
 fn committed_target_headers_are_what_codegen_produces_now() {
     let headers = headers();
     assert!(!headers.is_empty());
-    let dir = repo().join(neverc_codegen::TARGET_HEADER_DIR);
-    if std::env::var_os("NEVERC_BLESS").is_some() {
-        std::fs::create_dir_all(&dir).unwrap();
-        for header in &headers {
-            std::fs::write(dir.join(&header.name), &header.contents).unwrap();
-        }
-    }
-    for header in &headers {
-        let path = dir.join(&header.name);
-        let committed = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            committed == header.contents,
-            "{} is stale; rerun the tests with NEVERC_BLESS=1 and commit the result",
-            path.display()
-        );
-    }
-    let mut committed: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    committed.sort();
-    let mut expected: Vec<String> = headers.iter().map(|header| header.name.clone()).collect();
-    expected.sort();
-    assert_eq!(committed, expected, "a header without a target file is committed");
+    check_committed_files(
+        &repo().join(neverc_codegen::TARGET_HEADER_DIR),
+        headers
+            .iter()
+            .map(|header| (header.name.as_str(), header.contents.as_str())),
+    );
 }
 
 #[test]
