@@ -260,3 +260,43 @@ fn invalid_plans_are_refused_naming_the_plugin_and_the_function() {
         "@add3: target calling convention 'neverc-custom-callconv' plan callback failed with status 20",
     );
 }
+
+#[test]
+fn declarations_are_left_alone_and_a_variadic_definition_is_refused() {
+    // `show` calls the declared `printf`: the plugin is asked about the declaration too, and declines it.
+    let (materialized, _) = same_module(
+        "declarations",
+        "variadic.c",
+        &["--cc-all", "--ccprefix", "show"],
+        &["cc-all=1", "ccprefix=show"],
+    );
+    assert!(materialized.contains("declare noundef i32 @printf("), "{materialized}");
+    // Selecting the variadic `sum` fails on both paths, and nothing is written.
+    let dir = scratch!("cc-plugins-variadic");
+    let input = module(&dir, "variadic.c");
+    let so = plugin(&dir, None);
+    let output = dir.join("out.ll");
+    let built_in = materialize(&input, &output, &["--cc-all"]);
+    assert_eq!(built_in.status.code(), Some(1));
+    assert!(text(&built_in.stderr).contains("does not support variadic functions: 'sum'"));
+    let by_plugin = materialize(
+        &input,
+        &output,
+        &[
+            "--plugin",
+            so.to_str().unwrap(),
+            "--plugin-arg",
+            &format!("{ID}:cc-all=1"),
+        ],
+    );
+    let stderr = text(&by_plugin.stderr);
+    assert_eq!(by_plugin.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "plugin `{ID}`: {}: line",
+            input.display()
+        )) && stderr.contains("@sum: target calling convention 'neverc-custom-callconv' produced an invalid plan: variadic functions are not supported"),
+        "{stderr}"
+    );
+    assert!(!output.exists());
+}
