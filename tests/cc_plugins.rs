@@ -238,6 +238,17 @@ fn descriptors_neverc_refuses_are_refused_with_its_text() {
         refused(define, &text);
     }
     refused("HOSTILE_TWICE", "twice (DUPLICATE_ID)");
+    refused(
+        "HOSTILE_SMALL_DESCRIPTOR",
+        &format!(
+            "a NevercCallingConventionDescriptor is {} (ABI_MISMATCH)",
+            std::mem::size_of::<neverc_tables::plugin_abi::ffi::CallingConventionDescriptor>()
+        ),
+    );
+    refused(
+        "HOSTILE_FORGED_CONTEXT",
+        "its registration failed with INVALID_ARGUMENT",
+    );
 }
 
 #[test]
@@ -254,6 +265,14 @@ fn invalid_plans_are_refused_naming_the_plugin_and_the_function() {
     refused(
         "HOSTILE_OVER_CAPACITY",
         &format!("@add3: {invalid} argument array is invalid"),
+    );
+    refused(
+        "HOSTILE_BAD_RECORD",
+        &format!("@add3: {invalid} argument location has a bad ABI record"),
+    );
+    refused(
+        "HOSTILE_PLAN_FLAGS",
+        &format!("@add3: {invalid} plan record is invalid"),
     );
     refused(
         "HOSTILE_FAIL",

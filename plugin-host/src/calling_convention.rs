@@ -239,8 +239,8 @@ extern "C" fn register_calling_convention(
 pub enum ConventionError {
     #[error(transparent)]
     Plugin(#[from] PluginError),
-    /// The host refused a descriptor (NeverC's text).
-    #[error("{0}")]
+    /// The host refused a descriptor (NeverC's text; the code is the status's).
+    #[error("{}", .0.message)]
     Refused(Status),
     #[error("plugin `{plugin}` registers no calling convention for target {target}")]
     None { plugin: String, target: String },
