@@ -49,6 +49,16 @@ fn materialize(input: &Path, output: &Path, extra: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `cc materialize` with the plugin at `so` and its `cc-all=1`.
+fn materialize_with_cc_all(input: &Path, output: &Path, so: &Path) -> Output {
+    let argument = format!("{ID}:cc-all=1");
+    materialize(
+        input,
+        output,
+        &["--plugin", so.to_str().unwrap(), "--plugin-arg", &argument],
+    )
+}
+
 fn assemble(path: &Path) {
     let assembled = Command::new("llvm-as-14")
         .arg(path)
@@ -211,16 +221,7 @@ fn refused(define: &str, expected: &str) {
     let so = plugin(&dir, Some(define));
     let output = dir.join("out.ll");
     std::fs::write(&output, "previous").unwrap();
-    let ran = materialize(
-        &input,
-        &output,
-        &[
-            "--plugin",
-            so.to_str().unwrap(),
-            "--plugin-arg",
-            &format!("{ID}:cc-all=1"),
-        ],
-    );
+    let ran = materialize_with_cc_all(&input, &output, &so);
     let stderr = text(&ran.stderr);
     assert_eq!(ran.status.code(), Some(1), "{define}: {stderr}");
     assert!(stderr.contains(expected), "{define}: {stderr}");
@@ -298,16 +299,7 @@ fn declarations_are_left_alone_and_a_variadic_definition_is_refused() {
     let built_in = materialize(&input, &output, &["--cc-all"]);
     assert_eq!(built_in.status.code(), Some(1));
     assert!(text(&built_in.stderr).contains("does not support variadic functions: 'sum'"));
-    let by_plugin = materialize(
-        &input,
-        &output,
-        &[
-            "--plugin",
-            so.to_str().unwrap(),
-            "--plugin-arg",
-            &format!("{ID}:cc-all=1"),
-        ],
-    );
+    let by_plugin = materialize_with_cc_all(&input, &output, &so);
     let stderr = text(&by_plugin.stderr);
     assert_eq!(by_plugin.status.code(), Some(1), "{stderr}");
     assert!(

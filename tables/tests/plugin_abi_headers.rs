@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use neverc_schema::abi_types::AbiTypeTable;
 use neverc_schema::{LoadedAbiPart, PluginAbiDeclaration, load_phase_schema, load_plugin_abi_with, target_files};
 use neverc_tables::plugin_abi::ffi::LAYOUTS;
-use neverc_test_support::{check_committed_files, repo, run_in, scratch, succeeded, text};
+use neverc_test_support::{check_committed_files, compile_strict, repo, run_in, scratch, succeeded, text};
 
 fn parts() -> Vec<LoadedAbiPart> {
     let schema = load_phase_schema(&repo().join("PhaseSchema.json")).unwrap();
@@ -54,41 +54,8 @@ fn headers_compile_as_strict_c11_and_cxx17() {
     let source = all_headers_source(&parts());
     std::fs::write(dir.join("all.c"), &source).unwrap();
     std::fs::write(dir.join("all.cpp"), &source).unwrap();
-    let include = format!("-I{}", include_dir().display());
-    let c = run_in(
-        "gcc",
-        &dir,
-        &[
-            "-std=c11",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-pedantic",
-            &include,
-            "-c",
-            "all.c",
-            "-o",
-            "all_c.o",
-        ],
-    );
-    succeeded(&c, "gcc -std=c11 -pedantic");
-    let cxx = run_in(
-        "g++",
-        &dir,
-        &[
-            "-std=c++17",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-pedantic",
-            &include,
-            "-c",
-            "all.cpp",
-            "-o",
-            "all_cpp.o",
-        ],
-    );
-    succeeded(&cxx, "g++ -std=c++17");
+    compile_strict("gcc", &dir, &["-c", "all.c", "-o", "all_c.o"]);
+    compile_strict("g++", &dir, &["-c", "all.cpp", "-o", "all_cpp.o"]);
 }
 
 /// `struct NAME SIZE ALIGN` and `field NAME.FIELD OFFSET SIZE` lines, as a map from name to numbers.

@@ -4,7 +4,7 @@
 //! program reading them finds every register spelling at the plan number the runtime's tables give it.
 
 use neverc_schema::{load_declarations, target_files};
-use neverc_test_support::{check_committed_files, repo, run_in, scratch, succeeded, text};
+use neverc_test_support::{check_committed_files, compile_strict, repo, run_in, scratch, succeeded, text};
 
 fn headers() -> Vec<neverc_codegen::GeneratedFile> {
     let root = repo();
@@ -52,38 +52,8 @@ fn target_headers_compile_and_name_the_tables_plan_numbers() {
     source.push_str("  return 0;\n}\n");
     std::fs::write(dir.join("names.c"), &source).unwrap();
     std::fs::write(dir.join("names.cpp"), &source).unwrap();
-    let include = format!("-I{}", repo().join("include").display());
-    let cxx = run_in(
-        "g++",
-        &dir,
-        &[
-            "-std=c++17",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-pedantic",
-            &include,
-            "-c",
-            "names.cpp",
-        ],
-    );
-    succeeded(&cxx, "g++ -std=c++17");
-    let built = run_in(
-        "gcc",
-        &dir,
-        &[
-            "-std=c11",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-pedantic",
-            &include,
-            "names.c",
-            "-o",
-            "names",
-        ],
-    );
-    succeeded(&built, "gcc -std=c11 -pedantic");
+    compile_strict("g++", &dir, &["-c", "names.cpp"]);
+    compile_strict("gcc", &dir, &["names.c", "-o", "names"]);
     let ran = run_in(dir.join("names"), &dir, &[]);
     succeeded(&ran, "the names program");
     let printed = text(&ran.stdout);
