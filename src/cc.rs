@@ -298,11 +298,38 @@ fn target_for_triple(triple: &str) -> Option<&'static TargetRecord> {
         .find(|target| target.triple.split('-').next() == Some(architecture) || target.answers_to(architecture))
 }
 
+/// The calling-convention plugin of `--plugin`, registered: loaded with its arguments, its conventions checked.
+fn convention_plugin(args: &CcMaterializeArgs) -> Result<Option<neverc_plugin_host::ConventionPlugin>, CommandError> {
+    let Some(path) = &args.plugin else {
+        return Ok(None);
+    };
+    let mut loaded = crate::plugins::load_all(std::slice::from_ref(path), &args.plugin_args)?;
+    let Some(plugin) = loaded.pop() else {
+        return Ok(None);
+    };
+    neverc_plugin_host::ConventionPlugin::register(plugin, &neverc_tables::BUNDLED_PHASES)
+        .map(Some)
+        .map_err(|error| CommandError::Request(format!("{error} ({})", error.code().name())))
+}
+
+/// Prints what a calling-convention plugin reported through the host table, naming it.
+fn print_convention_reports(plugin: &neverc_plugin_host::ConventionPlugin) {
+    let warning = neverc_tables::plugin_abi::core::Severity::Warning.raw();
+    for (severity, text) in plugin.reports() {
+        let word = if severity >= warning { "warning" } else { "note" };
+        errln!("{word}: plugin `{}`: {text}", plugin.id());
+    }
+}
+
 fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
-    use neverc_cc::materialize::{MaterializeError, MaterializeOptions, WriteOutput, materialize_to};
+    use neverc_cc::materialize::{MaterializeError, MaterializeOptions, Planner, WriteOutput, materialize_with};
     use neverc_output::WriteError;
     let json = args.format == Format::Json;
-    neverc_output::check_distinct(&[("-o", &args.output)], &[("the input", &args.input)])?;
+    let mut inputs = vec![("the input", args.input.as_path())];
+    if let Some(plugin) = &args.plugin {
+        inputs.push(("--plugin", plugin.as_path()));
+    }
+    neverc_output::check_distinct(&[("-o", &args.output)], &inputs)?;
     let text = neverc_userfile::read_user_text(&args.input, neverc_userfile::MODULE_LIMIT)
         .map_err(|error| CommandError::Io(error.to_string()))?;
     let target = match &args.target {
@@ -326,9 +353,30 @@ fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
         spec: args.ccspec.clone(),
         shuffle: args.ccshuffle,
     };
+    let plugin = convention_plugin(args)?;
+    let convention = match &plugin {
+        Some(plugin) => Some(
+            plugin
+                .convention_for(target)
+                .map_err(|error| CommandError::Request(format!("{error} ({})", error.code().name())))?,
+        ),
+        None => None,
+    };
+    let planner = match &convention {
+        Some(convention) => Planner::Convention(convention),
+        None => Planner::Specs(&options),
+    };
     let produced = neverc_output::write_with(&args.output, neverc_output::Mode::Data, |file| {
-        materialize_to(&text, target, &options, &mut WriteOutput(file))
+        materialize_with(&text, target, planner, &mut WriteOutput(file))
     });
+    if let Some(plugin) = &plugin {
+        print_convention_reports(plugin);
+    }
+    // A plugin's failure names the plugin; the engine's message names the line and the function.
+    let by_plugin = |message: String| match &plugin {
+        Some(plugin) => format!("plugin `{}`: {message}", plugin.id()),
+        None => message,
+    };
     let result = match produced {
         Ok(result) => result,
         Err(WriteError::Output(error)) => return Err(error.into()),
@@ -340,11 +388,7 @@ fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
         }
         Err(WriteError::Produce(error)) => {
             if !json {
-                let line = match &error {
-                    MaterializeError::Read(read) => read.line,
-                    MaterializeError::Planning { line, .. } | MaterializeError::Plan { line, .. } => *line,
-                    MaterializeError::Write(_) => 0,
-                };
+                let line = error.line();
                 let start: usize = text
                     .split_inclusive('\n')
                     .take(line.saturating_sub(1))
@@ -355,10 +399,13 @@ fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
                     &args.input.display().to_string(),
                     &text,
                     start..start + length,
-                    &error.to_string(),
+                    &by_plugin(error.to_string()),
                 );
             }
-            return Err(CommandError::Request(format!("{}: {error}", args.input.display())));
+            return Err(CommandError::Request(by_plugin(format!(
+                "{}: {error}",
+                args.input.display()
+            ))));
         }
     };
     for warning in &result.warnings {

@@ -275,6 +275,14 @@ pub(crate) enum CcCommand {
     /// Functions with a `"neverc-callconv"` attribute or an `annotate("neverc-callconv=<spec>")` get a plan;
     /// with --cc-all, so do all defined functions whose name starts with --ccprefix. Existing plans are only
     /// validated. Everything else in the module is left byte-identical.
+    ///
+    /// With --plugin, a calling-convention plugin built against the C ABI (`include/neverc/Plugin/`) plans
+    /// instead: it registers a convention for the module's target through NevercCallingConventionAPI, and
+    /// its PlanCallingConvention is asked about every function without a plan, in module order; it selects
+    /// the functions it plans (its own options come as --plugin-arg). Its plans are validated like any
+    /// plan (registers of the target, values covered, no register twice, aligned stack slots) and then
+    /// materialized exactly like built-in plans; an invalid plan or a failing callback fails the command,
+    /// naming the plugin and the function, and nothing is written.
     #[command(after_help = AFTER_HELP)]
     Materialize(CcMaterializeArgs),
 }
@@ -291,17 +299,25 @@ pub(crate) struct CcMaterializeArgs {
     #[arg(long, value_name = "NAME")]
     pub(crate) target: Option<String>,
     /// Apply a spec to every defined function (source specs still win).
-    #[arg(long = "cc-all")]
+    #[arg(long = "cc-all", conflicts_with = "plugin")]
     pub(crate) cc_all: bool,
     /// With --cc-all, only functions whose name starts with this prefix.
-    #[arg(long, value_name = "PREFIX", default_value = "")]
+    #[arg(long, value_name = "PREFIX", default_value = "", conflicts_with = "plugin")]
     pub(crate) ccprefix: String,
     /// With --cc-all, the spec to apply (default: the target's default spec).
-    #[arg(long, value_name = "SPEC")]
+    #[arg(long, value_name = "SPEC", conflicts_with = "plugin")]
     pub(crate) ccspec: Option<String>,
     /// With --cc-all, cycle through the target's four layouts instead.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "plugin")]
     pub(crate) ccshuffle: bool,
+    /// A calling-convention plugin (a shared library built against the C ABI) that plans the functions
+    /// instead of the built-in specs; the options above are then its own, given as --plugin-arg.
+    #[arg(long, value_name = "PATH.so")]
+    pub(crate) plugin: Option<PathBuf>,
+    /// An argument for the plugin, `ID:NAME[=VALUE]` where ID is the plugin's id (repeatable), such as
+    /// `org.neverc.example.custom-callconv:cc-all=1`.
+    #[arg(long = "plugin-arg", value_name = "ID:NAME[=VALUE]", requires = "plugin")]
+    pub(crate) plugin_args: Vec<String>,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
 }

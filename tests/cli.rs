@@ -91,7 +91,7 @@ fn check_accepts_the_bundled_declarations() {
     );
     assert_eq!(
         report["plugin_abi"][1]["interfaces"],
-        serde_json::json!(["HOST 1.0", "PHASE_REGISTRAR 1.0"])
+        serde_json::json!(["HOST 1.0", "PHASE_REGISTRAR 1.0", "ARTIFACT 1.0"])
     );
     assert_eq!(
         report["plugin_abi"][2]["interfaces"],

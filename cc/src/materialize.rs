@@ -18,6 +18,7 @@ use crate::name_table::NameTable;
 use crate::plan::{PLAN_TAG, Plan};
 use crate::plan_validation::check_plan_identity;
 use crate::planner::{NoteSeverity, PlanNote, PlanningError, plan_from_spec};
+use crate::plugin::{ConventionQuery, PlanCallingConvention, PluginPlanError, plan_query};
 use neverc_tables::TargetRecord;
 
 /// The one spelling of LLVM's number for NeverC's custom calling convention, for the constant and the text.
@@ -139,6 +140,36 @@ pub enum MaterializeError {
         line: usize,
         message: String,
     },
+    #[error("line {line}: {function}: {error}")]
+    Convention {
+        function: String,
+        line: usize,
+        error: PluginPlanError,
+    },
+}
+
+impl MaterializeError {
+    /// The module line the error is about (0 for a failed write).
+    pub fn line(&self) -> usize {
+        match self {
+            MaterializeError::Read(read) => read.line,
+            MaterializeError::Planning { line, .. }
+            | MaterializeError::Plan { line, .. }
+            | MaterializeError::Convention { line, .. } => *line,
+            MaterializeError::Write(_) => 0,
+        }
+    }
+}
+
+/// Who plans the functions of a module that have no plan yet.
+#[derive(Clone, Copy)]
+pub enum Planner<'p> {
+    /// NeverC's reference plugin's selection with these options, planned from specs by the built-in planner.
+    Specs(&'p MaterializeOptions),
+    /// A plugin convention (`PlanCallingConvention`): asked about every function without a plan, in module
+    /// order; it selects the functions it plans and declines the others. Its plans are checked with NeverC's
+    /// texts before they are used.
+    Convention(&'p dyn PlanCallingConvention),
 }
 
 /// Where the materialized module text goes, piece by piece.
@@ -318,6 +349,8 @@ enum Source<'m> {
     Written(&'m str),
     /// The session spec or shuffle layout `index`, memoized per signature.
     Session(usize),
+    /// Whatever the plugin convention says (it may decline).
+    Convention(&'m dyn PlanCallingConvention),
 }
 
 /// Materializes every selected function of `text` for `target`, into a new string.
@@ -339,6 +372,23 @@ pub fn materialize_to<'t>(
     options: &MaterializeOptions,
     out: &mut impl TextOutput,
 ) -> Result<MaterializeReport<'t>, MaterializeError> {
+    materialize_with(text, target, Planner::Specs(options), out)
+}
+
+/// Materializes every function `planner` plans in `text` for `target`, writing the module to `out`. Nothing
+/// is written when materialization fails; a failing `out` stops the writing with [`MaterializeError::Write`].
+/// The module written depends only on the plans: the same plans from either planner give the same bytes.
+pub fn materialize_with<'t>(
+    text: &'t str,
+    target: &TargetRecord,
+    planner: Planner<'_>,
+    out: &mut impl TextOutput,
+) -> Result<MaterializeReport<'t>, MaterializeError> {
+    let default_options = MaterializeOptions::default();
+    let options = match planner {
+        Planner::Specs(options) => options,
+        Planner::Convention(_) => &default_options,
+    };
     let module = read_module(text)?;
     let groups: FxHashMap<u32, &AttributeGroup> =
         module.attribute_groups.iter().map(|group| (group.id, group)).collect();
@@ -366,7 +416,7 @@ pub fn materialize_to<'t>(
     // Session plans by (session spec, signature).
     let signature_count = module.signatures.len();
     let mut memo: Vec<u32> = vec![NONE; session_specs.len() * signature_count];
-    let mut shared_plans: Vec<SharedPlan> = Vec::new();
+    let mut shared_plans = SharedPlans::default();
     let mut header_edits: Vec<HeaderEdit> = Vec::new();
     let mut functions: Vec<&'t str> = Vec::new();
     let mut function_plans: Vec<u32> = Vec::new();
@@ -400,6 +450,8 @@ pub fn materialize_to<'t>(
             || options.prefix.is_empty() || bare_function_name(function.name).starts_with(&options.prefix);
         let source = if let Some(plan) = existing {
             Source::Existing(plan)
+        } else if let Planner::Convention(convention) = planner {
+            Source::Convention(convention)
         } else if let Some(spec) = source_spec {
             Source::Written(spec)
         } else if options.cc_all && function.is_definition && selected_by_prefix() {
@@ -424,12 +476,7 @@ pub fn materialize_to<'t>(
                 spec: spec.to_string(),
                 note,
             }));
-            Ok(share(
-                planned.plan.serialize(),
-                false,
-                &mut shared_plans,
-                &mut replacements,
-            ))
+            Ok(shared_plans.share(planned.plan.serialize(), false, &mut replacements))
         };
         let plan_id = match source {
             Source::Existing(plan) => {
@@ -444,8 +491,27 @@ pub fn materialize_to<'t>(
                 validated.push(function.name);
                 functions.push(function.name);
                 function_hashes.push(function.name_hash);
-                function_plans.push(share(plan.to_string(), true, &mut shared_plans, &mut replacements));
+                function_plans.push(shared_plans.share(plan.to_string(), true, &mut replacements));
                 continue;
+            }
+            Source::Convention(convention) => {
+                let query = ConventionQuery {
+                    target,
+                    function: bare_function_name(function.name),
+                    signature: &module.signatures[function.signature as usize],
+                    required_arguments: module.signatures[function.signature as usize].parameters.len(),
+                    source_spec,
+                    definition: function.is_definition,
+                    types: &module.types,
+                };
+                let planned =
+                    plan_query(convention, &query, &module.types).map_err(|error| MaterializeError::Convention {
+                        function: function.name.to_string(),
+                        line: function.line as usize,
+                        error,
+                    })?;
+                let Some(planned) = planned else { continue };
+                shared_plans.share(planned.plan.serialize(), false, &mut replacements)
             }
             Source::Written(spec) => plan_for(spec)?,
             Source::Session(index) => {
@@ -463,7 +529,7 @@ pub fn materialize_to<'t>(
                 plan_groups.clean(group);
                 Some(
                     plan_groups
-                        .group_for(Some(group), plan_id, &shared_plans, &mut replacements)
+                        .group_for(Some(group), plan_id, &shared_plans.plans, &mut replacements)
                         .0,
                 )
             }
@@ -513,7 +579,7 @@ pub fn materialize_to<'t>(
                     if let Some(plan_id) = function_plans.get(*found as usize) {
                         let base = (call.group != NONE).then(|| groups.get(&call.group).copied()).flatten();
                         let mut shared = SharedText {
-                            plans: &shared_plans,
+                            plans: &shared_plans.plans,
                             replacements: &mut replacements,
                         };
                         call_edits.extend(
@@ -564,7 +630,7 @@ pub fn materialize_to<'t>(
     group_edits.sort_by_key(Edit::key);
     let functions_planned = header_edits.len();
     let header_edits = header_edits.iter().flat_map(|edit| {
-        let (edits, count) = edits_of_header(text, &module, edit, &shared_plans);
+        let (edits, count) = edits_of_header(text, &module, edit, &shared_plans.plans);
         edits.into_iter().take(count)
     });
     apply(
@@ -580,6 +646,7 @@ pub fn materialize_to<'t>(
         function_plans,
         planned: functions_planned,
         plan_texts: shared_plans
+            .plans
             .into_iter()
             .map(|shared| (shared.plan, shared.existing))
             .collect(),
@@ -598,15 +665,32 @@ fn bare_function_name(name: &str) -> &str {
         .unwrap_or(name)
 }
 
-/// Adds a plan and its attribute text to the pool; returns the plan's id.
-fn share(plan: String, existing: bool, shared_plans: &mut Vec<SharedPlan>, replacements: &mut Replacements) -> u32 {
-    let attribute = replacements.add(format!(" \"{PLAN_TAG}\"=\"{}\"", encode_ir_string(&plan)));
-    shared_plans.push(SharedPlan {
-        plan: plan.into_boxed_str(),
-        attribute,
-        existing,
-    });
-    shared_plans.len() as u32 - 1
+/// Every plan of the module, once per text: functions and call sites with the same plan share its id, and so
+/// its attribute groups, whichever planner made it.
+#[derive(Default)]
+struct SharedPlans {
+    plans: Vec<SharedPlan>,
+    /// (plan text, already in the module) → id.
+    ids: FxHashMap<(Box<str>, bool), u32>,
+}
+
+impl SharedPlans {
+    /// The id of `plan`, adding it and its attribute text to the pool the first time.
+    fn share(&mut self, plan: String, existing: bool, replacements: &mut Replacements) -> u32 {
+        let key = (plan.into_boxed_str(), existing);
+        if let Some(id) = self.ids.get(&key) {
+            return *id;
+        }
+        let attribute = replacements.add(format!(" \"{PLAN_TAG}\"=\"{}\"", encode_ir_string(&key.0)));
+        let id = self.plans.len() as u32;
+        self.plans.push(SharedPlan {
+            plan: key.0.clone(),
+            attribute,
+            existing,
+        });
+        self.ids.insert(key, id);
+        id
+    }
 }
 
 /// Replaces an explicit calling convention with `cc 1000`, or inserts it where one would go.

@@ -164,7 +164,7 @@ fn valid_stack_alignment(value: u64) -> bool {
 }
 
 /// The record checks every location must pass, whatever the target.
-fn check_location(location: &Location) -> Result<(), &'static str> {
+pub fn check_location(location: &Location) -> Result<(), &'static str> {
     if location.size == 0 {
         return Err("location size is 0");
     }

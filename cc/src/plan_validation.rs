@@ -171,7 +171,11 @@ fn check_list(
         let size = sizes
             .and_then(|sizes| sizes.get(index as usize).copied())
             .map(u64::from);
+        // A value passed whole in one stack slot may have a slot larger than itself: the built-in planner
+        // (NeverC's rule) rounds slots up to 8 bytes, so a plugin planning as it does must be accepted too.
+        let padded_slot = count == 1 && first.kind == LocationKind::Stack && first.piece_offset == 0;
         if let Some(size) = size
+            && !padded_slot
             && pieces().any(|piece| u64::from(piece.piece_offset) + u64::from(piece.size) > size)
         {
             return Err(invalid(format!("{label} piece exceeds its value")));

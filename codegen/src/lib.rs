@@ -8,9 +8,11 @@ pub mod build_support;
 pub mod conformance;
 mod plugin_abi;
 mod plugin_abi_types;
+mod target_headers;
 
 pub use plugin_abi::plugin_abi;
 pub use plugin_abi_types::{HEADER_DIR, plugin_abi_layout_program, plugin_headers};
+pub use target_headers::{TARGET_HEADER_DIR, target_headers};
 
 use std::path::Path;
 

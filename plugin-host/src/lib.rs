@@ -7,6 +7,7 @@
 //! host hands to C are tokens looked up in a per-thread table, never pointers: a forged or stale context is
 //! refused with a status, and a callback from another thread finds nothing.
 
+mod calling_convention;
 mod context;
 mod frame;
 mod link;
@@ -16,6 +17,7 @@ mod registrar;
 mod status;
 mod views;
 
+pub use calling_convention::{CConvention, ConventionError, ConventionPlugin};
 pub use link::CPlugin;
 pub use load::{LoadedPlugin, PluginArgument, PluginError, load};
 pub use registrar::{AskedPhase, register_dry_run};

@@ -10,6 +10,7 @@ use neverc_tables::plugin_abi::ffi;
 use neverc_tables::plugin_abi::host::{ARTIFACT, HOST};
 use neverc_tables::plugin_abi::link::{LINK, LINK_PHASE, LINK_REGISTRAR};
 use neverc_tables::plugin_abi::lto::{LTO, LTO_REGISTRAR};
+use neverc_tables::plugin_abi::target::CALLING_CONVENTION;
 use neverc_tables::status::StatusCode;
 
 use crate::context::{self, Entry};
@@ -197,6 +198,9 @@ fn served(id: ffi::InterfaceId) -> Option<(&'static neverc_tables::InterfaceReco
     if matches(LINK) {
         return Some((LINK, link_api_address()));
     }
+    if matches(CALLING_CONVENTION) {
+        return Some((CALLING_CONVENTION, crate::calling_convention::api_address()));
+    }
     if matches(LINK_REGISTRAR) {
         return Some((
             LINK_REGISTRAR,
@@ -226,8 +230,9 @@ fn served(id: ffi::InterfaceId) -> Option<(&'static neverc_tables::InterfaceReco
     })
 }
 
-/// `NevercHostAPI.QueryInterface`: this host serves its own table and the LINK, LINK_PHASE and
-/// LINK_REGISTRAR tables; the out-parameter is null when it answers with a failure.
+/// `NevercHostAPI.QueryInterface`: this host serves its own table and the LINK, LINK_PHASE, LINK_REGISTRAR,
+/// LTO, LTO_REGISTRAR, ARTIFACT and CALLING_CONVENTION tables; the out-parameter is null when it answers
+/// with a failure.
 extern "C" fn query_interface(
     context: *mut c_void,
     id: ffi::InterfaceId,

@@ -62,6 +62,10 @@ impl Hook {
 pub(crate) struct Registration {
     pub(crate) tables: &'static PhaseTables,
     pub(crate) asked: Vec<(AskedPhase, Hook)>,
+    /// The id of the plugin registering, for the texts of refusals.
+    pub(crate) plugin: String,
+    /// The calling conventions it registered (`NevercCallingConventionAPI`), and the refusals.
+    pub(crate) conventions: crate::calling_convention::Conventions,
 }
 
 fn phase_text(tables: &'static PhaseTables, phase: ffi::InterfaceId) -> (Option<&'static str>, String) {
@@ -286,10 +290,28 @@ pub(crate) fn run_registration(
     plugin: &LoadedPlugin,
     tables: &'static PhaseTables,
 ) -> Result<Vec<(AskedPhase, Hook)>, PluginError> {
+    let (registered, status) = registration_of(plugin, tables)?;
+    if status.code != 0 {
+        return Err(PluginError::Register {
+            plugin: plugin.id.clone(),
+            status: describe(status),
+        });
+    }
+    Ok(registered.asked)
+}
+
+/// Runs the plugin's registration and returns everything it registered, with the status its Register
+/// callback returned.
+pub(crate) fn registration_of(
+    plugin: &LoadedPlugin,
+    tables: &'static PhaseTables,
+) -> Result<(Registration, ffi::Status), PluginError> {
     let record = PHASE_REGISTRAR;
     let registration = context::insert(Entry::Registration(Registration {
         tables,
         asked: Vec::new(),
+        plugin: plugin.id.clone(),
+        conventions: crate::calling_convention::Conventions::default(),
     }));
     let table = ffi::PhaseRegistrarApi {
         header: ffi::AbiTableHeader {
@@ -305,15 +327,11 @@ pub(crate) fn run_registration(
         skip_with_proof: Some(skip_with_proof),
     };
     let status = plugin.register.call((plugin.user_data, &table, registration));
-    let asked = match context::remove(registration) {
-        Some(Entry::Registration(registration)) => registration.asked,
-        _ => Vec::new(),
-    };
-    if status.code != 0 {
+    let Some(Entry::Registration(registered)) = context::remove(registration) else {
         return Err(PluginError::Register {
             plugin: plugin.id.clone(),
-            status: describe(status),
+            status: "a registration the host lost track of".to_string(),
         });
-    }
-    Ok(asked)
+    };
+    Ok((registered, status))
 }

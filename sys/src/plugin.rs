@@ -163,6 +163,26 @@ pub fn write_element<T: Copy>(data: *mut std::ffi::c_void, stride: u64, index: u
     true
 }
 
+/// Reads element `index` of an array a plugin handed over (a `StructArrayView`: `Data`, `ElementStride` apart);
+/// `None` when `data` is null, the stride is smaller than a `T` or the offset overflows. The caller checks
+/// the index against the view's `Count` (and the count against a limit of its own).
+// The pointers come from plugins, across the trust boundary this module documents: the functions are not
+// `unsafe fn` so that the crates that call them keep forbidding `unsafe` code; the plugin ABI is the contract.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn read_element<T: Copy>(data: *const std::ffi::c_void, stride: u64, index: u64) -> Option<T> {
+    if data.is_null() || stride < std::mem::size_of::<T>() as u64 {
+        return None;
+    }
+    let offset = index
+        .checked_mul(stride)
+        .and_then(|offset| usize::try_from(offset).ok())?;
+    let element = data.cast::<u8>().wrapping_add(offset).cast::<T>();
+    // SAFETY: the plugin ABI makes a view's `Data` point at `Count` readable elements `ElementStride` bytes
+    // apart for the duration of the call that handed it over; the caller keeps `index` below the count, and
+    // the stride holds a `T`. It need not be aligned, so it is read unaligned.
+    Some(unsafe { element.read_unaligned() })
+}
+
 /// Copies the `count` elements a plugin handed over in a `StructArrayView` (`data`, `stride` bytes apart):
 /// `None` when `data` is null with a non-zero count, the count is above `limit`, the stride is smaller than a
 /// `T`, or the array's extent overflows.
@@ -184,16 +204,9 @@ pub fn read_elements<T: Copy>(data: *const std::ffi::c_void, count: u64, stride:
     {
         return None;
     }
-    let elements = (0..count)
-        .map(|index| {
-            let element = data.cast::<u8>().wrapping_add(index * stride).cast::<T>();
-            // SAFETY: the plugin ABI makes a StructArrayView's `Data` point at `Count` readable elements
-            // `ElementStride` bytes apart for the duration of the call that handed it over; the stride holds a
-            // `T` and the extent was checked not to overflow. The elements need not be aligned.
-            unsafe { element.read_unaligned() }
-        })
-        .collect();
-    Some(elements)
+    (0..count as u64)
+        .map(|index| read_element(data, stride as u64, index))
+        .collect()
 }
 
 /// Copies as much of `bytes` as fits into a caller's writable buffer (a `MutableByteView` of `capacity`

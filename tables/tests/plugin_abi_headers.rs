@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use neverc_schema::abi_types::AbiTypeTable;
 use neverc_schema::{LoadedAbiPart, PluginAbiDeclaration, load_phase_schema, load_plugin_abi_with, target_files};
 use neverc_tables::plugin_abi::ffi::LAYOUTS;
-use neverc_test_support::{repo, run_in, scratch, succeeded, text};
+use neverc_test_support::{check_committed_files, compile_strict, repo, run_in, scratch, succeeded, text};
 
 fn parts() -> Vec<LoadedAbiPart> {
     let schema = load_phase_schema(&repo().join("PhaseSchema.json")).unwrap();
@@ -30,30 +30,12 @@ fn committed_headers_are_what_codegen_produces_now() {
         neverc_codegen::plugin_headers(&parts).unwrap(),
         "not deterministic"
     );
-    let dir = repo().join(neverc_codegen::HEADER_DIR);
-    if std::env::var_os("NEVERC_BLESS").is_some() {
-        std::fs::create_dir_all(&dir).unwrap();
-        for header in &headers {
-            std::fs::write(dir.join(&header.name), &header.contents).unwrap();
-        }
-    }
-    for header in &headers {
-        let path = dir.join(&header.name);
-        let committed = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            committed == header.contents,
-            "{} is stale; rerun the tests with NEVERC_BLESS=1 and commit the result",
-            path.display()
-        );
-    }
-    let mut committed: Vec<String> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    committed.sort();
-    let mut expected: Vec<String> = headers.iter().map(|header| header.name.clone()).collect();
-    expected.sort();
-    assert_eq!(committed, expected, "a header without a declaration is committed");
+    check_committed_files(
+        &repo().join(neverc_codegen::HEADER_DIR),
+        headers
+            .iter()
+            .map(|header| (header.name.as_str(), header.contents.as_str())),
+    );
 }
 
 /// A translation unit that includes every header.
@@ -72,41 +54,8 @@ fn headers_compile_as_strict_c11_and_cxx17() {
     let source = all_headers_source(&parts());
     std::fs::write(dir.join("all.c"), &source).unwrap();
     std::fs::write(dir.join("all.cpp"), &source).unwrap();
-    let include = format!("-I{}", include_dir().display());
-    let c = run_in(
-        "gcc",
-        &dir,
-        &[
-            "-std=c11",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-pedantic",
-            &include,
-            "-c",
-            "all.c",
-            "-o",
-            "all_c.o",
-        ],
-    );
-    succeeded(&c, "gcc -std=c11 -pedantic");
-    let cxx = run_in(
-        "g++",
-        &dir,
-        &[
-            "-std=c++17",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-pedantic",
-            &include,
-            "-c",
-            "all.cpp",
-            "-o",
-            "all_cpp.o",
-        ],
-    );
-    succeeded(&cxx, "g++ -std=c++17");
+    compile_strict("gcc", &dir, &["-c", "all.c", "-o", "all_c.o"]);
+    compile_strict("g++", &dir, &["-c", "all.cpp", "-o", "all_cpp.o"]);
 }
 
 /// `struct NAME SIZE ALIGN` and `field NAME.FIELD OFFSET SIZE` lines, as a map from name to numbers.

@@ -77,6 +77,52 @@ pub fn run_in(program: impl AsRef<OsStr>, dir: &Path, args: &[&str]) -> Output {
 }
 
 /// Panics, saying what ran and everything it printed, unless `output` is a success.
+/// Compiles in `dir` with `compiler` (`gcc` as strict C11, `g++` as strict C++17: `-Wall -Wextra -Werror
+/// -pedantic`) against the repository's `include/`, with `args` after the flags; fails the test when it fails.
+pub fn compile_strict(compiler: &str, dir: &Path, args: &[&str]) {
+    let standard = if compiler == "g++" { "-std=c++17" } else { "-std=c11" };
+    let include = format!("-I{}", repo().join("include").display());
+    let mut all = vec![standard, "-Wall", "-Wextra", "-Werror", "-pedantic", include.as_str()];
+    all.extend_from_slice(args);
+    let output = run_in(compiler, dir, &all);
+    succeeded(&output, &format!("{compiler} {standard} -pedantic"));
+}
+
+/// Holds the committed generated files of `dir` to `files` (name and contents): with `NEVERC_BLESS` set
+/// they are written first. Every file must be committed as generated, and `dir` must hold no other file.
+pub fn check_committed_files<'a>(dir: &Path, files: impl IntoIterator<Item = (&'a str, &'a str)> + Clone) {
+    if std::env::var_os("NEVERC_BLESS").is_some() {
+        std::fs::create_dir_all(dir).unwrap_or_else(|error| panic!("{}: {error}", dir.display()));
+        for (name, contents) in files.clone() {
+            std::fs::write(dir.join(name), contents).unwrap_or_else(|error| panic!("{name}: {error}"));
+        }
+    }
+    let mut expected = Vec::new();
+    for (name, contents) in files {
+        let path = dir.join(name);
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            committed == contents,
+            "{} is stale; rerun the tests with NEVERC_BLESS=1 and commit the result",
+            path.display()
+        );
+        expected.push(name.to_string());
+    }
+    let mut committed: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|error| panic!("{}: {error}", dir.display()))
+        .filter_map(|entry| entry.ok())
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    committed.sort();
+    expected.sort();
+    assert_eq!(
+        committed,
+        expected,
+        "a file that is not generated is committed in {}",
+        dir.display()
+    );
+}
+
 pub fn succeeded(output: &Output, what: &str) {
     assert!(
         output.status.success(),

@@ -36,7 +36,7 @@ extern "C" {
 #define NEVERC_INTERFACE_CALLING_CONVENTION_HIGH UINT64_C(0x4e43505443430001)
 #define NEVERC_INTERFACE_CALLING_CONVENTION_LOW UINT64_C(0x0000000000000001)
 #define NEVERC_CALLING_CONVENTION_API_MAJOR 1
-#define NEVERC_CALLING_CONVENTION_API_MINOR 1
+#define NEVERC_CALLING_CONVENTION_API_MINOR 2
 
 /** What kind of type an ABI type descriptor describes. */
 typedef uint32_t NevercABITypeKind;
@@ -86,6 +86,13 @@ typedef uint64_t NevercCallingConventionLocationFlags;
 /** As a copy on the stack. */
 #define NEVERC_CC_LOCATION_FLAG_BYVAL ((NevercCallingConventionLocationFlags)UINT64_C(2))
 
+/** What the host knows of the function it asks a plan for (a neverc-spec extension, 1.2). */
+typedef uint64_t NevercCallingConventionFunctionFlags;
+/** The module defines the function (it is not only declared). */
+#define NEVERC_CC_FUNCTION_DEFINITION ((NevercCallingConventionFunctionFlags)UINT64_C(1))
+/** The function carries a spec of its own (SourceSpec, possibly empty). */
+#define NEVERC_CC_FUNCTION_HAS_SOURCE_SPEC ((NevercCallingConventionFunctionFlags)UINT64_C(2))
+
 typedef struct NevercTargetKey NevercTargetKey;
 typedef struct NevercABITypeDescriptor NevercABITypeDescriptor;
 typedef struct NevercABIFunctionQuery NevercABIFunctionQuery;
@@ -104,7 +111,7 @@ typedef NevercInterfaceID NevercTargetABIID;
 /** The id of a calling convention. */
 typedef NevercInterfaceID NevercCallingConventionID;
 
-/** Plans a function's calling convention: fills the plan the host validates. */
+/** Plans a function's calling convention: fills the plan the host validates and returns OK. A convention that leaves the function alone returns CAPABILITY_UNAVAILABLE; any other status fails the command, naming the plugin and the function. */
 typedef NevercStatus (NEVERC_CALL *NevercPlanCallingConventionFn)(void *UserData, const NevercCallingConventionQuery *Query, NevercCallingConventionPlan *Plan);
 
 /** Everything that selects a target: its id, triple, CPU, features, ABI, convention, format and models. */
@@ -209,7 +216,7 @@ struct NevercCallingConventionLocation {
   uint64_t Reserved;
 };
 
-/** What the host asks a calling-convention plugin to plan. */
+/** What the host asks a calling-convention plugin to plan: one function of the module, in module order, that has no plan yet. */
 struct NevercCallingConventionQuery {
   /** The structure's size and version. */
   NevercABITableHeader Header;
@@ -223,9 +230,15 @@ struct NevercCallingConventionQuery {
   const NevercABIFunctionQuery *Function;
   /** Zero. */
   uint64_t Reserved;
+  /** The function's name, without `@` or quotes (1.2). */
+  NevercStringView FunctionName;
+  /** The function's own `neverc-callconv` spec (attribute or annotation); empty when it has none (1.2). */
+  NevercStringView SourceSpec;
+  /** NEVERC_CC_FUNCTION_* bits (1.2). */
+  NevercCallingConventionFunctionFlags FunctionFlags;
 };
 
-/** Where a function's return values and arguments live, filled in by the plugin. */
+/** Where a function's return values and arguments live, filled in by the plugin. Each array's Data and ElementStride are the host's; on entry Count is the capacity, on return the number of elements the plugin filled (at most the capacity). */
 struct NevercCallingConventionPlan {
   /** The structure's size and version. */
   NevercABITableHeader Header;
