@@ -97,6 +97,26 @@ fn a_failing_c_observer_fails_the_link_and_leaves_the_old_output() {
     assert_eq!(std::fs::read(&output).unwrap(), b"the previous output");
 }
 
+#[test]
+fn a_c_plugin_that_crashes_the_linker_leaves_the_old_output() {
+    use std::os::unix::process::ExitStatusExt as _;
+    let dir = scratch!("c-plugin-crash");
+    let output = dir.join("a.out");
+    std::fs::write(&output, b"the previous output").unwrap();
+    // The plugin aborts after the image is emitted in memory, before the sealed commit gate renames it.
+    let define = format!("MODE_CRASH_AT={}", low("neverc.link.emit_image"));
+    let linked = link(&counter(&dir, &[&define]), &output);
+    assert_eq!(linked.status.signal(), Some(6), "{}", text(&linked.stderr));
+    assert_eq!(std::fs::read(&output).unwrap(), b"the previous output");
+    // Nothing half-written is left beside it: the output was not begun.
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.contains("a.out"))
+        .collect();
+    assert_eq!(names, ["a.out"]);
+}
+
 fn chain(dir: &Path, defines: &[&str]) -> PathBuf {
     let output = dir.join(format!("chain{}.so", defines.join("-")));
     build_c_plugin(&repo().join("plugin-host/tests/fixtures/chain.c"), &output, defines);
