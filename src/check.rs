@@ -128,7 +128,12 @@ struct ElfSummary {
 /// The target files named by the arguments: the directory's `*.toml`, then each `--target-file`.
 /// The directory generated sources name the declaration files relative to: that of the phase schema.
 pub(crate) fn declarations_root(args: &DeclarationArgs) -> &std::path::Path {
-    args.phase_schema
+    root_of(&args.phase_schema)
+}
+
+/// The directory the declarations' paths are shown relative to: the phase schema's.
+pub(crate) fn root_of(phase_schema: &std::path::Path) -> &std::path::Path {
+    phase_schema
         .parent()
         .filter(|parent| !parent.as_os_str().is_empty())
         .unwrap_or(std::path::Path::new("."))

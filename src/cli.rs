@@ -435,6 +435,13 @@ pub(crate) struct GenHeadersArgs {
     /// Directory to write the headers into (created if missing; existing files are replaced atomically).
     #[arg(long, value_name = "DIR")]
     pub(crate) out: PathBuf,
+    /// Directory whose `*.toml` files are the targets (for --targets-out).
+    #[arg(long, value_name = "DIR", default_value = "targets")]
+    pub(crate) targets: PathBuf,
+    /// Also write one header per target (`<target>.h`: its ids, register numbers, stack alignment and
+    /// default specs, as committed in include/neverc/Targets/) into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) targets_out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

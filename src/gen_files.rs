@@ -9,7 +9,7 @@ use neverc_output::{Mode, Output};
 use neverc_schema::{load_declarations, load_phase_schema, load_plugin_abi_with, target_files};
 
 use crate::CommandError;
-use crate::check::{declarations_root, declared_target_files};
+use crate::check::{declarations_root, declared_target_files, root_of};
 use crate::cli::{GenArgs, GenCommand, GenHeadersArgs};
 use crate::render::load_failure;
 
@@ -35,7 +35,23 @@ fn write_headers(args: &GenHeadersArgs) -> Result<(), CommandError> {
     let files = target_files(&args.abi).map_err(|error| CommandError::Io(error.to_string()))?;
     let parts = load_plugin_abi_with(&files, &phase_schema).map_err(|error| load_failure(error, false).0)?;
     let headers = neverc_codegen::plugin_headers(&parts).map_err(|error| CommandError::Internal(error.to_string()))?;
-    write_all(&args.out, &headers)
+    // Everything is generated (and the target files validated) before anything is written.
+    let targets = match &args.targets_out {
+        Some(out) => {
+            let files = target_files(&args.targets).map_err(|error| CommandError::Io(error.to_string()))?;
+            let declarations =
+                load_declarations(&args.phase_schema, &files).map_err(|error| load_failure(error, false).0)?;
+            let generated = neverc_codegen::target_headers(&declarations, root_of(&args.phase_schema))
+                .map_err(|error| CommandError::Internal(error.to_string()))?;
+            Some((out, generated))
+        }
+        None => None,
+    };
+    write_all(&args.out, &headers)?;
+    match targets {
+        Some((out, generated)) => write_all(out, &generated),
+        None => Ok(()),
+    }
 }
 
 /// Writes every file into `out`, all or none.

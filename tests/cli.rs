@@ -344,8 +344,30 @@ fn gen_writes_the_files_the_build_generates_and_nothing_on_failure() {
 #[test]
 fn gen_headers_writes_the_committed_plugin_headers() {
     let out = scratch!("neverc-spec-cli-gen-headers");
-    let output = run(&["gen", "headers", "--out", out.to_str().unwrap()]);
+    let targets = out.join("Targets");
+    let output = run(&[
+        "gen",
+        "headers",
+        "--out",
+        out.to_str().unwrap(),
+        "--targets-out",
+        targets.to_str().unwrap(),
+    ]);
     assert!(output.status.success(), "{}", text(&output.stderr));
+    let mut target_names = Vec::new();
+    for entry in std::fs::read_dir(&targets).unwrap() {
+        let name = entry.unwrap().file_name();
+        let written = std::fs::read_to_string(targets.join(&name)).unwrap();
+        let committed = std::fs::read_to_string(repo().join("include/neverc/Targets").join(&name)).unwrap();
+        assert!(
+            written == committed,
+            "{name:?} differs from the committed target header"
+        );
+        target_names.push(name.to_string_lossy().into_owned());
+    }
+    target_names.sort();
+    assert_eq!(target_names, ["aarch64.h", "riscv64.h", "x86_64.h"]);
+    std::fs::remove_dir_all(&targets).unwrap();
     let committed = repo().join("include/neverc/Plugin");
     let mut names = Vec::new();
     for entry in std::fs::read_dir(&out).unwrap() {
