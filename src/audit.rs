@@ -100,13 +100,13 @@ fn plugin_requests(
     let mut providers = Vec::new();
     let mut descriptors = Vec::new();
     for request in asked {
-        if let Some(id) = &request.lto_provider {
+        if let Some(descriptor) = &request.descriptor {
             let refusal = request.answer.as_ref().err();
             descriptors.push(RequestVerdict {
-                request: format!("lto-provider {id}"),
+                request: descriptor.request(),
                 phase: request.phase.clone(),
                 allowed: refusal.is_none(),
-                rule: refusal.map(|_| "lto-descriptor"),
+                rule: refusal.map(|_| "descriptor"),
                 code: refusal.map(|status| status.code.name()),
                 message: refusal.map(|status| status.message.clone()),
             });

@@ -182,3 +182,15 @@ fn a_c_lto_providers_descriptor_gets_the_registrars_verdict() {
         )]
     );
 }
+
+#[test]
+fn a_c_calling_convention_plugins_registration_is_listed() {
+    let dir = scratch!("audit-plugin-cc");
+    let plugin = build(&dir, "customcc.c");
+    let output = run(&["audit", "--plugin", plugin.to_str().unwrap(), "--format", "json"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(
+        verdicts(&output),
+        [("calling-convention neverc-custom-callconv".to_string(), true, None)]
+    );
+}

@@ -14,7 +14,7 @@ use neverc_link::graph::EntityKind;
 use neverc_link::lto::ProviderFlags;
 use neverc_link::plugin::{ObserverPoint, Registry};
 use neverc_link::status::{Status, StatusCode};
-use neverc_plugin_host::{CPlugin, PluginArgument, load, register_dry_run};
+use neverc_plugin_host::{CPlugin, Descriptor, PluginArgument, load, register_dry_run};
 
 use crate::descriptor_cases::descriptor_verdict;
 use crate::phase_cases::{
@@ -389,7 +389,7 @@ fn run_checked(environment: &Environment, case: &Case, plugin: &Path) -> Result<
             let seen = reports.results("lto", 0);
             let mut host = asked
                 .into_iter()
-                .filter(|asked| asked.lto_provider.is_some())
+                .filter(|asked| matches!(asked.descriptor, Some(Descriptor::LtoProvider(_))))
                 .map(|asked| asked.answer);
             let answer = host.next_back();
             match (seen.last(), &answer) {

@@ -50,6 +50,27 @@ pub(crate) struct Conventions {
     refused: Vec<Status>,
 }
 
+impl Conventions {
+    /// Releases the registered conventions' user data (for a registration that uses none: a link, an
+    /// audit) and returns what was asked: each registered convention's name with its acceptance, then each
+    /// refused descriptor with its refusal.
+    pub(crate) fn release(self) -> Vec<(String, Result<(), Status>)> {
+        let mut asked = Vec::new();
+        for convention in self.registered {
+            if let Some(destroy) = convention.destroy {
+                destroy.call((convention.user_data,));
+            }
+            asked.push((convention.name, Ok(())));
+        }
+        asked.extend(
+            self.refused
+                .into_iter()
+                .map(|status| ("(refused descriptor)".to_string(), Err(status))),
+        );
+        asked
+    }
+}
+
 thread_local! {
     /// The calling-convention table this thread hands out (its slot takes the registration's context).
     static API: Box<ffi::CallingConventionApi> = Box::new({

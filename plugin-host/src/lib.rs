@@ -20,4 +20,4 @@ mod views;
 pub use calling_convention::{CConvention, ConventionError, ConventionPlugin};
 pub use link::CPlugin;
 pub use load::{LoadedPlugin, PluginArgument, PluginError, load};
-pub use registrar::{AskedPhase, register_dry_run};
+pub use registrar::{AskedPhase, Descriptor, register_dry_run};

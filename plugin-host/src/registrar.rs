@@ -25,11 +25,32 @@ pub struct AskedPhase {
     pub observe_bits: Option<u32>,
     /// The provider the request stands for, when it registered one (an image verifier).
     pub provider: Option<ProviderKind>,
-    /// The id of the LTO code generation provider the request registered (`NevercLTORegistrarAPI`); its
-    /// phase is the one that asks it, `lto_generate`.
-    pub lto_provider: Option<String>,
+    /// The descriptor the request registered, if it registered one through an interface's registrar rather
+    /// than asking for a phase.
+    pub descriptor: Option<Descriptor>,
     /// The host's answer: what the runtime's policy check said.
     pub answer: Result<(), Status>,
+}
+
+/// A descriptor a plugin registered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Descriptor {
+    /// An LTO code generation provider (`NevercLTORegistrarAPI`), by id; its phase is the one that asks it,
+    /// `lto_generate`.
+    LtoProvider(String),
+    /// A calling convention (`NevercCallingConventionAPI`), by name (or id when the descriptor's name could
+    /// not be read); it belongs to no phase.
+    CallingConvention(String),
+}
+
+impl Descriptor {
+    /// How the audit names it: `lto-provider ID`, `calling-convention NAME`.
+    pub fn request(&self) -> String {
+        match self {
+            Descriptor::LtoProvider(id) => format!("lto-provider {id}"),
+            Descriptor::CallingConvention(name) => format!("calling-convention {name}"),
+        }
+    }
 }
 
 /// A callback a plugin registered, with its user data.
@@ -43,6 +64,8 @@ pub(crate) enum Hook {
     ImageVerifier(ffi::BinaryImageVerifyFn, *mut c_void),
     /// An LTO code generation provider (`NevercLTORegistrarAPI.RegisterProvider`).
     LtoProvider(crate::lto::LtoDescriptor),
+    /// A calling convention, already released: nothing to hook.
+    Convention,
 }
 
 impl Hook {
@@ -53,7 +76,7 @@ impl Hook {
             Hook::Interceptor(callback, _) => callback.is_some(),
             Hook::Skipper(callback, _) => callback.is_some(),
             Hook::ImageVerifier(callback, _) => callback.is_some(),
-            Hook::LtoProvider(_) => true,
+            Hook::LtoProvider(_) | Hook::Convention => true,
         }
     }
 }
@@ -108,7 +131,7 @@ fn ask(
                 request: request.ok(),
                 observe_bits,
                 provider: matches!(hook, Hook::ImageVerifier(..)).then_some(ProviderKind::ImageVerifier),
-                lto_provider: None,
+                descriptor: None,
                 answer,
             },
             hook,
@@ -252,7 +275,10 @@ pub(crate) extern "C" fn register_lto_provider(
                 .asked
                 .iter()
                 .filter(|(asked, _)| asked.answer.is_ok())
-                .filter_map(|(asked, _)| asked.lto_provider.as_deref())
+                .filter_map(|(asked, _)| match &asked.descriptor {
+                    Some(Descriptor::LtoProvider(id)) => Some(id.as_str()),
+                    _ => None,
+                })
                 .collect();
             let answer = crate::lto::check(&descriptor, &registered);
             let status = c_result(&answer);
@@ -263,7 +289,7 @@ pub(crate) extern "C" fn register_lto_provider(
                     request: None,
                     observe_bits: None,
                     provider: None,
-                    lto_provider: Some(descriptor.id.clone()),
+                    descriptor: Some(Descriptor::LtoProvider(descriptor.id.clone())),
                     answer,
                 },
                 Hook::LtoProvider(descriptor),
@@ -291,13 +317,28 @@ pub(crate) fn run_registration(
     tables: &'static PhaseTables,
 ) -> Result<Vec<(AskedPhase, Hook)>, PluginError> {
     let (registered, status) = registration_of(plugin, tables)?;
+    let mut asked = registered.asked;
+    // A link or an audit uses no calling convention: they are listed, and their user data is released.
+    for (name, answer) in registered.conventions.release() {
+        asked.push((
+            AskedPhase {
+                phase: String::new(),
+                request: None,
+                observe_bits: None,
+                provider: None,
+                descriptor: Some(Descriptor::CallingConvention(name)),
+                answer,
+            },
+            Hook::Convention,
+        ));
+    }
     if status.code != 0 {
         return Err(PluginError::Register {
             plugin: plugin.id.clone(),
             status: describe(status),
         });
     }
-    Ok(registered.asked)
+    Ok(asked)
 }
 
 /// Runs the plugin's registration and returns everything it registered, with the status its Register
