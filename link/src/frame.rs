@@ -182,6 +182,11 @@ impl<'a> PhaseFrame<'a> {
         self.execution.generation
     }
 
+    /// The link's session: every handle of this link carries it.
+    pub fn session(&self) -> u64 {
+        self.execution.session
+    }
+
     /// The graph, for ordinary iteration (handles and pages are the checked way to name entities).
     pub fn graph(&self) -> &LinkGraph {
         &self.context.graph

@@ -110,7 +110,7 @@ impl LinkPlugin for CPlugin {
 
     fn register(&mut self, registrar: &mut Registrar<'_>) -> Result<(), Status> {
         let tables = registrar.tables();
-        let service = Service { tables };
+        let service = Service::new(tables);
         let asked =
             run_registration(&self.plugin, tables).map_err(|error| Status::new(error.code(), error.to_string()))?;
         for (asked, hook) in asked {
@@ -184,7 +184,7 @@ impl LinkPlugin for CPlugin {
                 }
                 (Some(_), Hook::ImageVerifier(Some(verify), user_data)) => {
                     registrar.image_verifier(Box::new(move |image, layout| {
-                        let mut body = |request: &mut dyn Any| serve_image(layout, request);
+                        let mut body = |request: &mut dyn Any| serve_image(layout, image.len(), request);
                         let status = neverc_sys::scoped::lend(&mut body, |token| {
                             let info = image_info(layout, image.len(), token);
                             let task = ffi::TaskHandle(ffi::Handle {

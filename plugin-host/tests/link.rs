@@ -70,15 +70,7 @@ fn counted(defines: &[&str], paging: bool) -> (Vec<String>, Vec<String>) {
         &plugin_path,
         defines,
     );
-    let machine = link_state_machine(&BUNDLED_PHASES).unwrap();
-    let phases: Vec<(&'static str, String)> = machine
-        .transitions
-        .iter()
-        .map(|transition| {
-            let phase = &BUNDLED_PHASES.phases[transition.phase];
-            (phase.name, format!("{:#x}:{:#x}", phase.id.high, phase.id.low))
-        })
-        .collect();
+    let phases = transitions();
     let arguments: Vec<PluginArgument> = phases
         .iter()
         .map(|(_, id)| PluginArgument {
@@ -133,4 +125,248 @@ fn a_page_whose_stride_is_smaller_than_the_element_is_refused() {
     let paged: Vec<&String> = reported.iter().filter(|line| line.starts_with("paged ")).collect();
     assert!(!paged.is_empty());
     assert!(paged.iter().all(|line| line.ends_with(&refused)), "{paged:?}");
+}
+
+/// The transitions of the link machine: their phase names and `HIGH:LOW` ids.
+fn transitions() -> Vec<(&'static str, String)> {
+    let machine = link_state_machine(&BUNDLED_PHASES).unwrap();
+    machine
+        .transitions
+        .iter()
+        .map(|transition| {
+            let phase = &BUNDLED_PHASES.phases[transition.phase];
+            (phase.name, format!("{:#x}:{:#x}", phase.id.high, phase.id.low))
+        })
+        .collect()
+}
+
+/// Builds `fixture` with `defines` as `name` in `dir`.
+fn plugin(dir: &Path, fixture: &str, name: &str, defines: &[&str]) -> std::path::PathBuf {
+    let path = dir.join(name);
+    build_c_plugin(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(fixture),
+        &path,
+        defines,
+    );
+    path
+}
+
+/// Links the fixture program with `plugins` registered in order; returns the link's result.
+fn link_fixture(dir: &Path, plugins: &mut [&mut dyn LinkPlugin]) {
+    let mut registry = Registry::default();
+    for plugin in plugins.iter_mut() {
+        registry.register(&BUNDLED_PHASES, &mut **plugin).unwrap();
+    }
+    let inputs = neverc_conformance::fixture_link_inputs(Path::new(env!("CARGO_TARGET_TMPDIR"))).unwrap();
+    let mut context = LinkContext::new(LinkOptions::new(inputs, dir.join("a.out")));
+    run_link(&mut context, &BUNDLED_PHASES, &mut registry).unwrap();
+}
+
+/// The survey plugin's arguments: observe every transition.
+fn observe_every_transition(plugin: &str) -> Vec<PluginArgument> {
+    transitions()
+        .into_iter()
+        .map(|(_, id)| PluginArgument {
+            plugin: plugin.to_string(),
+            name: "observe".to_string(),
+            value: Some(id),
+        })
+        .collect()
+}
+
+/// A Rust observer of every transition's AFTER point writing the line the survey plugin should report: the
+/// graph's count of every entity kind, and as many infos read, none mismatched.
+struct Census {
+    seen: Rc<RefCell<Vec<String>>>,
+}
+
+impl LinkPlugin for Census {
+    fn name(&self) -> &str {
+        "census"
+    }
+
+    fn register(&mut self, registrar: &mut Registrar<'_>) -> Result<(), Status> {
+        for (phase, id) in transitions() {
+            let seen = Rc::clone(&self.seen);
+            registrar.observe(
+                phase,
+                ObserverPoint::After,
+                Box::new(move |frame| {
+                    let graph = frame.graph();
+                    let mut line = format!("survey {id}");
+                    let mut total = 0;
+                    for (kind, name) in [
+                        (EntityKind::Input, "input"),
+                        (EntityKind::Archive, "archive"),
+                        (EntityKind::ArchiveMember, "archive_member"),
+                        (EntityKind::SharedLibrary, "shared_library"),
+                        (EntityKind::BitcodeModule, "bitcode_module"),
+                        (EntityKind::Section, "section"),
+                        (EntityKind::Atom, "atom"),
+                        (EntityKind::Symbol, "symbol"),
+                        (EntityKind::Edge, "edge"),
+                        (EntityKind::Comdat, "comdat"),
+                        (EntityKind::Import, "import"),
+                        (EntityKind::Export, "export"),
+                        (EntityKind::Unwind, "unwind"),
+                        (EntityKind::Synthetic, "synthetic"),
+                        (EntityKind::Constraint, "constraint"),
+                    ] {
+                        line.push_str(&format!(" {name}={}", graph.count(kind)));
+                        total += graph.count(kind);
+                    }
+                    line.push_str(&format!(" infos={total} mismatches=0"));
+                    seen.borrow_mut().push(line);
+                    Ok(())
+                }),
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn a_c_observer_pages_every_entity_kind_and_reads_every_info() {
+    let dir = scratch!("plugin-host-survey");
+    let path = plugin(&dir, "survey.c", "survey.so", &[]);
+    let mut survey = CPlugin::new(load(&path, &observe_every_transition("org.example.survey")).unwrap());
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let mut census = Census { seen: Rc::clone(&seen) };
+    link_fixture(&dir, &mut [&mut survey, &mut census]);
+    let reported: Vec<String> = survey.reports().into_iter().map(|(_, text)| text).collect();
+    assert_eq!(reported, *seen.borrow());
+    // The fixture has inputs, an archive with a member, bitcode modules, edges and synthetics by the end.
+    let last = reported.last().unwrap();
+    for kind in [
+        "input",
+        "archive",
+        "archive_member",
+        "bitcode_module",
+        "atom",
+        "edge",
+        "synthetic",
+    ] {
+        assert!(!last.contains(&format!(" {kind}=0 ")), "{last}");
+    }
+}
+
+/// Links with the hostile survey plugin loaded `instances` times (the loads share the library, so a handle
+/// one instance keeps is tried by the next callback, of whichever instance); returns the plugin's reports.
+fn hostile_reports(name: &str, instances: usize) -> Vec<String> {
+    let dir = scratch!("plugin-host-hostile-{name}");
+    let path = plugin(&dir, "survey.c", &format!("{name}.so"), &["MODE_HOSTILE"]);
+    let arguments = observe_every_transition("org.example.survey");
+    let mut plugins: Vec<CPlugin> = (0..instances)
+        .map(|_| CPlugin::new(load(&path, &arguments).unwrap()))
+        .collect();
+    let mut registered: Vec<&mut dyn LinkPlugin> =
+        plugins.iter_mut().map(|plugin| plugin as &mut dyn LinkPlugin).collect();
+    link_fixture(&dir, &mut registered);
+    // Each instance reports to its own host table: take them all, in instance order.
+    plugins
+        .iter()
+        .flat_map(|plugin| plugin.reports())
+        .map(|(_, text)| text)
+        .collect()
+}
+
+/// The code a hostile line ends with.
+fn code(line: &str) -> i32 {
+    line.rsplit_once("-> ").unwrap().1.parse().unwrap()
+}
+
+/// Checks the answers every hostile callback gets, whatever the instance.
+fn check_hostile_answers(reported: &[String]) {
+    use neverc_tables::status::StatusCode::*;
+    let expected = [
+        ("kept-task", StaleHandle.raw()),
+        ("cursor-at-end", 0),
+        ("cursor-past-end", InvalidArgument.raw()),
+        ("cursor-max", InvalidArgument.raw()),
+        ("null-data", InvalidArgument.raw()),
+        ("null-page", InvalidArgument.raw()),
+        ("forged-graph", WrongType.raw()),
+        ("forged-symbol", WrongType.raw()),
+        ("forged-task", WrongType.raw()),
+        ("graph-as-symbol", WrongType.raw()),
+        ("symbol-as-atom", WrongType.raw()),
+        ("symbol-index-past-end", StaleHandle.raw()),
+        ("struct-size-8", AbiMismatch.raw()),
+        ("null-out", InvalidArgument.raw()),
+        ("symbol-info", 0),
+        ("content-length-max", InvalidArgument.raw()),
+        ("zero-fill-max", InvalidArgument.raw()),
+        ("kind-length-max", InvalidArgument.raw()),
+        ("observer-mutation", PolicyViolation.raw()),
+        ("forged-mutation", WrongType.raw()),
+        ("request", CapabilityUnavailable.raw()),
+    ];
+    for (what, answer) in expected {
+        let lines: Vec<&String> = reported
+            .iter()
+            .filter(|line| line.starts_with(&format!("hostile {what} ->")))
+            .collect();
+        assert!(!lines.is_empty(), "no `{what}` in {reported:#?}");
+        assert!(lines.iter().all(|line| code(line) == answer), "{what}: {lines:?}");
+    }
+    // A page of capacity 0 writes nothing, keeps the cursor and says whether there is anything.
+    let empty: Vec<&String> = reported
+        .iter()
+        .filter(|line| line.starts_with("hostile capacity-0 "))
+        .collect();
+    assert!(!empty.is_empty());
+    for line in empty {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let of: u64 = words[5].trim_start_matches("of=").parse().unwrap();
+        assert_eq!(
+            words[2..5],
+            ["out=0", "next=0", if of > 0 { "more=1" } else { "more=0" }],
+            "{line}"
+        );
+        assert_eq!(code(line), 0, "{line}");
+    }
+}
+
+#[test]
+fn hostile_calls_get_their_statuses_and_a_handle_kept_past_its_callback_is_stale() {
+    let reported = hostile_reports("hostile-one", 1);
+    check_hostile_answers(&reported);
+    let kept: Vec<&String> = reported
+        .iter()
+        .filter(|line| line.starts_with("hostile kept-"))
+        .collect();
+    assert!(
+        kept.iter()
+            .any(|line| line.starts_with("hostile kept-symbol from=1 by=1")),
+        "{kept:?}"
+    );
+    for line in kept {
+        assert_eq!(
+            code(line),
+            neverc_tables::status::StatusCode::StaleHandle.raw(),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn a_handle_of_another_plugin_instance_is_of_another_session() {
+    let reported = hostile_reports("hostile-two", 2);
+    check_hostile_answers(&reported);
+    let kept: Vec<&String> = reported
+        .iter()
+        .filter(|line| line.starts_with("hostile kept-symbol") || line.starts_with("hostile kept-graph"))
+        .collect();
+    assert!(kept.len() > 2, "{kept:?}");
+    for line in kept {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let expected = if words[2].trim_start_matches("from=") == words[3].trim_start_matches("by=") {
+            neverc_tables::status::StatusCode::StaleHandle
+        } else {
+            neverc_tables::status::StatusCode::WrongSession
+        };
+        assert_eq!(code(line), expected.raw(), "{line}");
+    }
 }
