@@ -527,7 +527,8 @@ impl PhaseFrame<'_> {
 }
 
 /// The verifier of the current state, run over a staged change before it is applied. From GC_COMPLETE on,
-/// an atom may not be made dead while a live atom refers to it.
+/// an atom may not be made dead while a live atom refers to it; unwind tables do not count, as for `gc`
+/// (a function's unwind record does not keep the function alive).
 fn verify_change(
     context: &LinkContext,
     state: u32,
@@ -546,7 +547,10 @@ fn verify_change(
                 .incoming_edges(*atom)
                 .iter()
                 .map(|edge| &graph.edges[edge.index()])
-                .find(|edge| edge.source != *atom && graph.atoms[edge.source.index()].is_live());
+                .find(|edge| {
+                    let source = &graph.atoms[edge.source.index()];
+                    edge.source != *atom && source.is_live() && source.flags & atom_flags::UNWIND == 0
+                });
             if let Some(edge) = referrer {
                 return Err(Status::new(
                     StatusCode::VerificationFailed,

@@ -370,3 +370,161 @@ fn a_handle_of_another_plugin_instance_is_of_another_session() {
         assert_eq!(code(line), expected.raw(), "{line}");
     }
 }
+
+/// The `HIGH:LOW` id of a phase.
+fn phase_id(name: &str) -> String {
+    let phase = BUNDLED_PHASES.phase_by_name(name).unwrap();
+    format!("{:#x}:{:#x}", phase.id.high, phase.id.low)
+}
+
+/// Links `inputs` into `output` with the stager plugin given `arguments` (interceptor of layout), unless
+/// `arguments` is empty; returns the plugin's reports and the link's result.
+fn staged_link(
+    dir: &Path,
+    inputs: Vec<std::path::PathBuf>,
+    output: &Path,
+    arguments: &[(&str, &str)],
+) -> (Vec<String>, Result<(), String>) {
+    let mut registry = Registry::default();
+    let mut stager = None;
+    if !arguments.is_empty() {
+        let path = plugin(dir, "stager.c", "stager.so", &[]);
+        let layout = phase_id("neverc.link.layout");
+        let arguments: Vec<PluginArgument> = std::iter::once(("phase", layout.as_str()))
+            .chain(arguments.iter().copied())
+            .map(|(name, value)| PluginArgument {
+                plugin: "org.example.stager".to_string(),
+                name: name.to_string(),
+                value: Some(value.to_string()),
+            })
+            .collect();
+        let mut loaded = CPlugin::new(load(&path, &arguments).unwrap());
+        registry.register(&BUNDLED_PHASES, &mut loaded).unwrap();
+        stager = Some(loaded);
+    }
+    let mut context = LinkContext::new(LinkOptions::new(inputs, output.to_path_buf()));
+    let linked = run_link(&mut context, &BUNDLED_PHASES, &mut registry)
+        .map(|_| ())
+        .map_err(|error| error.to_string());
+    let reports = stager
+        .map(|stager| stager.reports().into_iter().map(|(_, text)| text).collect())
+        .unwrap_or_default();
+    (reports, linked)
+}
+
+/// The fixture program `name` of the link tests (built with the conformance fixtures): its inputs and dir.
+fn program(name: &str) -> (Vec<std::path::PathBuf>, std::path::PathBuf) {
+    let inputs = neverc_conformance::fixture_link_inputs(Path::new(env!("CARGO_TARGET_TMPDIR"))).unwrap();
+    let dir = inputs[0]
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("programs")
+        .join(name);
+    let listed = std::fs::read_to_string(dir.join("inputs.txt")).unwrap();
+    (listed.split_whitespace().map(|input| dir.join(input)).collect(), dir)
+}
+
+/// The defined symbols `nm` lists in `binary`.
+fn symbols(binary: &Path) -> std::collections::BTreeSet<String> {
+    let listed = std::process::Command::new("nm")
+        .arg("--defined-only")
+        .arg(binary)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .filter_map(|line| line.split_whitespace().nth(2).map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn a_c_interceptor_drops_an_unreferenced_function() {
+    let dir = scratch!("plugin-host-stager-dead");
+    let (inputs, program_dir) = program("gc_icf");
+    let (plain, staged) = (dir.join("plain"), dir.join("staged"));
+    staged_link(&dir, inputs.clone(), &plain, &[]).1.unwrap();
+    let (reports, linked) = staged_link(&dir, inputs, &staged, &[("dead", "live_unused")]);
+    linked.unwrap();
+    assert_eq!(reports, ["stage dead live_unused -> 0", "commit -> 0"]);
+    // Without --gc-sections only the atom the plugin dropped is gone, and the program runs as before.
+    let gone: Vec<String> = symbols(&plain).difference(&symbols(&staged)).cloned().collect();
+    assert_eq!(gone, ["live_unused"]);
+    assert!(symbols(&staged).contains("dead_entry"));
+    let ran = std::process::Command::new(&staged).output().unwrap();
+    let expected = std::fs::read_to_string(program_dir.join("expected.stdout")).unwrap();
+    assert_eq!(String::from_utf8_lossy(&ran.stdout), expected);
+}
+
+#[test]
+fn a_c_interceptor_rebinds_a_symbol_to_another_atom() {
+    let dir = scratch!("plugin-host-stager-rebind");
+    let (inputs, program_dir) = program("gc_icf");
+    let staged = dir.join("staged");
+    let (reports, linked) = staged_link(&dir, inputs, &staged, &[("rebind", "twin_b:live_compute")]);
+    linked.unwrap();
+    assert_eq!(reports, ["stage rebind twin_b:live_compute -> 0", "commit -> 0"]);
+    // `twin_b(12)` now runs live_compute(12): 9 Collatz steps, weighted by live_weights[1] = 3.
+    let expected = std::fs::read_to_string(program_dir.join("expected.stdout")).unwrap();
+    let expected: String = expected
+        .lines()
+        .map(|line| {
+            if line.starts_with("twin_b(12): ") {
+                "twin_b(12): 27"
+            } else {
+                line
+            }
+        })
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let ran = std::process::Command::new(&staged).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&ran.stdout), expected);
+    let status = std::fs::read_to_string(program_dir.join("expected.status")).unwrap();
+    assert_eq!(ran.status.code(), status.trim().parse().ok());
+}
+
+#[test]
+fn a_c_interceptor_replaces_an_atoms_content_and_only_those_bytes_change() {
+    let dir = scratch!("plugin-host-stager-content");
+    let inputs = neverc_conformance::fixture_link_inputs(Path::new(env!("CARGO_TARGET_TMPDIR"))).unwrap();
+    let program_dir = inputs[0].parent().unwrap().to_path_buf();
+    let (plain, staged) = (dir.join("plain"), dir.join("staged"));
+    staged_link(&dir, inputs.clone(), &plain, &[]).1.unwrap();
+    let (reports, linked) = staged_link(&dir, inputs, &staged, &[("upper", "neverc basics fixture")]);
+    linked.unwrap();
+    assert_eq!(reports, ["stage upper neverc basics fixture -> 0", "commit -> 0"]);
+    let expected = std::fs::read_to_string(program_dir.join("expected.stdout"))
+        .unwrap()
+        .replace("neverc basics fixture", "NEVERC BASICS FIXTURE");
+    let ran = std::process::Command::new(&staged).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&ran.stdout), expected);
+    // The image differs from the one linked without the plugin in the 19 letters only.
+    let (before, after) = (std::fs::read(&plain).unwrap(), std::fs::read(&staged).unwrap());
+    assert_eq!(before.len(), after.len());
+    let changed: Vec<(u8, u8)> = before
+        .iter()
+        .zip(&after)
+        .filter(|(a, b)| a != b)
+        .map(|(a, b)| (*a, *b))
+        .collect();
+    assert_eq!(changed.len(), 19, "{changed:?}");
+    assert!(changed.iter().all(|(a, b)| a.to_ascii_uppercase() == *b));
+}
+
+#[test]
+fn dropping_an_atom_a_live_atom_refers_to_fails_verification_and_the_link() {
+    let dir = scratch!("plugin-host-stager-refused");
+    let (inputs, _) = program("gc_icf");
+    let (reports, linked) = staged_link(&dir, inputs, &dir.join("a.out"), &[("dead", "live_compute")]);
+    let refused = neverc_tables::status::StatusCode::VerificationFailed.raw();
+    assert_eq!(
+        reports,
+        [
+            "stage dead live_compute -> 0".to_string(),
+            format!("commit -> {refused}")
+        ]
+    );
+    let error = linked.unwrap_err();
+    assert!(error.contains("org.example.stager"), "{error}");
+}
