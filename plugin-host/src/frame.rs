@@ -9,8 +9,8 @@
 //! infos), `pages` (the pagers and `Get<Kind>Info` slots), `staging` (mutations), `image` (what an image
 //! verifier reads).
 
-mod handles;
-mod image;
+pub(crate) mod handles;
+pub(crate) mod image;
 mod infos;
 mod pages;
 mod staging;

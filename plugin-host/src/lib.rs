@@ -9,6 +9,9 @@
 
 mod context;
 mod frame;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod link;
 mod load;
 mod registrar;

@@ -181,6 +181,12 @@ thread_local! {
     });
 }
 
+/// Runs `f` on this thread's Link API and Link phase API tables (the fuzzing driver calls their slots).
+#[cfg(feature = "fuzzing")]
+pub(crate) fn with_link_tables<R>(f: impl FnOnce(&ffi::LinkApi, &ffi::LinkPhaseApi) -> R) -> R {
+    LINK_API.with(|link| LINK_PHASE_API.with(|phase| f(link, phase)))
+}
+
 /// The address of this thread's Link API table.
 pub(crate) fn link_api_address() -> usize {
     LINK_API.with(|table| &**table as *const ffi::LinkApi as usize)

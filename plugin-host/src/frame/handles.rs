@@ -14,13 +14,13 @@ use neverc_tables::plugin_abi::ffi;
 use neverc_tables::status::{Status, StatusCode};
 
 /// The tag of entity handles ("NCE").
-const ENTITY_TAG: u64 = 0x4e_4345;
+pub(crate) const ENTITY_TAG: u64 = 0x4e_4345;
 /// The tag of graph handles ("NCG").
-const GRAPH_TAG: u64 = 0x4e_4347;
+pub(crate) const GRAPH_TAG: u64 = 0x4e_4347;
 /// The tag of mutation handles ("NCM").
-const MUTATION_TAG: u64 = 0x4e_434d;
+pub(crate) const MUTATION_TAG: u64 = 0x4e_434d;
 /// The tag of proof handles ("NCP").
-const PROOF_TAG: u64 = 0x4e_4350;
+pub(crate) const PROOF_TAG: u64 = 0x4e_4350;
 
 /// Who a handle belongs to and when it was handed out: fixed for one lent frame until its graph changes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,7 +152,7 @@ impl Scope {
 }
 
 /// The low byte of an entity handle's owner: the kind's position in the Link API (from 1).
-fn kind_code(kind: EntityKind) -> u8 {
+pub(crate) fn kind_code(kind: EntityKind) -> u8 {
     kind as u8 + 1
 }
 
