@@ -30,7 +30,7 @@ use crate::status::{OK, c_status, guarded};
 
 pub(crate) use handles::Scope;
 pub(crate) use image::{
-    get_binary_image_info, get_binary_section_page, get_binary_segment_page, image_info, serve_image,
+    get_binary_image_info, get_binary_section_page, get_binary_segment_page, get_image, image_info, serve_image,
 };
 pub(crate) use pages::*;
 pub(crate) use staging::*;
@@ -92,12 +92,46 @@ pub(crate) enum FrameRequest {
         out: *mut ffi::BinaryImageInfo,
         answer: Option<Result<(), StatusCode>>,
     },
+    /// What `NevercLinkPhaseAPI.GetImage` answers: `None` when the phase has no image yet.
+    PhaseImage(Option<Result<ffi::LinkPhaseImageInfo, StatusCode>>),
+    /// One operation of the MutableBinaryAPI on the image staged for the lending.
+    Binary {
+        builder: ffi::Handle,
+        operation: image::BinaryOperation,
+        answer: Option<Result<image::BinaryAnswer, StatusCode>>,
+    },
     /// Begin, commit or abandon a mutation, or stage one operation in it; the answer is the status (and the
     /// new mutation's handle).
     Mutate {
         change: Change,
         answer: Option<Result<ffi::Handle, Status>>,
     },
+}
+
+/// What one lending keeps until its callback returns: the mutations it began (every Begin ends in one
+/// Commit or Abandon: those left open are abandoned) and the image it stages through the MutableBinaryAPI
+/// (published as the phase's image when the callback returns, unless staging was aborted), with the views
+/// `ReadAt` handed out.
+#[derive(Default)]
+pub(crate) struct FrameState {
+    pub(crate) mutations: Vec<Mutation>,
+    pub(crate) staging: Option<neverc_link::image::BoundedImageWriter>,
+    /// The phase's image and layout while no write has asked whether this callback may publish.
+    pub(crate) image: Option<(neverc_link::image::SparseBytes, neverc_link::image::ImageLayout)>,
+    pub(crate) views: Vec<Box<[u8]>>,
+}
+
+impl FrameState {
+    /// Ends the lending: abandons what is open and publishes the staged image.
+    pub(crate) fn finish(self, frame: &mut PhaseFrame<'_>) {
+        for mutation in self.mutations {
+            let _ = frame.abandon_mutation(mutation);
+        }
+        // A staging image only read from changes nothing.
+        if self.image.is_none() {
+            image::publish(frame, self.staging);
+        }
+    }
 }
 
 /// The tables the frame's graph is described with, and the plugin instance the frames are lent to.
@@ -127,7 +161,7 @@ pub(crate) fn serve<'n>(
     service: Service,
     request: &mut dyn Any,
     next: Option<&mut Next<'n>>,
-    mutations: &mut Vec<Mutation>,
+    state: &mut FrameState,
 ) -> Option<Result<(), Status>> {
     let Asked { token, request } = request.downcast_mut::<Asked>()?;
     let scope = Scope::new(frame, service.instance, *token);
@@ -185,10 +219,14 @@ pub(crate) fn serve<'n>(
         FrameRequest::Proof { proof, out, answer } => {
             *answer = Some(proof_info(frame, scope, *proof, *out));
         }
-        FrameRequest::ImagePage { answer, .. } => *answer = Some(Err(StatusCode::InvalidState)),
-        FrameRequest::ImageInfo { answer, .. } => *answer = Some(Err(StatusCode::InvalidState)),
+        FrameRequest::ImagePage { .. }
+        | FrameRequest::ImageInfo { .. }
+        | FrameRequest::PhaseImage(_)
+        | FrameRequest::Binary { .. } => {
+            image::serve_frame_image(frame, *token, request, state);
+        }
         FrameRequest::Mutate { change, answer } => {
-            *answer = Some(staging::mutate(frame, scope, change.clone(), mutations));
+            *answer = Some(staging::mutate(frame, scope, change.clone(), &mut state.mutations));
         }
         FrameRequest::Continue(slot) => {
             let result = match next {

@@ -32,7 +32,7 @@ use neverc_tables::status::StatusCode;
 
 use neverc_link::graph::EntityKind;
 
-use crate::frame::{Service, TASK_OWNER, handles, serve, serve_image};
+use crate::frame::{FrameState, Service, TASK_OWNER, handles, serve, serve_image};
 
 /// The program the frames are lent over: an entry, a function nobody calls, data, a string and `.bss`, with
 /// the library part in an archive.
@@ -173,17 +173,15 @@ fn run(harness: &Harness, bytes: &[u8]) -> Vec<(usize, i32)> {
             &BUNDLED_PHASES,
             "neverc.link.layout",
             |frame| {
-                let mut mutations = Vec::new();
+                let mut state = FrameState::default();
                 {
                     let frame = &mut *frame;
                     let mut body = |request: &mut dyn Any| {
-                        serve(frame, service, request, None, &mut mutations);
+                        serve(frame, service, request, None, &mut state);
                     };
                     neverc_sys::scoped::lend(&mut body, |token| calls(&mut source, token, true));
                 }
-                for mutation in mutations {
-                    let _ = frame.abandon_mutation(mutation);
-                }
+                state.finish(frame);
             },
         );
     }
@@ -203,7 +201,7 @@ fn survey(source: &mut Source<'_>) {
     };
     let buffer = source.buffer(std::mem::size_of::<ffi::LinkPhaseGraphInfo>());
     let out = source.pointer(buffer).cast::<ffi::LinkPhaseGraphInfo>();
-    let got = crate::load::with_link_tables(|_, phase| {
+    let got = crate::load::with_link_tables(|_, phase, _| {
         call_with(
             phase.get_graph,
             (std::ptr::null_mut(), &frame, ffi::ArtifactHandle::default(), out),
@@ -216,7 +214,7 @@ fn survey(source: &mut Source<'_>) {
     if got.code != 0 {
         return;
     }
-    let pagers: [LinkPager; 15] = crate::load::with_link_tables(|link, _| {
+    let pagers: [LinkPager; 15] = crate::load::with_link_tables(|link, _, _| {
         [
             link.get_input_page,
             link.get_archive_page,
@@ -235,6 +233,31 @@ fn survey(source: &mut Source<'_>) {
             link.get_constraint_page,
         ]
     });
+    // The image (once the phase has one) and its builder.
+    let buffer = source.buffer(std::mem::size_of::<ffi::LinkPhaseImageInfo>());
+    let out = source.pointer(buffer).cast::<ffi::LinkPhaseImageInfo>();
+    crate::load::with_link_tables(|_, phase, _| {
+        call_with(
+            phase.get_image,
+            (std::ptr::null_mut(), &frame, ffi::ArtifactHandle::default(), out),
+        )
+    });
+    if let Some(image) = neverc_sys::plugin::read_in(out.cast_const()) {
+        // A zeroed structure whose header says its size.
+        let buffer = source.buffer(std::mem::size_of::<ffi::BinaryImageInfo>());
+        let whole = source.pointer(buffer).cast::<ffi::BinaryImageInfo>();
+        neverc_sys::plugin::write_out(
+            whole.cast::<ffi::AbiTableHeader>(),
+            crate::frame::header::<ffi::BinaryImageInfo>(),
+        );
+        crate::load::with_link_tables(|link, _, _| {
+            call_with(
+                link.get_binary_image_info,
+                (std::ptr::null_mut(), task, image.image, whole),
+            )
+        });
+    }
+    source.harvest();
     let cursor = u64::from(source.byte() % 8);
     for pager in pagers {
         let buffer = source.buffer(16 * 512);
@@ -264,17 +287,19 @@ fn calls(source: &mut Source, token: u64, frame: bool) {
         survey(source);
     }
     let slots = link_slots();
-    let count = slots.len() + PHASE_SLOTS.len() + 1;
+    let count = slots.len() + PHASE_SLOTS.len() + BINARY_SLOTS.len() + 1;
     for _ in 0..64 {
         if source.exhausted() {
             return;
         }
         let choice = source.byte() as usize % count;
-        let status = crate::load::with_link_tables(|link, phase| {
+        let status = crate::load::with_link_tables(|link, phase, binary| {
             if choice < slots.len() {
                 Some(slots[choice](link, source))
             } else if choice < slots.len() + PHASE_SLOTS.len() {
                 Some(PHASE_SLOTS[choice - slots.len()](phase, source))
+            } else if choice < slots.len() + PHASE_SLOTS.len() + BINARY_SLOTS.len() {
+                Some(BINARY_SLOTS[choice - slots.len() - PHASE_SLOTS.len()](binary, source))
             } else {
                 None
             }
@@ -549,6 +574,13 @@ impl Fuzzed for u32 {
     }
 }
 
+/// `Tell`'s out-parameter: room for the position, or null now and then.
+impl Fuzzed for *mut u64 {
+    fn fuzzed(source: &mut Source<'_>) -> *mut u64 {
+        source.out(8).cast()
+    }
+}
+
 /// The table's context: the host ignores it.
 impl Fuzzed for *mut c_void {
     fn fuzzed(source: &mut Source<'_>) -> *mut c_void {
@@ -708,6 +740,7 @@ fuzzed_handles!(
     LinkMutationHandle => Some((handles::MUTATION_TAG, 0)),
     LinkProofHandle => Some((handles::PROOF_TAG, 0)),
     BinaryImageHandle => Some((crate::frame::image::IMAGE_OWNER >> 40, crate::frame::image::IMAGE_OWNER as u8)),
+    BinaryBuilderHandle => Some((crate::frame::image::BUILDER_OWNER >> 40, crate::frame::image::BUILDER_OWNER as u8)),
     ArtifactHandle => None,
 );
 
@@ -748,6 +781,7 @@ fuzzed_outs!(
     LinkPhaseGraphInfo,
     LinkPhaseImageInfo,
     ArtifactHandle,
+    ByteView,
 );
 
 macro_rules! fuzzed_tuples {
@@ -832,6 +866,12 @@ fn link_slots() -> [LinkSlot; 52] {
 /// NevercLinkPhaseAPI's slots, in declaration order.
 const PHASE_SLOTS: [PhaseSlot; 3] = slot_list!(ffi::LinkPhaseApi; get_graph, publish_graph, get_image);
 
+type BinarySlot = fn(&ffi::MutableBinaryApi, &mut Source<'_>) -> ffi::Status;
+
+/// NevercMutableBinaryAPI's slots, in declaration order.
+const BINARY_SLOTS: [BinarySlot; 8] =
+    slot_list!(ffi::MutableBinaryApi; reserve, write, write_at, tell, read_at, insert, append, resize);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -846,6 +886,7 @@ mod tests {
     fn every_declared_slot_is_driven() {
         assert_eq!(link_slots().len(), slots_of::<ffi::LinkApi>());
         assert_eq!(PHASE_SLOTS.len(), slots_of::<ffi::LinkPhaseApi>());
+        assert_eq!(BINARY_SLOTS.len(), slots_of::<ffi::MutableBinaryApi>());
     }
 
     #[test]
@@ -867,7 +908,7 @@ mod tests {
             seen.extend(answers(&bytes));
         }
         // Every slot was called, and some calls of each of these kinds succeeded: the frame is really lent.
-        let slots = link_slots().len() + PHASE_SLOTS.len();
+        let slots = link_slots().len() + PHASE_SLOTS.len() + BINARY_SLOTS.len();
         for slot in 0..slots {
             assert!(
                 seen.iter().any(|(called, _)| *called == slot),
@@ -879,9 +920,9 @@ mod tests {
                 .filter(|(called, code)| *called == slot && *code == 0)
                 .count()
         };
-        // GetGraphInfo, GetSymbolPage, GetSymbolInfo, BeginMutation, CommitMutation, SetAtomLive and
-        // LinkPhaseAPI.GetGraph.
-        for slot in [1, 9, 24, 36, 37, 42, 52] {
+        // GetGraphInfo, GetSymbolPage, GetSymbolInfo, BeginMutation, CommitMutation, SetAtomLive,
+        // LinkPhaseAPI.GetGraph and GetImage, MutableBinaryAPI.Tell and ReadAt.
+        for slot in [1, 9, 24, 36, 37, 42, 52, 54, 58, 59] {
             assert!(
                 ok(slot) > 0,
                 "slot {slot} never succeeded: {:?}",

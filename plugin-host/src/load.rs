@@ -177,14 +177,35 @@ thread_local! {
         let mut table =
             ffi::LinkPhaseApi::unavailable(header::<ffi::LinkPhaseApi>(LINK_PHASE.major, LINK_PHASE.minor), std::ptr::null_mut());
         table.get_graph = Some(crate::frame::get_graph);
+        table.get_image = Some(crate::frame::get_image);
+        table
+    });
+    /// The MutableBinaryAPI this thread hands out in `BinaryImageInfo.Binary` (of a phase frame's image).
+    static MUTABLE_BINARY_API: Box<ffi::MutableBinaryApi> = Box::new({
+        use crate::frame::image::*;
+        let mut table = ffi::MutableBinaryApi::unavailable(self::header::<ffi::MutableBinaryApi>(1, 0), std::ptr::null_mut());
+        table.reserve = Some(binary_reserve);
+        table.write = Some(binary_write);
+        table.write_at = Some(binary_write_at);
+        table.tell = Some(binary_tell);
+        table.read_at = Some(binary_read_at);
+        table.insert = Some(binary_insert);
+        table.append = Some(binary_append);
+        table.resize = Some(binary_resize);
         table
     });
 }
 
-/// Runs `f` on this thread's Link API and Link phase API tables (the fuzzing driver calls their slots).
+/// Runs `f` on this thread's Link API, Link phase API and MutableBinaryAPI tables (the fuzzing driver calls
+/// their slots).
 #[cfg(feature = "fuzzing")]
-pub(crate) fn with_link_tables<R>(f: impl FnOnce(&ffi::LinkApi, &ffi::LinkPhaseApi) -> R) -> R {
-    LINK_API.with(|link| LINK_PHASE_API.with(|phase| f(link, phase)))
+pub(crate) fn with_link_tables<R>(f: impl FnOnce(&ffi::LinkApi, &ffi::LinkPhaseApi, &ffi::MutableBinaryApi) -> R) -> R {
+    LINK_API.with(|link| LINK_PHASE_API.with(|phase| MUTABLE_BINARY_API.with(|binary| f(link, phase, binary))))
+}
+
+/// The address of this thread's MutableBinaryAPI table.
+pub(crate) fn mutable_binary_api_address() -> usize {
+    MUTABLE_BINARY_API.with(|table| &**table as *const ffi::MutableBinaryApi as usize)
 }
 
 /// The address of this thread's Link API table.

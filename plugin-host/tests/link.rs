@@ -385,29 +385,53 @@ fn staged_link(
     output: &Path,
     arguments: &[(&str, &str)],
 ) -> (Vec<String>, Result<(), String>) {
+    let fixture = Fixture {
+        source: "stager.c",
+        id: "org.example.stager",
+        phase: "neverc.link.layout",
+    };
+    plugin_link(dir, &fixture, inputs, output, arguments)
+}
+
+/// A test plugin taking `phase=HIGH:LOW` and arguments of its own.
+struct Fixture {
+    source: &'static str,
+    id: &'static str,
+    phase: &'static str,
+}
+
+/// Links `inputs` into `output` with `fixture` given `arguments`, unless `arguments` is empty; returns the
+/// plugin's reports and the link's result.
+fn plugin_link(
+    dir: &Path,
+    fixture: &Fixture,
+    inputs: Vec<std::path::PathBuf>,
+    output: &Path,
+    arguments: &[(&str, &str)],
+) -> (Vec<String>, Result<(), String>) {
     let mut registry = Registry::default();
-    let mut stager = None;
+    let mut loaded = None;
     if !arguments.is_empty() {
-        let path = plugin(dir, "stager.c", "stager.so", &[]);
-        let layout = phase_id("neverc.link.layout");
-        let arguments: Vec<PluginArgument> = std::iter::once(("phase", layout.as_str()))
+        let path = plugin(dir, fixture.source, &format!("{}.so", fixture.id), &[]);
+        let phase = phase_id(fixture.phase);
+        let arguments: Vec<PluginArgument> = std::iter::once(("phase", phase.as_str()))
             .chain(arguments.iter().copied())
             .map(|(name, value)| PluginArgument {
-                plugin: "org.example.stager".to_string(),
+                plugin: fixture.id.to_string(),
                 name: name.to_string(),
                 value: Some(value.to_string()),
             })
             .collect();
-        let mut loaded = CPlugin::new(load(&path, &arguments).unwrap());
-        registry.register(&BUNDLED_PHASES, &mut loaded).unwrap();
-        stager = Some(loaded);
+        let mut c_plugin = CPlugin::new(load(&path, &arguments).unwrap());
+        registry.register(&BUNDLED_PHASES, &mut c_plugin).unwrap();
+        loaded = Some(c_plugin);
     }
     let mut context = LinkContext::new(LinkOptions::new(inputs, output.to_path_buf()));
     let linked = run_link(&mut context, &BUNDLED_PHASES, &mut registry)
         .map(|_| ())
         .map_err(|error| error.to_string());
-    let reports = stager
-        .map(|stager| stager.reports().into_iter().map(|(_, text)| text).collect())
+    let reports = loaded
+        .map(|c_plugin| c_plugin.reports().into_iter().map(|(_, text)| text).collect())
         .unwrap_or_default();
     (reports, linked)
 }
@@ -527,4 +551,77 @@ fn dropping_an_atom_a_live_atom_refers_to_fails_verification_and_the_link() {
     );
     let error = linked.unwrap_err();
     assert!(error.contains("org.example.stager"), "{error}");
+}
+
+/// The patcher plugin: an interceptor (or observer) of `emit_image` writing the image.
+const PATCHER: Fixture = Fixture {
+    source: "patcher.c",
+    id: "org.example.patcher",
+    phase: "neverc.link.emit_image",
+};
+
+/// Links the fixture program without a plugin and with the patcher given `arguments`; returns the patcher's
+/// reports, the two images and the expected output of the program.
+fn patched(name: &str, arguments: &[(&str, &str)]) -> (Vec<String>, Vec<u8>, Vec<u8>, std::path::PathBuf, String) {
+    let dir = scratch!("plugin-host-patcher-{name}");
+    let inputs = neverc_conformance::fixture_link_inputs(Path::new(env!("CARGO_TARGET_TMPDIR"))).unwrap();
+    let expected = std::fs::read_to_string(inputs[0].parent().unwrap().join("expected.stdout")).unwrap();
+    let (plain, patched) = (dir.join("plain"), dir.join("patched"));
+    plugin_link(&dir, &PATCHER, inputs.clone(), &plain, &[]).1.unwrap();
+    let (reports, linked) = plugin_link(&dir, &PATCHER, inputs, &patched, arguments);
+    linked.unwrap();
+    (
+        reports,
+        std::fs::read(&plain).unwrap(),
+        std::fs::read(&patched).unwrap(),
+        patched,
+        expected,
+    )
+}
+
+#[test]
+fn a_c_interceptor_rewrites_the_emitted_image_through_the_bounded_writer() {
+    let (reports, before, after, patched, expected) = patched("upper", &[("upper", "neverc basics fixture")]);
+    assert_eq!(
+        reports,
+        ["get-image -> 0", "image-info -> 0", "read-all -> 0", "write-at -> 0"]
+    );
+    let ran = std::process::Command::new(&patched).output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&ran.stdout),
+        expected.replace("neverc basics fixture", "NEVERC BASICS FIXTURE")
+    );
+    assert_eq!(before.len(), after.len());
+    let changed = before.iter().zip(&after).filter(|(a, b)| a != b).count();
+    assert_eq!(changed, 19);
+}
+
+#[test]
+fn a_write_past_the_bound_aborts_staging_and_an_observer_may_not_write() {
+    use neverc_tables::status::StatusCode::{InvalidArgument, InvalidState, PolicyViolation};
+    let (reports, before, after, _, _) = patched("overflow", &[("upper", "neverc basics fixture"), ("overflow", "1")]);
+    assert_eq!(
+        reports,
+        [
+            "get-image -> 0".to_string(),
+            "image-info -> 0".to_string(),
+            "read-all -> 0".to_string(),
+            "write-at -> 0".to_string(),
+            format!("write-past-bound -> {}", InvalidArgument.raw()),
+            format!("write-after-abort -> {}", InvalidState.raw()),
+        ]
+    );
+    // Aborted staging is not published: the image is the one linked without the plugin.
+    assert!(before == after);
+    let (reports, before, after, _, _) = patched("observer", &[("upper", "neverc basics fixture"), ("observe", "1")]);
+    assert_eq!(
+        reports,
+        [
+            "get-image -> 0".to_string(),
+            "image-info -> 0".to_string(),
+            "read-all -> 0".to_string(),
+            format!("write-at -> {}", PolicyViolation.raw()),
+        ]
+    );
+    assert!(before == after);
 }

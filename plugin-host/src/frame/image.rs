@@ -1,27 +1,47 @@
-//! What an image verifier reads of the image lent for its call: the summary (`GetBinaryImageInfo`), the
-//! segments and the sections. Its image handle is the lending's token under [`IMAGE_OWNER`]; a verifier has
-//! no graph, and a phase frame no image handle, so the image slots answer INVALID_STATE in a phase frame.
+//! Images through the Link API: what an image verifier reads of the image lent for its call (the summary,
+//! `GetBinaryImageInfo`; the segments and the sections), and in a phase frame once the phase has an image
+//! (`NevercLinkPhaseAPI.GetImage`, from `emit` on) the same, with the bounded writer of NeverC's
+//! MutableBinaryAPI over a staging copy of the image (the runtime's `BoundedImageWriter`). An image handle
+//! is the lending's token under [`IMAGE_OWNER`], a builder handle the same under [`BUILDER_OWNER`]; a
+//! verifier's image has no writer (`Binary` is null: verifiers are read-only).
+//!
+//! The staging image starts as the phase's image with its size as the bound: writes past it need `Reserve`
+//! first (up to the link's output limit), and a write out of range is INVALID_ARGUMENT and aborts staging,
+//! as the runtime's writer does. When the callback returns, a staging image that was not aborted becomes the
+//! phase's image (`PhaseFrame::publish_image`, the same as for Rust plugins); an observer's first write is
+//! POLICY_VIOLATION, as publishing is for observers.
 
 use std::any::Any;
 use std::ffi::c_void;
 
-use neverc_link::image::{ImageLayout, SectionFlags, SegmentFlags};
+use neverc_link::frame::PhaseFrame;
+use neverc_link::image::{BoundedImageWriter, ImageLayout, SectionFlags, SegmentFlags, WriterError};
+use neverc_sys::plugin::{copy_view, write_out};
 use neverc_tables::plugin_abi::ffi;
 use neverc_tables::plugin_abi::link::{BinaryImageState, BinarySegmentFlags, LinkOutputKind};
 use neverc_tables::plugin_abi::object::ObjectSectionFlags;
 use neverc_tables::status::StatusCode;
 
 use super::infos::Place;
-use super::{Asked, FrameRequest, NO_EXTENSIONS, answer_of, deliver_page, flag, header, view};
-use crate::status::guarded;
+use super::{Asked, FrameRequest, FrameState, NO_EXTENSIONS, answer_of, ask, deliver_page, flag, header, view};
+use crate::status::{OK, c_status, guarded};
 
 /// The owner of image handles handed to verifiers.
 pub(crate) const IMAGE_OWNER: u64 = 0x4e43_494d_4147_0001;
+/// The owner of builder handles (the staging image of a phase frame): the value is the lending's token.
+pub(crate) const BUILDER_OWNER: u64 = 0x4e43_4255_494c_0001;
+/// The longest view `ReadAt` hands out, and the most bytes one write takes.
+const VIEW_LIMIT: u64 = 64 << 20;
 /// The owner of segment and section handles of an image: the value is the index, from 1.
 const IMAGE_PART_OWNER: u64 = 0x4e43_494d_4750_0001;
 
 /// The summary a verifier is handed, for the image of `size` bytes lent under `token`.
 pub(crate) fn image_info(layout: &ImageLayout, size: u64, token: u64) -> ffi::BinaryImageInfo {
+    summary(layout, size, token, None)
+}
+
+/// The summary of an image lent under `token`; with `writable`, the MutableBinaryAPI and the builder.
+fn summary(layout: &ImageLayout, size: u64, token: u64, writable: Option<()>) -> ffi::BinaryImageInfo {
     ffi::BinaryImageInfo {
         header: header::<ffi::BinaryImageInfo>(),
         image: ffi::BinaryImageHandle(ffi::Handle {
@@ -41,8 +61,17 @@ pub(crate) fn image_info(layout: &ImageLayout, size: u64, token: u64) -> ffi::Bi
         export_count: 0,
         dynamic_relocation_count: 0,
         content_digest: [0; 32],
-        binary: std::ptr::null(),
-        builder: ffi::BinaryBuilderHandle::default(),
+        binary: match writable {
+            Some(()) => crate::load::mutable_binary_api_address() as *const ffi::MutableBinaryApi,
+            None => std::ptr::null(),
+        },
+        builder: ffi::BinaryBuilderHandle(match writable {
+            Some(()) => ffi::Handle {
+                owner: BUILDER_OWNER,
+                value: token,
+            },
+            None => ffi::Handle::default(),
+        }),
         extensions: NO_EXTENSIONS,
     }
 }
@@ -60,9 +89,15 @@ fn check_image(image: ffi::Handle, token: u64) -> Result<(), StatusCode> {
 
 /// Answers a verifier's request about the image of `size` bytes lent for its call.
 pub(crate) fn serve_image(layout: &ImageLayout, size: u64, request: &mut dyn Any) {
-    let Some(Asked { token, request }) = request.downcast_mut::<Asked>() else {
-        return;
-    };
+    // A verifier has no graph: other requests stay unanswered, which their slots report as INVALID_STATE.
+    if let Some(Asked { token, request }) = request.downcast_mut::<Asked>() {
+        serve_reads(layout, size, *token, None, request);
+    }
+}
+
+/// Answers the requests that read an image (its pages and summary; with `writable`, the summary names the
+/// MutableBinaryAPI); `false` for other requests.
+fn serve_reads(layout: &ImageLayout, size: u64, token: u64, writable: Option<()>, request: &mut FrameRequest) -> bool {
     match request {
         FrameRequest::ImagePage {
             sections,
@@ -71,16 +106,15 @@ pub(crate) fn serve_image(layout: &ImageLayout, size: u64, request: &mut dyn Any
             page,
             answer,
         } => {
-            *answer = Some(check_image(*image, *token).and_then(|()| fill(layout, *sections, *cursor, *page)));
+            *answer = Some(check_image(*image, token).and_then(|()| fill(layout, *sections, *cursor, *page)));
         }
         FrameRequest::ImageInfo { image, out, answer } => {
-            *answer = Some(
-                check_image(*image, *token).and_then(|()| Place::Out(out.cast()).put(image_info(layout, size, *token))),
-            );
+            let info = summary(layout, size, token, writable);
+            *answer = Some(check_image(*image, token).and_then(|()| Place::Out(out.cast()).put(info)));
         }
-        // A verifier has no graph: other requests stay unanswered, which their slots report as INVALID_STATE.
-        _ => {}
+        _ => return false,
     }
+    true
 }
 
 /// Fills a page of segments or sections from `cursor` (past the end: INVALID_ARGUMENT).
@@ -235,4 +269,329 @@ pub(crate) extern "C" fn get_binary_image_info(
             },
         )
     })
+}
+
+/// One operation of the MutableBinaryAPI.
+#[derive(Clone, Debug)]
+pub(crate) enum BinaryOperation {
+    Reserve(u64),
+    Write(Vec<u8>),
+    WriteAt(u64, Vec<u8>),
+    Tell,
+    ReadAt(u64, u64),
+    Insert(u64, Vec<u8>),
+    Append(Vec<u8>),
+    Resize(u64),
+}
+
+/// What an operation of the MutableBinaryAPI answers besides its status.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum BinaryAnswer {
+    Done,
+    Position(u64),
+    /// A view of bytes the lending keeps until the callback returns.
+    View(*const u8, u64),
+}
+
+/// Answers the image requests of a phase frame: INVALID_STATE before the phase has an image.
+pub(crate) fn serve_frame_image(
+    frame: &mut PhaseFrame<'_>,
+    token: u64,
+    request: &mut FrameRequest,
+    state: &mut FrameState,
+) {
+    let context = frame.context();
+    let (layout, size) = match (context.image_layout(), context.image()) {
+        (Some(layout), Some(image)) => (layout, image.len()),
+        _ => {
+            match request {
+                FrameRequest::ImagePage { answer, .. } => *answer = Some(Err(StatusCode::InvalidState)),
+                FrameRequest::ImageInfo { answer, .. } => *answer = Some(Err(StatusCode::InvalidState)),
+                FrameRequest::Binary { answer, .. } => *answer = Some(Err(StatusCode::InvalidState)),
+                FrameRequest::PhaseImage(answer) => *answer = Some(Err(StatusCode::InvalidState)),
+                _ => {}
+            }
+            return;
+        }
+    };
+    if serve_reads(layout, size, token, Some(()), request) {
+        return;
+    }
+    match request {
+        FrameRequest::PhaseImage(answer) => {
+            *answer = Some(Ok(ffi::LinkPhaseImageInfo {
+                header: header::<ffi::LinkPhaseImageInfo>(),
+                link: crate::load::link_api_address() as *const ffi::LinkApi,
+                image: ffi::BinaryImageHandle(ffi::Handle {
+                    owner: IMAGE_OWNER,
+                    value: token,
+                }),
+                outputs: ffi::OutputBundleHandle::default(),
+                state: BinaryImageState::Candidate.raw(),
+                reserved: 0,
+                generation: frame.generation(),
+            }));
+        }
+        FrameRequest::Binary {
+            builder,
+            operation,
+            answer,
+        } => {
+            *answer = Some(binary(frame, token, *builder, operation.clone(), state));
+        }
+        _ => {}
+    }
+}
+
+/// Runs one operation of the MutableBinaryAPI on the lending's staging image (made from the phase's image
+/// at the first operation).
+fn binary(
+    frame: &mut PhaseFrame<'_>,
+    token: u64,
+    builder: ffi::Handle,
+    operation: BinaryOperation,
+    state: &mut FrameState,
+) -> Result<BinaryAnswer, StatusCode> {
+    if builder.owner != BUILDER_OWNER {
+        return Err(StatusCode::WrongType);
+    }
+    if builder.value != token {
+        return Err(StatusCode::StaleHandle);
+    }
+    let limit = frame.context().options.max_output_size;
+    if state.staging.is_none() {
+        let (Some(image), Some(layout)) = (
+            frame.context().image().cloned(),
+            frame.context().image_layout().cloned(),
+        ) else {
+            return Err(StatusCode::InvalidState);
+        };
+        let mut writer = BoundedImageWriter::with_bound(image.len()).map_err(|error| writer_status(&error))?;
+        writer
+            .write_sparse_at(0, &image)
+            .map_err(|error| writer_status(&error))?;
+        state.staging = Some(writer);
+        state.image = Some((image, layout));
+    }
+    let changes = !matches!(operation, BinaryOperation::Tell | BinaryOperation::ReadAt(..));
+    if changes && let Some((image, layout)) = state.image.take() {
+        // Publishing the image as it is asks the frame whether this callback may publish at all: an
+        // observer may not (POLICY_VIOLATION), and its staging image is dropped.
+        if let Err(status) = frame.publish_image(image, layout) {
+            state.staging = None;
+            return Err(status.code);
+        }
+    }
+    let Some(writer) = state.staging.as_mut() else {
+        return Err(StatusCode::InvalidState);
+    };
+    let done = |result: Result<(), WriterError>| {
+        result
+            .map(|()| BinaryAnswer::Done)
+            .map_err(|error| writer_status(&error))
+    };
+    match operation {
+        BinaryOperation::Reserve(size) if size > limit => Err(StatusCode::ResourceExhausted),
+        BinaryOperation::Reserve(size) => done(writer.reserve(size)),
+        BinaryOperation::Write(bytes) => done(writer.write(&bytes)),
+        BinaryOperation::WriteAt(offset, bytes) => done(writer.write_at(offset, &bytes)),
+        BinaryOperation::Tell => Ok(BinaryAnswer::Position(writer.tell())),
+        BinaryOperation::ReadAt(_, length) if length > VIEW_LIMIT => Err(StatusCode::InvalidArgument),
+        BinaryOperation::ReadAt(offset, length) => {
+            let bytes: Box<[u8]> = writer
+                .read_at(offset, length)
+                .map_err(|error| writer_status(&error))?
+                .into_owned()
+                .into_boxed_slice();
+            let view = BinaryAnswer::View(
+                if bytes.is_empty() {
+                    std::ptr::null()
+                } else {
+                    bytes.as_ptr()
+                },
+                bytes.len() as u64,
+            );
+            state.views.push(bytes);
+            Ok(view)
+        }
+        BinaryOperation::Insert(offset, bytes) => done(writer.insert(offset, &bytes)),
+        BinaryOperation::Append(bytes) => done(writer.append(&bytes)),
+        BinaryOperation::Resize(size) => done(writer.resize(size)),
+    }
+}
+
+/// The status of a writer's failure: out of range or past the bound is INVALID_ARGUMENT, staging already
+/// aborted INVALID_STATE, an allocation RESOURCE_EXHAUSTED.
+fn writer_status(error: &WriterError) -> StatusCode {
+    match error {
+        WriterError::Aborted { .. } => StatusCode::InvalidState,
+        WriterError::Allocation { .. } => StatusCode::ResourceExhausted,
+        _ => StatusCode::InvalidArgument,
+    }
+}
+
+/// Publishes a lending's staging image as the phase's image, unless staging was aborted.
+pub(crate) fn publish(frame: &mut PhaseFrame<'_>, staging: Option<BoundedImageWriter>) {
+    let Some(writer) = staging else {
+        return;
+    };
+    let (Ok(bytes), Some(layout)) = (writer.finish(), frame.context().image_layout().cloned()) else {
+        return;
+    };
+    // An observer never gets a staging image, so this does not fail.
+    let _ = frame.publish_image(bytes, layout);
+}
+
+/// `NevercLinkPhaseAPI.GetImage`: the image of the frame's phase (from `emit` on), as a handle valid for the
+/// callback.
+pub(crate) extern "C" fn get_image(
+    _context: *mut c_void,
+    frame: *const ffi::PhaseFrame,
+    _artifact: ffi::ArtifactHandle,
+    out: *mut ffi::LinkPhaseImageInfo,
+) -> ffi::Status {
+    guarded(|| {
+        let Some(frame) = neverc_sys::plugin::read_in(frame) else {
+            return c_status(StatusCode::InvalidArgument);
+        };
+        let mut request = FrameRequest::PhaseImage(None);
+        if let Err(code) = ask(frame.task.0, &mut request) {
+            return c_status(code);
+        }
+        match request {
+            FrameRequest::PhaseImage(Some(Ok(info))) => {
+                if write_out(out, info) {
+                    OK
+                } else {
+                    c_status(StatusCode::InvalidArgument)
+                }
+            }
+            FrameRequest::PhaseImage(Some(Err(code))) => c_status(code),
+            _ => c_status(StatusCode::InvalidState),
+        }
+    })
+}
+
+/// Sends one operation of the MutableBinaryAPI and answers its status and answer.
+fn operate(
+    task: ffi::TaskHandle,
+    builder: ffi::BinaryBuilderHandle,
+    operation: BinaryOperation,
+) -> Result<BinaryAnswer, StatusCode> {
+    let mut request = FrameRequest::Binary {
+        builder: builder.0,
+        operation,
+        answer: None,
+    };
+    ask(task.0, &mut request)?;
+    match request {
+        FrameRequest::Binary {
+            answer: Some(answer), ..
+        } => answer,
+        _ => Err(StatusCode::InvalidState),
+    }
+}
+
+/// The bytes of a view a plugin passes to a write: INVALID_ARGUMENT for a null `Data` with a length or more
+/// than 64 MiB.
+fn bytes_of(view: ffi::ByteView) -> Result<Vec<u8>, StatusCode> {
+    let limit = usize::try_from(VIEW_LIMIT).unwrap_or(usize::MAX);
+    copy_view(view.data, view.length, limit).ok_or(StatusCode::InvalidArgument)
+}
+
+fn status_of(result: Result<BinaryAnswer, StatusCode>) -> ffi::Status {
+    match result {
+        Ok(_) => OK,
+        Err(code) => c_status(code),
+    }
+}
+
+/// `NevercMutableBinaryAPI.Reserve`: grows the bound (up to the link's output limit, else
+/// RESOURCE_EXHAUSTED); a smaller bound is INVALID_ARGUMENT.
+pub(crate) extern "C" fn binary_reserve(
+    _context: *mut c_void,
+    task: ffi::TaskHandle,
+    builder: ffi::BinaryBuilderHandle,
+    size: u64,
+) -> ffi::Status {
+    guarded(|| status_of(operate(task, builder, BinaryOperation::Reserve(size))))
+}
+
+/// A MutableBinaryAPI slot that writes a view's bytes: `$operation(bytes)`, or `$operation(offset, bytes)`.
+macro_rules! bytes_slot {
+    ($name:ident, $slot:literal, $operation:ident) => {
+        #[doc = concat!("`NevercMutableBinaryAPI.", $slot, "`.")]
+        pub(crate) extern "C" fn $name(
+            _context: *mut c_void,
+            task: ffi::TaskHandle,
+            builder: ffi::BinaryBuilderHandle,
+            bytes: ffi::ByteView,
+        ) -> ffi::Status {
+            guarded(|| {
+                status_of(bytes_of(bytes).and_then(|bytes| operate(task, builder, BinaryOperation::$operation(bytes))))
+            })
+        }
+    };
+    ($name:ident, $slot:literal, $operation:ident, offset) => {
+        #[doc = concat!("`NevercMutableBinaryAPI.", $slot, "`.")]
+        pub(crate) extern "C" fn $name(
+            _context: *mut c_void,
+            task: ffi::TaskHandle,
+            builder: ffi::BinaryBuilderHandle,
+            offset: u64,
+            bytes: ffi::ByteView,
+        ) -> ffi::Status {
+            guarded(|| {
+                let operation = |bytes| BinaryOperation::$operation(offset, bytes);
+                status_of(bytes_of(bytes).and_then(|bytes| operate(task, builder, operation(bytes))))
+            })
+        }
+    };
+}
+
+bytes_slot!(binary_write, "Write", Write);
+bytes_slot!(binary_append, "Append", Append);
+bytes_slot!(binary_write_at, "WriteAt", WriteAt, offset);
+bytes_slot!(binary_insert, "Insert", Insert, offset);
+
+/// `NevercMutableBinaryAPI.Tell`.
+pub(crate) extern "C" fn binary_tell(
+    _context: *mut c_void,
+    task: ffi::TaskHandle,
+    builder: ffi::BinaryBuilderHandle,
+    out: *mut u64,
+) -> ffi::Status {
+    guarded(|| match operate(task, builder, BinaryOperation::Tell) {
+        Ok(BinaryAnswer::Position(position)) if write_out(out, position) => OK,
+        Ok(_) => c_status(StatusCode::InvalidArgument),
+        Err(code) => c_status(code),
+    })
+}
+
+/// `NevercMutableBinaryAPI.ReadAt`: the view stays valid until the callback returns.
+pub(crate) extern "C" fn binary_read_at(
+    _context: *mut c_void,
+    task: ffi::TaskHandle,
+    builder: ffi::BinaryBuilderHandle,
+    offset: u64,
+    length: u64,
+    out: *mut ffi::ByteView,
+) -> ffi::Status {
+    guarded(
+        || match operate(task, builder, BinaryOperation::ReadAt(offset, length)) {
+            Ok(BinaryAnswer::View(data, length)) if write_out(out, ffi::ByteView { data, length }) => OK,
+            Ok(_) => c_status(StatusCode::InvalidArgument),
+            Err(code) => c_status(code),
+        },
+    )
+}
+
+/// `NevercMutableBinaryAPI.Resize`.
+pub(crate) extern "C" fn binary_resize(
+    _context: *mut c_void,
+    task: ffi::TaskHandle,
+    builder: ffi::BinaryBuilderHandle,
+    size: u64,
+) -> ffi::Status {
+    guarded(|| status_of(operate(task, builder, BinaryOperation::Resize(size))))
 }
