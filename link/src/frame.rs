@@ -455,6 +455,12 @@ impl<'a> PhaseFrame<'a> {
                 Operation::SetFoldLeader(atom, leader) => {
                     let entry = &mut graph.atoms[atom.index()];
                     entry.fold_leader = leader;
+                    // As `icf` folds: the flag is what relocation and layout go by.
+                    if leader.is_some() {
+                        entry.flags |= atom_flags::FOLDED;
+                    } else {
+                        entry.flags &= !atom_flags::FOLDED;
+                    }
                     touched(&mut entry.origin);
                 }
                 Operation::ReplaceAtomContent(atom, bytes) => {

@@ -311,6 +311,17 @@ fn check_hostile_answers(reported: &[String]) {
         assert!(!lines.is_empty(), "no `{what}` in {reported:#?}");
         assert!(lines.iter().all(|line| code(line) == answer), "{what}: {lines:?}");
     }
+    // The proof handle GetGraph hands out reads once the link issues proofs; before, it is null.
+    let proofs: Vec<&String> = reported
+        .iter()
+        .filter(|line| line.starts_with("hostile proof "))
+        .collect();
+    assert!(proofs.iter().any(|line| line.starts_with("hostile proof present=1")));
+    assert!(proofs.iter().any(|line| line.starts_with("hostile proof present=0")));
+    for line in proofs {
+        let expected = if line.contains("present=1") { 0 } else { WrongType.raw() };
+        assert_eq!(code(line), expected, "{line}");
+    }
     // A page of capacity 0 writes nothing, keeps the cursor and says whether there is anything.
     let empty: Vec<&String> = reported
         .iter()
@@ -506,6 +517,30 @@ fn a_c_interceptor_rebinds_a_symbol_to_another_atom() {
     assert_eq!(String::from_utf8_lossy(&ran.stdout), expected);
     let status = std::fs::read_to_string(program_dir.join("expected.status")).unwrap();
     assert_eq!(ran.status.code(), status.trim().parse().ok());
+}
+
+#[test]
+fn a_c_interceptor_folds_an_atom_into_another() {
+    let dir = scratch!("plugin-host-stager-fold");
+    let (inputs, program_dir) = program("gc_icf");
+    let staged = dir.join("staged");
+    let (reports, linked) = staged_link(&dir, inputs, &staged, &[("fold", "twin_b:twin_a")]);
+    linked.unwrap();
+    assert_eq!(reports, ["stage fold twin_b:twin_a -> 0", "commit -> 0"]);
+    // The twins are byte-identical: folded, twin_b is twin_a's code, and the program runs the same.
+    let listed = std::process::Command::new("nm").arg(&staged).output().unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    let address = |name: &str| {
+        listed
+            .lines()
+            .find(|line| line.ends_with(&format!(" {name}")))
+            .map(|line| line.split_whitespace().next().unwrap_or_default().to_string())
+    };
+    assert!(address("twin_a").is_some());
+    assert_eq!(address("twin_a"), address("twin_b"), "{listed}");
+    let ran = std::process::Command::new(&staged).output().unwrap();
+    let expected = std::fs::read_to_string(program_dir.join("expected.stdout")).unwrap();
+    assert_eq!(String::from_utf8_lossy(&ran.stdout), expected);
 }
 
 #[test]

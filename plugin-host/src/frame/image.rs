@@ -32,6 +32,8 @@ pub(crate) const IMAGE_OWNER: u64 = 0x4e43_494d_4147_0001;
 pub(crate) const BUILDER_OWNER: u64 = 0x4e43_4255_494c_0001;
 /// The longest view `ReadAt` hands out, and the most bytes one write takes.
 const VIEW_LIMIT: u64 = 64 << 20;
+/// The most bytes the views `ReadAt` hands out in one callback hold together (they live until it returns).
+const VIEWS_LIMIT: u64 = 256 << 20;
 /// The owner of segment and section handles of an image: the value is the index, from 1.
 const IMAGE_PART_OWNER: u64 = 0x4e43_494d_4750_0001;
 
@@ -397,6 +399,11 @@ fn binary(
         BinaryOperation::WriteAt(offset, bytes) => done(writer.write_at(offset, &bytes)),
         BinaryOperation::Tell => Ok(BinaryAnswer::Position(writer.tell())),
         BinaryOperation::ReadAt(_, length) if length > VIEW_LIMIT => Err(StatusCode::InvalidArgument),
+        BinaryOperation::ReadAt(_, length)
+            if state.views.iter().map(|view| view.len() as u64).sum::<u64>() + length > VIEWS_LIMIT =>
+        {
+            Err(StatusCode::ResourceExhausted)
+        }
         BinaryOperation::ReadAt(offset, length) => {
             let bytes: Box<[u8]> = writer
                 .read_at(offset, length)
@@ -568,7 +575,8 @@ pub(crate) extern "C" fn binary_tell(
     })
 }
 
-/// `NevercMutableBinaryAPI.ReadAt`: the view stays valid until the callback returns.
+/// `NevercMutableBinaryAPI.ReadAt`: the view stays valid until the callback returns. A view above 64 MiB
+/// is INVALID_ARGUMENT; views above 256 MiB in all in one callback RESOURCE_EXHAUSTED.
 pub(crate) extern "C" fn binary_read_at(
     _context: *mut c_void,
     task: ffi::TaskHandle,

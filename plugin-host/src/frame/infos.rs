@@ -4,7 +4,7 @@
 
 use std::ffi::c_void;
 
-use neverc_link::graph::{EntityKind, LinkGraph, MaterializationReason, Origin, SyntheticRole, atom_flags};
+use neverc_link::graph::{EntityKind, LinkGraph, MaterializationReason, Origin, SyntheticRole};
 use neverc_sys::plugin::{read_in, write_element, write_out};
 use neverc_tables::PhaseTables;
 use neverc_tables::plugin_abi::ffi;
@@ -226,10 +226,6 @@ impl<'g> Describer<'g> {
             EntityKind::Atom => {
                 let atom = &graph.atoms[index];
                 let bytes = graph.atom_bytes(atom);
-                let mut flags = atom.flags;
-                if atom.fold_leader.is_some() {
-                    flags |= atom_flags::FOLDED;
-                }
                 place.put(ffi::LinkAtomInfo {
                     header: header::<ffi::LinkAtomInfo>(),
                     atom: ffi::LinkAtomHandle(me),
@@ -237,7 +233,7 @@ impl<'g> Describer<'g> {
                         self.handle(EntityKind::Section, atom.section.map(|section| section.index())),
                     ),
                     name: view(&atom.name),
-                    flags,
+                    flags: atom.flags,
                     alignment: atom.alignment,
                     address: atom.address,
                     file_offset: atom.file_offset,
