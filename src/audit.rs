@@ -7,7 +7,7 @@ use std::path::Path;
 use neverc_audit::AuditReport;
 use neverc_audit::abi_baseline::diff_abi;
 use neverc_audit::baseline::{BaselineDiff, diff_schemas};
-use neverc_audit::manifest::{PhaseRequests, PluginManifest, audit_manifest, parse_manifest};
+use neverc_audit::manifest::{PhaseRequests, PluginManifest, RequestVerdict, audit_manifest, parse_manifest};
 use neverc_audit::sealing::audit_sealing;
 use neverc_schema::{
     LoadedAbiPart, PhaseSchemaDocument, SourceText, load_plugin_abi_with, parse_phase_schema_for_audit, target_files,
@@ -86,18 +86,32 @@ fn runtime_tables(
 }
 
 /// Loads a C plugin, lets it register with a dry-run registrar and writes what it asked for as a manifest, so
-/// that its requests get the verdicts a manifest's get.
+/// that its requests get the verdicts a manifest's get. The LTO code generation providers it registered
+/// come with the verdicts the registrar gave their descriptors (the runtime's `check_descriptor`).
 fn plugin_requests(
     path: &Path,
     arguments: &[String],
     tables: &'static neverc_tables::PhaseTables,
-) -> Result<PluginManifest, CommandError> {
+) -> Result<(PluginManifest, Vec<RequestVerdict>), CommandError> {
     let mut loaded = crate::plugins::load_all(std::slice::from_ref(&path.to_path_buf()), arguments)?;
     let plugin = loaded.remove(0);
     let asked = neverc_plugin_host::register_dry_run(&plugin, tables).map_err(crate::plugins::plugin_failure)?;
     let mut phases: Vec<PhaseRequests> = Vec::new();
     let mut providers = Vec::new();
+    let mut descriptors = Vec::new();
     for request in asked {
+        if let Some(id) = &request.lto_provider {
+            let refusal = request.answer.as_ref().err();
+            descriptors.push(RequestVerdict {
+                request: format!("lto-provider {id}"),
+                phase: request.phase.clone(),
+                allowed: refusal.is_none(),
+                rule: refusal.map(|_| "lto-descriptor"),
+                code: refusal.map(|status| status.code.name()),
+                message: refusal.map(|status| status.message.clone()),
+            });
+            continue;
+        }
         if let Some(provider) = request.provider {
             providers.push(provider.name().to_string());
             continue;
@@ -125,11 +139,12 @@ fn plugin_requests(
             (None, None) => {}
         }
     }
-    Ok(PluginManifest {
+    let manifest = PluginManifest {
         plugin: plugin.id.clone(),
         providers,
         phases,
-    })
+    };
+    Ok((manifest, descriptors))
 }
 
 pub(crate) fn run(args: &AuditArgs) -> Result<(), CommandError> {
@@ -176,8 +191,10 @@ pub(crate) fn run(args: &AuditArgs) -> Result<(), CommandError> {
         }
         (None, Some(path)) => {
             let tables = runtime_tables(&source, &document, &semantic, "--plugin")?;
-            let manifest = plugin_requests(path, &args.plugin_args, tables)?;
-            Some(audit_manifest(&path.display().to_string(), &manifest, tables))
+            let (manifest, descriptors) = plugin_requests(path, &args.plugin_args, tables)?;
+            let mut audit = audit_manifest(&path.display().to_string(), &manifest, tables);
+            audit.requests.extend(descriptors);
+            Some(audit)
         }
         (None, None) => None,
     };

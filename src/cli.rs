@@ -448,6 +448,11 @@ pub(crate) struct ConformanceArgs {
     /// machine link it. Without one, those cases are reported as not applicable.
     #[arg(long = "link-input", value_name = "FILE")]
     pub(crate) link_inputs: Vec<PathBuf>,
+    /// Run the cases through this C plugin instead of Rust hooks: the generic conformance plugin
+    /// (`plugin-host/tests/fixtures/conform.c`, id `org.neverc.conformance`) is loaded for each case, told
+    /// what to ask for, and the case is judged from the answers it reports. Target cases are not applicable.
+    #[arg(long, value_name = "PATH.so")]
+    pub(crate) plugin: Option<PathBuf>,
     /// text: counts per source, then every case not applicable or failed with its reason; json: the same as one
     /// document.
     #[arg(long, value_enum, default_value_t = Format::Text)]

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use neverc_codegen::conformance::{CaseSet, conformance_case_sets, plugin_abi_case_sets};
-use neverc_conformance::{Environment, VectorFileError, read_case_set, run_case_set};
+use neverc_conformance::{Environment, VectorFileError, read_case_set, run_case_set, run_case_set_through_plugin};
 use neverc_schema::{load_declarations, load_plugin_abi_with, target_files};
 use serde::Serialize;
 
@@ -158,7 +158,10 @@ pub(crate) fn run(args: &ConformanceArgs) -> Result<(), CommandError> {
                 )));
             }
         }
-        let summary = run_case_set(&environment, &set);
+        let summary = match &args.plugin {
+            Some(plugin) => run_case_set_through_plugin(&environment, &set, plugin),
+            None => run_case_set(&environment, &set),
+        };
         results.push(SourceResult {
             source: set.source.clone(),
             passed: summary.passed,

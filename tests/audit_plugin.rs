@@ -155,3 +155,30 @@ fn a_c_image_verifier_is_audited_as_the_image_verifier_provider() {
     assert_eq!(verdicts(&loaded), verdicts(&declared));
     assert_eq!(verdicts(&loaded), [("provider image-verifier".to_string(), true, None)]);
 }
+
+#[test]
+fn a_c_lto_providers_descriptor_gets_the_registrars_verdict() {
+    let dir = scratch!("audit-plugin-lto");
+    let source = repo().join("plugin-host/tests/fixtures/ltoprov.c");
+    let accepted = dir.join("lto2.so");
+    build_c_plugin(&source, &accepted, &[]);
+    let output = run(&["audit", "--plugin", accepted.to_str().unwrap(), "--format", "json"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(
+        verdicts(&output),
+        [("lto-provider org.example.lto2".to_string(), true, None)]
+    );
+    // A flag bit the ABI does not declare: the descriptor is refused, and the audit fails.
+    let unknown = dir.join("lto2-unknown.so");
+    build_c_plugin(&source, &unknown, &["MODE_UNKNOWN_FLAGS"]);
+    let output = run(&["audit", "--plugin", unknown.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(output.status.code(), Some(5), "{}", text(&output.stderr));
+    assert_eq!(
+        verdicts(&output),
+        [(
+            "lto-provider org.example.lto2".to_string(),
+            false,
+            Some("INVALID_DESCRIPTOR".to_string())
+        )]
+    );
+}

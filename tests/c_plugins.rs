@@ -66,8 +66,13 @@ fn a_c_observer_sees_every_transition_before_and_after_in_order() {
     }
     assert_eq!(expected.len(), 2 * ids.len(), "{}", text(&linked.stdout));
     assert_eq!(notes, expected);
+    runs_as_the_fixture(&output);
+}
+
+/// Runs a linked program: it prints what the fixture's ld.bfd build prints.
+fn runs_as_the_fixture(program: &Path) {
     let inputs = neverc_conformance::fixture_link_inputs(Path::new(env!("CARGO_TARGET_TMPDIR"))).unwrap();
-    let ran = Command::new(&output).output().unwrap();
+    let ran = Command::new(program).output().unwrap();
     let dir = inputs[0].parent().unwrap();
     assert_eq!(
         text(&ran.stdout),
@@ -357,5 +362,158 @@ fn a_c_ordering_interceptor_gives_the_symbol_ordering_files_bytes() {
     assert_ne!(
         by_plugin, plain,
         "the order file changed nothing; the test would prove nothing"
+    );
+}
+
+fn lto_provider(dir: &Path, defines: &[&str]) -> PathBuf {
+    let output = dir.join(format!("lto2{}.so", defines.join("-")));
+    build_c_plugin(&repo().join("plugin-host/tests/fixtures/ltoprov.c"), &output, defines);
+    output
+}
+
+/// The plugin's notes, without the prefix naming it.
+fn lto_notes(output: &Output) -> Vec<String> {
+    text(&output.stderr)
+        .lines()
+        .filter_map(|line| line.strip_prefix("note: plugin `org.example.lto2`: "))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The fixture's bitcode program linked without plugins (the built-in llvm-lto2 provider): its bytes.
+fn plain_lto_link(dir: &Path) -> Vec<u8> {
+    let plain = dir.join("plain.out");
+    let linked = link_with(&[], &[], &plain);
+    assert!(linked.status.success(), "{}", text(&linked.stderr));
+    std::fs::read(&plain).unwrap()
+}
+
+#[test]
+fn a_c_lto_provider_running_llvm_lto2_generates_the_programs_code() {
+    let dir = scratch!("c-plugin-lto-provider");
+    let plain = plain_lto_link(&dir);
+    let output = dir.join("a.out");
+    let linked = link_with(&[&lto_provider(&dir, &[])], &[], &output);
+    assert!(linked.status.success(), "{}", text(&linked.stderr));
+    let notes = lto_notes(&linked);
+    assert_eq!(notes[0], "registered: OK");
+    // The fixture has two bitcode modules (ops.o and libdata.a's member), merged into one object.
+    let codegen = notes.iter().find(|note| note.starts_with("codegen: ")).unwrap();
+    assert!(codegen.starts_with("codegen: 2 modules, "), "{codegen}");
+    assert!(codegen.ends_with(", 1 objects"), "{codegen}");
+    // The same tool with the same arguments: the same program, byte for byte, which runs as ld.bfd's build.
+    assert_eq!(std::fs::read(&output).unwrap(), plain);
+    runs_as_the_fixture(&output);
+}
+
+#[test]
+fn a_c_lto_providers_cache_key_is_asked_for_again_with_the_size_it_needs() {
+    let dir = scratch!("c-plugin-lto-cache");
+    let plugin = lto_provider(&dir, &[]);
+    let cache = dir.join("cache");
+    let output = dir.join("a.out");
+    let arguments = |output: &Path| {
+        let inputs = neverc_conformance::fixture_link_inputs(Path::new(env!("CARGO_TARGET_TMPDIR"))).unwrap();
+        Command::new(BIN)
+            .arg("link")
+            .arg("-o")
+            .arg(output)
+            .args(&inputs)
+            .arg("--lto-cache-dir")
+            .arg(&cache)
+            .arg("--plugin")
+            .arg(&plugin)
+            .output()
+            .unwrap()
+    };
+    let cold = arguments(&output);
+    assert!(cold.status.success(), "{}", text(&cold.stderr));
+    let notes = lto_notes(&cold);
+    // The key is 81 bytes: the host's first 64-byte buffer is too small, and it asks again with 81.
+    assert_eq!(
+        notes[1..3],
+        ["key capacity 64 size 81", "key capacity 81 size 81"],
+        "{notes:?}"
+    );
+    assert!(notes[3].starts_with("codegen: "), "{notes:?}");
+    let first = std::fs::read(&output).unwrap();
+    // The second link finds the objects under the same key: the provider is not asked to generate code.
+    let warm = arguments(&output);
+    assert!(warm.status.success(), "{}", text(&warm.stderr));
+    let notes = lto_notes(&warm);
+    assert!(!notes.iter().any(|note| note.starts_with("codegen: ")), "{notes:?}");
+    assert_eq!(notes.last().unwrap(), "key capacity 81 size 81");
+    assert_eq!(std::fs::read(&output).unwrap(), first);
+}
+
+#[test]
+fn refused_c_lto_provider_descriptors_leave_the_link_to_the_built_in_provider() {
+    let dir = scratch!("c-plugin-lto-refused");
+    let plain = plain_lto_link(&dir);
+    let output = dir.join("a.out");
+    // A flag bit the ABI does not declare: INVALID_DESCRIPTOR, and llvm-lto2 runs as without the plugin.
+    let unknown = link_with(&[&lto_provider(&dir, &["MODE_UNKNOWN_FLAGS"])], &[], &output);
+    assert!(unknown.status.success(), "{}", text(&unknown.stderr));
+    assert_eq!(lto_notes(&unknown), ["registered: INVALID_DESCRIPTOR"]);
+    assert_eq!(std::fs::read(&output).unwrap(), plain);
+    // The same id twice: the second is DUPLICATE_ID, the first generates the code.
+    let twice = link_with(&[&lto_provider(&dir, &["MODE_TWICE"])], &[], &output);
+    assert!(twice.status.success(), "{}", text(&twice.stderr));
+    let notes = lto_notes(&twice);
+    assert_eq!(notes[..2], ["registered: OK", "registered again: DUPLICATE_ID"]);
+    assert!(notes[2].starts_with("codegen: "), "{notes:?}");
+}
+
+#[test]
+fn a_failing_or_lying_c_lto_provider_fails_the_link_and_leaves_the_old_output() {
+    let dir = scratch!("c-plugin-lto-failing");
+    let output = dir.join("a.out");
+    std::fs::write(&output, b"previous").unwrap();
+    for (mode, says) in [
+        (
+            "MODE_FAIL",
+            "LTO provider `org.example.lto2`: its Codegen returned PLUGIN_FAILURE",
+        ),
+        (
+            "MODE_FOREIGN_ARTIFACT",
+            "LTO provider `org.example.lto2`: object 0 of its candidate names no artifact it created in this call",
+        ),
+    ] {
+        let failed = link_with(&[&lto_provider(&dir, &[mode])], &[], &output);
+        assert_eq!(failed.status.code(), Some(1), "{mode}: {}", text(&failed.stderr));
+        assert!(text(&failed.stderr).contains(says), "{mode}: {}", text(&failed.stderr));
+        assert_eq!(std::fs::read(&output).unwrap(), b"previous");
+    }
+}
+
+#[test]
+fn a_c_lto_provider_gets_statuses_for_stale_forged_and_short_requests() {
+    let dir = scratch!("c-plugin-lto-probe");
+    let output = dir.join("a.out");
+    let inputs = neverc_conformance::fixture_link_inputs(Path::new(env!("CARGO_TARGET_TMPDIR"))).unwrap();
+    // With a task cache the provider builds a key first; its task handle is stale in Codegen.
+    let linked = Command::new(BIN)
+        .arg("link")
+        .arg("-o")
+        .arg(&output)
+        .args(&inputs)
+        .arg("--lto-cache-task")
+        .arg("--plugin")
+        .arg(lto_provider(&dir, &["MODE_PROBE"]))
+        .output()
+        .unwrap();
+    assert!(linked.status.success(), "{}", text(&linked.stderr));
+    let notes = lto_notes(&linked);
+    assert!(
+        notes.contains(
+            &"probe stale-task=STALE_HANDLE foreign-module=STALE_HANDLE wrong-kind=WRONG_TYPE \
+              short-stride=INVALID_ARGUMENT past-end=INVALID_ARGUMENT"
+                .to_string()
+        ),
+        "{notes:?}"
+    );
+    assert!(
+        notes.iter().any(|note| note.starts_with("codegen: 2 modules")),
+        "{notes:?}"
     );
 }

@@ -2,7 +2,7 @@
 //! callbacks registers through the plugin registry, as a plugin's register step does, and the host's answer
 //! is compared with the declared rules'.
 
-use std::sync::Arc;
+use std::rc::Rc;
 
 use neverc_codegen::conformance::ACCEPTED;
 use neverc_link::lto::provider::{LtoCandidate, LtoProvider, ProviderError, SharedProvider};
@@ -53,9 +53,9 @@ impl LinkPlugin for Registering {
     }
 
     fn register(&mut self, registrar: &mut Registrar<'_>) -> Result<(), Status> {
-        let mut answer = registrar.lto_code_generator(SharedProvider(Arc::clone(&self.provider.0)));
+        let mut answer = registrar.lto_code_generator(SharedProvider(Rc::clone(&self.provider.0)));
         if self.twice && answer.is_ok() {
-            answer = registrar.lto_code_generator(SharedProvider(Arc::clone(&self.provider.0)));
+            answer = registrar.lto_code_generator(SharedProvider(Rc::clone(&self.provider.0)));
         }
         self.answer = Some(answer);
         Ok(())
@@ -87,14 +87,19 @@ pub(crate) fn run(
         callbacks: known,
     };
     let mut plugin = Registering {
-        provider: SharedProvider(Arc::new(provider)),
+        provider: SharedProvider(Rc::new(provider)),
         twice,
         answer: None,
     };
     if let Err(status) = Registry::default().register(environment.phase_tables, &mut plugin) {
         return Outcome::Failed(format!("the register step failed: {status}"));
     }
-    match (plugin.answer, expected) {
+    descriptor_verdict(plugin.answer, expected, mentions)
+}
+
+/// The verdict on a descriptor case from the host's answer to the (last) registration.
+pub(crate) fn descriptor_verdict(answer: Option<Result<(), Status>>, expected: &str, mentions: &[String]) -> Outcome {
+    match (answer, expected) {
         (None, _) => Outcome::Failed("the register step never ran".to_string()),
         (Some(Ok(())), ACCEPTED) => Outcome::Passed,
         (Some(Ok(())), _) => Outcome::Failed(format!(

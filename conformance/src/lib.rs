@@ -9,12 +9,14 @@ mod descriptor_cases;
 mod phase_cases;
 mod staging;
 mod target_cases;
+mod through_plugin;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 pub use neverc_codegen::conformance::{Case, CaseSet, Check, VECTOR_FORMAT};
 use neverc_tables::{PhaseTables, TargetRecord};
+pub use through_plugin::{GENERIC_PLUGIN_ID, run_case_through_plugin};
 
 /// What a case runs against.
 pub struct Environment {
@@ -75,9 +77,18 @@ pub struct Summary {
 
 /// Runs every case of a set.
 pub fn run_case_set(environment: &Environment, set: &CaseSet) -> Summary {
+    summarize(set, |case| run_case(environment, case))
+}
+
+/// Runs every case of a set through the generic C plugin at `plugin` (see [`run_case_through_plugin`]).
+pub fn run_case_set_through_plugin(environment: &Environment, set: &CaseSet, plugin: &Path) -> Summary {
+    summarize(set, |case| run_case_through_plugin(environment, case, plugin))
+}
+
+fn summarize(set: &CaseSet, mut run: impl FnMut(&Case) -> Outcome) -> Summary {
     let mut summary = Summary::default();
     for case in &set.cases {
-        match run_case(environment, case) {
+        match run(case) {
             Outcome::Passed => summary.passed += 1,
             Outcome::NotApplicable(reason) => summary.not_applicable.push((case.id.clone(), reason)),
             Outcome::Failed(reason) => summary.failed.push((case.id.clone(), reason)),

@@ -28,7 +28,7 @@ impl<F: FnMut(&mut Registrar<'_>) -> Result<(), Status>> LinkPlugin for ClosureP
     }
 }
 
-fn parse_request(request: &str) -> Option<Request> {
+pub(crate) fn parse_request(request: &str) -> Option<Request> {
     match request.split_once(':') {
         Some(("observe", point)) => ObserverPoint::from_schema_name(point).map(Request::Observe),
         Some(_) => None,
@@ -68,7 +68,7 @@ fn link(
 }
 
 /// Where a case's link writes: a file named after the case and `suffix`.
-fn output_path(environment: &Environment, case: &Case, suffix: &str) -> PathBuf {
+pub(crate) fn output_path(environment: &Environment, case: &Case, suffix: &str) -> PathBuf {
     let file: String = case
         .id
         .chars()
@@ -83,9 +83,18 @@ fn link_to(
     output: &Path,
     register: impl FnMut(&mut Registrar<'_>) -> Result<(), Status>,
 ) -> Result<Result<Vec<TraceEntry>, LinkError>, String> {
+    link_plugin_to(environment, output, &mut ClosurePlugin(register))
+}
+
+/// Links the environment's program with `plugin` into `output`.
+pub(crate) fn link_plugin_to(
+    environment: &Environment,
+    output: &Path,
+    plugin: &mut dyn LinkPlugin,
+) -> Result<Result<Vec<TraceEntry>, LinkError>, String> {
     let mut registry = Registry::default();
     registry
-        .register(environment.phase_tables, &mut ClosurePlugin(register))
+        .register(environment.phase_tables, plugin)
         .map_err(|status| format!("registration failed: {status}"))?;
     let mut context = LinkContext::new(LinkOptions::new(environment.link_inputs.clone(), output.to_path_buf()));
     Ok(run_link(&mut context, environment.phase_tables, &mut registry))
@@ -93,7 +102,7 @@ fn link_to(
 
 /// The machine a case names, if this runtime can run it: a machine the tables lack is a failure, one it
 /// cannot execute is not applicable.
-fn linkable_machine(
+pub(crate) fn linkable_machine(
     environment: &Environment,
     machine: &str,
 ) -> Result<&'static neverc_tables::StateMachineRecord, Outcome> {
@@ -118,6 +127,22 @@ fn mutation_operation(
     class: &str,
     operations: &[String],
 ) -> Result<DeclaredOperation, Outcome> {
+    classified(environment, machine, class, operations)?;
+    stageable(operations).ok_or_else(|| {
+        Outcome::NotApplicable(format!(
+            "this runtime has no staging call for any operation of class `{class}` ({})",
+            operations.join(", ")
+        ))
+    })
+}
+
+/// Checks that the tables put a case's operations in its class, on a machine this runtime executes.
+pub(crate) fn classified(
+    environment: &Environment,
+    machine: &str,
+    class: &str,
+    operations: &[String],
+) -> Result<(), Outcome> {
     let tables = linkable_machine(environment, machine)?;
     // The vector's operations must be the ones the tables classify as this class.
     for operation in operations {
@@ -132,12 +157,7 @@ fn mutation_operation(
             None => return Err(Outcome::Failed(format!("the tables classify no operation {operation}"))),
         }
     }
-    stageable(operations).ok_or_else(|| {
-        Outcome::NotApplicable(format!(
-            "this runtime has no staging call for any operation of class `{class}` ({})",
-            operations.join(", ")
-        ))
-    })
+    Ok(())
 }
 
 pub(crate) fn run(environment: &Environment, case: &Case) -> Outcome {
@@ -155,15 +175,11 @@ fn run_checked(environment: &Environment, case: &Case) -> Result<Outcome, String
             allowed,
         } => {
             let parsed = parse_request(request).ok_or_else(|| format!("unknown request `{request}`"))?;
-            let result = registration(environment, phase, parsed);
-            Ok(match (result, allowed) {
-                (Ok(()), true) => Outcome::Passed,
-                (Err(status), false) if status.code == StatusCode::PolicyViolation => Outcome::Passed,
-                (Ok(()), false) => {
-                    Outcome::Failed(format!("{request} on `{phase}` was accepted; the policy refuses it"))
-                }
-                (Err(status), _) => Outcome::Failed(format!("{request} on `{phase}`: {status}")),
-            })
+            Ok(registration_verdict(
+                registration(environment, phase, parsed),
+                (phase, request),
+                *allowed,
+            ))
         }
         Check::SealedGate { phase, machine } => sealed_gate(environment, case, phase, machine.as_deref()),
         Check::ObserverReadOnly { phase, point } => observer_read_only(environment, case, phase, point),
@@ -237,6 +253,21 @@ fn run_checked(environment: &Environment, case: &Case) -> Result<Outcome, String
     }
 }
 
+/// The verdict on a registration case: the request is accepted exactly when the policy allows it, and
+/// refused with POLICY_VIOLATION otherwise.
+pub(crate) fn registration_verdict(
+    result: Result<(), Status>,
+    (phase, request): (&str, &str),
+    allowed: bool,
+) -> Outcome {
+    match (result, allowed) {
+        (Ok(()), true) => Outcome::Passed,
+        (Err(status), false) if status.code == StatusCode::PolicyViolation => Outcome::Passed,
+        (Ok(()), false) => Outcome::Failed(format!("{request} on `{phase}` was accepted; the policy refuses it")),
+        (Err(status), _) => Outcome::Failed(format!("{request} on `{phase}`: {status}")),
+    }
+}
+
 fn sealed_gate(environment: &Environment, case: &Case, phase: &str, machine: Option<&str>) -> Result<Outcome, String> {
     for request in [Request::Intercept, Request::Replace, Request::SkipWithProof] {
         match registration(environment, phase, request) {
@@ -247,6 +278,16 @@ fn sealed_gate(environment: &Environment, case: &Case, phase: &str, machine: Opt
     }
     registration(environment, phase, Request::Observe(ObserverPoint::Before))
         .map_err(|status| format!("observing sealed `{phase}` was refused: {status}"))?;
+    sealed_gate_runs_built_in(environment, case, phase, machine)
+}
+
+/// Checks that a sealed gate runs as the built-in in a link of its machine (if the case names one).
+pub(crate) fn sealed_gate_runs_built_in(
+    environment: &Environment,
+    case: &Case,
+    phase: &str,
+    machine: Option<&str>,
+) -> Result<Outcome, String> {
     let Some(machine) = machine else {
         return Ok(Outcome::Passed);
     };
@@ -304,7 +345,7 @@ fn observer_read_only(environment: &Environment, case: &Case, phase: &str, point
 /// whether the phase's work ran.
 /// What a skip request answers with.
 #[derive(Clone, Copy)]
-enum Answer {
+pub(crate) enum Answer {
     /// The proof it was offered.
     Fresh,
     /// The offered proof from a later generation (as if taken after a commit that has not happened).
@@ -358,11 +399,24 @@ fn skip_needs_fresh_proof(
     phase: &str,
     proof_available: bool,
 ) -> Result<Outcome, String> {
-    let (ran, offered) = link_with_skipper(environment, case, phase, Answer::LaterGeneration)?;
+    fresh_proof_verdict(phase, proof_available, |answer| {
+        link_with_skipper(environment, case, phase, answer)
+    })
+}
+
+/// The verdict on a skip case from links with a skipper answering in each way (`link` returns whether the
+/// phase's work ran and whether a proof was offered): only the offered proof skips, and a proof is offered
+/// exactly when the machine's proof state says.
+pub(crate) fn fresh_proof_verdict(
+    phase: &str,
+    proof_available: bool,
+    mut link: impl FnMut(Answer) -> Result<(bool, bool), String>,
+) -> Result<Outcome, String> {
+    let (ran, offered) = link(Answer::LaterGeneration)?;
     if !ran {
         return Err(format!("`{phase}` was skipped with a proof of a later generation"));
     }
-    let (ran, _) = link_with_skipper(environment, case, phase, Answer::OtherInputs)?;
+    let (ran, _) = link(Answer::OtherInputs)?;
     if !ran {
         return Err(format!("`{phase}` was skipped with a proof of other inputs"));
     }
@@ -374,7 +428,7 @@ fn skip_needs_fresh_proof(
         ));
     }
     if proof_available {
-        let (ran, _) = link_with_skipper(environment, case, phase, Answer::Fresh)?;
+        let (ran, _) = link(Answer::Fresh)?;
         if ran {
             return Err(format!("`{phase}` ran although the skipper held the current proof"));
         }
@@ -404,17 +458,25 @@ fn rerun_budget(
             }),
         )
     })?;
+    budget_verdict(result, phase, (fails_at, expected_runs), runs.get())
+}
+
+/// The verdict on a rerun budget case: the link stopped because `fails_at` did not converge, after the
+/// phase ran `expected_runs` times.
+pub(crate) fn budget_verdict(
+    result: Result<Vec<TraceEntry>, LinkError>,
+    phase: &str,
+    (fails_at, expected_runs): (&str, u32),
+    runs: u32,
+) -> Result<Outcome, String> {
     match result {
-        Err(LinkError::DidNotConverge(failed)) if failed == fails_at && runs.get() == expected_runs => {
-            Ok(Outcome::Passed)
-        }
+        Err(LinkError::DidNotConverge(failed)) if failed == fails_at && runs == expected_runs => Ok(Outcome::Passed),
         Err(LinkError::DidNotConverge(failed)) => Err(format!(
-            "`{failed}` did not converge after {} run(s) of `{phase}`; the declared budgets say `{fails_at}` \
-             after {expected_runs}",
-            runs.get()
+            "`{failed}` did not converge after {runs} run(s) of `{phase}`; the declared budgets say `{fails_at}` \
+             after {expected_runs}"
         )),
         Err(error) => Err(format!("the link failed otherwise: {error}")),
-        Ok(_) => Err(format!("`{phase}` ran {} time(s) and the link converged", runs.get())),
+        Ok(_) => Err(format!("`{phase}` ran {runs} time(s) and the link converged")),
     }
 }
 
@@ -453,19 +515,26 @@ fn mutation_lowers_state(
         Some(Ok(state)) if state != expected_state => Err(format!(
             "the commit left the state at {state}; the declared class says {expected_state}"
         )),
-        Some(Ok(_)) => {
-            let trace = result.map_err(|error| format!("the link failed after the commit: {error}"))?;
-            let position = trace.iter().position(|entry| entry.phase == at_phase);
-            let next = position.and_then(|position| trace.get(position + 1));
-            match next {
-                Some(entry) if entry.state_before == expected_state => Ok(Outcome::Passed),
-                Some(entry) => Err(format!(
-                    "after the commit `{}` ran from {}, not from {expected_state}",
-                    entry.phase, entry.state_before
-                )),
-                None => Err(format!("nothing ran after the commit in `{at_phase}`")),
-            }
-        }
+        Some(Ok(_)) => rerun_from(result, at_phase, expected_state),
+    }
+}
+
+/// Checks that after a commit in `at_phase` the link ran on from `expected_state`.
+pub(crate) fn rerun_from(
+    result: Result<Vec<TraceEntry>, LinkError>,
+    at_phase: &str,
+    expected_state: &str,
+) -> Result<Outcome, String> {
+    let trace = result.map_err(|error| format!("the link failed after the commit: {error}"))?;
+    let position = trace.iter().position(|entry| entry.phase == at_phase);
+    let next = position.and_then(|position| trace.get(position + 1));
+    match next {
+        Some(entry) if entry.state_before == expected_state => Ok(Outcome::Passed),
+        Some(entry) => Err(format!(
+            "after the commit `{}` ran from {}, not from {expected_state}",
+            entry.phase, entry.state_before
+        )),
+        None => Err(format!("nothing ran after the commit in `{at_phase}`")),
     }
 }
 
@@ -478,7 +547,7 @@ fn may_mutate(frame: &mut PhaseFrame<'_>) -> Result<&'static str, Status> {
 }
 
 /// Checks that a hook was called once, in state `from`, and could begin a mutation.
-fn called_once(calls: &[Result<&str, Status>], hook: &str, phase: &str, from: &str) -> Result<(), String> {
+pub(crate) fn called_once(calls: &[Result<&str, Status>], hook: &str, phase: &str, from: &str) -> Result<(), String> {
     match calls {
         [Ok(state)] if *state == from => Ok(()),
         [Ok(state)] => Err(format!("the {hook} of `{phase}` ran in state {state}, not {from}")),
@@ -488,7 +557,11 @@ fn called_once(calls: &[Result<&str, Status>], hook: &str, phase: &str, from: &s
 }
 
 /// The phase's entry in a link's trace, checked to have left `from` for `to`.
-fn traced<'t>(trace: &'t [TraceEntry], phase: &str, (from, to): (&str, &str)) -> Result<&'t TraceEntry, String> {
+pub(crate) fn traced<'t>(
+    trace: &'t [TraceEntry],
+    phase: &str,
+    (from, to): (&str, &str),
+) -> Result<&'t TraceEntry, String> {
     let entry = trace
         .iter()
         .find(|entry| entry.phase == phase)
@@ -543,7 +616,7 @@ fn intercept_wraps(
 }
 
 /// The number of entities of every kind, as an observer saw them.
-type EntityCounts = Vec<(EntityKind, usize)>;
+pub(crate) type EntityCounts = Vec<(EntityKind, usize)>;
 
 /// The number of entities of every kind an observer sees.
 fn entity_counts(frame: &PhaseFrame<'_>) -> EntityCounts {
@@ -554,7 +627,7 @@ fn entity_counts(frame: &PhaseFrame<'_>) -> EntityCounts {
 }
 
 /// The kinds whose counts differ, as `Kind before → after`.
-fn count_changes(before: &[(EntityKind, usize)], after: &[(EntityKind, usize)]) -> String {
+pub(crate) fn count_changes(before: &[(EntityKind, usize)], after: &[(EntityKind, usize)]) -> String {
     before
         .iter()
         .zip(after)

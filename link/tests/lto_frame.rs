@@ -185,7 +185,7 @@ fn a_registered_code_generator_is_asked_and_a_second_with_its_id_is_refused() {
     let dir = scratch!("lto-frame-provider");
     let inputs = bitcode_program(&dir);
     let output = dir.join("a.out");
-    let counting = std::sync::Arc::new(Counting {
+    let counting = std::rc::Rc::new(Counting {
         inner: neverc_link::lto::llvm::LlvmLto2::new("x86_64-unknown-linux-gnu"),
         calls: std::sync::atomic::AtomicUsize::new(0),
     });

@@ -28,6 +28,7 @@ use neverc_tables::status::{Status, StatusCode};
 
 use crate::status::{OK, c_status, guarded};
 
+pub(crate) use crate::views::{NO_ELEMENTS as NO_EXTENSIONS, header};
 pub(crate) use handles::Scope;
 pub(crate) use image::{
     get_binary_image_info, get_binary_section_page, get_binary_segment_page, get_image, image_info, serve_image,
@@ -321,24 +322,8 @@ pub(crate) fn empty_view() -> ffi::StringView {
     }
 }
 
-/// No extensions (none are defined yet).
-pub(crate) const NO_EXTENSIONS: ffi::StructArrayView = ffi::StructArrayView {
-    data: std::ptr::null(),
-    count: 0,
-    element_stride: 0,
-};
-
 pub(crate) fn flag(value: bool) -> u32 {
     u32::from(value)
-}
-
-pub(crate) fn header<T>() -> ffi::AbiTableHeader {
-    ffi::AbiTableHeader {
-        struct_size: u32::try_from(std::mem::size_of::<T>()).unwrap_or(u32::MAX),
-        major: 1,
-        minor: 0,
-        flags: 0,
-    }
 }
 
 /// Sends `request` to the frame lent under a task handle's token and answers it: WRONG_TYPE for a handle

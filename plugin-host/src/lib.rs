@@ -14,8 +14,10 @@ mod frame;
 pub mod fuzzing;
 mod link;
 mod load;
+mod lto;
 mod registrar;
 mod status;
+mod views;
 
 pub use link::CPlugin;
 pub use load::{LoadedPlugin, PluginArgument, PluginError, load};

@@ -194,6 +194,12 @@ impl LinkPlugin for CPlugin {
                         answer(&id, "image verifier", status)
                     }))?;
                 }
+                (None, Hook::LtoProvider(descriptor)) => {
+                    let provider =
+                        crate::lto::CLtoProvider::bound(descriptor, self.plugin.alive(), self.plugin.library());
+                    registrar
+                        .lto_code_generator(neverc_link::lto::provider::SharedProvider(std::rc::Rc::new(provider)))?;
+                }
                 _ => {}
             }
         }

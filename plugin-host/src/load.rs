@@ -1,12 +1,15 @@
 //! Loading a plugin: its library, `neverc_plugin_entry` with the bootstrap, and the descriptor it fills.
 
+use std::cell::Cell;
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use neverc_sys::plugin::{CFunction, PluginLibrary, copy_view, write_out};
 use neverc_tables::plugin_abi::ffi;
-use neverc_tables::plugin_abi::host::HOST;
+use neverc_tables::plugin_abi::host::{ARTIFACT, HOST};
 use neverc_tables::plugin_abi::link::{LINK, LINK_PHASE, LINK_REGISTRAR};
+use neverc_tables::plugin_abi::lto::{LTO, LTO_REGISTRAR};
 use neverc_tables::status::StatusCode;
 
 use crate::context::{self, Entry};
@@ -87,8 +90,10 @@ pub struct LoadedPlugin {
     /// The host table handed out in the bootstrap; the plugin may keep its address while it is loaded.
     _host: Box<ffi::HostApi>,
     host_context: *mut c_void,
-    // Declared last: dropped after the user data is released.
-    _library: PluginLibrary,
+    /// False once the plugin is being unloaded: providers it registered that outlive it call nothing more.
+    alive: Rc<Cell<bool>>,
+    // Declared last: dropped after the user data is released (providers keep the library loaded too).
+    library: Rc<PluginLibrary>,
 }
 
 impl LoadedPlugin {
@@ -102,8 +107,21 @@ impl LoadedPlugin {
     }
 }
 
+impl LoadedPlugin {
+    /// Whether the plugin is still loaded, for what it registered that may outlive it.
+    pub(crate) fn alive(&self) -> Rc<Cell<bool>> {
+        Rc::clone(&self.alive)
+    }
+
+    /// The plugin's library, kept loaded by what it registered.
+    pub(crate) fn library(&self) -> Rc<PluginLibrary> {
+        Rc::clone(&self.library)
+    }
+}
+
 impl Drop for LoadedPlugin {
     fn drop(&mut self) {
+        self.alive.set(false);
         if let Some(destroy) = self.destroy {
             destroy.call((self.user_data,));
         }
@@ -172,6 +190,29 @@ thread_local! {
         table.register_binary_image_verifier = Some(crate::registrar::register_binary_image_verifier);
         table
     });
+    /// The LTO API table this thread hands out (to LTO providers, whose Task handles lead to the request).
+    static LTO_API: Box<ffi::LtoApi> = Box::new(ffi::LtoApi {
+        get_request: Some(crate::lto::get_request),
+        get_module_page: Some(crate::lto::get_module_page),
+        get_resolution_page: Some(crate::lto::get_resolution_page),
+        get_module_info: Some(crate::lto::get_module_info),
+        get_resolution_info: Some(crate::lto::get_resolution_info),
+        ..ffi::LtoApi::unavailable(header::<ffi::LtoApi>(LTO.major, LTO.minor), std::ptr::null_mut())
+    });
+    /// The LTO registrar table this thread hands out (during a registration).
+    static LTO_REGISTRAR_API: Box<ffi::LtoRegistrarApi> = Box::new(ffi::LtoRegistrarApi {
+        register_provider: Some(crate::registrar::register_lto_provider),
+        ..ffi::LtoRegistrarApi::unavailable(
+            header::<ffi::LtoRegistrarApi>(LTO_REGISTRAR.major, LTO_REGISTRAR.minor),
+            std::ptr::null_mut(),
+        )
+    });
+    /// The artifact API table this thread hands out.
+    static ARTIFACT_API: Box<ffi::ArtifactApi> = Box::new(ffi::ArtifactApi {
+        read_artifact: Some(crate::lto::read_artifact),
+        create_artifact: Some(crate::lto::create_artifact),
+        ..ffi::ArtifactApi::unavailable(header::<ffi::ArtifactApi>(ARTIFACT.major, ARTIFACT.minor), std::ptr::null_mut())
+    });
     /// The Link phase API table this thread hands out.
     static LINK_PHASE_API: Box<ffi::LinkPhaseApi> = Box::new({
         let mut table =
@@ -223,6 +264,21 @@ fn served(id: ffi::InterfaceId) -> Option<(&'static neverc_tables::InterfaceReco
         return Some((
             LINK_REGISTRAR,
             LINK_REGISTRAR_API.with(|table| &**table as *const ffi::LinkRegistrarApi as usize),
+        ));
+    }
+    if matches(LTO) {
+        return Some((LTO, LTO_API.with(|table| &**table as *const ffi::LtoApi as usize)));
+    }
+    if matches(LTO_REGISTRAR) {
+        return Some((
+            LTO_REGISTRAR,
+            LTO_REGISTRAR_API.with(|table| &**table as *const ffi::LtoRegistrarApi as usize),
+        ));
+    }
+    if matches(ARTIFACT) {
+        return Some((
+            ARTIFACT,
+            ARTIFACT_API.with(|table| &**table as *const ffi::ArtifactApi as usize),
         ));
     }
     matches(LINK_PHASE).then(|| {
@@ -463,7 +519,8 @@ pub fn load(path: &Path, arguments: &[PluginArgument]) -> Result<LoadedPlugin, P
         destroy: descriptor.destroy_user_data,
         _host: host,
         host_context,
-        _library: library,
+        alive: Rc::new(Cell::new(true)),
+        library: Rc::new(library),
     })
 }
 

@@ -25,12 +25,15 @@ pub struct AskedPhase {
     pub observe_bits: Option<u32>,
     /// The provider the request stands for, when it registered one (an image verifier).
     pub provider: Option<ProviderKind>,
+    /// The id of the LTO code generation provider the request registered (`NevercLTORegistrarAPI`); its
+    /// phase is the one that asks it, `lto_generate`.
+    pub lto_provider: Option<String>,
     /// The host's answer: what the runtime's policy check said.
     pub answer: Result<(), Status>,
 }
 
 /// A callback a plugin registered, with its user data.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum Hook {
     Observer(ffi::PhaseObserverFn, *mut c_void),
     Provider(ffi::PhaseProviderFn, *mut c_void),
@@ -38,6 +41,8 @@ pub(crate) enum Hook {
     Skipper(ffi::PhaseSkipperFn, *mut c_void),
     /// A binary image verifier (`NevercLinkRegistrarAPI.RegisterBinaryImageVerifier`).
     ImageVerifier(ffi::BinaryImageVerifyFn, *mut c_void),
+    /// An LTO code generation provider (`NevercLTORegistrarAPI.RegisterProvider`).
+    LtoProvider(crate::lto::LtoDescriptor),
 }
 
 impl Hook {
@@ -48,13 +53,14 @@ impl Hook {
             Hook::Interceptor(callback, _) => callback.is_some(),
             Hook::Skipper(callback, _) => callback.is_some(),
             Hook::ImageVerifier(callback, _) => callback.is_some(),
+            Hook::LtoProvider(_) => true,
         }
     }
 }
 
 /// A registration in progress: the tables it checks against and what was asked so far.
 pub(crate) struct Registration {
-    tables: &'static PhaseTables,
+    pub(crate) tables: &'static PhaseTables,
     pub(crate) asked: Vec<(AskedPhase, Hook)>,
 }
 
@@ -98,6 +104,7 @@ fn ask(
                 request: request.ok(),
                 observe_bits,
                 provider: matches!(hook, Hook::ImageVerifier(..)).then_some(ProviderKind::ImageVerifier),
+                lto_provider: None,
                 answer,
             },
             hook,
@@ -217,6 +224,49 @@ pub(crate) extern "C" fn register_binary_image_verifier(
             (Ok(request), None),
             Hook::ImageVerifier(descriptor.verify, descriptor.user_data),
         )
+    })
+}
+
+/// `NevercLTORegistrarAPI.RegisterProvider`: the descriptor is checked by the runtime's rules for LTO
+/// providers (`check_descriptor`) against the providers this registration registered before; a provider of
+/// another plugin with the same id is refused when the link registers it.
+pub(crate) extern "C" fn register_lto_provider(
+    _context: *mut c_void,
+    registrar_context: *mut c_void,
+    descriptor: *const ffi::LtoProviderDescriptor,
+) -> ffi::Status {
+    guarded(|| {
+        let descriptor = match crate::lto::read_descriptor(descriptor) {
+            Ok(descriptor) => descriptor,
+            Err(code) => return c_status(code),
+        };
+        context::with(registrar_context, |entry| {
+            let Entry::Registration(registration) = entry else {
+                return c_status(StatusCode::InvalidArgument);
+            };
+            let registered: Vec<&str> = registration
+                .asked
+                .iter()
+                .filter(|(asked, _)| asked.answer.is_ok())
+                .filter_map(|(asked, _)| asked.lto_provider.as_deref())
+                .collect();
+            let answer = crate::lto::check(&descriptor, &registered);
+            let status = c_result(&answer);
+            let (phase, _) = ProviderKind::Lto.request();
+            registration.asked.push((
+                AskedPhase {
+                    phase: phase.to_string(),
+                    request: None,
+                    observe_bits: None,
+                    provider: None,
+                    lto_provider: Some(descriptor.id.clone()),
+                    answer,
+                },
+                Hook::LtoProvider(descriptor),
+            ));
+            status
+        })
+        .unwrap_or_else(|| c_status(StatusCode::InvalidArgument))
     })
 }
 

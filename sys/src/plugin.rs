@@ -162,3 +162,56 @@ pub fn write_element<T: Copy>(data: *mut std::ffi::c_void, stride: u64, index: u
     unsafe { element.write_unaligned(value) };
     true
 }
+
+/// Copies the `count` elements a plugin handed over in a `StructArrayView` (`data`, `stride` bytes apart):
+/// `None` when `data` is null with a non-zero count, the count is above `limit`, the stride is smaller than a
+/// `T`, or the array's extent overflows.
+// The pointers come from plugins, across the trust boundary this module documents: the functions are not
+// `unsafe fn` so that the crates that call them keep forbidding `unsafe` code; the plugin ABI is the contract.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn read_elements<T: Copy>(data: *const std::ffi::c_void, count: u64, stride: u64, limit: usize) -> Option<Vec<T>> {
+    let count = usize::try_from(count).ok().filter(|count| *count <= limit)?;
+    if count == 0 {
+        return Some(Vec::new());
+    }
+    let stride = usize::try_from(stride)
+        .ok()
+        .filter(|stride| *stride >= std::mem::size_of::<T>())?;
+    if data.is_null()
+        || count
+            .checked_mul(stride)
+            .is_none_or(|extent| extent > isize::MAX as usize)
+    {
+        return None;
+    }
+    let elements = (0..count)
+        .map(|index| {
+            let element = data.cast::<u8>().wrapping_add(index * stride).cast::<T>();
+            // SAFETY: the plugin ABI makes a StructArrayView's `Data` point at `Count` readable elements
+            // `ElementStride` bytes apart for the duration of the call that handed it over; the stride holds a
+            // `T` and the extent was checked not to overflow. The elements need not be aligned.
+            unsafe { element.read_unaligned() }
+        })
+        .collect();
+    Some(elements)
+}
+
+/// Copies as much of `bytes` as fits into a caller's writable buffer (a `MutableByteView` of `capacity`
+/// bytes at `data`) and returns how many bytes were written; `None` when `data` is null with a non-zero
+/// capacity and something to write.
+// The pointers come from plugins, across the trust boundary this module documents: the functions are not
+// `unsafe fn` so that the crates that call them keep forbidding `unsafe` code; the plugin ABI is the contract.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
+pub fn fill_buffer(data: *mut u8, capacity: u64, bytes: &[u8]) -> Option<usize> {
+    let count = usize::try_from(capacity).map_or(bytes.len(), |capacity| capacity.min(bytes.len()));
+    if count == 0 {
+        return Some(0);
+    }
+    if data.is_null() {
+        return None;
+    }
+    // SAFETY: the plugin ABI makes a MutableByteView's `Data` point at `Length` writable bytes for the
+    // duration of the call; at most that many are written, from host memory that cannot overlap them.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), data, count) };
+    Some(count)
+}

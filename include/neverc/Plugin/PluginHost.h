@@ -31,11 +31,18 @@ extern "C" {
 #define NEVERC_PHASE_REGISTRAR_API_MAJOR 1
 #define NEVERC_PHASE_REGISTRAR_API_MINOR 0
 
+/** Reading the artifacts a callback is handed (a bitcode module's bytes) and handing the host new ones (an object an LTO provider produced) (NevercArtifactAPI). */
+#define NEVERC_INTERFACE_ARTIFACT_HIGH UINT64_C(0x4e43504152544601)
+#define NEVERC_INTERFACE_ARTIFACT_LOW UINT64_C(0x0000000000000001)
+#define NEVERC_ARTIFACT_API_MAJOR 1
+#define NEVERC_ARTIFACT_API_MINOR 0
+
 typedef struct NevercPluginBootstrap NevercPluginBootstrap;
 typedef struct NevercPluginArgument NevercPluginArgument;
 typedef struct NevercPluginDescriptor NevercPluginDescriptor;
 typedef struct NevercHostAPI NevercHostAPI;
 typedef struct NevercPhaseRegistrarAPI NevercPhaseRegistrarAPI;
+typedef struct NevercArtifactAPI NevercArtifactAPI;
 
 /** The type of `neverc_plugin_entry`, the one symbol a plugin exports. It reads the bootstrap and fills the descriptor: the descriptor's Header.StructSize is the capacity on entry and the size the plugin produced on exit; a plugin whose descriptor does not fit answers RESOURCE_EXHAUSTED with the size it needs, and the host calls again with a buffer that large. */
 typedef NevercStatus (NEVERC_CALL *NevercPluginEntryFn)(const NevercPluginBootstrap *Bootstrap, NevercPluginDescriptor *OutDescriptor);
@@ -126,6 +133,18 @@ struct NevercPhaseRegistrarAPI {
   NevercStatus (NEVERC_CALL *Replace)(void *Context, void *RegistrarContext, NevercInterfaceID Phase, NevercPhaseProviderFn Provider, void *UserData);
   /** Skips a phase when the current proof is claimed. */
   NevercStatus (NEVERC_CALL *SkipWithProof)(void *Context, void *RegistrarContext, NevercInterfaceID Phase, NevercPhaseSkipperFn Skipper, void *UserData);
+};
+
+/** Artifacts of the running task, reachable through its Task handle during the callback that handed them out. Asked for by NEVERC_INTERFACE_ARTIFACT_{HIGH,LOW}. */
+struct NevercArtifactAPI {
+  /** The table's size and version: check StructSize before calling a slot past those you know. */
+  NevercABITableHeader Header;
+  /** The first argument of every slot. */
+  void *Context;
+  /** Copies the artifact's bytes from Offset into Buffer, as many as fit, and writes the artifact's full size to OutSize (ask with an empty Buffer to learn it). STALE_HANDLE once the callback that handed the artifact out has returned; INVALID_ARGUMENT for an Offset past the end. */
+  NevercStatus (NEVERC_CALL *ReadArtifact)(void *Context, NevercTaskHandle Task, NevercArtifactHandle Artifact, uint64_t Offset, NevercMutableByteView Buffer, uint64_t *OutSize);
+  /** Copies Bytes into a new artifact of the task (an object an LTO provider produced) and writes its handle, valid until the callback returns. */
+  NevercStatus (NEVERC_CALL *CreateArtifact)(void *Context, NevercTaskHandle Task, NevercStringView LogicalName, NevercByteView Bytes, NevercArtifactHandle *OutArtifact);
 };
 
 #pragma pack(pop)

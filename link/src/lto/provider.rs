@@ -149,9 +149,10 @@ pub fn cache_key(provider: &dyn LtoProvider, request: &LtoRequest, first: usize)
     )))
 }
 
-/// A registered provider, shared by the copies of a link context.
+/// A registered provider, shared by the copies of a link context (on the thread that registered it: a C
+/// plugin's provider is called on its own thread only).
 #[derive(Clone)]
-pub struct SharedProvider(pub std::sync::Arc<dyn LtoProvider + Send + Sync>);
+pub struct SharedProvider(pub std::rc::Rc<dyn LtoProvider>);
 
 impl std::fmt::Debug for SharedProvider {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
