@@ -91,8 +91,18 @@ if command -v clang-14 >/dev/null && command -v clang++-14 >/dev/null; then
     rm -rf "$out"
 fi
 
+# The Link API driver reads any bytes as calls: a few fixed sequences start it off (every slot in turn, and
+# pseudo-random runs).
+mkdir -p "$fuzz_dir/corpus/link_api"
+for seed in 1 2 3 4; do
+    LC_ALL=C awk -v seed="$seed" 'BEGIN { srand(seed); for (i = 0; i < 2048; i++) printf "%c", int(rand() * 255) + 1 }' \
+        > "$fuzz_dir/corpus/link_api/random$seed"
+done
+LC_ALL=C awk 'BEGIN { for (slot = 1; slot <= 56; slot++) for (i = 0; i < 24; i++) printf "%c", (i == 0 ? slot : 4 + i) }' \
+    > "$fuzz_dir/corpus/link_api/slots"
+
 # Saved regressions join the corpora, so a run starts from every input that once failed.
-for name in phase_schema target_toml cc_plan cc_spec cc_signature ll_module link_inputs bitcode_symtab; do
+for name in phase_schema target_toml cc_plan cc_spec cc_signature ll_module link_inputs bitcode_symtab link_api; do
     if [ -d "$fuzz_dir/regressions/$name" ]; then
         find "$fuzz_dir/regressions/$name" -maxdepth 1 -type f ! -name '.*' ! -name '*.md' \
             -exec cp {} "$fuzz_dir/corpus/$name/" \;

@@ -85,6 +85,38 @@ fn export(dir: &Path) -> PathBuf {
     vectors
 }
 
+/// Whether a source's cases are asked of plugins (the phase schema's and the plugin ABI's).
+fn plugin_case(key: &str) -> bool {
+    key.starts_with("PhaseSchema.json ") || key.starts_with("abi/")
+}
+
+#[test]
+fn a_c_plugin_gets_the_verdicts_of_the_rust_runner_on_every_plugin_case() {
+    let dir = scratch!("c-conformance");
+    let plugin = generic_plugin(&dir);
+    let vectors = export(&dir);
+    let (rust, rust_status) = verdicts(&vectors, None);
+    let (c, c_status) = verdicts(&vectors, Some(&plugin));
+    assert_eq!((rust_status, c_status), (Some(0), Some(0)));
+    assert_eq!(rust.len(), c.len());
+    let mut compared = 0;
+    for (key, verdict) in &rust {
+        if plugin_case(key) {
+            // Not-applicable reasons are worded by each runner; the verdict itself must match.
+            let kind = |verdict: &str| verdict.split(':').next().unwrap_or_default().to_string();
+            assert_eq!(kind(&c[key]), kind(verdict), "{key}: C {} / Rust {verdict}", c[key]);
+            compared += 1;
+        } else {
+            assert!(c[key].starts_with("not applicable: a target case"), "{key}: {}", c[key]);
+        }
+    }
+    let passed = c.values().filter(|verdict| *verdict == "passed").count();
+    assert!(
+        compared >= 283 && passed >= 270,
+        "{compared} compared, {passed} passed through C"
+    );
+}
+
 #[test]
 fn a_changed_vector_fails_through_the_c_plugin_as_through_rust() {
     let dir = scratch!("c-conformance-changed");

@@ -52,11 +52,24 @@ pub enum FrameMode {
     Mutable,
 }
 
+/// What `SetSymbolResolution` changes about a symbol in NeverC's link API
+/// (`NevercLinkSymbolResolutionUpdate`): its resolution facts, and nothing else.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResolutionUpdate {
+    pub binding: crate::graph::Binding,
+    pub visibility: crate::graph::Visibility,
+    pub definition: crate::graph::Definition,
+    pub prevailing: bool,
+    pub exported: bool,
+}
+
 /// A staged graph change, named as NeverC's link API names the call.
 #[derive(Clone, Debug)]
 enum Operation {
     RebindSymbol(SymbolId, AtomId),
     SetSymbolResolution(SymbolId, Option<SymbolId>),
+    /// SetSymbolResolution as the plugin ABI spells it: the symbol's resolution facts.
+    UpdateSymbolResolution(SymbolId, ResolutionUpdate),
     SetSymbolRoot(SymbolId, bool),
     SetAtomLive(AtomId, bool),
     SetFoldLeader(AtomId, Option<AtomId>),
@@ -81,7 +94,9 @@ impl Operation {
     const fn declared(&self) -> DeclaredOperation {
         match self {
             Operation::RebindSymbol(..) => DeclaredOperation::RebindSymbol,
-            Operation::SetSymbolResolution(..) => DeclaredOperation::SetSymbolResolution,
+            Operation::SetSymbolResolution(..) | Operation::UpdateSymbolResolution(..) => {
+                DeclaredOperation::SetSymbolResolution
+            }
             Operation::SetSymbolRoot(..) => DeclaredOperation::SetSymbolRoot,
             Operation::SetAtomLive(..) => DeclaredOperation::SetAtomLive,
             Operation::SetFoldLeader(..) => DeclaredOperation::SetFoldLeader,
@@ -180,6 +195,11 @@ impl<'a> PhaseFrame<'a> {
 
     pub fn generation(&self) -> u64 {
         self.execution.generation
+    }
+
+    /// The link's session: every handle of this link carries it.
+    pub fn session(&self) -> u64 {
+        self.execution.session
     }
 
     /// The graph, for ordinary iteration (handles and pages are the checked way to name entities).
@@ -337,6 +357,18 @@ impl<'a> PhaseFrame<'a> {
         self.stage(mutation, Operation::SetSymbolResolution(symbol, prevailing))
     }
 
+    /// Sets `symbol`'s binding, visibility, definition and whether it prevails and is exported (the plugin
+    /// ABI's `SetSymbolResolution`).
+    pub fn update_symbol_resolution(
+        &mut self,
+        mutation: Mutation,
+        symbol: Handle,
+        update: ResolutionUpdate,
+    ) -> Result<(), Status> {
+        let symbol = SymbolId(self.resolve(symbol, EntityKind::Symbol)? as u32);
+        self.stage(mutation, Operation::UpdateSymbolResolution(symbol, update))
+    }
+
     pub fn set_symbol_root(&mut self, mutation: Mutation, symbol: Handle, root: bool) -> Result<(), Status> {
         let symbol = SymbolId(self.resolve(symbol, EntityKind::Symbol)? as u32);
         self.stage(mutation, Operation::SetSymbolRoot(symbol, root))
@@ -433,6 +465,15 @@ impl<'a> PhaseFrame<'a> {
                     entry.resolution = prevailing;
                     touched(&mut entry.origin);
                 }
+                Operation::UpdateSymbolResolution(symbol, update) => {
+                    let entry = &mut graph.symbols[symbol.index()];
+                    entry.binding = update.binding;
+                    entry.visibility = update.visibility;
+                    entry.definition = update.definition;
+                    entry.prevailing = update.prevailing;
+                    entry.exported = update.exported;
+                    touched(&mut entry.origin);
+                }
                 Operation::SetSymbolRoot(symbol, root) => {
                     let entry = &mut graph.symbols[symbol.index()];
                     entry.root = root;
@@ -450,6 +491,12 @@ impl<'a> PhaseFrame<'a> {
                 Operation::SetFoldLeader(atom, leader) => {
                     let entry = &mut graph.atoms[atom.index()];
                     entry.fold_leader = leader;
+                    // As `icf` folds: the flag is what relocation and layout go by.
+                    if leader.is_some() {
+                        entry.flags |= atom_flags::FOLDED;
+                    } else {
+                        entry.flags &= !atom_flags::FOLDED;
+                    }
                     touched(&mut entry.origin);
                 }
                 Operation::ReplaceAtomContent(atom, bytes) => {
@@ -522,7 +569,8 @@ impl PhaseFrame<'_> {
 }
 
 /// The verifier of the current state, run over a staged change before it is applied. From GC_COMPLETE on,
-/// an atom may not be made dead while a live atom refers to it.
+/// an atom may not be made dead while a live atom refers to it; unwind tables do not count, as for `gc`
+/// (a function's unwind record does not keep the function alive).
 fn verify_change(
     context: &LinkContext,
     state: u32,
@@ -541,7 +589,10 @@ fn verify_change(
                 .incoming_edges(*atom)
                 .iter()
                 .map(|edge| &graph.edges[edge.index()])
-                .find(|edge| edge.source != *atom && graph.atoms[edge.source.index()].is_live());
+                .find(|edge| {
+                    let source = &graph.atoms[edge.source.index()];
+                    edge.source != *atom && source.is_live() && source.flags & atom_flags::UNWIND == 0
+                });
             if let Some(edge) = referrer {
                 return Err(Status::new(
                     StatusCode::VerificationFailed,

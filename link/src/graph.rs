@@ -369,30 +369,11 @@ impl Atom {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Binding {
-    Local = 1,
-    Global = 2,
-    Weak = 3,
-    Common = 4,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Visibility {
-    Default = 1,
-    Hidden = 2,
-    Protected = 3,
-    Internal = 4,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Definition {
-    Undefined = 1,
-    Defined = 2,
-    Absolute = 3,
-    Common = 4,
-    Shared = 5,
-}
+// A symbol's binding, visibility and definition are the plugin ABI's enumerations (`abi/link.toml`), so that
+// what a plugin reads and writes is the graph's own value.
+pub use neverc_tables::plugin_abi::link::{
+    LinkSymbolBinding as Binding, LinkSymbolDefinition as Definition, LinkSymbolVisibility as Visibility,
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SymbolType {

@@ -10,6 +10,9 @@
 mod calling_convention;
 mod context;
 mod frame;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod link;
 mod load;
 mod lto;

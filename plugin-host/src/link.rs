@@ -13,7 +13,7 @@ use neverc_tables::plugin_abi::ffi;
 use neverc_tables::policy::Request;
 use neverc_tables::status::{Status, StatusCode};
 
-use crate::frame::{Service, TASK_OWNER, continue_chain, image_info, serve, serve_image};
+use crate::frame::{FrameState, Service, TASK_OWNER, continue_chain, image_info, serve, serve_image};
 use crate::load::LoadedPlugin;
 use crate::registrar::{Hook, run_registration};
 use crate::status::{code_of, describe};
@@ -86,20 +86,18 @@ fn with_frame(
         })
         .unwrap_or_default();
     let mut chain: Option<Result<(), Status>> = None;
-    let mut mutations = Vec::new();
+    let mut state = FrameState::default();
     let status = {
         let frame_ref = &mut *frame;
         let mut body = |request: &mut dyn Any| {
-            if let Some(result) = serve(frame_ref, service, request, next.as_deref_mut(), &mut mutations) {
+            if let Some(result) = serve(frame_ref, service, request, next.as_deref_mut(), &mut state) {
                 chain.get_or_insert(result);
             }
         };
         neverc_sys::scoped::lend(&mut body, |token| call(&c_frame(phase, token), token))
     };
-    // Every Begin ends in one Commit or Abandon: what the callback left open is abandoned.
-    for mutation in mutations {
-        let _ = frame.abandon_mutation(mutation);
-    }
+    // What the callback left open is abandoned; what it staged in the image is published.
+    state.finish(frame);
     (status, chain)
 }
 
@@ -110,7 +108,7 @@ impl LinkPlugin for CPlugin {
 
     fn register(&mut self, registrar: &mut Registrar<'_>) -> Result<(), Status> {
         let tables = registrar.tables();
-        let service = Service { tables };
+        let service = Service::new(tables);
         let asked =
             run_registration(&self.plugin, tables).map_err(|error| Status::new(error.code(), error.to_string()))?;
         for (asked, hook) in asked {
@@ -184,7 +182,7 @@ impl LinkPlugin for CPlugin {
                 }
                 (Some(_), Hook::ImageVerifier(Some(verify), user_data)) => {
                     registrar.image_verifier(Box::new(move |image, layout| {
-                        let mut body = |request: &mut dyn Any| serve_image(layout, request);
+                        let mut body = |request: &mut dyn Any| serve_image(layout, image.len(), request);
                         let status = neverc_sys::scoped::lend(&mut body, |token| {
                             let info = image_info(layout, image.len(), token);
                             let task = ffi::TaskHandle(ffi::Handle {

@@ -133,16 +133,53 @@ impl Drop for LoadedPlugin {
 thread_local! {
     /// The Link API table this thread hands out: the slots served so far, CAPABILITY_UNAVAILABLE for the rest.
     static LINK_API: Box<ffi::LinkApi> = Box::new({
-        let mut table = ffi::LinkApi::unavailable(header::<ffi::LinkApi>(LINK.major, LINK.minor), std::ptr::null_mut());
-        table.get_graph_info = Some(crate::frame::get_graph_info);
-        table.get_symbol_page = Some(crate::frame::get_symbol_page);
-        table.get_section_page = Some(crate::frame::get_section_page);
-        table.begin_mutation = Some(crate::frame::begin_mutation);
-        table.commit_mutation = Some(crate::frame::commit_mutation);
-        table.abandon_mutation = Some(crate::frame::abandon_mutation);
-        table.set_symbol_root = Some(crate::frame::set_symbol_root);
-        table.create_constraint = Some(crate::frame::create_constraint);
-        table.get_binary_segment_page = Some(crate::frame::get_binary_segment_page);
+        use crate::frame::*;
+        let mut table = ffi::LinkApi::unavailable(self::header::<ffi::LinkApi>(LINK.major, LINK.minor), std::ptr::null_mut());
+        table.get_graph_info = Some(get_graph_info);
+        table.get_input_page = Some(get_input_page);
+        table.get_archive_page = Some(get_archive_page);
+        table.get_archive_member_page = Some(get_archive_member_page);
+        table.get_shared_library_page = Some(get_shared_library_page);
+        table.get_bitcode_module_page = Some(get_bitcode_module_page);
+        table.get_section_page = Some(get_section_page);
+        table.get_atom_page = Some(get_atom_page);
+        table.get_symbol_page = Some(get_symbol_page);
+        table.get_edge_page = Some(get_edge_page);
+        table.get_comdat_page = Some(get_comdat_page);
+        table.get_import_page = Some(get_import_page);
+        table.get_export_page = Some(get_export_page);
+        table.get_unwind_page = Some(get_unwind_page);
+        table.get_synthetic_page = Some(get_synthetic_page);
+        table.get_constraint_page = Some(get_constraint_page);
+        table.get_input_info = Some(get_input_info);
+        table.get_archive_info = Some(get_archive_info);
+        table.get_archive_member_info = Some(get_archive_member_info);
+        table.get_shared_library_info = Some(get_shared_library_info);
+        table.get_bitcode_module_info = Some(get_bitcode_module_info);
+        table.get_section_info = Some(get_section_info);
+        table.get_atom_info = Some(get_atom_info);
+        table.get_symbol_info = Some(get_symbol_info);
+        table.get_edge_info = Some(get_edge_info);
+        table.get_comdat_info = Some(get_comdat_info);
+        table.get_import_info = Some(get_import_info);
+        table.get_export_info = Some(get_export_info);
+        table.get_unwind_info = Some(get_unwind_info);
+        table.get_synthetic_info = Some(get_synthetic_info);
+        table.get_constraint_info = Some(get_constraint_info);
+        table.get_proof_info = Some(get_proof_info);
+        table.get_binary_image_info = Some(get_binary_image_info);
+        table.get_binary_segment_page = Some(get_binary_segment_page);
+        table.get_binary_section_page = Some(get_binary_section_page);
+        table.begin_mutation = Some(begin_mutation);
+        table.commit_mutation = Some(commit_mutation);
+        table.abandon_mutation = Some(abandon_mutation);
+        table.rebind_symbol = Some(rebind_symbol);
+        table.set_symbol_root = Some(set_symbol_root);
+        table.set_atom_live = Some(set_atom_live);
+        table.set_fold_leader = Some(set_fold_leader);
+        table.replace_atom_content = Some(replace_atom_content);
+        table.create_constraint = Some(create_constraint);
+        table.set_symbol_resolution = Some(set_symbol_resolution);
         table
     });
     /// The Link registrar table this thread hands out (during a registration: its context is the
@@ -183,8 +220,35 @@ thread_local! {
         let mut table =
             ffi::LinkPhaseApi::unavailable(header::<ffi::LinkPhaseApi>(LINK_PHASE.major, LINK_PHASE.minor), std::ptr::null_mut());
         table.get_graph = Some(crate::frame::get_graph);
+        table.get_image = Some(crate::frame::get_image);
         table
     });
+    /// The MutableBinaryAPI this thread hands out in `BinaryImageInfo.Binary` (of a phase frame's image).
+    static MUTABLE_BINARY_API: Box<ffi::MutableBinaryApi> = Box::new({
+        use crate::frame::image::*;
+        let mut table = ffi::MutableBinaryApi::unavailable(self::header::<ffi::MutableBinaryApi>(1, 0), std::ptr::null_mut());
+        table.reserve = Some(binary_reserve);
+        table.write = Some(binary_write);
+        table.write_at = Some(binary_write_at);
+        table.tell = Some(binary_tell);
+        table.read_at = Some(binary_read_at);
+        table.insert = Some(binary_insert);
+        table.append = Some(binary_append);
+        table.resize = Some(binary_resize);
+        table
+    });
+}
+
+/// Runs `f` on this thread's Link API, Link phase API and MutableBinaryAPI tables (the fuzzing driver calls
+/// their slots).
+#[cfg(feature = "fuzzing")]
+pub(crate) fn with_link_tables<R>(f: impl FnOnce(&ffi::LinkApi, &ffi::LinkPhaseApi, &ffi::MutableBinaryApi) -> R) -> R {
+    LINK_API.with(|link| LINK_PHASE_API.with(|phase| MUTABLE_BINARY_API.with(|binary| f(link, phase, binary))))
+}
+
+/// The address of this thread's MutableBinaryAPI table.
+pub(crate) fn mutable_binary_api_address() -> usize {
+    MUTABLE_BINARY_API.with(|table| &**table as *const ffi::MutableBinaryApi as usize)
 }
 
 /// The address of this thread's Link API table.
