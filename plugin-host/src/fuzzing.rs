@@ -1,5 +1,6 @@
 //! The driver of the `link_api` fuzz target (cargo feature `fuzzing`): random calls into the Link API's
-//! slots, the way a C plugin makes them, through the real tables and the real `extern "C"` slot functions
+//! slots (and, while an LTO request of two modules is lent as to an LTO provider, the LTO API's and the
+//! artifact API's), the way a C plugin makes them, through the real tables and the real `extern "C"` slot functions
 //! (called through `neverc_sys::plugin::CFunction`). A small program is compiled with gcc and linked once;
 //! every input then starts from a copy of that link's context, lends its frame as a C callback sees it, and
 //! reads the bytes as a sequence of calls: which slot, then each argument (handles from the ones the host
@@ -24,6 +25,7 @@ use std::path::{Path, PathBuf};
 use neverc_link::context::{LinkContext, LinkOptions};
 use neverc_link::execute::{link_state_machine, run_link, with_frame};
 use neverc_link::frame::ExecutionState;
+use neverc_link::lto::request::LtoRequest;
 use neverc_link::plugin::Registry;
 use neverc_sys::plugin::CFunction;
 use neverc_tables::BUNDLED_PHASES;
@@ -57,6 +59,8 @@ long helper(long v) { scratch[v & 31] = v; return v + table[v & 3]; }
 
 /// What every input starts from: the linked program's context and the execution state of its frames.
 struct Harness {
+    /// An LTO request of two modules, lent to the LTO and artifact slots.
+    lto_request: LtoRequest,
     context: LinkContext,
     execution: ExecutionState,
     service: Service,
@@ -114,6 +118,7 @@ impl Harness {
         let mut execution = ExecutionState::new(0x5eed);
         execution.state = machine.state_by_name("LAYOUT_COMPLETE").unwrap_or(0);
         Ok(Harness {
+            lto_request: lto_request(),
             context,
             execution,
             service: Service::new(&BUNDLED_PHASES),
@@ -151,6 +156,12 @@ fn run(harness: &Harness, bytes: &[u8]) -> Vec<(usize, i32)> {
         if source.exhausted() {
             break;
         }
+        if source.byte() % 8 == 2 {
+            crate::lto::lend(&harness.lto_request, |token, task, request| {
+                lto_calls(&mut source, token, task, request)
+            });
+            continue;
+        }
         if source.byte() % 4 == 3 {
             let Some(layout) = context.image_layout().cloned() else {
                 continue;
@@ -186,6 +197,98 @@ fn run(harness: &Harness, bytes: &[u8]) -> Vec<(usize, i32)> {
         );
     }
     source.answers
+}
+
+/// A request of two bitcode modules (their bytes need not be bitcode: the slots only hand them out), with a
+/// resolution for each symbol.
+fn lto_request() -> LtoRequest {
+    use neverc_link::graph::BitcodeModuleId;
+    use neverc_link::lto::request::{LtoOptions, RequestFile, RequestModule};
+    use neverc_link::lto::{LtoResolution, ResolutionFlags};
+    let files = (0..2)
+        .map(|index| RequestFile {
+            logical_name: format!("module{index}.o"),
+            path: None,
+            bytes: vec![0x42 + index as u8; 100 + 50 * index],
+            content_digest: [index as u8; 32],
+        })
+        .collect();
+    let modules: Vec<RequestModule> = (0..2)
+        .map(|index| RequestModule {
+            file: index,
+            ordinal: 0,
+            identifier: format!("module{index}.c"),
+            symbols: vec!["main".to_string(), format!("helper{index}"), "shared".to_string()],
+        })
+        .collect();
+    let resolutions = (0..2u32)
+        .flat_map(|module| {
+            (0..3).map(move |symbol| LtoResolution {
+                module: BitcodeModuleId(module),
+                symbol,
+                flags: ResolutionFlags::PREVAILING,
+                link_symbol: None,
+            })
+        })
+        .collect();
+    LtoRequest::new(
+        "x86_64-unknown-linux-gnu".to_string(),
+        LtoOptions::default(),
+        files,
+        modules,
+        resolutions,
+    )
+}
+
+/// Makes calls into the LTO and artifact slots while `request` is lent under `token`, as an LTO provider's
+/// callback would; the request's handles join the pool.
+fn lto_calls(source: &mut Source<'_>, token: u64, task: ffi::TaskHandle, request: &ffi::LtoRequest) {
+    source.tasks.push(token);
+    source.lto_task = Some(task);
+    source.pool.push(request.request.0);
+    for array in [request.modules, request.resolutions] {
+        for index in 0..array.count.min(4) {
+            if let Some(handle) =
+                neverc_sys::plugin::read_element::<ffi::Handle>(array.data, array.element_stride, index)
+            {
+                source.pool.push(handle);
+            }
+        }
+    }
+    for _ in 0..64 {
+        if source.exhausted() {
+            break;
+        }
+        let choice = source.byte() % 8;
+        let status = crate::load::with_lto_tables(|lto, artifact| match choice {
+            0 => Some(call(lto.get_request, source)),
+            1 => Some(call(lto.get_module_page, source)),
+            2 => Some(call(lto.get_resolution_page, source)),
+            3 => Some(call(lto.get_module_info, source)),
+            4 => Some(call(lto.get_resolution_info, source)),
+            5 => Some(call(artifact.read_artifact, source)),
+            6 => Some(call(artifact.create_artifact, source)),
+            _ => None,
+        });
+        let Some(status) = status else {
+            break;
+        };
+        let code = StatusCode::from_raw(status.code);
+        assert!(
+            code.is_some() || status.code == 0,
+            "LTO slot {choice} answered undeclared status {}",
+            status.code
+        );
+        assert_ne!(
+            code,
+            Some(StatusCode::PluginFailure),
+            "LTO slot {choice} panicked in the host"
+        );
+        source.answers.push((1000 + usize::from(choice), status.code));
+        source.check_page(status);
+        source.harvest();
+    }
+    source.lto_task = None;
 }
 
 /// Does what a plugin does first in a callback: asks for the graph and pages 16 entities of every kind
@@ -339,6 +442,8 @@ struct Source<'b> {
     page: Option<(usize, u64, u64)>,
     /// Which slot answered which code, call by call.
     answers: Vec<(usize, i32)>,
+    /// The task of the LTO request lent now, if one is.
+    lto_task: Option<ffi::TaskHandle>,
 }
 
 impl<'b> Source<'b> {
@@ -351,6 +456,7 @@ impl<'b> Source<'b> {
             tasks: Vec::new(),
             page: None,
             answers: Vec::new(),
+            lto_task: None,
         }
     }
 
@@ -591,7 +697,39 @@ impl Fuzzed for *mut c_void {
 
 impl Fuzzed for ffi::TaskHandle {
     fn fuzzed(source: &mut Source<'_>) -> ffi::TaskHandle {
-        source.task()
+        // While an LTO request is lent, mostly its task (the task of a link frame otherwise).
+        let lent = source.lto_task;
+        match lent {
+            Some(task) if source.byte() % 8 != 0 => task,
+            _ => source.task(),
+        }
+    }
+}
+
+impl Fuzzed for ffi::MutableByteView {
+    fn fuzzed(source: &mut Source<'_>) -> ffi::MutableByteView {
+        if source.byte() % 8 == 0 {
+            return ffi::MutableByteView {
+                data: std::ptr::null_mut(),
+                length: source.number(),
+            };
+        }
+        let length = usize::from(source.byte()) * 16;
+        let buffer = source.buffer(length);
+        ffi::MutableByteView {
+            data: source.pointer(buffer).cast(),
+            length: length as u64,
+        }
+    }
+}
+
+impl Fuzzed for ffi::StringView {
+    fn fuzzed(source: &mut Source<'_>) -> ffi::StringView {
+        let (data, length) = source.view(b"an object");
+        ffi::StringView {
+            data: data.cast(),
+            length,
+        }
     }
 }
 
@@ -742,6 +880,9 @@ fuzzed_handles!(
     BinaryImageHandle => Some((crate::frame::image::IMAGE_OWNER >> 40, crate::frame::image::IMAGE_OWNER as u8)),
     BinaryBuilderHandle => Some((crate::frame::image::BUILDER_OWNER >> 40, crate::frame::image::BUILDER_OWNER as u8)),
     ArtifactHandle => None,
+    LtoRequestHandle => None,
+    LtoInputModuleHandle => None,
+    LtoResolutionHandle => None,
 );
 
 /// Out-structures: room for the structure, with a random `StructSize` in its header.
@@ -782,6 +923,9 @@ fuzzed_outs!(
     LinkPhaseImageInfo,
     ArtifactHandle,
     ByteView,
+    LtoRequest,
+    LtoInputModuleInfo,
+    LtoSymbolResolution,
 );
 
 macro_rules! fuzzed_tuples {

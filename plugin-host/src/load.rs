@@ -246,6 +246,12 @@ pub(crate) fn with_link_tables<R>(f: impl FnOnce(&ffi::LinkApi, &ffi::LinkPhaseA
     LINK_API.with(|link| LINK_PHASE_API.with(|phase| MUTABLE_BINARY_API.with(|binary| f(link, phase, binary))))
 }
 
+/// Runs `f` on this thread's LTO API and artifact API tables (the fuzzing driver calls their slots).
+#[cfg(feature = "fuzzing")]
+pub(crate) fn with_lto_tables<R>(f: impl FnOnce(&ffi::LtoApi, &ffi::ArtifactApi) -> R) -> R {
+    LTO_API.with(|lto| ARTIFACT_API.with(|artifact| f(lto, artifact)))
+}
+
 /// The address of this thread's MutableBinaryAPI table.
 pub(crate) fn mutable_binary_api_address() -> usize {
     MUTABLE_BINARY_API.with(|table| &**table as *const ffi::MutableBinaryApi as usize)

@@ -143,27 +143,26 @@ impl CLtoProvider {
             ))),
         }
     }
+}
 
-    /// Lends `request` to C for one call of `call`, which gets the task's token, the task handle and the
-    /// request structure; returns what C returned and the artifacts it created.
-    fn lend<R>(
-        &self,
-        request: &LtoRequest,
-        call: impl FnOnce(u64, ffi::TaskHandle, &ffi::LtoRequest) -> R,
-    ) -> (R, u64, Vec<Created>) {
-        let view: OnceCell<RequestView> = OnceCell::new();
-        let mut created = Vec::new();
-        let mut lent_token = 0;
-        let result = {
-            let mut body = |call: &mut dyn Any| serve(request, &view, &mut created, call);
-            neverc_sys::scoped::lend(&mut body, |token| {
-                lent_token = token;
-                let view = view.get_or_init(|| RequestView::new(request, token));
-                call(token, ffi::TaskHandle(handle(token, Kind::Task, 0)), &view.request)
-            })
-        };
-        (result, lent_token, created)
-    }
+/// Lends `request` to C for one call of `call`, which gets the task's token, the task handle and the request
+/// structure; returns what C returned, the token and the artifacts it created.
+pub(crate) fn lend<R>(
+    request: &LtoRequest,
+    call: impl FnOnce(u64, ffi::TaskHandle, &ffi::LtoRequest) -> R,
+) -> (R, u64, Vec<Created>) {
+    let view: OnceCell<RequestView> = OnceCell::new();
+    let mut created = Vec::new();
+    let mut lent_token = 0;
+    let result = {
+        let mut body = |call: &mut dyn Any| serve(request, &view, &mut created, call);
+        neverc_sys::scoped::lend(&mut body, |token| {
+            lent_token = token;
+            let view = view.get_or_init(|| RequestView::new(request, token));
+            call(token, ffi::TaskHandle(handle(token, Kind::Task, 0)), &view.request)
+        })
+    };
+    (result, lent_token, created)
 }
 
 impl Drop for CLtoProvider {
@@ -208,7 +207,7 @@ impl LtoProvider for CLtoProvider {
             length: buffer.len() as u64,
         };
         let mut size = 0u64;
-        let (status, _, _) = self.lend(request, |_, task, c_request| {
+        let (status, _, _) = lend(request, |_, task, c_request| {
             build.call((
                 self.descriptor.user_data,
                 task,
@@ -247,7 +246,7 @@ impl LtoProvider for CLtoProvider {
             product_id: ffi::InterfaceId::default(),
             producer_route_digest: [0; 32],
         };
-        let (status, token, created) = self.lend(request, |_, task, c_request| {
+        let (status, token, created) = lend(request, |_, task, c_request| {
             codegen.call((
                 self.descriptor.user_data,
                 task,
@@ -262,8 +261,8 @@ impl LtoProvider for CLtoProvider {
     }
 }
 
-/// An artifact a provider created: its name and bytes.
-struct Created {
+/// An artifact a provider created: its bytes.
+pub(crate) struct Created {
     bytes: Vec<u8>,
 }
 
