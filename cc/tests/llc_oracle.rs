@@ -109,21 +109,65 @@ enum Syntax {
     Arm,
 }
 
+/// Types and their weights, in parts (the common part and the target's own).
+type Menu = &'static [&'static [(&'static str, usize)]];
+
 struct OracleTarget {
     name: &'static str,
     triple: &'static str,
     syntax: Syntax,
     /// Bytes between the stack pointer at entry and the incoming argument area (x86-64: the return address).
     entry_sp_below_arguments: i64,
-    /// Parameter types and their weights.
-    menu: &'static [(&'static str, usize)],
+    /// Parameter types and their weights, in parts.
+    menu: Menu,
     /// Whole return types and their weights (`struct` stands for a random struct of `fields`).
-    returns: &'static [(&'static str, usize)],
+    returns: Menu,
     /// Field types of random returned structs, and the most fields of a floating-point class one may have.
     fields: &'static [&'static str],
     max_fp_fields: usize,
     quirks: &'static [Llvm14Quirk],
 }
+
+/// Parameter types both targets take, with their weights.
+const COMMON_MENU: &[(&str, usize)] = &[
+    ("i8", 2),
+    ("i16", 2),
+    ("i32", 3),
+    ("i64", 3),
+    ("ptr", 3),
+    ("i128", 4),
+    ("i256", 1),
+    ("half", 2),
+    ("float", 3),
+    ("double", 3),
+    ("fp128", 2),
+    ("<2 x float>", 2),
+    ("<4 x float>", 2),
+    ("<2 x double>", 2),
+    ("<4 x i32>", 2),
+    ("<8 x float>", 2),
+];
+
+/// Return types both targets take (`struct` stands for a random struct of the target's `fields`).
+const COMMON_RETURNS: &[(&str, usize)] = &[
+    ("void", 3),
+    ("i8", 1),
+    ("i16", 1),
+    ("i32", 2),
+    ("i64", 2),
+    ("ptr", 1),
+    ("i128", 2),
+    ("i256", 2),
+    ("half", 1),
+    ("float", 1),
+    ("double", 1),
+    ("fp128", 1),
+    ("<2 x float>", 1),
+    ("<4 x float>", 1),
+    ("<8 x float>", 1),
+    ("{ i64, i64, i64 }", 2),
+    ("struct", 8),
+];
 
 const X86_64: OracleTarget = OracleTarget {
     name: "x86_64",
@@ -131,52 +175,19 @@ const X86_64: OracleTarget = OracleTarget {
     syntax: Syntax::Att,
     entry_sp_below_arguments: 8,
     menu: &[
-        ("i8", 2),
-        ("i16", 2),
-        ("i32", 3),
-        ("i64", 3),
-        ("ptr", 3),
-        ("i128", 4),
-        ("i256", 1),
-        ("half", 2),
-        ("float", 3),
-        ("double", 3),
-        ("fp128", 2),
-        ("<2 x float>", 2),
-        ("<4 x float>", 2),
-        ("<2 x double>", 2),
-        ("<4 x i32>", 2),
-        ("<8 x float>", 2),
-        ("x86_fp80", 2),
-        ("[2 x float]", 1),
-        ("[3 x float]", 1),
-        ("[4 x float]", 1),
-        ("[2 x double]", 1),
-        ("[4 x double]", 1),
-        (BYVAL_S24, 3),
+        COMMON_MENU,
+        &[
+            ("x86_fp80", 2),
+            ("[2 x float]", 1),
+            ("[3 x float]", 1),
+            ("[4 x float]", 1),
+            ("[2 x double]", 1),
+            ("[4 x double]", 1),
+            (BYVAL_S24, 3),
+        ],
     ],
     // x86_fp80 is returned in st0, which the target does not declare (see the deviation table).
-    returns: &[
-        ("void", 3),
-        ("i8", 1),
-        ("i16", 1),
-        ("i32", 2),
-        ("i64", 2),
-        ("ptr", 1),
-        ("i128", 2),
-        ("i256", 2),
-        ("half", 1),
-        ("float", 1),
-        ("double", 1),
-        ("fp128", 1),
-        ("<2 x float>", 1),
-        ("<4 x float>", 1),
-        ("<8 x float>", 1),
-        ("[2 x double]", 1),
-        ("[3 x i64]", 1),
-        ("{ i64, i64, i64 }", 2),
-        ("struct", 8),
-    ],
+    returns: &[COMMON_RETURNS, &[("[2 x double]", 1), ("[3 x i64]", 1)]],
     fields: &[
         "i8",
         "i16",
@@ -203,50 +214,17 @@ const AARCH64: OracleTarget = OracleTarget {
     syntax: Syntax::Arm,
     entry_sp_below_arguments: 0,
     menu: &[
-        ("i8", 2),
-        ("i16", 2),
-        ("i32", 3),
-        ("i64", 3),
-        ("ptr", 3),
-        ("i128", 4),
-        ("i256", 1),
-        ("half", 2),
-        ("float", 3),
-        ("double", 3),
-        ("fp128", 2),
-        ("<2 x float>", 2),
-        ("<4 x float>", 2),
-        ("<2 x double>", 2),
-        ("<4 x i32>", 2),
-        ("<8 x float>", 2),
-        ("[2 x float]", 2),
-        ("[3 x float]", 2),
-        ("[4 x float]", 2),
-        ("[2 x double]", 2),
-        ("[4 x double]", 2),
-        ("[2 x i64]", 3),
+        COMMON_MENU,
+        &[
+            ("[2 x float]", 2),
+            ("[3 x float]", 2),
+            ("[4 x float]", 2),
+            ("[2 x double]", 2),
+            ("[4 x double]", 2),
+            ("[2 x i64]", 3),
+        ],
     ],
-    returns: &[
-        ("void", 3),
-        ("i8", 1),
-        ("i16", 1),
-        ("i32", 2),
-        ("i64", 2),
-        ("ptr", 1),
-        ("i128", 2),
-        ("i256", 2),
-        ("half", 1),
-        ("float", 1),
-        ("double", 1),
-        ("fp128", 1),
-        ("<2 x float>", 1),
-        ("<4 x float>", 1),
-        ("<8 x float>", 1),
-        ("[4 x double]", 1),
-        ("[9 x i64]", 1),
-        ("{ i64, i64, i64 }", 2),
-        ("struct", 8),
-    ],
+    returns: &[COMMON_RETURNS, &[("[4 x double]", 1), ("[9 x i64]", 1)]],
     fields: &[
         "i8",
         "i16",
@@ -326,16 +304,17 @@ fn types() -> TypeTable {
     )])
 }
 
-fn pick<'m>(rng: &mut Rng, menu: &'m [(&'m str, usize)]) -> &'m str {
-    let total_weight: usize = menu.iter().map(|(_, weight)| weight).sum();
+fn pick(rng: &mut Rng, menu: Menu) -> &'static str {
+    let entries = || menu.iter().flat_map(|part| part.iter());
+    let total_weight: usize = entries().map(|(_, weight)| weight).sum();
     let mut pick = rng.below(total_weight);
-    for (ty, weight) in menu {
+    for (ty, weight) in entries() {
         if pick < *weight {
             return ty;
         }
         pick -= weight;
     }
-    menu[0].0
+    menu[0][0].0
 }
 
 /// A random return type of the target's menu.
@@ -909,7 +888,7 @@ fn check_seed(target: &TargetRecord, oracle: &OracleTarget, seed: u64) -> Result
         problems.push("the returns must include register and indirect ones".to_string());
     }
     // The generator must reach the stack with every type of the menu, or the stack rules go unchecked.
-    for (ty, _) in oracle.menu {
+    for (ty, _) in oracle.menu.iter().flat_map(|part| part.iter()) {
         let stack = summary.coverage.get(*ty).map_or(0, |(_, stack)| *stack);
         if stack == 0 {
             problems.push(format!(
