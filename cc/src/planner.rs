@@ -303,11 +303,51 @@ pub fn plan_from_spec(
         callee_saved,
     };
     let assignments = assign(target, &plan, signature, types)?;
+    hidden_pointer_clash(target, &assignments, &mut notes);
     Ok(PlannedFunction {
         plan,
         assignments,
         notes,
     })
+}
+
+/// Warns when the standard convention returns the value through a hidden pointer in a register that a plan
+/// location also gives an argument: the two cannot share it, and the plan has no word for the pointer.
+fn hidden_pointer_clash(target: &TargetRecord, assignments: &[ValueAssignment], notes: &mut Vec<PlanNote>) {
+    let Some(returned) = assignments
+        .iter()
+        .find(|assignment| assignment.value == ValueRef::Return && assignment.indirect)
+    else {
+        return;
+    };
+    for piece in &returned.pieces {
+        let Place::Register { register, .. } = piece.place else {
+            continue;
+        };
+        let clash = assignments.iter().find(|assignment| {
+            assignment.decider == Decider::Plan
+                && matches!(assignment.value, ValueRef::Argument(_))
+                && assignment
+                    .pieces
+                    .iter()
+                    .any(|other| matches!(other.place, Place::Register { register: taken, .. } if taken == register))
+        });
+        if let Some(ValueAssignment {
+            value: ValueRef::Argument(index),
+            ..
+        }) = clash
+        {
+            notes.push(note(
+                NoteSeverity::Warning,
+                format!(
+                    "the return value does not fit the return registers and goes through a hidden pointer in `{}`, \
+                     which the plan also gives argument {index}",
+                    target.registers[register].name
+                ),
+                None,
+            ));
+        }
+    }
 }
 
 /// The plan number of a register seen at `width`: the sub-register of that width where one is declared, else

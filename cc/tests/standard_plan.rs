@@ -158,3 +158,18 @@ fn an_indirect_return_withholds_its_register_from_the_arguments_where_it_is_one(
         }
     }
 }
+
+#[test]
+fn a_spec_that_gives_the_hidden_pointer_register_to_an_argument_is_warned_about() {
+    let target = neverc_tables::target_by_name("x86_64").unwrap();
+    let signature = Signature::parse("{ i64, i64, i64, i64 } (i64, i64)").unwrap();
+    let warned = |spec: &str| {
+        neverc_cc::planner::plan_from_spec(target, spec, &signature, &TypeTable::new(), "f")
+            .unwrap()
+            .notes
+            .iter()
+            .any(|note| note.message.contains("hidden pointer in `rdi`") && note.message.contains("argument 0"))
+    };
+    assert!(warned("gpr:rdi,rsi;ret:rax"));
+    assert!(!warned("gpr:rcx,rdx;ret:rax"));
+}
