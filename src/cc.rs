@@ -6,8 +6,8 @@ use miette::{LabeledSpan, MietteDiagnostic, NamedSource, Report, Severity};
 use neverc_cc::assignment::{Decider, ValueRef};
 use neverc_cc::layout::TypeTable;
 use neverc_cc::plan::{LocationKind, Plan};
-use neverc_cc::plan_validation::{ValueSizes, validate_plan};
-use neverc_cc::planner::{NoteSeverity, PlanNote, PlanningError, plan_from_spec};
+use neverc_cc::plan_validation::{ValueSizes, check_plan_records, validate_plan};
+use neverc_cc::planner::{NoteSeverity, PlanNote, PlannedFunction, PlanningError, plan_from_spec, plan_standard};
 use neverc_cc::signature::{Signature, parse_type_definition};
 use neverc_tables::TargetRecord;
 use neverc_tables::target_by_name;
@@ -119,9 +119,62 @@ struct NoteRow {
 #[derive(Serialize)]
 struct PlanOutput {
     target: &'static str,
-    plan: String,
+    /// `spec` or `standard`.
+    source: &'static str,
+    /// The plan string; none when the placement is no valid plan (`plan_error` says why).
+    plan: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    plan_error: Option<String>,
     values: Vec<PlanRow>,
+    callee_saved: Vec<String>,
+    stack_alignment: u64,
     notes: Vec<NoteRow>,
+}
+
+/// Byte sizes of a signature's values, as plan checks take them.
+fn value_sizes(target: &TargetRecord, signature: &Signature, types: &TypeTable) -> Result<ValueSizes, CommandError> {
+    let pointer = u64::from(target.pointer_width / 8);
+    let size_of = |ty: &neverc_cc::signature::IrType| -> Result<u32, CommandError> {
+        let layout = neverc_cc::layout::layout_of(ty, pointer, types)
+            .map_err(|error| CommandError::Request(error.to_string()))?;
+        Ok(u32::try_from(layout.store_size).unwrap_or(u32::MAX))
+    };
+    let returns = if signature.return_type == neverc_cc::signature::IrType::Void {
+        Vec::new()
+    } else {
+        vec![size_of(&signature.return_type)?]
+    };
+    let arguments = signature
+        .parameters
+        .iter()
+        .map(|parameter| size_of(&parameter.ty))
+        .collect::<Result<_, _>>()?;
+    Ok(ValueSizes { returns, arguments })
+}
+
+/// Plans under the spec (or the target's default spec), or, with --standard, by the standard convention
+/// alone; the plan string is withheld, with the reason, when the standard placement is no valid plan.
+fn planned_function(
+    args: &CcPlanArgs,
+    target: &'static TargetRecord,
+    signature: &Signature,
+    types: &TypeTable,
+) -> Result<(PlannedFunction, Option<String>), CommandError> {
+    if args.standard {
+        let planned = plan_standard(target, signature, types, &args.function)
+            .map_err(|error| CommandError::Request(error.to_string()))?;
+        let sizes = value_sizes(target, signature, types)?;
+        let rejection = check_plan_records(&planned.plan, target, Some(&sizes))
+            .err()
+            .map(|error| error.to_string());
+        return Ok((planned, rejection));
+    }
+    let spec = args.spec.as_deref().unwrap_or(target.default_spec);
+    let planned = plan_from_spec(target, spec, signature, types, &args.function).map_err(|error| {
+        report_planning_error("--spec", spec, &error);
+        CommandError::Request(error.to_string())
+    })?;
+    Ok((planned, None))
 }
 
 fn plan(args: &CcPlanArgs) -> Result<(), CommandError> {
@@ -130,10 +183,7 @@ fn plan(args: &CcPlanArgs) -> Result<(), CommandError> {
     let spec = args.spec.as_deref().unwrap_or(target.default_spec);
     let signature = signature(&args.sig)?;
     let types = types(&args.types)?;
-    let planned = plan_from_spec(target, spec, &signature, &types, &args.function).map_err(|error| {
-        report_planning_error("--spec", spec, &error);
-        CommandError::Request(error.to_string())
-    })?;
+    let (planned, plan_error) = planned_function(args, target, &signature, &types)?;
     let values: Vec<PlanRow> = planned
         .assignments
         .iter()
@@ -173,10 +223,23 @@ fn plan(args: &CcPlanArgs) -> Result<(), CommandError> {
             message: note.message.clone(),
         })
         .collect();
+    let callee_saved = planned
+        .plan
+        .callee_saved
+        .iter()
+        .map(|number| match target.register_by_number(*number) {
+            Some(resolved) => neverc_cc::assignment::register_view_name(target, resolved.register, resolved.width),
+            None => format!("register#{number}"),
+        })
+        .collect();
     let output = PlanOutput {
         target: target.name,
-        plan: planned.plan.serialize(),
+        source: if args.standard { "standard" } else { "spec" },
+        plan: plan_error.is_none().then(|| planned.plan.serialize()),
+        plan_error,
         values,
+        callee_saved,
+        stack_alignment: planned.plan.stack_alignment,
         notes,
     };
     if json {
@@ -184,7 +247,11 @@ fn plan(args: &CcPlanArgs) -> Result<(), CommandError> {
         outln!("{text}");
         return Ok(());
     }
-    outln!("{}", output.plan);
+    match (&output.plan, &output.plan_error) {
+        (Some(plan), _) => outln!("{plan}"),
+        (None, Some(error)) => outln!("no plan string: the standard placement is not a valid plan ({error})"),
+        (None, None) => {}
+    }
     outln!(
         "{:<12} {:<9} {:<12} {:>6} {:>5} {:>6}",
         "value",
@@ -215,6 +282,15 @@ fn plan(args: &CcPlanArgs) -> Result<(), CommandError> {
             );
         }
     }
+    outln!(
+        "callee-saved: {}",
+        if output.callee_saved.is_empty() {
+            "none".to_string()
+        } else {
+            output.callee_saved.join(", ")
+        }
+    );
+    outln!("stack alignment: {}", output.stack_alignment);
     for note in &planned.notes {
         report_note("--spec", "", spec, note);
     }
@@ -236,26 +312,7 @@ fn validate(args: &CcValidateArgs) -> Result<(), CommandError> {
         }
     };
     let sizes = match &args.sig {
-        Some(text) => {
-            let signature = signature(text)?;
-            let pointer = u64::from(target.pointer_width / 8);
-            let size_of = |ty: &neverc_cc::signature::IrType| -> Result<u32, CommandError> {
-                let layout = neverc_cc::layout::layout_of(ty, pointer, &TypeTable::new())
-                    .map_err(|error| CommandError::Request(error.to_string()))?;
-                Ok(u32::try_from(layout.store_size).unwrap_or(u32::MAX))
-            };
-            let returns = if signature.return_type == neverc_cc::signature::IrType::Void {
-                Vec::new()
-            } else {
-                vec![size_of(&signature.return_type)?]
-            };
-            let arguments = signature
-                .parameters
-                .iter()
-                .map(|parameter| size_of(&parameter.ty))
-                .collect::<Result<_, _>>()?;
-            Some(ValueSizes { returns, arguments })
-        }
+        Some(text) => Some(value_sizes(target, &signature(text)?, &TypeTable::new())?),
         None => None,
     };
     let result = validate_plan(&parsed, target, sizes.as_ref());

@@ -264,7 +264,8 @@ pub(crate) enum IcfChoice {
 pub(crate) enum CcCommand {
     /// Plan a function signature under a spec and print the plan string and where every value goes.
     ///
-    /// Values the plan does not cover follow the target's standard convention; the table says which.
+    /// Values the plan does not cover follow the target's standard convention; the table says which. With
+    /// --standard, no spec is used: the whole plan is the target's standard convention.
     #[command(after_help = AFTER_HELP)]
     Plan(CcPlanArgs),
     /// Validate a plan string against a target: NeverC's four hard errors, then every record check.
@@ -339,6 +340,11 @@ pub(crate) struct CcPlanArgs {
     /// The spec, such as `gpr:rcx,rdx,r8;ret:rax` (default: the target's default spec).
     #[arg(long, value_name = "SPEC")]
     pub(crate) spec: Option<String>,
+    /// Plan without a spec: every value where the target's standard convention puts it (arguments and
+    /// return, a hidden pointer for a value returned indirectly), with the target's callee-saved registers
+    /// and stack alignment.
+    #[arg(long, conflicts_with = "spec")]
+    pub(crate) standard: bool,
     /// The IR signature, such as `i32 (i32, i64, ptr byval(%struct.Q) align 8)`.
     #[arg(long, value_name = "SIG")]
     pub(crate) sig: String,

@@ -2,7 +2,8 @@
 //!
 //! Every bundled target uses natural alignment (the store size rounded up to a power of two, capped at 16
 //! bytes for scalars), which is also what the psABIs say for `i128`. LLVM 14's x86-64 data layout gives
-//! `i128` only 8-byte alignment; that known LLVM bug is documented in the oracle test, and we follow the psABI.
+//! `i128` only 8-byte alignment; that known LLVM bug is listed in `docs/standard-abi-deviations.md` (checked by
+//! the oracle test), and we follow the psABI.
 
 use std::collections::HashMap;
 

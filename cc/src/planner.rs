@@ -10,7 +10,7 @@ use crate::assignment::{Decider, Piece, Place, ValueAssignment, ValueRef};
 use crate::layout::{LayoutError, TypeTable, layout_of};
 use crate::plan::{LOCATION_BYVAL, LOCATION_INDIRECT, Location, LocationKind, Plan, PlanId};
 use crate::signature::{IrType, Signature};
-use crate::standard_abi::{AbiState, StandardAbiError, standard_return, value_width};
+use crate::standard_abi::{AbiState, StandardAbiError, standard_assignments, standard_return, value_width};
 use neverc_tables::{RegisterClassKind, ResolvedRegister, TargetRecord};
 
 /// NeverC's warning for a register that is both callee-saved and an argument or return register.
@@ -35,6 +35,8 @@ pub struct PlanNote {
 pub enum PlanningError {
     #[error("NeverC custom calling convention does not support variadic functions: '{function}'")]
     Variadic { function: String },
+    #[error("the standard-ABI planner does not model variadic functions: '{function}'")]
+    StandardVariadic { function: String },
     #[error("legacy NeverC calling convention spec is empty or malformed")]
     EmptySpec,
     #[error("malformed NeverC calling convention spec: `{token}` is not a key, a register name or a stack token")]
@@ -301,10 +303,166 @@ pub fn plan_from_spec(
         callee_saved,
     };
     let assignments = assign(target, &plan, signature, types)?;
+    hidden_pointer_clash(target, &assignments, &mut notes);
     Ok(PlannedFunction {
         plan,
         assignments,
         notes,
+    })
+}
+
+/// Warns when the standard convention returns the value through a hidden pointer in a register that a plan
+/// location also gives an argument: the two cannot share it, and the plan has no word for the pointer.
+fn hidden_pointer_clash(target: &TargetRecord, assignments: &[ValueAssignment], notes: &mut Vec<PlanNote>) {
+    let Some(returned) = assignments
+        .iter()
+        .find(|assignment| assignment.value == ValueRef::Return && assignment.indirect)
+    else {
+        return;
+    };
+    for piece in &returned.pieces {
+        let Place::Register { register, .. } = piece.place else {
+            continue;
+        };
+        let clash = assignments.iter().find(|assignment| {
+            assignment.decider == Decider::Plan
+                && matches!(assignment.value, ValueRef::Argument(_))
+                && assignment
+                    .pieces
+                    .iter()
+                    .any(|other| matches!(other.place, Place::Register { register: taken, .. } if taken == register))
+        });
+        if let Some(ValueAssignment {
+            value: ValueRef::Argument(index),
+            ..
+        }) = clash
+        {
+            notes.push(note(
+                NoteSeverity::Warning,
+                format!(
+                    "the return value does not fit the return registers and goes through a hidden pointer in `{}`, \
+                     which the plan also gives argument {index}",
+                    target.registers[register].name
+                ),
+                None,
+            ));
+        }
+    }
+}
+
+/// The plan number of a register seen at `width`: the sub-register of that width where one is declared, else
+/// the whole register.
+fn plan_number_at(target: &TargetRecord, register: usize, width: u32) -> Option<u32> {
+    let record = target.register(register)?;
+    if record.width == width {
+        return Some(record.plan_number);
+    }
+    Some(
+        record
+            .subregisters
+            .iter()
+            .find(|sub| sub.width == width)
+            .map_or(record.plan_number, |sub| sub.plan_number),
+    )
+}
+
+/// The pure standard-convention plan of `signature` on `target`: every value where the target's standard
+/// convention puts it (returns included, and a hidden pointer for a value returned indirectly), the target's
+/// callee-saved registers and its stack alignment. `function` names the function in diagnostics.
+///
+/// A register location names the register at the piece's width; a stack location has the piece's size and
+/// the largest alignment (up to the target's maximum) its offset has. Not every standard placement is a
+/// valid plan string (a struct's padding leaves gaps between its pieces, which plans do not allow); callers
+/// check the plan with [`crate::plan_validation::check_plan_records`] before they hand it on.
+pub fn plan_standard(
+    target: &TargetRecord,
+    signature: &Signature,
+    types: &TypeTable,
+    function: &str,
+) -> Result<PlannedFunction, PlanningError> {
+    if signature.variadic {
+        return Err(PlanningError::StandardVariadic {
+            function: function.to_string(),
+        });
+    }
+    let assignments = standard_assignments(target, signature, types)?;
+    let maximum = u64::from(target.abi.stack_max_alignment.max(1));
+    let mut returns = Vec::new();
+    let mut arguments = Vec::new();
+    for assignment in &assignments {
+        let (ty, value_index, byval) = match assignment.value {
+            ValueRef::Return => (&signature.return_type, 0, false),
+            ValueRef::Argument(index) => {
+                let Some(parameter) = signature.parameters.get(index as usize) else {
+                    continue;
+                };
+                (&parameter.ty, index, parameter.attributes.byval.is_some())
+            }
+        };
+        let (_, value_alignment) = value_size(target, ty, types)?;
+        let flags = match (assignment.indirect, byval) {
+            (true, true) => LOCATION_INDIRECT | LOCATION_BYVAL,
+            (true, false) => LOCATION_INDIRECT,
+            (false, _) => 0,
+        };
+        for piece in &assignment.pieces {
+            let offset = u32::try_from(piece.offset).map_err(|_| PlanningError::Oversized)?;
+            let size = u32::try_from(piece.size).map_err(|_| PlanningError::Oversized)?;
+            let location = match piece.place {
+                Place::Register { register, width } => Location {
+                    kind: LocationKind::Register,
+                    value_index,
+                    piece_offset: offset,
+                    size,
+                    alignment: value_alignment.min(size.max(1).next_power_of_two()),
+                    register: plan_number_at(target, register, width).unwrap_or(0),
+                    stack_offset: 0,
+                    flags,
+                },
+                Place::Stack {
+                    offset: stack_offset, ..
+                } => {
+                    let alignment = if stack_offset == 0 {
+                        maximum
+                    } else {
+                        (1u64 << stack_offset.trailing_zeros()).min(maximum)
+                    };
+                    Location {
+                        kind: LocationKind::Stack,
+                        value_index,
+                        piece_offset: offset,
+                        size,
+                        alignment: u32::try_from(alignment).map_err(|_| PlanningError::Oversized)?,
+                        register: 0,
+                        stack_offset: u32::try_from(stack_offset).map_err(|_| PlanningError::Oversized)?,
+                        flags,
+                    }
+                }
+            };
+            match assignment.value {
+                ValueRef::Return => returns.push(location),
+                ValueRef::Argument(_) => arguments.push(location),
+            }
+        }
+    }
+    let callee_saved = target
+        .callee_saved
+        .iter()
+        .filter_map(|view| plan_number_at(target, view.register, view.width))
+        .collect();
+    let plan = Plan {
+        schema: target.schema_digest.to_string(),
+        target: PlanId::from(target.target_id),
+        convention: PlanId::from(target.convention_id),
+        stack_alignment: u64::from(target.stack_alignment),
+        returns,
+        arguments,
+        callee_saved,
+    };
+    Ok(PlannedFunction {
+        plan,
+        assignments,
+        notes: Vec::new(),
     })
 }
 
@@ -351,37 +509,46 @@ pub fn assign(
             size: u64::from(location.size),
         }),
     };
-    match plan
-        .find_return(0)
-        .and_then(|location| plan_place(location).map(|place| (location, place)))
-    {
-        Some((location, place)) => {
-            let width = match place {
-                Place::Register { register, .. } => {
-                    value_width(&signature.return_type, target).min(target.registers[register].width)
-                }
-                Place::Stack { .. } => 0,
-            };
-            let place = match place {
-                Place::Register { register, .. } => Place::Register { register, width },
-                stack => stack,
-            };
-            assignments.push(ValueAssignment {
-                value: ValueRef::Return,
-                pieces: vec![Piece {
-                    place,
-                    offset: 0,
-                    size: u64::from(location.size),
-                }],
-                indirect: false,
-                decider: Decider::Plan,
-            });
+    let return_pieces: Vec<&Location> = plan
+        .returns
+        .iter()
+        .filter(|location| location.value_index == 0)
+        .collect();
+    let single = return_pieces.len() == 1;
+    let mut placed_return = Vec::new();
+    for location in &return_pieces {
+        let Some(place) = plan_place(location) else { continue };
+        // One piece is seen at the width of the returned value; a value in several pieces at the width each
+        // piece's register number names.
+        let place = match place {
+            Place::Register { register, .. } if single => Place::Register {
+                register,
+                width: value_width(&signature.return_type, target).min(target.registers[register].width),
+            },
+            other => other,
+        };
+        placed_return.push(Piece {
+            place,
+            offset: u64::from(location.piece_offset),
+            size: u64::from(location.size),
+        });
+    }
+    if placed_return.is_empty() {
+        if let Some(assignment) = standard_return(target, &signature.return_type, types)? {
+            state.withhold_hidden_pointer(&assignment);
+            assignments.push(assignment);
         }
-        None => {
-            if let Some(assignment) = standard_return(target, &signature.return_type, types)? {
-                assignments.push(assignment);
-            }
-        }
+    } else {
+        let returned = ValueAssignment {
+            value: ValueRef::Return,
+            pieces: placed_return,
+            indirect: return_pieces
+                .iter()
+                .any(|location| location.flags & LOCATION_INDIRECT != 0),
+            decider: Decider::Plan,
+        };
+        state.withhold_hidden_pointer(&returned);
+        assignments.push(returned);
     }
     for location in &plan.arguments {
         if let Some(Place::Register { register, .. }) = plan_place(location) {

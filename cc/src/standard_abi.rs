@@ -127,6 +127,19 @@ impl<'t> AbiState<'t> {
         Place::Stack { offset, size }
     }
 
+    /// Takes the register of an indirect return's hidden pointer away from the arguments, where the
+    /// target passes that pointer in an argument register (x86-64: `rdi`, so the arguments shift by one).
+    pub fn withhold_hidden_pointer(&mut self, returned: &ValueAssignment) {
+        if !returned.indirect || !self.abi().sret_takes_argument_register {
+            return;
+        }
+        for piece in &returned.pieces {
+            if let Place::Register { register, .. } = piece.place {
+                self.used.insert(register);
+            }
+        }
+    }
+
     /// Assigns argument `index` by the standard convention.
     pub fn assign_argument(
         &mut self,
@@ -190,6 +203,7 @@ impl<'t> AbiState<'t> {
         }
         match ty {
             IrType::Integer(bits) if *bits > 64 && *bits <= 128 => Ok(self.assign_register_pair(layout)),
+            IrType::Integer(bits) if *bits > 128 => self.assign_wide_integer(layout),
             IrType::Integer(_) | IrType::Pointer { .. } => Ok(vec![self.assign_scalar(
                 Class::Integer,
                 layout,
@@ -309,6 +323,47 @@ impl<'t> AbiState<'t> {
             offset: 0,
             size: layout.store_size,
         }]
+    }
+
+    /// An integer wider than 128 bits, which LLVM splits into pointer-size parts: the first part takes the
+    /// first free register (an even-positioned one where `int128_even_pair` says register pairs start
+    /// there), every later part the next free register, and what does not fit goes to 8-byte stack slots.
+    /// Where pairs start at even positions, a first part that finds no register goes to a stack slot aligned
+    /// like the whole value and, where skipped registers are not reused, no later value gets an integer
+    /// register.
+    fn assign_wide_integer(&mut self, layout: Layout) -> Result<Vec<Piece>, StandardAbiError> {
+        let part_bytes = pointer_bytes(self.target).max(1);
+        if layout.store_size.div_ceil(part_bytes) > MAX_PIECES as u64 {
+            return Err(StandardAbiError::TooManyPieces);
+        }
+        let width = self.target.pointer_width;
+        let even = self.abi().int128_even_pair;
+        let mut pieces = Vec::new();
+        let mut offset = 0;
+        while offset < layout.store_size {
+            let size = part_bytes.min(layout.store_size - offset);
+            let register = if offset == 0 {
+                self.take_block(Class::Integer, 1, even)
+                    .and_then(|block| block.first().copied())
+            } else {
+                self.take(Class::Integer)
+            };
+            let place = match register {
+                Some(register) => Place::Register { register, width },
+                // Where register pairs start at even positions (AArch64), the first part on the stack is
+                // aligned like the whole value; elsewhere (x86-64) every part takes an 8-byte slot.
+                None if offset == 0 && even => {
+                    if !self.abi().reuse_skipped_registers {
+                        self.exhaust(Class::Integer);
+                    }
+                    self.stack_slot(size, layout.alignment)
+                }
+                None => self.stack_slot(size, part_bytes),
+            };
+            pieces.push(Piece { place, offset, size });
+            offset += size;
+        }
+        Ok(pieces)
     }
 
     /// A vector: one vector register when it fits, else pieces of the vector register size, each in a
@@ -460,6 +515,7 @@ pub fn standard_assignments(
     let mut state = AbiState::new(target);
     let mut assignments = Vec::new();
     if let Some(assignment) = standard_return(target, &signature.return_type, types)? {
+        state.withhold_hidden_pointer(&assignment);
         assignments.push(assignment);
     }
     for (index, parameter) in signature.parameters.iter().enumerate() {
@@ -487,10 +543,13 @@ pub fn standard_return(
     }
     let abi = &target.abi;
     let mut returns = AbiState::new(target);
-    // Return registers play the part of argument registers for the assignment rules.
+    // Return registers play the part of argument registers for the assignment rules. LLVM starts no register
+    // pair of a return value at an even position (`RetCC_AArch64_AAPCS` has no such rule): a `{ i64, i128 }`
+    // is returned in x0, x1 and x2.
     let return_abi = AbiRecord {
         integer_arguments: abi.integer_returns,
         float_arguments: abi.float_returns,
+        int128_even_pair: false,
         ..*abi
     };
     let return_target = TargetRecord {
