@@ -383,6 +383,66 @@ fn a_c_ordering_interceptor_gives_the_symbol_ordering_files_bytes() {
         by_plugin, plain,
         "the order file changed nothing; the test would prove nothing"
     );
+    // A second plugin, intercepting relocate, erases the order constraints (the layout runs again without
+    // them: the plain link's bytes) or reverses their values. Atoms are whole input sections here and the
+    // first constraint on an atom wins, so the order file names one function of each object for this.
+    let mut firsts: Vec<String> = Vec::new();
+    for input in &inputs {
+        let listed = Command::new("nm").arg("--defined-only").arg(input).output().unwrap();
+        firsts.extend(
+            text(&listed.stdout)
+                .lines()
+                .find_map(|line| line.split_once(" T ").map(|(_, name)| name.to_string())),
+        );
+    }
+    assert!(firsts.len() >= 3, "{firsts:?}");
+    let write_order = |name: &str, names: &[String]| {
+        let path = dir.join(name);
+        std::fs::write(&path, names.join("\n") + "\n").unwrap();
+        path
+    };
+    let forward = write_order("firsts.txt", &firsts);
+    firsts.reverse();
+    let backward = write_order("firsts-reversed.txt", &firsts);
+    let stager = dir.join("stager.so");
+    build_c_plugin(&repo().join("plugin-host/tests/fixtures/stager.c"), &stager, &[]);
+    let both = |output: &str, change: &str| {
+        link(
+            output,
+            &[
+                "--plugin".into(),
+                dir.join("order.so").into_os_string(),
+                "--plugin-arg".into(),
+                format!("org.example.order:file={}", forward.display()).into(),
+                "--plugin-arg".into(),
+                format!("org.example.order:layout={}", id("neverc.link.layout")).into(),
+                "--plugin".into(),
+                stager.clone().into_os_string(),
+                "--plugin-arg".into(),
+                format!("org.example.stager:phase={}", id("neverc.link.relocate")).into(),
+                "--plugin-arg".into(),
+                format!("org.example.stager:{change}").into(),
+            ],
+        )
+    };
+    let same = |a: &[u8], b: &[u8]| a == b;
+    assert!(
+        same(&both("erased.out", "erase=order"), &plain),
+        "erasing the constraints is not the plain link"
+    );
+    let reversed = link(
+        "reversed-option.out",
+        &["--symbol-ordering-file".into(), backward.into_os_string()],
+    );
+    let forward_option = link(
+        "forward-option.out",
+        &["--symbol-ordering-file".into(), forward.clone().into_os_string()],
+    );
+    assert!(!same(&reversed, &forward_option), "reversing the order changed nothing");
+    assert!(
+        same(&both("reversed.out", "reverse=order"), &reversed),
+        "reversed constraints are not the reversed file's layout"
+    );
 }
 
 fn lto_provider(dir: &Path, defines: &[&str]) -> PathBuf {

@@ -107,17 +107,44 @@ pub(crate) fn stage(
             frame.replace_atom_content(mutation, atom, &bytes)
         }
         DeclaredOperation::CreateConstraint => frame.create_constraint(mutation, "order", 0, 0, false),
-        DeclaredOperation::InputStructure
-        | DeclaredOperation::RetargetEdge
-        | DeclaredOperation::CreateSynthetic
-        | DeclaredOperation::ReplaceSynthetic
+        DeclaredOperation::RetargetEdge => {
+            let (index, symbol, atom) = graph
+                .edges
+                .iter()
+                .enumerate()
+                .map(|(index, edge)| (index, edge.target_symbol, edge.target_atom))
+                .next()
+                .ok_or_else(no_entity)?;
+            let edge = frame.handle(EntityKind::Edge, index)?;
+            let symbol = symbol
+                .map(|symbol| frame.handle(EntityKind::Symbol, symbol.index()))
+                .transpose()?;
+            let atom = atom
+                .map(|atom| frame.handle(EntityKind::Atom, atom.index()))
+                .transpose()?;
+            frame.retarget_edge(mutation, edge, symbol, atom)
+        }
+        DeclaredOperation::CreateSynthetic => frame.create_synthetic(mutation, "conformance", None, None),
+        DeclaredOperation::ReplaceConstraint => {
+            let (index, constraint) = graph.constraints.iter().enumerate().next().ok_or_else(no_entity)?;
+            let (kind, subject, value, required) = (
+                constraint.kind.clone(),
+                constraint.subject,
+                constraint.value,
+                constraint.required,
+            );
+            let handle = frame.handle(EntityKind::Constraint, index)?;
+            frame.replace_constraint(mutation, handle, &kind, subject, value, required)
+        }
+        // Replacing or erasing a plugin's synthetic, or erasing a constraint, needs one a plugin made first.
+        DeclaredOperation::ReplaceSynthetic
         | DeclaredOperation::EraseSynthetic
-        | DeclaredOperation::ReplaceConstraint
-        | DeclaredOperation::EraseConstraint
-        | DeclaredOperation::Relocation
-        | DeclaredOperation::Image => Err(Status::new(
-            neverc_link::status::StatusCode::InvalidArgument,
-            format!("this runtime has no staging call for {}", operation.name()),
-        )),
+        | DeclaredOperation::EraseConstraint => Err(no_entity()),
+        DeclaredOperation::InputStructure | DeclaredOperation::Relocation | DeclaredOperation::Image => {
+            Err(Status::new(
+                neverc_link::status::StatusCode::InvalidArgument,
+                format!("this runtime has no staging call for {}", operation.name()),
+            ))
+        }
     }
 }

@@ -10,7 +10,7 @@ use neverc_tables::generated::state_machines::link::{Operation as DeclaredOperat
 use neverc_tables::{PhaseRecord, StateMachineRecord};
 
 use crate::context::LinkContext;
-use crate::graph::{AtomId, Constraint, Content, EntityKind, LinkGraph, Origin, SymbolId, atom_flags};
+use crate::graph::{AtomId, Constraint, Content, EntityKind, LinkGraph, Origin, SectionId, SymbolId, atom_flags};
 use crate::status::{Status, StatusCode};
 
 /// A reference to one entity of one link at one generation.
@@ -75,11 +75,19 @@ enum Operation {
     SetFoldLeader(AtomId, Option<AtomId>),
     ReplaceAtomContent(AtomId, Arc<[u8]>),
     CreateConstraint(Constraint),
+    /// An edge pointed at another symbol and atom (either may be none).
+    RetargetEdge(usize, Option<SymbolId>, Option<AtomId>),
+    /// A plugin's synthetic: its role, section and atom.
+    CreateSynthetic(String, Option<SectionId>, Option<AtomId>),
+    ReplaceSynthetic(usize, String, Option<SectionId>, Option<AtomId>),
+    EraseSynthetic(usize),
+    ReplaceConstraint(usize, Constraint),
+    EraseConstraint(usize),
 }
 
 /// The declared operations a plugin can stage (each has a method of [`PhaseFrame`]), in the order of
 /// the variants of the staged `Operation`.
-pub const STAGING_OPERATIONS: [DeclaredOperation; 7] = [
+pub const STAGING_OPERATIONS: [DeclaredOperation; 13] = [
     DeclaredOperation::RebindSymbol,
     DeclaredOperation::SetSymbolResolution,
     DeclaredOperation::SetSymbolRoot,
@@ -87,6 +95,12 @@ pub const STAGING_OPERATIONS: [DeclaredOperation; 7] = [
     DeclaredOperation::SetFoldLeader,
     DeclaredOperation::ReplaceAtomContent,
     DeclaredOperation::CreateConstraint,
+    DeclaredOperation::RetargetEdge,
+    DeclaredOperation::CreateSynthetic,
+    DeclaredOperation::ReplaceSynthetic,
+    DeclaredOperation::EraseSynthetic,
+    DeclaredOperation::ReplaceConstraint,
+    DeclaredOperation::EraseConstraint,
 ];
 
 impl Operation {
@@ -102,6 +116,12 @@ impl Operation {
             Operation::SetFoldLeader(..) => DeclaredOperation::SetFoldLeader,
             Operation::ReplaceAtomContent(..) => DeclaredOperation::ReplaceAtomContent,
             Operation::CreateConstraint(..) => DeclaredOperation::CreateConstraint,
+            Operation::RetargetEdge(..) => DeclaredOperation::RetargetEdge,
+            Operation::CreateSynthetic(..) => DeclaredOperation::CreateSynthetic,
+            Operation::ReplaceSynthetic(..) => DeclaredOperation::ReplaceSynthetic,
+            Operation::EraseSynthetic(..) => DeclaredOperation::EraseSynthetic,
+            Operation::ReplaceConstraint(..) => DeclaredOperation::ReplaceConstraint,
+            Operation::EraseConstraint(..) => DeclaredOperation::EraseConstraint,
         }
     }
 
@@ -412,6 +432,117 @@ impl<'a> PhaseFrame<'a> {
         self.stage(mutation, Operation::CreateConstraint(constraint))
     }
 
+    /// Points `edge` at `symbol` and `atom` (either may be none).
+    pub fn retarget_edge(
+        &mut self,
+        mutation: Mutation,
+        edge: Handle,
+        symbol: Option<Handle>,
+        atom: Option<Handle>,
+    ) -> Result<(), Status> {
+        let edge = self.resolve(edge, EntityKind::Edge)?;
+        let symbol = match symbol {
+            Some(symbol) => Some(SymbolId(self.resolve(symbol, EntityKind::Symbol)? as u32)),
+            None => None,
+        };
+        let atom = match atom {
+            Some(atom) => Some(AtomId(self.resolve(atom, EntityKind::Atom)? as u32)),
+            None => None,
+        };
+        self.stage(mutation, Operation::RetargetEdge(edge, symbol, atom))
+    }
+
+    /// A synthetic made by a plugin (`role` names what for), with its section and atom if it has them.
+    pub fn create_synthetic(
+        &mut self,
+        mutation: Mutation,
+        role: &str,
+        section: Option<Handle>,
+        atom: Option<Handle>,
+    ) -> Result<(), Status> {
+        let (section, atom) = self.synthetic_parts(section, atom)?;
+        self.stage(mutation, Operation::CreateSynthetic(role.to_string(), section, atom))
+    }
+
+    /// Replaces a synthetic a plugin made; the linker's own (GOT and PLT entries, linker-defined symbols) are
+    /// INVALID_ARGUMENT.
+    pub fn replace_synthetic(
+        &mut self,
+        mutation: Mutation,
+        synthetic: Handle,
+        role: &str,
+        section: Option<Handle>,
+        atom: Option<Handle>,
+    ) -> Result<(), Status> {
+        let synthetic = self.plugin_synthetic(synthetic)?;
+        let (section, atom) = self.synthetic_parts(section, atom)?;
+        self.stage(
+            mutation,
+            Operation::ReplaceSynthetic(synthetic, role.to_string(), section, atom),
+        )
+    }
+
+    /// Erases a synthetic a plugin made; the linker's own are INVALID_ARGUMENT.
+    pub fn erase_synthetic(&mut self, mutation: Mutation, synthetic: Handle) -> Result<(), Status> {
+        let synthetic = self.plugin_synthetic(synthetic)?;
+        self.stage(mutation, Operation::EraseSynthetic(synthetic))
+    }
+
+    /// Replaces a layout constraint.
+    pub fn replace_constraint(
+        &mut self,
+        mutation: Mutation,
+        constraint: Handle,
+        kind: &str,
+        subject: u64,
+        value: u64,
+        required: bool,
+    ) -> Result<(), Status> {
+        let index = self.resolve(constraint, EntityKind::Constraint)?;
+        let replacement = Constraint {
+            kind: kind.to_string(),
+            subject,
+            value,
+            required,
+            origin: Origin::default(),
+        };
+        self.stage(mutation, Operation::ReplaceConstraint(index, replacement))
+    }
+
+    /// Erases a layout constraint.
+    pub fn erase_constraint(&mut self, mutation: Mutation, constraint: Handle) -> Result<(), Status> {
+        let index = self.resolve(constraint, EntityKind::Constraint)?;
+        self.stage(mutation, Operation::EraseConstraint(index))
+    }
+
+    fn synthetic_parts(
+        &self,
+        section: Option<Handle>,
+        atom: Option<Handle>,
+    ) -> Result<(Option<SectionId>, Option<AtomId>), Status> {
+        let section = match section {
+            Some(section) => Some(SectionId(self.resolve(section, EntityKind::Section)? as u32)),
+            None => None,
+        };
+        let atom = match atom {
+            Some(atom) => Some(AtomId(self.resolve(atom, EntityKind::Atom)? as u32)),
+            None => None,
+        };
+        Ok((section, atom))
+    }
+
+    /// The index of a synthetic a plugin made.
+    fn plugin_synthetic(&self, synthetic: Handle) -> Result<usize, Status> {
+        let index = self.resolve(synthetic, EntityKind::Synthetic)?;
+        match self.context.graph.synthetics.get(index).map(|entry| &entry.role) {
+            Some(crate::graph::SyntheticRole::Plugin(_)) => Ok(index),
+            _ => Err(Status::new(
+                StatusCode::InvalidArgument,
+                "only a synthetic a plugin made may be replaced or erased",
+            )),
+        }
+    }
+
     /// Drops a staged mutation.
     pub fn abandon_mutation(&mut self, mutation: Mutation) -> Result<(), Status> {
         match &self.staged {
@@ -453,6 +584,7 @@ impl<'a> PhaseFrame<'a> {
             origin.last_mutation_plugin = plugin;
         };
         let graph = &mut self.context.graph;
+        let (mut erased_synthetics, mut erased_constraints) = (Vec::new(), Vec::new());
         for operation in operations {
             match operation {
                 Operation::RebindSymbol(symbol, atom) => {
@@ -512,7 +644,53 @@ impl<'a> PhaseFrame<'a> {
                     };
                     graph.constraints.push(constraint);
                 }
+                Operation::RetargetEdge(edge, symbol, atom) => {
+                    let entry = &mut graph.edges[edge];
+                    entry.target_symbol = symbol;
+                    entry.target_atom = atom;
+                    touched(&mut entry.origin);
+                }
+                Operation::CreateSynthetic(role, section, atom) => {
+                    graph.synthetics.push(crate::graph::Synthetic {
+                        role: crate::graph::SyntheticRole::Plugin(role),
+                        section,
+                        atom,
+                        origin: Origin {
+                            created_by_phase: origin_phase,
+                            created_by_provider: self.plugin,
+                            ..Origin::default()
+                        },
+                    });
+                }
+                Operation::ReplaceSynthetic(index, role, section, atom) => {
+                    let entry = &mut graph.synthetics[index];
+                    entry.role = crate::graph::SyntheticRole::Plugin(role);
+                    entry.section = section;
+                    entry.atom = atom;
+                    touched(&mut entry.origin);
+                }
+                Operation::ReplaceConstraint(index, replacement) => {
+                    let entry = &mut graph.constraints[index];
+                    entry.kind = replacement.kind;
+                    entry.subject = replacement.subject;
+                    entry.value = replacement.value;
+                    entry.required = replacement.required;
+                    touched(&mut entry.origin);
+                }
+                // Erasures are applied last, so that the indexes the other operations name still hold.
+                Operation::EraseSynthetic(index) => erased_synthetics.push(index),
+                Operation::EraseConstraint(index) => erased_constraints.push(index),
             }
+        }
+        erased_synthetics.sort_unstable();
+        erased_synthetics.dedup();
+        for index in erased_synthetics.into_iter().rev() {
+            graph.synthetics.remove(index);
+        }
+        erased_constraints.sort_unstable();
+        erased_constraints.dedup();
+        for index in erased_constraints.into_iter().rev() {
+            graph.constraints.remove(index);
         }
         if earliest != u32::MAX {
             let lowered = earliest.saturating_sub(1);

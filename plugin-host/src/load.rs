@@ -180,6 +180,12 @@ thread_local! {
         table.replace_atom_content = Some(replace_atom_content);
         table.create_constraint = Some(create_constraint);
         table.set_symbol_resolution = Some(set_symbol_resolution);
+        table.retarget_edge = Some(retarget_edge);
+        table.create_synthetic = Some(create_synthetic);
+        table.replace_synthetic = Some(replace_synthetic);
+        table.erase_synthetic = Some(erase_synthetic);
+        table.replace_constraint = Some(replace_constraint);
+        table.erase_constraint = Some(erase_constraint);
         table
     });
     /// The Link registrar table this thread hands out (during a registration: its context is the

@@ -695,3 +695,84 @@ fn a_write_past_the_bound_aborts_staging_and_an_observer_may_not_write() {
     );
     assert!(before == after);
 }
+
+#[test]
+fn a_c_interceptor_retargets_the_edges_to_a_symbol() {
+    let dir = scratch!("plugin-host-stager-retarget");
+    let (inputs, program_dir) = program("gc_icf");
+    let staged = dir.join("staged");
+    let (reports, linked) = staged_link(&dir, inputs, &staged, &[("retarget", "twin_b:live_compute")]);
+    linked.unwrap();
+    assert_eq!(reports, ["stage retarget twin_b:live_compute -> 0", "commit -> 0"]);
+    // The call to `twin_b(12)` now goes to live_compute(12): 9 Collatz steps, weighted by live_weights[1] = 3.
+    let expected: String = std::fs::read_to_string(program_dir.join("expected.stdout"))
+        .unwrap()
+        .lines()
+        .map(|line| {
+            if line.starts_with("twin_b(12): ") {
+                "twin_b(12): 27"
+            } else {
+                line
+            }
+        })
+        .map(|line| format!("{line}\n"))
+        .collect();
+    let ran = std::process::Command::new(&staged).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&ran.stdout), expected);
+}
+
+#[test]
+fn a_c_interceptor_creates_replaces_and_erases_its_synthetics_only() {
+    let dir = scratch!("plugin-host-stager-synthetic");
+    let (inputs, program_dir) = program("gc_icf");
+    let staged = dir.join("staged");
+    // Layout runs again after each commit: the second time the plugin replaces (or erases) what it made the
+    // first time, and each time it reports how many synthetics the graph has.
+    let link = |later: (&str, &str)| {
+        let (reports, linked) = staged_link(
+            &dir,
+            inputs.clone(),
+            &staged,
+            &[("synthetic", "org.example.marker"), later],
+        );
+        linked.unwrap();
+        reports
+    };
+    let replaced = link(("later-replace-synthetic", "org.example.marker:org.example.renamed"));
+    let base: u64 = replaced[0]
+        .strip_prefix("synthetics ")
+        .and_then(|rest| rest.strip_suffix(" -> 0"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let count = |n: u64| format!("synthetics {n} -> 0");
+    assert_eq!(
+        replaced,
+        [
+            count(base),
+            "stage synthetic org.example.marker -> 0".to_string(),
+            "commit -> 0".to_string(),
+            count(base + 1),
+            "stage later-replace-synthetic org.example.marker:org.example.renamed -> 0".to_string(),
+            "commit -> 0".to_string(),
+            count(base + 1),
+        ]
+    );
+    let erased = link(("later-erase-synthetic", "org.example.marker"));
+    assert_eq!(
+        erased[3..],
+        [
+            count(base + 1),
+            "stage later-erase-synthetic org.example.marker -> 0".to_string(),
+            "commit -> 0".to_string(),
+            count(base)
+        ]
+    );
+    let ran = std::process::Command::new(&staged).output().unwrap();
+    let expected = std::fs::read_to_string(program_dir.join("expected.stdout")).unwrap();
+    assert_eq!(String::from_utf8_lossy(&ran.stdout), expected);
+    // The linker's own synthetics are not the plugin's to replace.
+    let (reports, linked) = staged_link(&dir, inputs.clone(), &dir.join("refused"), &[("got", "any")]);
+    assert!(linked.is_err());
+    assert_eq!(reports, [count(base), "stage got any -> 1".to_string()]);
+}

@@ -3,9 +3,7 @@
 //! the runtime's policy holds for C as for Rust: an observer's mutation is POLICY_VIOLATION, a change the
 //! current state's verifier refuses is VERIFICATION_FAILED, and every commit advances the generation.
 //!
-//! The slots whose operation the runtime does not have (RetargetEdge, Create/Replace/EraseSynthetic,
-//! Replace/EraseConstraint) keep answering
-//! CAPABILITY_UNAVAILABLE from the generated table; docs/c-plugins.md says why.
+//! Every one of the sixteen staging slots is served.
 
 use std::ffi::c_void;
 
@@ -62,6 +60,38 @@ pub(crate) enum Change {
         mutation: ffi::Handle,
         symbol: ffi::Handle,
         update: neverc_link::frame::ResolutionUpdate,
+    },
+    /// Null symbol or atom handles stand for none.
+    RetargetEdge {
+        mutation: ffi::Handle,
+        edge: ffi::Handle,
+        symbol: ffi::Handle,
+        atom: ffi::Handle,
+    },
+    /// A plugin's synthetic (`existing` none) or a replacement of one.
+    Synthetic {
+        mutation: ffi::Handle,
+        existing: Option<ffi::Handle>,
+        role: String,
+        section: ffi::Handle,
+        atom: ffi::Handle,
+    },
+    EraseSynthetic {
+        mutation: ffi::Handle,
+        synthetic: ffi::Handle,
+    },
+    /// A replacement of the constraint `constraint`, on the atom whose handle value is `subject`.
+    ReplaceConstraint {
+        mutation: ffi::Handle,
+        constraint: ffi::Handle,
+        kind: String,
+        subject: u64,
+        value: u64,
+        required: bool,
+    },
+    EraseConstraint {
+        mutation: ffi::Handle,
+        constraint: ffi::Handle,
     },
     /// A layout constraint on the atom whose handle value is `subject`.
     CreateConstraint {
@@ -184,14 +214,83 @@ fn staged(
             required,
         } => {
             let mutation = mutation_of(scope, mutation, mutations)?;
-            // The subject is an atom handle's value: the owner is the one an atom handle of this scope has.
-            let owner = scope.entity(EntityKind::Atom, 0).owner;
-            let named = scope.entity_index(frame, ffi::Handle { owner, value: subject }, EntityKind::Atom)?;
+            let named = subject_atom(frame, scope, subject)?;
             frame
-                .create_constraint(mutation, &kind, named as u64, value, required)
+                .create_constraint(mutation, &kind, named, value, required)
                 .map(|()| 0)
         }
+        Change::ReplaceConstraint {
+            mutation,
+            constraint,
+            kind,
+            subject,
+            value,
+            required,
+        } => {
+            let mutation = mutation_of(scope, mutation, mutations)?;
+            let constraint = scope.runtime(frame, constraint, EntityKind::Constraint)?;
+            let named = subject_atom(frame, scope, subject)?;
+            frame
+                .replace_constraint(mutation, constraint, &kind, named, value, required)
+                .map(|()| 0)
+        }
+        Change::EraseConstraint { mutation, constraint } => {
+            let mutation = mutation_of(scope, mutation, mutations)?;
+            let constraint = scope.runtime(frame, constraint, EntityKind::Constraint)?;
+            frame.erase_constraint(mutation, constraint).map(|()| 0)
+        }
+        Change::RetargetEdge {
+            mutation,
+            edge,
+            symbol: to_symbol,
+            atom: to_atom,
+        } => {
+            let mutation = mutation_of(scope, mutation, mutations)?;
+            let edge = scope.runtime(frame, edge, EntityKind::Edge)?;
+            let to_symbol = optional(to_symbol).map(|handle| symbol(frame, handle)).transpose()?;
+            let to_atom = optional(to_atom).map(|handle| atom(frame, handle)).transpose()?;
+            frame.retarget_edge(mutation, edge, to_symbol, to_atom).map(|()| 0)
+        }
+        Change::Synthetic {
+            mutation,
+            existing,
+            role,
+            section,
+            atom: in_atom,
+        } => {
+            let mutation = mutation_of(scope, mutation, mutations)?;
+            let section = optional(section)
+                .map(|handle| scope.runtime(frame, handle, EntityKind::Section))
+                .transpose()?;
+            let in_atom = optional(in_atom).map(|handle| atom(frame, handle)).transpose()?;
+            match existing {
+                None => frame.create_synthetic(mutation, &role, section, in_atom),
+                Some(existing) => {
+                    let existing = scope.runtime(frame, existing, EntityKind::Synthetic)?;
+                    frame.replace_synthetic(mutation, existing, &role, section, in_atom)
+                }
+            }
+            .map(|()| 0)
+        }
+        Change::EraseSynthetic { mutation, synthetic } => {
+            let mutation = mutation_of(scope, mutation, mutations)?;
+            let synthetic = scope.runtime(frame, synthetic, EntityKind::Synthetic)?;
+            frame.erase_synthetic(mutation, synthetic).map(|()| 0)
+        }
     }
+}
+
+/// A handle that may be null: `None` when it is.
+fn optional(handle: ffi::Handle) -> Option<ffi::Handle> {
+    (handle != ffi::Handle::default()).then_some(handle)
+}
+
+/// The atom index a constraint's `SubjectID` names: the value of an atom handle of this scope.
+fn subject_atom(frame: &PhaseFrame<'_>, scope: Scope, subject: u64) -> Result<u64, Status> {
+    let owner = scope.entity(EntityKind::Atom, 0).owner;
+    scope
+        .entity_index(frame, ffi::Handle { owner, value: subject }, EntityKind::Atom)
+        .map(|index| index as u64)
 }
 
 /// Sends a change through a task handle and answers with its status (and the handle it made).
@@ -420,6 +519,142 @@ pub(crate) extern "C" fn set_symbol_resolution(
             prevailing: update.is_prevailing != 0,
             exported: update.is_exported != 0,
         },
+    };
+    change(task, change_of).0
+}
+
+/// `NevercLinkAPI.RetargetEdge`: a null symbol or atom handle leaves the edge without one.
+pub(crate) extern "C" fn retarget_edge(
+    _context: *mut c_void,
+    task: ffi::TaskHandle,
+    mutation: ffi::LinkMutationHandle,
+    edge: ffi::LinkEdgeHandle,
+    symbol: ffi::LinkSymbolHandle,
+    atom: ffi::LinkAtomHandle,
+) -> ffi::Status {
+    let change_of = Change::RetargetEdge {
+        mutation: mutation.0,
+        edge: edge.0,
+        symbol: symbol.0,
+        atom: atom.0,
+    };
+    change(task, change_of).0
+}
+
+/// The role, section and atom of a synthetic's descriptor, or INVALID_ARGUMENT (ABI_MISMATCH for a short one).
+fn synthetic_of(descriptor: *const ffi::LinkSyntheticInfo) -> Result<(String, ffi::Handle, ffi::Handle), StatusCode> {
+    let descriptor = read_in(descriptor).ok_or(StatusCode::InvalidArgument)?;
+    if (descriptor.header.struct_size as usize) < std::mem::size_of::<ffi::LinkSyntheticInfo>() {
+        return Err(StatusCode::AbiMismatch);
+    }
+    let role = copy_view(descriptor.role.data.cast(), descriptor.role.length, KIND_LIMIT)
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .filter(|role| !role.is_empty())
+        .ok_or(StatusCode::InvalidArgument)?;
+    Ok((role, descriptor.section.0, descriptor.atom.0))
+}
+
+/// `NevercLinkAPI.CreateSynthetic`: a synthetic of the plugin's (its `Role` names what for); its handle comes
+/// with the next generation, so the one written out is null.
+pub(crate) extern "C" fn create_synthetic(
+    _context: *mut c_void,
+    task: ffi::TaskHandle,
+    mutation: ffi::LinkMutationHandle,
+    descriptor: *const ffi::LinkSyntheticInfo,
+    out: *mut ffi::LinkSyntheticHandle,
+) -> ffi::Status {
+    let status = match synthetic_of(descriptor) {
+        Ok((role, section, atom)) => {
+            let change_of = Change::Synthetic {
+                mutation: mutation.0,
+                existing: None,
+                role,
+                section,
+                atom,
+            };
+            change(task, change_of).0
+        }
+        Err(code) => c_status(code),
+    };
+    write_out(out, ffi::LinkSyntheticHandle::default());
+    status
+}
+
+/// `NevercLinkAPI.ReplaceSynthetic`: only a synthetic a plugin made; the linker's own are INVALID_ARGUMENT.
+pub(crate) extern "C" fn replace_synthetic(
+    _context: *mut c_void,
+    task: ffi::TaskHandle,
+    mutation: ffi::LinkMutationHandle,
+    synthetic: ffi::LinkSyntheticHandle,
+    descriptor: *const ffi::LinkSyntheticInfo,
+) -> ffi::Status {
+    match synthetic_of(descriptor) {
+        Ok((role, section, atom)) => {
+            let change_of = Change::Synthetic {
+                mutation: mutation.0,
+                existing: Some(synthetic.0),
+                role,
+                section,
+                atom,
+            };
+            change(task, change_of).0
+        }
+        Err(code) => c_status(code),
+    }
+}
+
+/// `NevercLinkAPI.EraseSynthetic`: only a synthetic a plugin made.
+pub(crate) extern "C" fn erase_synthetic(
+    _context: *mut c_void,
+    task: ffi::TaskHandle,
+    mutation: ffi::LinkMutationHandle,
+    synthetic: ffi::LinkSyntheticHandle,
+) -> ffi::Status {
+    let change_of = Change::EraseSynthetic {
+        mutation: mutation.0,
+        synthetic: synthetic.0,
+    };
+    change(task, change_of).0
+}
+
+/// `NevercLinkAPI.ReplaceConstraint`: the descriptor's fields replace the constraint's (`SubjectID` as for
+/// CreateConstraint).
+pub(crate) extern "C" fn replace_constraint(
+    _context: *mut c_void,
+    task: ffi::TaskHandle,
+    mutation: ffi::LinkMutationHandle,
+    constraint: ffi::LinkConstraintHandle,
+    descriptor: *const ffi::LinkConstraintInfo,
+) -> ffi::Status {
+    let Some(descriptor) = read_in(descriptor) else {
+        return c_status(StatusCode::InvalidArgument);
+    };
+    let kind = copy_view(descriptor.kind.data.cast(), descriptor.kind.length, KIND_LIMIT)
+        .and_then(|bytes| String::from_utf8(bytes).ok());
+    let Some(kind) = kind else {
+        return c_status(StatusCode::InvalidArgument);
+    };
+    let change_of = Change::ReplaceConstraint {
+        mutation: mutation.0,
+        constraint: constraint.0,
+        kind,
+        subject: descriptor.subject_id,
+        value: descriptor.value,
+        required: descriptor.required != 0,
+    };
+    change(task, change_of).0
+}
+
+/// `NevercLinkAPI.EraseConstraint`.
+pub(crate) extern "C" fn erase_constraint(
+    _context: *mut c_void,
+    task: ffi::TaskHandle,
+    mutation: ffi::LinkMutationHandle,
+    constraint: ffi::LinkConstraintHandle,
+) -> ffi::Status {
+    let change_of = Change::EraseConstraint {
+        mutation: mutation.0,
+        constraint: constraint.0,
     };
     change(task, change_of).0
 }
