@@ -452,6 +452,14 @@ pub(crate) extern "C" fn replace_atom_content(
     change(task, change_of).0
 }
 
+/// A constraint descriptor with its kind read, or `None` when either cannot be read.
+fn constraint_of(descriptor: *const ffi::LinkConstraintInfo) -> Option<(ffi::LinkConstraintInfo, String)> {
+    let descriptor = read_in(descriptor)?;
+    let kind = copy_view(descriptor.kind.data.cast(), descriptor.kind.length, KIND_LIMIT)
+        .and_then(|bytes| String::from_utf8(bytes).ok())?;
+    Some((descriptor, kind))
+}
+
 /// `NevercLinkAPI.CreateConstraint`: the descriptor's `SubjectID` is the value of the constrained atom's
 /// handle (from a symbol's or atom's info); the new constraint's handle comes with the next generation, so
 /// the one written out is null.
@@ -462,12 +470,7 @@ pub(crate) extern "C" fn create_constraint(
     descriptor: *const ffi::LinkConstraintInfo,
     out: *mut ffi::LinkConstraintHandle,
 ) -> ffi::Status {
-    let Some(descriptor) = read_in(descriptor) else {
-        return c_status(StatusCode::InvalidArgument);
-    };
-    let kind = copy_view(descriptor.kind.data.cast(), descriptor.kind.length, KIND_LIMIT)
-        .and_then(|bytes| String::from_utf8(bytes).ok());
-    let Some(kind) = kind else {
+    let Some((descriptor, kind)) = constraint_of(descriptor) else {
         return c_status(StatusCode::InvalidArgument);
     };
     let (status, _) = change(
@@ -626,12 +629,7 @@ pub(crate) extern "C" fn replace_constraint(
     constraint: ffi::LinkConstraintHandle,
     descriptor: *const ffi::LinkConstraintInfo,
 ) -> ffi::Status {
-    let Some(descriptor) = read_in(descriptor) else {
-        return c_status(StatusCode::InvalidArgument);
-    };
-    let kind = copy_view(descriptor.kind.data.cast(), descriptor.kind.length, KIND_LIMIT)
-        .and_then(|bytes| String::from_utf8(bytes).ok());
-    let Some(kind) = kind else {
+    let Some((descriptor, kind)) = constraint_of(descriptor) else {
         return c_status(StatusCode::InvalidArgument);
     };
     let change_of = Change::ReplaceConstraint {
