@@ -14,7 +14,7 @@ use neverc_tables::target_by_name;
 use serde::Serialize;
 
 use crate::CommandError;
-use crate::cli::{CcCommand, CcMaterializeArgs, CcPlanArgs, CcValidateArgs, Format};
+use crate::cli::{CcCommand, CcLowerArgs, CcMaterializeArgs, CcPlanArgs, CcValidateArgs, Format};
 use crate::targets::choose_target;
 
 pub(crate) fn run(command: &CcCommand) -> Result<(), CommandError> {
@@ -22,6 +22,7 @@ pub(crate) fn run(command: &CcCommand) -> Result<(), CommandError> {
         CcCommand::Plan(args) => plan(args),
         CcCommand::Validate(args) => validate(args),
         CcCommand::Materialize(args) => materialize(args),
+        CcCommand::Lower(args) => lower(args),
     }
 }
 
@@ -355,6 +356,33 @@ fn target_for_triple(triple: &str) -> Option<&'static TargetRecord> {
         .find(|target| target.triple.split('-').next() == Some(architecture) || target.answers_to(architecture))
 }
 
+/// The target `--target` names, or the one of the module's `target triple`.
+fn module_target(name: Option<&str>, text: &str) -> Result<&'static TargetRecord, CommandError> {
+    if let Some(name) = name {
+        return target_by_name(name).ok_or_else(|| CommandError::Request(format!("unknown target `{name}`")));
+    }
+    let triple = text
+        .lines()
+        .find_map(|line| {
+            line.strip_prefix("target triple = \"")
+                .and_then(|rest| rest.strip_suffix('"'))
+        })
+        .ok_or_else(|| CommandError::Request("the module has no `target triple`; give --target".into()))?;
+    target_for_triple(triple)
+        .ok_or_else(|| CommandError::Request(format!("no bundled target for triple `{triple}`; give --target")))
+}
+
+/// Prints `message` under the line `line` of `text` (named by `input`), as miette renders it.
+fn caret_at_line(input: &std::path::Path, text: &str, line: usize, message: &str) {
+    let start: usize = text
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum();
+    let length = text[start..].find('\n').unwrap_or(text.len() - start);
+    caret(&input.display().to_string(), text, start..start + length, message);
+}
+
 /// The calling-convention plugin of `--plugin`, registered: loaded with its arguments, its conventions checked.
 fn convention_plugin(args: &CcMaterializeArgs) -> Result<Option<neverc_plugin_host::ConventionPlugin>, CommandError> {
     let Some(path) = &args.plugin else {
@@ -389,21 +417,7 @@ fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
     neverc_output::check_distinct(&[("-o", &args.output)], &inputs)?;
     let text = neverc_userfile::read_user_text(&args.input, neverc_userfile::MODULE_LIMIT)
         .map_err(|error| CommandError::Io(error.to_string()))?;
-    let target = match &args.target {
-        Some(name) => target_by_name(name).ok_or_else(|| CommandError::Request(format!("unknown target `{name}`")))?,
-        None => {
-            let triple = text
-                .lines()
-                .find_map(|line| {
-                    line.strip_prefix("target triple = \"")
-                        .and_then(|rest| rest.strip_suffix('"'))
-                })
-                .ok_or_else(|| CommandError::Request("the module has no `target triple`; give --target".into()))?;
-            target_for_triple(triple).ok_or_else(|| {
-                CommandError::Request(format!("no bundled target for triple `{triple}`; give --target"))
-            })?
-        }
-    };
+    let target = module_target(args.target.as_deref(), &text)?;
     let options = MaterializeOptions {
         cc_all: args.cc_all,
         prefix: args.ccprefix.clone(),
@@ -424,7 +438,19 @@ fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
         None => Planner::Specs(&options),
     };
     let produced = neverc_output::write_with(&args.output, neverc_output::Mode::Data, |file| {
-        materialize_with(&text, target, planner, &mut WriteOutput(file))
+        if !args.lower {
+            return materialize_with(&text, target, planner, &mut WriteOutput(file)).map(|report| (report, None));
+        }
+        let mut materialized = String::with_capacity(text.len() + text.len() / 4);
+        let report = materialize_with(&text, target, planner, &mut materialized)?;
+        let lowered = neverc_cc::lower::lower_to(&materialized, target, &mut WriteOutput(file))
+            .map(|lowered| (lowered.incoming.len(), lowered.outgoing.len(), lowered.direct_calls))
+            .map_err(|error| MaterializeError::Plan {
+                function: "the materialized module".into(),
+                line: 0,
+                message: format!("cannot lower it: {error}"),
+            })?;
+        Ok((report, Some(lowered)))
     });
     if let Some(plugin) = &plugin {
         print_convention_reports(plugin);
@@ -434,7 +460,7 @@ fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
         Some(plugin) => format!("plugin `{}`: {message}", plugin.id()),
         None => message,
     };
-    let result = match produced {
+    let (result, lowered) = match produced {
         Ok(result) => result,
         Err(WriteError::Output(error)) => return Err(error.into()),
         Err(WriteError::Produce(MaterializeError::Write(error))) => {
@@ -444,20 +470,8 @@ fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
             )));
         }
         Err(WriteError::Produce(error)) => {
-            if !json {
-                let line = error.line();
-                let start: usize = text
-                    .split_inclusive('\n')
-                    .take(line.saturating_sub(1))
-                    .map(str::len)
-                    .sum();
-                let length = text[start..].find('\n').unwrap_or(text.len() - start);
-                caret(
-                    &args.input.display().to_string(),
-                    &text,
-                    start..start + length,
-                    &by_plugin(error.to_string()),
-                );
+            if !json && error.line() > 0 {
+                caret_at_line(&args.input, &text, error.line(), &by_plugin(error.to_string()));
             }
             return Err(CommandError::Request(by_plugin(format!(
                 "{}: {error}",
@@ -482,6 +496,7 @@ fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
     if json {
         let value = serde_json::json!({
             "target": target.name,
+            "lowered": lowered.map(|(incoming, outgoing, direct)| serde_json::json!({"incoming": incoming, "outgoing": outgoing, "direct_calls": direct})),
             "plans": result.plans().map(|(name, plan)| (name, plan.to_string())).collect::<std::collections::BTreeMap<_, _>>(),
             "validated": result.validated,
             "warnings": result.warnings.iter().map(|w| serde_json::json!({"function": w.function, "line": w.line, "message": w.message})).collect::<Vec<_>>(),
@@ -500,6 +515,60 @@ fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
             result.plan_count(),
             result.validated.len(),
             result.warning_count(),
+            args.output.display()
+        );
+        if let Some((incoming, outgoing, direct)) = lowered {
+            outln!(
+                "lowered: {incoming} adapter(s) for planned functions, {outgoing} for calls out, {direct} direct call(s) of bodies"
+            );
+        }
+    }
+    Ok(())
+}
+
+fn lower(args: &CcLowerArgs) -> Result<(), CommandError> {
+    use neverc_cc::lower::{LowerError, lower_to};
+    use neverc_cc::materialize::WriteOutput;
+    use neverc_output::WriteError;
+    let json = args.format == Format::Json;
+    neverc_output::check_distinct(&[("-o", &args.output)], &[("the input", args.input.as_path())])?;
+    let text = neverc_userfile::read_user_text(&args.input, neverc_userfile::MODULE_LIMIT)
+        .map_err(|error| CommandError::Io(error.to_string()))?;
+    let target = module_target(args.target.as_deref(), &text)?;
+    let produced = neverc_output::write_with(&args.output, neverc_output::Mode::Data, |file| {
+        lower_to(&text, target, &mut WriteOutput(file))
+    });
+    let report = match produced {
+        Ok(report) => report,
+        Err(WriteError::Output(error)) => return Err(error.into()),
+        Err(WriteError::Produce(LowerError::Write(error))) => {
+            return Err(CommandError::Io(format!(
+                "cannot write `{}`: {error}",
+                args.output.display()
+            )));
+        }
+        Err(WriteError::Produce(error)) => {
+            if !json && error.line() > 0 {
+                caret_at_line(&args.input, &text, error.line(), &error.to_string());
+            }
+            return Err(CommandError::Request(format!("{}: {error}", args.input.display())));
+        }
+    };
+    if json {
+        let value = serde_json::json!({
+            "target": target.name,
+            "incoming": report.incoming,
+            "outgoing": report.outgoing,
+            "direct_calls": report.direct_calls,
+        });
+        outln!("{value}");
+    } else {
+        outln!(
+            "{}: {} adapter(s) for planned functions, {} for calls out, {} direct call(s) of bodies; wrote {}",
+            args.input.display(),
+            report.incoming.len(),
+            report.outgoing.len(),
+            report.direct_calls,
             args.output.display()
         );
     }

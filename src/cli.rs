@@ -286,6 +286,33 @@ pub(crate) enum CcCommand {
     /// naming the plugin and the function, and nothing is written.
     #[command(after_help = AFTER_HELP)]
     Materialize(CcMaterializeArgs),
+    /// Lower a materialized module's plans into adapter thunks that stock LLVM (llc-14, clang-14) compiles.
+    ///
+    /// Stock LLVM compiles `cc 1000` as the C convention and ignores plans. Lowering makes them real: every
+    /// function defined with a plan keeps its symbol, which becomes an adapter in module-level assembly that
+    /// receives the arguments where the plan says, calls the function's body (now an internal function of
+    /// the standard convention, `<name>.neverc_body`), returns the result where the plan says, and
+    /// preserves the registers the plan declares callee-saved that the standard convention does not. Calls
+    /// with a plan to a declared function go through an outgoing adapter (`<name>.neverc_out`) that does
+    /// the reverse; calls between the module's planned functions call the bodies directly. The adapters are
+    /// filled in from the target's `[lowering]` templates. Everything else in the module is left as it is.
+    #[command(after_help = AFTER_HELP)]
+    Lower(CcLowerArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct CcLowerArgs {
+    /// The materialized module to read (LLVM IR text).
+    #[arg(value_name = "IN.ll")]
+    pub(crate) input: PathBuf,
+    /// Where to write the lowered module (written completely or not at all).
+    #[arg(short, long, value_name = "OUT.ll")]
+    pub(crate) output: PathBuf,
+    /// Target name or alias (default: from the module's `target triple`).
+    #[arg(long, value_name = "NAME")]
+    pub(crate) target: Option<String>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
 }
 
 #[derive(Debug, Args)]
@@ -319,6 +346,10 @@ pub(crate) struct CcMaterializeArgs {
     /// `org.neverc.example.custom-callconv:cc-all=1`.
     #[arg(long = "plugin-arg", value_name = "ID:NAME[=VALUE]", requires = "plugin")]
     pub(crate) plugin_args: Vec<String>,
+    /// Lower the materialized plans into adapter thunks as well, as `cc lower` does, so that stock LLVM
+    /// compiles a module whose plans take effect.
+    #[arg(long)]
+    pub(crate) lower: bool,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
 }

@@ -1,8 +1,10 @@
-//! The calling-convention engine: plan strings, and (to come) the planner and materializer.
+//! The calling-convention engine: plan strings, the planner, materialization and lowering to adapter thunks.
 
+pub mod adapter;
 pub mod assignment;
 pub mod layout;
 pub mod ll_reader;
+pub mod lower;
 pub mod materialize;
 mod name_table;
 pub mod plan;

@@ -411,7 +411,7 @@ pub(crate) fn attribute_removal(text: &str, range: &Range<usize>) -> Range<usize
 }
 
 /// Index just past the parenthesis that closes the one at `open`.
-fn matching_paren(text: &str, open: usize) -> Option<usize> {
+pub(crate) fn matching_paren(text: &str, open: usize) -> Option<usize> {
     let bytes = &text.as_bytes()[open..];
     let mut depth = 0usize;
     let mut in_string = false;

@@ -164,13 +164,7 @@ pub fn check_nesting(text: &str) -> Result<(), SignatureError> {
 impl Signature {
     /// Parses a `--sig` string such as `i32 (i32, i64, ptr byval(%struct.Q) align 8)`.
     pub fn parse(text: &str) -> Result<Signature, SignatureError> {
-        check_nesting(text)?;
-        let mut pairs = SignatureGrammar::parse(Rule::signature, text).map_err(|error| pest_error(text, &error))?;
-        let signature = pairs.next().ok_or_else(|| SignatureError {
-            message: "empty signature".into(),
-            span: 0..0,
-        })?;
-        let mut inner = signature.into_inner();
+        let mut inner = signature_pair(text)?.into_inner();
         let (return_type, return_attributes) = match inner.next() {
             Some(part) => return_part(part)?,
             None => {
@@ -191,6 +185,51 @@ impl Signature {
             variadic,
         })
     }
+}
+
+/// The parse tree of a whole signature, its nesting checked first.
+fn signature_pair(text: &str) -> Result<Pair<'_, Rule>, SignatureError> {
+    check_nesting(text)?;
+    let mut pairs = SignatureGrammar::parse(Rule::signature, text).map_err(|error| pest_error(text, &error))?;
+    pairs.next().ok_or_else(|| SignatureError {
+        message: "empty signature".into(),
+        span: 0..0,
+    })
+}
+
+/// The function type a signature's text spells, without attributes and names: `i32 (i32, %struct.Q*, ...)`
+/// for `noundef i32 (i32 noundef %0, %struct.Q* byval(%struct.Q) align 8 %q, ...)`, types written as the text
+/// writes them (typed pointers stay typed).
+pub fn function_type_spelling(text: &str) -> Result<String, SignatureError> {
+    let signature = signature_pair(text)?;
+    let mut return_type = "void";
+    let mut parameters = Vec::new();
+    for part in signature.into_inner() {
+        match part.as_rule() {
+            Rule::return_part => {
+                for inner in part.into_inner() {
+                    if inner.as_rule() == Rule::return_type {
+                        return_type = inner.as_str().trim();
+                    }
+                }
+            }
+            Rule::parameter_list => {
+                for inner in part.into_inner() {
+                    match inner.as_rule() {
+                        Rule::variadic => parameters.push("..."),
+                        Rule::parameter => {
+                            if let Some(ty) = inner.into_inner().find(|p| p.as_rule() == Rule::ir_type) {
+                                parameters.push(ty.as_str().trim());
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(format!("{return_type} ({})", parameters.join(", ")))
 }
 
 /// Parses `%struct.Q = type { i64, i64, i64 }` into the type's name and definition (`None` for `opaque`).

@@ -81,6 +81,17 @@ fn registry() -> Handlebars<'static> {
         }),
     );
     handlebars.register_helper(
+        "option_index",
+        value_helper("option_index", "an index or null", |value| match value {
+            Value::Null => Some("None".to_string()),
+            other => other.as_u64().map(|index| format!("Some({index})")),
+        }),
+    );
+    handlebars.register_helper(
+        "template",
+        value_helper("template", "template parts", template_expression),
+    );
+    handlebars.register_helper(
         "hex",
         value_helper("hex", "u64", |value| {
             value.as_u64().map(|number| format!("0x{number:016x}"))
@@ -140,6 +151,22 @@ fn registry() -> Handlebars<'static> {
         value_helper("upper", "string", |value| value.as_str().map(str::to_ascii_uppercase)),
     );
     handlebars
+}
+
+/// A lowering template (the serialized `TemplatePart`s) as a Rust slice expression.
+fn template_expression(value: &Value) -> Option<String> {
+    let mut parts = Vec::new();
+    for part in value.as_array()? {
+        let kind = part.get("part")?.as_str()?;
+        let content = part.get("value");
+        parts.push(match kind {
+            "Text" => format!("TemplatePart::Text({:?})", content?.as_str()?),
+            "Register" => format!("TemplatePart::Register({})", content?.as_u64()?),
+            "Source" | "Base" | "Offset" | "Size" | "Symbol" => format!("TemplatePart::{kind}"),
+            _ => return None,
+        });
+    }
+    Some(format!("&[{}]", parts.join(", ")))
 }
 
 /// A helper that turns its one parameter into text, refusing a parameter of another type.

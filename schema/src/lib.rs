@@ -15,6 +15,7 @@ mod hex;
 mod json_map;
 mod json_schema;
 mod load;
+mod lowering;
 mod model;
 #[doc(hidden)]
 pub mod oracle;
@@ -42,6 +43,7 @@ pub use load::{
     load_plugin_abi, load_plugin_abi_with, load_targets, parse_phase_schema, parse_phase_schema_for_audit,
     parse_plugin_abi, parse_target, target_files,
 };
+pub use lowering::{DirectiveTemplates, InstructionTemplates, LoweringDeclaration, MemoryTemplateDeclaration};
 pub use model::lower_target;
 pub use phase::{
     ExtensionFamily, Gate, MutationClass, ObserverPoint, Phase, PhaseKind, PhaseSchemaDocument, PolicyFlag, Stability,

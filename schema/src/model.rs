@@ -8,11 +8,13 @@ use std::collections::HashMap;
 
 use bumpalo::Bump;
 use neverc_records::{
-    AbiRecordIn, BitRange, ElfRecordIn, Id128, NameKind, RegisterClassKind as ClassKindRecord, RegisterClassRecordIn,
-    RegisterNameIn, RegisterNumber, RegisterRecordIn, RegisterView, RelocationRecordIn, SubRegisterRecordIn,
-    TargetRecordIn, TlsVariant,
+    AbiRecordIn, BitRange, DirectivesIn, ElfRecordIn, Id128, InstructionsIn, LoweringRecordIn, MemoryTemplatesIn,
+    NameKind, RegisterClassKind as ClassKindRecord, RegisterClassRecordIn, RegisterNameIn, RegisterNumber,
+    RegisterRecordIn, RegisterView, RelocationRecordIn, SubRegisterRecordIn, TargetRecordIn, Template, TemplatePart,
+    TlsVariant,
 };
 
+use crate::lowering::{LoweringDeclaration, parse_template};
 use crate::phase_model::{slice, strs};
 use crate::target::{
     AbiRules, ElfFacts, Endianness, Int128Registers, RegisterClassKind, TargetDeclaration, TlsVariantName,
@@ -211,6 +213,93 @@ pub fn lower_target<'a>(declaration: &TargetDeclaration, arena: &'a Bump) -> Res
         elf: declaration.elf.as_ref().map(|elf| lower_elf(elf, arena)).transpose()?,
         relocations,
         relocation_names,
+        lowering: declaration
+            .lowering
+            .as_ref()
+            .map(|lowering| lower_lowering(declaration, lowering, &resolve, arena))
+            .transpose()?,
+    })
+}
+
+/// A template split into parts, allocated in `arena`.
+fn lower_template<'a>(text: &str, arena: &'a Bump) -> Result<Template<'a>, String> {
+    let parts: Vec<TemplatePart<'a>> = parse_template(text)?
+        .into_iter()
+        .map(|part| match part {
+            TemplatePart::Text(text) => TemplatePart::Text(arena.alloc_str(text)),
+            TemplatePart::Register(width) => TemplatePart::Register(width),
+            TemplatePart::Source => TemplatePart::Source,
+            TemplatePart::Base => TemplatePart::Base,
+            TemplatePart::Offset => TemplatePart::Offset,
+            TemplatePart::Size => TemplatePart::Size,
+            TemplatePart::Symbol => TemplatePart::Symbol,
+        })
+        .collect();
+    Ok(slice(arena, &parts))
+}
+
+/// The `[lowering]` table: registers resolved to indices, templates split into parts.
+fn lower_lowering<'a>(
+    declaration: &TargetDeclaration,
+    lowering: &LoweringDeclaration,
+    resolve: &dyn Fn(&str) -> Result<RegisterView, String>,
+    arena: &'a Bump,
+) -> Result<LoweringRecordIn<'a>, String> {
+    let register = |name: &str| resolve(name).map(|view| view.register);
+    let scratch = lowering
+        .scratch
+        .iter()
+        .map(|name| register(name))
+        .collect::<Result<Vec<_>, _>>()?;
+    let template = |text: &str| lower_template(text, arena);
+    let memory = lowering
+        .memory
+        .iter()
+        .map(|entry| {
+            let class = declaration
+                .register_classes
+                .iter()
+                .position(|class| class.name == entry.class)
+                .ok_or_else(|| format!("register class `{}` is not declared", entry.class))?;
+            Ok(MemoryTemplatesIn {
+                class,
+                width: entry.width,
+                load: template(&entry.load)?,
+                load_signed: entry.load_signed.as_deref().map(template).transpose()?,
+                store: template(&entry.store)?,
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let directives = &lowering.directives;
+    let instructions = &lowering.instructions;
+    Ok(LoweringRecordIn {
+        stack_pointer: register(&lowering.stack_pointer)?,
+        scratch: slice(arena, &scratch),
+        incoming_arguments_offset: lowering.incoming_arguments_offset,
+        hidden_pointer_result: lowering.hidden_pointer_result.as_deref().map(register).transpose()?,
+        link_register: lowering.link_register.as_deref().map(register).transpose()?,
+        max_offset: lowering.max_offset,
+        max_unaligned_offset: lowering.max_unaligned_offset,
+        directives: DirectivesIn {
+            section: template(&directives.section)?,
+            global: template(&directives.global)?,
+            weak: template(&directives.weak)?,
+            hidden: template(&directives.hidden)?,
+            protected: template(&directives.protected)?,
+            align: template(&directives.align)?,
+            function: template(&directives.function)?,
+            size: template(&directives.size)?,
+        },
+        instructions: InstructionsIn {
+            allocate: template(&instructions.allocate)?,
+            release: template(&instructions.release)?,
+            move_register: template(&instructions.move_register)?,
+            align_down: template(&instructions.align_down)?,
+            address: template(&instructions.address)?,
+            call: template(&instructions.call)?,
+            return_: template(&instructions.return_)?,
+        },
+        memory: slice(arena, &memory),
     })
 }
 

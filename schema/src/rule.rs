@@ -88,6 +88,8 @@ pub enum Rule {
     InternalSchema,
     /// `json-syntax`.
     JsonSyntax,
+    /// `lowering`.
+    Lowering,
     /// `missing-key`.
     MissingKey,
     /// `mutation-class-state`.
@@ -158,7 +160,7 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule.
-    pub const ALL: [Rule; 74] = [
+    pub const ALL: [Rule; 75] = [
         Rule::AbiDuplicateName,
         Rule::AbiDuplicateValue,
         Rule::AbiHeader,
@@ -200,6 +202,7 @@ impl Rule {
         Rule::Identity,
         Rule::InternalSchema,
         Rule::JsonSyntax,
+        Rule::Lowering,
         Rule::MissingKey,
         Rule::MutationClassState,
         Rule::NameDomain,
@@ -279,6 +282,7 @@ impl Rule {
             Rule::Identity => "identity",
             Rule::InternalSchema => "internal-schema",
             Rule::JsonSyntax => "json-syntax",
+            Rule::Lowering => "lowering",
             Rule::MissingKey => "missing-key",
             Rule::MutationClassState => "mutation-class-state",
             Rule::NameDomain => "name-domain",

@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::hex::ColonId;
+use crate::lowering::LoweringDeclaration;
 use neverc_records::{Overflow, RelocationBase, RelocationFormat, RelocationKind};
 
 /// One target: identity, registers, the standard ABI and the calling-convention defaults.
@@ -31,6 +32,11 @@ pub struct TargetDeclaration {
     /// The relocation types of the target's object files: every number an input may use.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub relocations: Vec<RelocationDeclaration>,
+    /// The instruction templates `cc lower` builds adapter thunks from; without them the target's plans
+    /// cannot be lowered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "LoweringDeclaration")]
+    pub lowering: Option<LoweringDeclaration>,
 }
 
 /// The ELF header facts of the target, the page sizes its executables are laid out for, where their

@@ -3,11 +3,12 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::diagnostic::Finding;
+use crate::lowering::{Placeholder, parse_template};
 use crate::model::{Spelling, name_table};
 use crate::rule::Rule;
 use crate::spec_text::{Spec, SpecList, is_stack_token};
 use crate::target::{RegisterClassKind, RelocationDeclaration, TargetDeclaration, TlsVariantName};
-use neverc_records::{Overflow, RelocationBase, RelocationFormat};
+use neverc_records::{Overflow, RelocationBase, RelocationFormat, TemplatePart};
 
 /// IR type spellings a `stack_only_types` entry may name.
 const IR_SCALAR_TYPES: &[&str] = &[
@@ -47,6 +48,7 @@ pub(crate) fn target_findings(declaration: &TargetDeclaration) -> Vec<Finding> {
     context.check_callee_saved(&mut findings);
     context.check_abi(&mut findings);
     context.check_specs(&mut findings);
+    context.check_lowering(&mut findings);
     check_elf(declaration, &mut findings);
     check_relocations(declaration, &mut findings);
     findings
@@ -813,4 +815,287 @@ pub(crate) fn registry_findings(targets: &[&TargetDeclaration]) -> Vec<(usize, F
         }
     }
     findings
+}
+
+/// Which placeholders a template may use, and which it must.
+struct TemplateRule {
+    allowed: &'static [Placeholder],
+    required: &'static [Placeholder],
+}
+
+const SYMBOL_DIRECTIVE: TemplateRule = TemplateRule {
+    allowed: &[Placeholder::Symbol],
+    required: &[Placeholder::Symbol],
+};
+const PLAIN_DIRECTIVE: TemplateRule = TemplateRule {
+    allowed: &[],
+    required: &[],
+};
+const MEMORY: TemplateRule = TemplateRule {
+    allowed: &[Placeholder::Register, Placeholder::Base, Placeholder::Offset],
+    required: &[Placeholder::Register, Placeholder::Base, Placeholder::Offset],
+};
+
+impl Context<'_> {
+    /// The `[lowering]` table: its registers, every template's placeholders, and the loads and stores an
+    /// adapter needs.
+    fn check_lowering(&self, findings: &mut Vec<Finding>) {
+        let Some(lowering) = &self.declaration.lowering else {
+            return;
+        };
+        let lookup = |name: &str, pointer: String, what: &str, findings: &mut Vec<Finding>| {
+            let found = self.names.get(&name.to_ascii_lowercase()).map(|entry| entry.register);
+            if found.is_none() {
+                findings.push(Finding::error(
+                    Rule::Lowering,
+                    pointer,
+                    format!("{what} `{name}` is not a declared register"),
+                ));
+            }
+            found
+        };
+        let stack_pointer = lookup(
+            &lowering.stack_pointer,
+            "/lowering/stack_pointer".into(),
+            "the stack pointer",
+            findings,
+        );
+        if let Some(name) = &lowering.hidden_pointer_result {
+            lookup(
+                name,
+                "/lowering/hidden_pointer_result".into(),
+                "the hidden pointer's result register",
+                findings,
+            );
+        }
+        let link = lowering
+            .link_register
+            .as_ref()
+            .and_then(|name| lookup(name, "/lowering/link_register".into(), "the link register", findings));
+        let saved: HashSet<usize> = self
+            .declaration
+            .callee_saved
+            .iter()
+            .filter_map(|name| self.names.get(&name.to_ascii_lowercase()).map(|entry| entry.register))
+            .collect();
+        let mut seen = HashSet::new();
+        for (index, name) in lowering.scratch.iter().enumerate() {
+            let pointer = format!("/lowering/scratch/{index}");
+            let Some(register) = lookup(name, pointer.clone(), "scratch register", findings) else {
+                continue;
+            };
+            let why = if !seen.insert(register) {
+                Some("is listed twice")
+            } else if self
+                .class_kind(register)
+                .is_some_and(|kind| kind.holds_floating_point())
+            {
+                Some("is not a general-purpose register")
+            } else if self.reserved.contains(&register) {
+                Some("is reserved")
+            } else if saved.contains(&register) {
+                Some("is callee-saved in the standard convention")
+            } else if Some(register) == stack_pointer || Some(register) == link {
+                Some("is the stack pointer or the link register")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                findings.push(Finding::error(
+                    Rule::Lowering,
+                    pointer,
+                    format!("scratch register `{name}` {why}: an adapter clobbers its scratch registers"),
+                ));
+            }
+        }
+
+        if lowering.max_unaligned_offset > lowering.max_offset {
+            findings.push(Finding::error(
+                Rule::Lowering,
+                "/lowering/max_unaligned_offset",
+                format!(
+                    "max_unaligned_offset {} is above max_offset {}",
+                    lowering.max_unaligned_offset, lowering.max_offset
+                ),
+            ));
+        }
+        let directives = &lowering.directives;
+        for (key, text, rule) in [
+            ("section", &directives.section, &PLAIN_DIRECTIVE),
+            ("global", &directives.global, &SYMBOL_DIRECTIVE),
+            ("weak", &directives.weak, &SYMBOL_DIRECTIVE),
+            ("hidden", &directives.hidden, &SYMBOL_DIRECTIVE),
+            ("protected", &directives.protected, &SYMBOL_DIRECTIVE),
+            ("align", &directives.align, &PLAIN_DIRECTIVE),
+            ("function", &directives.function, &SYMBOL_DIRECTIVE),
+            ("size", &directives.size, &SYMBOL_DIRECTIVE),
+        ] {
+            check_template(text, &format!("/lowering/directives/{key}"), rule, findings);
+        }
+        let instructions = &lowering.instructions;
+        let size_only = TemplateRule {
+            allowed: &[Placeholder::Size],
+            required: &[Placeholder::Size],
+        };
+        for (key, text, rule) in [
+            ("allocate", &instructions.allocate, &size_only),
+            ("release", &instructions.release, &size_only),
+            (
+                "move",
+                &instructions.move_register,
+                &TemplateRule {
+                    allowed: &[Placeholder::Register, Placeholder::Source],
+                    required: &[Placeholder::Register, Placeholder::Source],
+                },
+            ),
+            (
+                "align_down",
+                &instructions.align_down,
+                &TemplateRule {
+                    allowed: &[Placeholder::Register, Placeholder::Size],
+                    required: &[Placeholder::Register, Placeholder::Size],
+                },
+            ),
+            ("address", &instructions.address, &MEMORY),
+            ("call", &instructions.call, &SYMBOL_DIRECTIVE),
+            ("return", &instructions.return_, &PLAIN_DIRECTIVE),
+        ] {
+            check_template(text, &format!("/lowering/instructions/{key}"), rule, findings);
+        }
+        self.check_memory_templates(findings);
+    }
+
+    fn check_memory_templates(&self, findings: &mut Vec<Finding>) {
+        let Some(lowering) = &self.declaration.lowering else {
+            return;
+        };
+        let classes = &self.declaration.register_classes;
+        let mut declared = HashSet::new();
+        for (index, entry) in lowering.memory.iter().enumerate() {
+            let pointer = format!("/lowering/memory/{index}");
+            let Some(class) = classes.iter().find(|class| class.name == entry.class) else {
+                findings.push(Finding::error(
+                    Rule::Lowering,
+                    format!("{pointer}/class"),
+                    format!("`{}` is not a declared register class", entry.class),
+                ));
+                continue;
+            };
+            let views = |width: u32| width == class.width || class.widths.contains(&width);
+            if !matches!(entry.width, 8 | 16 | 32 | 64 | 128) || entry.width > class.width {
+                findings.push(Finding::error(
+                    Rule::Lowering,
+                    format!("{pointer}/width"),
+                    format!(
+                        "a load or store moves 8, 16, 32, 64 or 128 bits, at most the class's {}, not {}",
+                        class.width, entry.width
+                    ),
+                ));
+            }
+            if !declared.insert((class.name.as_str(), entry.width)) {
+                findings.push(Finding::error(
+                    Rule::Lowering,
+                    pointer.clone(),
+                    format!(
+                        "loads and stores of `{}` at {} bits are declared twice",
+                        class.name, entry.width
+                    ),
+                ));
+            }
+            let general = class.kind == RegisterClassKind::General;
+            match (&entry.load_signed, general && entry.width < 32) {
+                (None, true) => findings.push(Finding::error(
+                    Rule::Lowering,
+                    pointer.clone(),
+                    format!(
+                        "`{}` at {} bits needs `load_signed`: adapters sign-extend narrow arguments",
+                        class.name, entry.width
+                    ),
+                )),
+                (Some(_), false) => findings.push(Finding::error(
+                    Rule::Lowering,
+                    format!("{pointer}/load_signed"),
+                    "`load_signed` is declared only for general classes below 32 bits".to_string(),
+                )),
+                _ => {}
+            }
+            let templates = [
+                ("load", Some(&entry.load)),
+                ("store", Some(&entry.store)),
+                ("load_signed", entry.load_signed.as_ref()),
+            ];
+            for (key, text) in templates {
+                let Some(text) = text else { continue };
+                let at = format!("{pointer}/{key}");
+                let Some(parts) = check_template(text, &at, &MEMORY, findings) else {
+                    continue;
+                };
+                for part in parts {
+                    let TemplatePart::Register(width) = part else { continue };
+                    let view = if width == 0 { entry.width } else { width };
+                    if !views(view) {
+                        findings.push(Finding::error(
+                            Rule::Lowering,
+                            at.clone(),
+                            format!(
+                                "`{}` has no {view}-bit view (its widths: {:?}); name one with `{{register:W}}`",
+                                class.name, class.widths
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        for class in classes {
+            let mut needed = vec![class.width];
+            if class.kind == RegisterClassKind::General {
+                needed.extend([8, 16, 32, 64].into_iter().filter(|width| *width < class.width));
+            }
+            for width in needed {
+                if !declared.contains(&(class.name.as_str(), width)) {
+                    findings.push(Finding::error(
+                        Rule::Lowering,
+                        "/lowering/memory",
+                        format!("adapters need loads and stores of `{}` at {width} bits", class.name),
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// Parses a template at `pointer` and checks its placeholders; the parts when it parses.
+fn check_template<'t>(
+    text: &'t str,
+    pointer: &str,
+    rule: &TemplateRule,
+    findings: &mut Vec<Finding>,
+) -> Option<Vec<TemplatePart<'t>>> {
+    let parts = match parse_template(text) {
+        Ok(parts) => parts,
+        Err(message) => {
+            findings.push(Finding::error(Rule::Lowering, pointer, message));
+            return None;
+        }
+    };
+    let used: Vec<Placeholder> = parts.iter().filter_map(Placeholder::of).collect();
+    for placeholder in &used {
+        if !rule.allowed.contains(placeholder) {
+            findings.push(Finding::error(
+                Rule::Lowering,
+                pointer,
+                format!("this template cannot use `{{{}}}`", placeholder.name()),
+            ));
+        }
+    }
+    for placeholder in rule.required {
+        if !used.contains(placeholder) {
+            findings.push(Finding::error(
+                Rule::Lowering,
+                pointer,
+                format!("this template needs `{{{}}}`", placeholder.name()),
+            ));
+        }
+    }
+    Some(parts)
 }

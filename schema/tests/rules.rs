@@ -626,3 +626,55 @@ fn emulations_are_listed_once_and_well_formed() {
         );
     }
 }
+
+#[test]
+fn adapter_templates_are_checked_at_their_lines() {
+    let (text, found) = target_text_with("x86_64.toml", |text| {
+        text.replacen(
+            "scratch = [\"r11\", \"r10\", \"rax\"]",
+            "scratch = [\"r11\", \"rbx\", \"xmm0\"]",
+            1,
+        )
+        .replacen("allocate = \"subq ${size}, %rsp\"", "allocate = \"subq ${sise}, %rsp\"", 1)
+        .replacen("return = \"retq\"", "return = \"retq {symbol}\"", 1)
+        .replacen(
+            "load = \"movzbl {offset}(%{base}), %{register:32}\"\nload_signed = \"movsbl {offset}(%{base}), %{register:32}\"\n",
+            "load = \"movzbl {offset}(%{base}), %{register:24}\"\n",
+            1,
+        )
+    });
+    let callee_saved = find(&found, "lowering", "scratch register `rbx` is callee-saved");
+    assert_eq!(callee_saved.pointer, "/lowering/scratch/1");
+    assert_eq!(
+        callee_saved.line,
+        line_of(&text, "scratch = [\"r11\", \"rbx\", \"xmm0\"]")
+    );
+    find(
+        &found,
+        "lowering",
+        "scratch register `xmm0` is not a general-purpose register",
+    );
+    let unknown = find(&found, "lowering", "unknown placeholder `{sise}`");
+    assert_eq!(unknown.pointer, "/lowering/instructions/allocate");
+    assert_eq!(unknown.line, line_of(&text, "allocate = \"subq ${sise}, %rsp\""));
+    find(&found, "lowering", "this template cannot use `{symbol}`");
+    let view = find(&found, "lowering", "`gpr` has no 24-bit view");
+    assert_eq!(
+        view.line,
+        line_of(&text, "load = \"movzbl {offset}(%{base}), %{register:24}\"")
+    );
+    find(&found, "lowering", "`gpr` at 8 bits needs `load_signed`");
+    assert_eq!(found.len(), 6, "{found:?}");
+
+    // Every general width an adapter copies with must be declared.
+    let found = target_with("aarch64.toml", |text| {
+        let start = text.find("[[lowering.memory]]\nclass = \"gpr\"\nwidth = 16").unwrap();
+        let end = start + text[start..].find("\n\n").unwrap() + 2;
+        format!("{}{}", &text[..start], &text[end..])
+    });
+    assert!(
+        has(&found, "lowering", "adapters need loads and stores of `gpr` at 16 bits"),
+        "{found:?}"
+    );
+    assert_eq!(found.len(), 1, "{found:?}");
+}

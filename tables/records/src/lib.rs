@@ -15,6 +15,10 @@ pub use relocation_kinds::RelocationKind;
 
 mod plugin_abi;
 
+mod lowering;
+
+pub use lowering::{DirectivesIn, InstructionsIn, LoweringRecordIn, MemoryTemplatesIn, Template, TemplatePart};
+
 pub use plugin_abi::{AbiBitRecord, AbiEnumRecord, AbiFlagsRecord, AbiValueRecord, InterfaceRecord, PluginAbiPart};
 
 /// A 128-bit identifier.
@@ -628,6 +632,8 @@ pub struct TargetRecordIn<'a> {
     pub relocations: &'a [RelocationRecordIn<'a>],
     /// Indices into `relocations`, sorted by name for binary search.
     pub relocation_names: &'a [usize],
+    /// The adapter templates of `cc lower`, when the target declares them.
+    pub lowering: Option<LoweringRecordIn<'a>>,
 }
 
 impl<'a> TargetRecordIn<'a> {
@@ -892,3 +898,7 @@ pub type AbiRecord = AbiRecordIn<'static>;
 pub type TargetRecord = TargetRecordIn<'static>;
 pub type ElfRecord = ElfRecordIn<'static>;
 pub type RelocationRecord = RelocationRecordIn<'static>;
+pub type LoweringRecord = LoweringRecordIn<'static>;
+pub type MemoryTemplates = MemoryTemplatesIn<'static>;
+pub type Directives = DirectivesIn<'static>;
+pub type Instructions = InstructionsIn<'static>;

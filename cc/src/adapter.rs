@@ -1,0 +1,742 @@
+//! Adapter thunks: assembly that receives a call in one convention and makes it in another, built only from a
+//! target's declared `[lowering]` templates and register data.
+//!
+//! An adapter works through memory, so that no register permutation can go wrong: every value the caller
+//! passes is first written into a slot of the adapter's frame (its *content*: the bytes of the value, or of
+//! the object a by-value pointer points at), and everything the callee is given is read from there.
+//!
+//! The frame has two parts. The first (`U`, below the stack pointer at entry) holds the registers the
+//! adapter preserves, the link register, the content slots and the addresses callers pass; every register
+//! the caller passes a value in is stored there before any register is touched. The second (`A`, below `U`
+//! and aligned to the target's stack alignment, whatever the caller's) holds the callee's stack arguments,
+//! the callee's register return values, and the address of `U`. Scratch register 0 holds `U`'s address
+//! while `A` is current, scratch registers 1 and 2 carry the data being copied. Registers the callee takes
+//! arguments in are loaded last, the one that is also the base register (if any) after all others; after
+//! the call the return values are stored before any scratch register is used, and the caller's return
+//! registers are loaded when `U` is current again, with no register live but the ones being loaded.
+
+use std::fmt::Write as _;
+
+use neverc_tables::{LoweringRecord, MemoryTemplates, RegisterClassKind, TargetRecord, Template, TemplatePart};
+
+use crate::assignment::register_view_name;
+
+/// What a piece of a value holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Bytes `[offset, offset + size)` of the value's content.
+    Content,
+    /// The address of the value's content (a by-value copy, a value passed by reference, or the place a
+    /// returned value goes).
+    Address,
+}
+
+/// Where a piece is, seen from one side of the adapter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Holder {
+    /// A register (an index into the target's registers).
+    Register(usize),
+    /// A stack slot at this offset from the first stack argument.
+    Stack(u64),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SidePiece {
+    pub holder: Holder,
+    pub role: Role,
+    /// Offset in the content (0 for an address).
+    pub offset: u64,
+    /// Bytes the holder takes (a stack slot may be larger than the content it holds).
+    pub size: u64,
+}
+
+/// How a narrow integer argument is widened for a callee that relies on it (`zeroext`, `signext`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Extension {
+    #[default]
+    None,
+    Zero,
+    Sign,
+}
+
+/// One value the adapter carries: its content's size and how each side passes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValueMove {
+    pub content_size: u64,
+    pub extension: Extension,
+    /// How the adapter's caller passes (or, for a return, expects) it.
+    pub caller: Vec<SidePiece>,
+    /// How the adapter passes it to its callee (or receives it back).
+    pub callee: Vec<SidePiece>,
+}
+
+/// Which convention a side of the adapter follows; the standard one returns the hidden pointer of an
+/// indirect return where the target says (`hidden_pointer_result`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SideKind {
+    Plan,
+    Standard,
+}
+
+/// How the adapter's symbol is bound.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Binding {
+    #[default]
+    Global,
+    Weak,
+    Local,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SymbolVisibility {
+    #[default]
+    Default,
+    Hidden,
+    Protected,
+}
+
+/// Everything one adapter needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AdapterSpec<'n> {
+    /// The adapter's symbol.
+    pub symbol: &'n str,
+    pub binding: Binding,
+    pub visibility: SymbolVisibility,
+    /// The symbol it calls.
+    pub callee: &'n str,
+    pub caller_kind: SideKind,
+    pub arguments: Vec<ValueMove>,
+    pub returned: Option<ValueMove>,
+    /// Registers the adapter saves at entry and restores before it returns (whole registers).
+    pub preserve: Vec<usize>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AdapterError {
+    #[error("target {target} declares no adapter templates ([lowering] in its target file)")]
+    NoTemplates { target: &'static str },
+    #[error("the adapter {symbol} needs an offset of {offset} bytes, beyond what {target}'s templates encode")]
+    OffsetTooLarge {
+        symbol: String,
+        offset: u64,
+        target: &'static str,
+    },
+    #[error("{target} declares no loads and stores of register class `{class}` holding {bits} bits")]
+    NoMemoryTemplate {
+        target: &'static str,
+        class: &'static str,
+        bits: u32,
+    },
+    #[error("the adapter {symbol} cannot move a {size}-byte piece in register {register}")]
+    PieceTooWide {
+        symbol: String,
+        register: String,
+        size: u64,
+    },
+    #[error("the adapter {symbol}: {detail}")]
+    Unsupported { symbol: String, detail: String },
+}
+
+/// Rounds `value` up to a multiple of `to` (a power of two).
+fn round_up(value: u64, to: u64) -> u64 {
+    value.div_ceil(to) * to
+}
+
+/// The adapter's frames: offsets of every slot.
+struct Layout {
+    /// Size of `U`.
+    upper: u64,
+    link_slot: u64,
+    /// Save slot of each preserved register, in `preserve` order.
+    save_slots: Vec<u64>,
+    /// Content slot of each argument, then the return value's.
+    content_slots: Vec<u64>,
+    /// Address slot of each value whose caller passes an address.
+    address_slots: Vec<Option<u64>>,
+    /// Size of `A`.
+    lower: u64,
+    /// Offset in `A` of the callee's register return values.
+    staging: u64,
+    /// Offset in `A` of `U`'s address.
+    base_slot: u64,
+}
+
+const SLOT: u64 = 16;
+
+fn layout(spec: &AdapterSpec<'_>, alignment: u64, has_link: bool) -> Layout {
+    let values: Vec<&ValueMove> = spec.arguments.iter().chain(spec.returned.as_ref()).collect();
+    let mut upper = 0;
+    let link_slot = upper;
+    if has_link {
+        upper += SLOT;
+    }
+    let save_slots = spec
+        .preserve
+        .iter()
+        .map(|_| {
+            let slot = upper;
+            upper += SLOT;
+            slot
+        })
+        .collect();
+    let address_slots = values
+        .iter()
+        .map(|value| {
+            value.caller.iter().any(|piece| piece.role == Role::Address).then(|| {
+                let slot = upper;
+                upper += SLOT;
+                slot
+            })
+        })
+        .collect();
+    // Each content slot has a slot's worth of room past the content: registers are stored whole.
+    let content_slots = values
+        .iter()
+        .map(|value| {
+            let slot = upper;
+            upper += round_up(value.content_size, SLOT) + SLOT;
+            slot
+        })
+        .collect();
+    let upper = round_up(upper.max(SLOT), alignment);
+    let outgoing = spec
+        .arguments
+        .iter()
+        .flat_map(|value| &value.callee)
+        .filter_map(|piece| match piece.holder {
+            Holder::Stack(offset) => Some(offset + piece.size),
+            Holder::Register(_) => None,
+        })
+        .max()
+        .unwrap_or(0);
+    let staging = round_up(outgoing, SLOT);
+    let returned = spec
+        .returned
+        .as_ref()
+        .map_or(0, |value| round_up(value.content_size, SLOT) + SLOT);
+    let base_slot = staging + returned;
+    let lower = round_up(base_slot + SLOT, alignment);
+    Layout {
+        upper,
+        link_slot,
+        save_slots,
+        content_slots,
+        address_slots,
+        lower,
+        staging,
+        base_slot,
+    }
+}
+
+/// What fills a template's placeholders.
+#[derive(Clone, Copy, Default)]
+struct Fill<'n> {
+    register: Option<(usize, u32)>,
+    source: Option<usize>,
+    base: Option<usize>,
+    offset: u64,
+    size: u64,
+    symbol: &'n str,
+}
+
+/// Writes instructions from templates.
+struct Writer<'a> {
+    target: &'static TargetRecord,
+    lowering: &'static LoweringRecord,
+    symbol: &'a str,
+    lines: &'a mut Vec<String>,
+}
+
+impl Writer<'_> {
+    fn name(&self, register: usize, width: u32) -> String {
+        register_view_name(self.target, register, width)
+    }
+
+    fn full_width(&self, register: usize) -> u32 {
+        self.target.registers[register].width
+    }
+
+    fn emit(&mut self, template: Template<'_>, fill: Fill<'_>) {
+        let mut line = String::from("\t");
+        for part in template {
+            match *part {
+                TemplatePart::Text(text) => line.push_str(text),
+                TemplatePart::Register(view) => {
+                    if let Some((register, width)) = fill.register {
+                        line.push_str(&self.name(register, if view == 0 { width } else { view }));
+                    }
+                }
+                TemplatePart::Source => {
+                    if let Some(source) = fill.source {
+                        line.push_str(&self.name(source, self.full_width(source)));
+                    }
+                }
+                TemplatePart::Base => {
+                    if let Some(base) = fill.base {
+                        line.push_str(&self.name(base, self.full_width(base)));
+                    }
+                }
+                TemplatePart::Offset => {
+                    let _ = write!(line, "{}", fill.offset);
+                }
+                TemplatePart::Size => {
+                    let _ = write!(line, "{}", fill.size);
+                }
+                TemplatePart::Symbol => line.push_str(fill.symbol),
+            }
+        }
+        self.lines.push(line);
+    }
+
+    fn directive(&mut self, template: Template<'_>, symbol: &str) {
+        self.emit(
+            template,
+            Fill {
+                symbol,
+                ..Fill::default()
+            },
+        );
+    }
+
+    fn check_offset(&self, offset: u64, aligned: bool) -> Result<(), AdapterError> {
+        let limit = if aligned {
+            self.lowering.max_offset
+        } else {
+            self.lowering.max_unaligned_offset
+        };
+        if offset > limit {
+            return Err(AdapterError::OffsetTooLarge {
+                symbol: self.symbol.to_string(),
+                offset,
+                target: self.target.name,
+            });
+        }
+        Ok(())
+    }
+
+    fn templates(&self, register: usize, bits: u32) -> Result<&'static MemoryTemplates, AdapterError> {
+        let class = self.target.registers[register].class;
+        self.lowering
+            .memory_holding(class, bits)
+            .ok_or_else(|| AdapterError::NoMemoryTemplate {
+                target: self.target.name,
+                class: self.target.classes.get(class).map_or("?", |class| class.name),
+                bits,
+            })
+    }
+
+    /// The bits a piece of `size` bytes is moved with in `register`: a power of two, at least 32 for a
+    /// general register (so that the widening of a narrow value survives), at most the register's width.
+    fn piece_bits(&self, register: usize, size: u64) -> Result<u32, AdapterError> {
+        let width = self.full_width(register);
+        let general = self
+            .target
+            .class_of(register)
+            .is_some_and(|class| class.kind == RegisterClassKind::General);
+        let needed = (size.max(1) * 8).next_power_of_two();
+        let floor = if general { 32 } else { 8 };
+        let bits = needed.max(floor).min(u64::from(width));
+        if needed > u64::from(width) {
+            return Err(AdapterError::PieceTooWide {
+                symbol: self.symbol.to_string(),
+                register: self.name(register, width),
+                size,
+            });
+        }
+        Ok(bits as u32)
+    }
+
+    fn memory(
+        &mut self,
+        which: Access,
+        register: usize,
+        bits: u32,
+        base: usize,
+        offset: u64,
+    ) -> Result<(), AdapterError> {
+        let templates = self.templates(register, bits)?;
+        let bytes = u64::from(templates.width / 8).max(1);
+        self.check_offset(offset, offset % bytes == 0)?;
+        let template = match which {
+            Access::Load => templates.load,
+            Access::LoadSigned => templates.load_signed.unwrap_or(templates.load),
+            Access::Store => templates.store,
+        };
+        self.emit(
+            template,
+            Fill {
+                register: Some((register, templates.width)),
+                base: Some(base),
+                offset,
+                ..Fill::default()
+            },
+        );
+        Ok(())
+    }
+
+    fn load(&mut self, register: usize, bits: u32, base: usize, offset: u64) -> Result<(), AdapterError> {
+        self.memory(Access::Load, register, bits, base, offset)
+    }
+
+    fn store(&mut self, register: usize, bits: u32, base: usize, offset: u64) -> Result<(), AdapterError> {
+        self.memory(Access::Store, register, bits, base, offset)
+    }
+
+    /// Copies `size` bytes through `data`, in the widest accesses both offsets allow.
+    fn copy(&mut self, data: usize, from: (usize, u64), to: (usize, u64), size: u64) -> Result<(), AdapterError> {
+        let mut done = 0;
+        while done < size {
+            let (source, target) = (from.1 + done, to.1 + done);
+            let chunk = [8u64, 4, 2, 1]
+                .into_iter()
+                .find(|chunk| *chunk <= size - done && source % chunk == 0 && target % chunk == 0)
+                .unwrap_or(1);
+            let bits = (chunk * 8) as u32;
+            self.load(data, bits, from.0, source)?;
+            self.store(data, bits, to.0, target)?;
+            done += chunk;
+        }
+        Ok(())
+    }
+
+    fn address(&mut self, register: usize, base: usize, offset: u64) -> Result<(), AdapterError> {
+        self.check_offset(offset, true)?;
+        self.emit(
+            self.lowering.instructions.address,
+            Fill {
+                register: Some((register, self.full_width(register))),
+                base: Some(base),
+                offset,
+                ..Fill::default()
+            },
+        );
+        Ok(())
+    }
+
+    fn move_register(&mut self, register: usize, source: usize) {
+        self.emit(
+            self.lowering.instructions.move_register,
+            Fill {
+                register: Some((register, self.full_width(register))),
+                source: Some(source),
+                ..Fill::default()
+            },
+        );
+    }
+
+    fn sized(&mut self, template: Template<'_>, size: u64) -> Result<(), AdapterError> {
+        self.check_offset(size, true)?;
+        self.emit(
+            template,
+            Fill {
+                size,
+                ..Fill::default()
+            },
+        );
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Access {
+    Load,
+    LoadSigned,
+    Store,
+}
+
+/// A register piece's load, to be ordered among the callee's argument loads.
+struct RegisterLoad {
+    register: usize,
+    /// The content slot's offset (in `U`) plus the piece's offset, or the slot whose address is loaded.
+    offset: u64,
+    kind: LoadKind,
+}
+
+#[derive(Clone, Copy)]
+enum LoadKind {
+    Value { bits: u32, access: Access },
+    Address,
+}
+
+/// Writes the assembly lines of the adapter `spec` describes for `target`, appending them to `lines`.
+pub fn write_adapter(
+    target: &'static TargetRecord,
+    spec: &AdapterSpec<'_>,
+    lines: &mut Vec<String>,
+) -> Result<(), AdapterError> {
+    let lowering = target
+        .lowering
+        .as_ref()
+        .ok_or(AdapterError::NoTemplates { target: target.name })?;
+    let unsupported = |detail: String| AdapterError::Unsupported {
+        symbol: spec.symbol.to_string(),
+        detail,
+    };
+    let [base, data, spare, ..] = *lowering.scratch else {
+        return Err(unsupported(
+            "the target declares fewer than three scratch registers".into(),
+        ));
+    };
+    let sp = lowering.stack_pointer;
+    let alignment = u64::from(target.stack_alignment).max(1);
+    let frame = layout(spec, alignment, lowering.link_register.is_some());
+    let returned_index = spec.arguments.len();
+    let mut writer = Writer {
+        target,
+        lowering,
+        symbol: spec.symbol,
+        lines,
+    };
+    let directives = &lowering.directives;
+    writer.directive(directives.section, spec.symbol);
+    match spec.binding {
+        Binding::Global => writer.directive(directives.global, spec.symbol),
+        Binding::Weak => writer.directive(directives.weak, spec.symbol),
+        Binding::Local => {}
+    }
+    match spec.visibility {
+        SymbolVisibility::Default => {}
+        SymbolVisibility::Hidden => writer.directive(directives.hidden, spec.symbol),
+        SymbolVisibility::Protected => writer.directive(directives.protected, spec.symbol),
+    }
+    writer.directive(directives.align, spec.symbol);
+    writer.directive(directives.function, spec.symbol);
+    writer.lines.push(format!("{}:", spec.symbol));
+
+    // 1. Nothing is clobbered before every register the caller passes is in the frame.
+    let instructions = &lowering.instructions;
+    writer.sized(instructions.allocate, frame.upper)?;
+    if let Some(link) = lowering.link_register {
+        writer.store(link, writer.full_width(link), sp, frame.link_slot)?;
+    }
+    for (register, slot) in spec.preserve.iter().zip(&frame.save_slots) {
+        writer.store(*register, writer.full_width(*register), sp, *slot)?;
+    }
+    let values: Vec<&ValueMove> = spec.arguments.iter().chain(spec.returned.as_ref()).collect();
+    for (index, value) in values.iter().enumerate() {
+        // What the caller expects back is written at the end; only where it goes is passed in.
+        let mut pieces: Vec<&SidePiece> = value
+            .caller
+            .iter()
+            .filter(|piece| index != returned_index || piece.role == Role::Address)
+            .collect();
+        pieces.sort_by_key(|piece| piece.offset);
+        for piece in pieces {
+            let Holder::Register(register) = piece.holder else {
+                continue;
+            };
+            match piece.role {
+                Role::Content => {
+                    let bits = writer.piece_bits(register, piece.size)?;
+                    writer.store(register, bits, sp, frame.content_slots[index] + piece.offset)?;
+                }
+                Role::Address => {
+                    let slot = frame.address_slots[index].unwrap_or_default();
+                    writer.store(register, writer.full_width(register), sp, slot)?;
+                }
+            }
+        }
+    }
+
+    // 2. `A`, aligned whatever the caller's stack was; `base` holds `U`'s address.
+    writer.move_register(base, sp);
+    writer.move_register(data, sp);
+    writer.emit(
+        instructions.align_down,
+        Fill {
+            register: Some((data, writer.full_width(data))),
+            size: alignment,
+            ..Fill::default()
+        },
+    );
+    writer.move_register(sp, data);
+    writer.sized(instructions.allocate, frame.lower)?;
+    writer.store(base, writer.full_width(base), sp, frame.base_slot)?;
+
+    // 3. The caller's stack pieces and addressed contents into the content slots.
+    let incoming = frame.upper + u64::from(lowering.incoming_arguments_offset);
+    let pointer_bits = target.pointer_width;
+    for (index, value) in values.iter().enumerate() {
+        let slot = frame.content_slots[index];
+        for piece in &value.caller {
+            let Holder::Stack(offset) = piece.holder else { continue };
+            match piece.role {
+                Role::Content if index == returned_index => {}
+                Role::Content => {
+                    let size = piece.size.min(value.content_size.saturating_sub(piece.offset));
+                    writer.copy(data, (base, incoming + offset), (base, slot + piece.offset), size)?;
+                }
+                Role::Address => {
+                    let address_slot = frame.address_slots[index].unwrap_or_default();
+                    writer.load(data, pointer_bits, base, incoming + offset)?;
+                    writer.store(data, pointer_bits, base, address_slot)?;
+                }
+            }
+        }
+        // The return value's address is only written to after the call.
+        if index != returned_index
+            && let Some(address_slot) = frame.address_slots[index]
+        {
+            writer.load(data, pointer_bits, base, address_slot)?;
+            writer.copy(spare, (data, 0), (base, slot), value.content_size)?;
+        }
+    }
+
+    // 4. The callee's stack arguments.
+    for (index, value) in spec.arguments.iter().enumerate() {
+        let slot = frame.content_slots[index];
+        for piece in &value.callee {
+            let Holder::Stack(offset) = piece.holder else { continue };
+            match piece.role {
+                Role::Content if value.extension != Extension::None && value.content_size < 4 => {
+                    let bits = (value.content_size.max(1) * 8).next_power_of_two() as u32;
+                    let which = if value.extension == Extension::Sign {
+                        Access::LoadSigned
+                    } else {
+                        Access::Load
+                    };
+                    writer.memory(which, data, bits, base, slot)?;
+                    writer.store(data, 32, sp, offset)?;
+                }
+                Role::Content => {
+                    let size = piece.size.min(value.content_size.saturating_sub(piece.offset));
+                    writer.copy(data, (base, slot + piece.offset), (sp, offset), size)?;
+                }
+                Role::Address => {
+                    writer.address(data, base, slot)?;
+                    writer.store(data, pointer_bits, sp, offset)?;
+                }
+            }
+        }
+    }
+
+    // 5. The callee's registers, the base register's last.
+    let mut loads = Vec::new();
+    for (index, value) in values.iter().enumerate() {
+        let slot = frame.content_slots[index];
+        if index == returned_index {
+            // A returned value the callee writes through an address it is given: the content slot's.
+            for piece in value.callee.iter().filter(|piece| piece.role == Role::Address) {
+                match piece.holder {
+                    Holder::Register(register) => loads.push(RegisterLoad {
+                        register,
+                        offset: slot,
+                        kind: LoadKind::Address,
+                    }),
+                    Holder::Stack(_) => {
+                        return Err(unsupported("a return address on the stack".into()));
+                    }
+                }
+            }
+            continue;
+        }
+        for piece in &value.callee {
+            let Holder::Register(register) = piece.holder else {
+                continue;
+            };
+            let kind = match piece.role {
+                Role::Address => LoadKind::Address,
+                // A narrow value the callee relies on being widened is loaded at its own width, widening.
+                Role::Content if piece.offset == 0 && value.content_size < 4 && value.extension != Extension::None => {
+                    LoadKind::Value {
+                        bits: (value.content_size.max(1) * 8).next_power_of_two() as u32,
+                        access: if value.extension == Extension::Sign {
+                            Access::LoadSigned
+                        } else {
+                            Access::Load
+                        },
+                    }
+                }
+                Role::Content => LoadKind::Value {
+                    bits: writer.piece_bits(register, piece.size)?,
+                    access: Access::Load,
+                },
+            };
+            let offset = match kind {
+                LoadKind::Address => slot,
+                LoadKind::Value { .. } => slot + piece.offset,
+            };
+            loads.push(RegisterLoad { register, offset, kind });
+        }
+    }
+    let general = |register: usize| {
+        target
+            .class_of(register)
+            .is_some_and(|class| class.kind == RegisterClassKind::General)
+    };
+    loads.sort_by_key(|load| (load.register == base, general(load.register)));
+    for load in &loads {
+        match load.kind {
+            LoadKind::Address => writer.address(load.register, base, load.offset)?,
+            LoadKind::Value { bits, access } => writer.memory(access, load.register, bits, base, load.offset)?,
+        }
+    }
+
+    // 6. The call.
+    writer.emit(
+        instructions.call,
+        Fill {
+            symbol: spec.callee,
+            ..Fill::default()
+        },
+    );
+
+    // 7. The callee's return registers, then `U` again.
+    if let Some(value) = &spec.returned {
+        let mut pieces: Vec<&SidePiece> = value
+            .callee
+            .iter()
+            .filter(|piece| piece.role == Role::Content)
+            .collect();
+        pieces.sort_by_key(|piece| piece.offset);
+        for piece in &pieces {
+            let Holder::Register(register) = piece.holder else {
+                return Err(unsupported("a return value on the stack".into()));
+            };
+            let bits = writer.piece_bits(register, piece.size)?;
+            writer.store(register, bits, sp, frame.staging + piece.offset)?;
+        }
+        writer.load(base, writer.full_width(base), sp, frame.base_slot)?;
+        if !pieces.is_empty() {
+            let slot = frame.content_slots[returned_index];
+            writer.copy(data, (sp, frame.staging), (base, slot), round_up(value.content_size, 8))?;
+        }
+    } else {
+        writer.load(base, writer.full_width(base), sp, frame.base_slot)?;
+    }
+    writer.move_register(sp, base);
+
+    // 8. What the caller expects back.
+    if let Some(value) = &spec.returned {
+        let slot = frame.content_slots[returned_index];
+        if let Some(address_slot) = frame.address_slots[returned_index] {
+            writer.load(data, pointer_bits, sp, address_slot)?;
+            writer.copy(spare, (sp, slot), (data, 0), value.content_size)?;
+            if spec.caller_kind == SideKind::Standard
+                && let Some(result) = lowering.hidden_pointer_result
+            {
+                writer.load(result, pointer_bits, sp, address_slot)?;
+            }
+        }
+        for piece in &value.caller {
+            if piece.role != Role::Content {
+                continue;
+            }
+            let Holder::Register(register) = piece.holder else {
+                return Err(unsupported("a return value on the stack".into()));
+            };
+            let bits = writer.piece_bits(register, piece.size)?;
+            writer.load(register, bits, sp, slot + piece.offset)?;
+        }
+    }
+    for (register, slot) in spec.preserve.iter().zip(&frame.save_slots) {
+        writer.load(*register, writer.full_width(*register), sp, *slot)?;
+    }
+    if let Some(link) = lowering.link_register {
+        writer.load(link, writer.full_width(link), sp, frame.link_slot)?;
+    }
+    writer.sized(instructions.release, frame.upper)?;
+    writer.emit(instructions.return_, Fill::default());
+    writer.directive(directives.size, spec.symbol);
+    Ok(())
+}
