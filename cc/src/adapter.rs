@@ -19,8 +19,6 @@ use std::fmt::Write as _;
 
 use neverc_tables::{LoweringRecord, MemoryTemplates, RegisterClassKind, TargetRecord, Template, TemplatePart};
 
-use crate::assignment::register_view_name;
-
 /// What a piece of a value holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
@@ -79,7 +77,7 @@ pub enum SideKind {
 }
 
 /// How the adapter's symbol is bound.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Binding {
     #[default]
     Global,
@@ -87,12 +85,22 @@ pub enum Binding {
     Local,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum SymbolVisibility {
     #[default]
     Default,
     Hidden,
     Protected,
+}
+
+/// What an adapter calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Callee<'n> {
+    /// A symbol.
+    Symbol(&'n str),
+    /// The address this register holds at the adapter's entry: an adapter shared by many functions, entered
+    /// from a stub (see [`write_stub`]) that loads its function's body into the register.
+    Register(usize),
 }
 
 /// Everything one adapter needs.
@@ -102,8 +110,7 @@ pub struct AdapterSpec<'n> {
     pub symbol: &'n str,
     pub binding: Binding,
     pub visibility: SymbolVisibility,
-    /// The symbol it calls.
-    pub callee: &'n str,
+    pub callee: Callee<'n>,
     pub caller_kind: SideKind,
     pub arguments: Vec<ValueMove>,
     pub returned: Option<ValueMove>,
@@ -147,6 +154,8 @@ struct Layout {
     /// Size of `U`.
     upper: u64,
     link_slot: u64,
+    /// Where the callee's address is kept, for a callee in a register.
+    callee_slot: u64,
     /// Save slot of each preserved register, in `preserve` order.
     save_slots: Vec<u64>,
     /// Content slot of each argument, then the return value's.
@@ -168,6 +177,10 @@ fn layout(spec: &AdapterSpec<'_>, alignment: u64, has_link: bool) -> Layout {
     let mut upper = 0;
     let link_slot = upper;
     if has_link {
+        upper += SLOT;
+    }
+    let callee_slot = upper;
+    if matches!(spec.callee, Callee::Register(_)) {
         upper += SLOT;
     }
     let save_slots = spec
@@ -219,6 +232,7 @@ fn layout(spec: &AdapterSpec<'_>, alignment: u64, has_link: bool) -> Layout {
     Layout {
         upper,
         link_slot,
+        callee_slot,
         save_slots,
         content_slots,
         address_slots,
@@ -239,17 +253,17 @@ struct Fill<'n> {
     symbol: &'n str,
 }
 
-/// Writes instructions from templates.
+/// Writes instructions from templates, one line each.
 struct Writer<'a> {
     target: &'static TargetRecord,
     lowering: &'static LoweringRecord,
     symbol: &'a str,
-    lines: &'a mut Vec<String>,
+    out: &'a mut String,
 }
 
 impl Writer<'_> {
-    fn name(&self, register: usize, width: u32) -> String {
-        register_view_name(self.target, register, width)
+    fn name(&self, register: usize, width: u32) -> &'static str {
+        view_name(self.target, register, width)
     }
 
     fn full_width(&self, register: usize) -> u32 {
@@ -257,35 +271,63 @@ impl Writer<'_> {
     }
 
     fn emit(&mut self, template: Template<'_>, fill: Fill<'_>) {
-        let mut line = String::from("\t");
         for part in template {
             match *part {
-                TemplatePart::Text(text) => line.push_str(text),
+                TemplatePart::Text(text) => self.out.push_str(text),
                 TemplatePart::Register(view) => {
                     if let Some((register, width)) = fill.register {
-                        line.push_str(&self.name(register, if view == 0 { width } else { view }));
+                        let name = self.name(register, if view == 0 { width } else { view });
+                        self.out.push_str(name);
                     }
                 }
                 TemplatePart::Source => {
                     if let Some(source) = fill.source {
-                        line.push_str(&self.name(source, self.full_width(source)));
+                        let name = self.name(source, self.full_width(source));
+                        self.out.push_str(name);
                     }
                 }
                 TemplatePart::Base => {
                     if let Some(base) = fill.base {
-                        line.push_str(&self.name(base, self.full_width(base)));
+                        let name = self.name(base, self.full_width(base));
+                        self.out.push_str(name);
                     }
                 }
                 TemplatePart::Offset => {
-                    let _ = write!(line, "{}", fill.offset);
+                    let _ = write!(self.out, "{}", fill.offset);
                 }
                 TemplatePart::Size => {
-                    let _ = write!(line, "{}", fill.size);
+                    let _ = write!(self.out, "{}", fill.size);
                 }
-                TemplatePart::Symbol => line.push_str(fill.symbol),
+                TemplatePart::Symbol => self.out.push_str(fill.symbol),
             }
         }
-        self.lines.push(line);
+        self.out.push('\n');
+    }
+
+    fn label(&mut self, symbol: &str) {
+        self.out.push_str(symbol);
+        self.out.push_str(":\n");
+    }
+
+    /// The directives before a function's first instruction, and its label; `aligned` for a function whose
+    /// entry is aligned as the target's code usually is (a stub is not: it is two instructions long).
+    fn open_function(&mut self, symbol: &str, binding: Binding, visibility: SymbolVisibility, aligned: bool) {
+        let directives = &self.lowering.directives;
+        match binding {
+            Binding::Global => self.directive(directives.global, symbol),
+            Binding::Weak => self.directive(directives.weak, symbol),
+            Binding::Local => {}
+        }
+        match visibility {
+            SymbolVisibility::Default => {}
+            SymbolVisibility::Hidden => self.directive(directives.hidden, symbol),
+            SymbolVisibility::Protected => self.directive(directives.protected, symbol),
+        }
+        if aligned {
+            self.directive(directives.align, symbol);
+        }
+        self.directive(directives.function, symbol);
+        self.label(symbol);
     }
 
     fn directive(&mut self, template: Template<'_>, symbol: &str) {
@@ -339,7 +381,7 @@ impl Writer<'_> {
         if needed > u64::from(width) {
             return Err(AdapterError::PieceTooWide {
                 symbol: self.symbol.to_string(),
-                register: self.name(register, width),
+                register: self.name(register, width).to_string(),
                 size,
             });
         }
@@ -458,11 +500,123 @@ enum LoadKind {
     Address,
 }
 
-/// Writes the assembly lines of the adapter `spec` describes for `target`, appending them to `lines`.
+/// The name of `register` at `width`: its own, or its sub-register's of that width.
+fn view_name(target: &'static TargetRecord, register: usize, width: u32) -> &'static str {
+    let Some(record) = target.register(register) else {
+        return "?";
+    };
+    if record.width == width {
+        return record.name;
+    }
+    record
+        .subregisters
+        .iter()
+        .find(|sub| sub.width == width)
+        .map_or(record.name, |sub| sub.name)
+}
+
+/// Writes the directive that switches to the section adapters go to; everything [`write_adapter`] and
+/// [`write_stub`] write after it is in that section.
+pub fn write_section(target: &'static TargetRecord, out: &mut String) -> Result<(), AdapterError> {
+    let lowering = target
+        .lowering
+        .as_ref()
+        .ok_or(AdapterError::NoTemplates { target: target.name })?;
+    let mut writer = Writer {
+        target,
+        lowering,
+        symbol: "",
+        out,
+    };
+    writer.directive(lowering.directives.section, "");
+    Ok(())
+}
+
+/// A register an adapter for `spec` can be entered with, holding its callee's address: a scratch register
+/// the caller passes nothing in and expects nothing of (not preserved, not callee-saved in the standard
+/// convention). `None` when every scratch register is taken.
+pub fn entry_register(target: &'static TargetRecord, spec: &AdapterSpec<'_>) -> Option<usize> {
+    let lowering = target.lowering.as_ref()?;
+    let values = spec.arguments.iter().chain(spec.returned.as_ref());
+    let mut taken: Vec<usize> = values
+        .flat_map(|value| &value.caller)
+        .filter_map(|piece| match piece.holder {
+            Holder::Register(register) => Some(register),
+            Holder::Stack(_) => None,
+        })
+        .collect();
+    taken.extend(&spec.preserve);
+    taken.extend(target.callee_saved.iter().map(|view| view.register));
+    lowering
+        .scratch
+        .iter()
+        .copied()
+        .find(|register| !taken.contains(register))
+}
+
+/// The stub of one function that shares an adapter: it loads the body's address into a register and jumps to
+/// the adapter (written with [`Callee::Register`] of the same register).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stub<'n> {
+    pub binding: Binding,
+    pub visibility: SymbolVisibility,
+    pub register: usize,
+    /// The shared adapter.
+    pub shared: &'n str,
+    /// What the body's symbol adds to the function's (`.neverc_body`).
+    pub body_suffix: &'n str,
+}
+
+/// Writes the assembler macro `name` whose invocation `name SYMBOL` is `SYMBOL`'s stub.
+pub fn write_stub_macro(
+    target: &'static TargetRecord,
+    name: &str,
+    stub: &Stub<'_>,
+    out: &mut String,
+) -> Result<(), AdapterError> {
+    let lowering = target
+        .lowering
+        .as_ref()
+        .ok_or(AdapterError::NoTemplates { target: target.name })?;
+    let macros = &lowering.macros;
+    let symbol = macros.parameter;
+    let body = format!("{}{}{}", macros.parameter, macros.join, stub.body_suffix);
+    let mut writer = Writer {
+        target,
+        lowering,
+        symbol: name,
+        out,
+    };
+    writer.directive(macros.open, name);
+    writer.open_function(symbol, stub.binding, stub.visibility, false);
+    let width = writer.full_width(stub.register);
+    for template in lowering.instructions.address_of {
+        writer.emit(
+            template,
+            Fill {
+                register: Some((stub.register, width)),
+                symbol: &body,
+                ..Fill::default()
+            },
+        );
+    }
+    writer.emit(
+        lowering.instructions.jump,
+        Fill {
+            symbol: stub.shared,
+            ..Fill::default()
+        },
+    );
+    writer.directive(lowering.directives.size, symbol);
+    writer.directive(macros.close, name);
+    Ok(())
+}
+
+/// Writes the assembly of the adapter `spec` describes for `target` to `out`, a line each.
 pub fn write_adapter(
     target: &'static TargetRecord,
     spec: &AdapterSpec<'_>,
-    lines: &mut Vec<String>,
+    out: &mut String,
 ) -> Result<(), AdapterError> {
     let lowering = target
         .lowering
@@ -485,29 +639,19 @@ pub fn write_adapter(
         target,
         lowering,
         symbol: spec.symbol,
-        lines,
+        out,
     };
     let directives = &lowering.directives;
-    writer.directive(directives.section, spec.symbol);
-    match spec.binding {
-        Binding::Global => writer.directive(directives.global, spec.symbol),
-        Binding::Weak => writer.directive(directives.weak, spec.symbol),
-        Binding::Local => {}
-    }
-    match spec.visibility {
-        SymbolVisibility::Default => {}
-        SymbolVisibility::Hidden => writer.directive(directives.hidden, spec.symbol),
-        SymbolVisibility::Protected => writer.directive(directives.protected, spec.symbol),
-    }
-    writer.directive(directives.align, spec.symbol);
-    writer.directive(directives.function, spec.symbol);
-    writer.lines.push(format!("{}:", spec.symbol));
+    writer.open_function(spec.symbol, spec.binding, spec.visibility, true);
 
     // 1. Nothing is clobbered before every register the caller passes is in the frame.
     let instructions = &lowering.instructions;
     writer.sized(instructions.allocate, frame.upper)?;
     if let Some(link) = lowering.link_register {
         writer.store(link, writer.full_width(link), sp, frame.link_slot)?;
+    }
+    if let Callee::Register(register) = spec.callee {
+        writer.store(register, writer.full_width(register), sp, frame.callee_slot)?;
     }
     for (register, slot) in spec.preserve.iter().zip(&frame.save_slots) {
         writer.store(*register, writer.full_width(*register), sp, *slot)?;
@@ -665,6 +809,20 @@ pub fn write_adapter(
             .is_some_and(|class| class.kind == RegisterClassKind::General)
     };
     loads.sort_by_key(|load| (load.register == base, general(load.register)));
+    // A callee in a register goes to a scratch register that no argument is loaded into.
+    let call_through = match spec.callee {
+        Callee::Symbol(_) => None,
+        Callee::Register(_) => {
+            let through = lowering
+                .scratch
+                .iter()
+                .copied()
+                .find(|scratch| *scratch != base && loads.iter().all(|load| load.register != *scratch))
+                .ok_or_else(|| unsupported("no scratch register is free for the callee's address".into()))?;
+            writer.load(through, writer.full_width(through), base, frame.callee_slot)?;
+            Some(through)
+        }
+    };
     for load in &loads {
         match load.kind {
             LoadKind::Address => writer.address(load.register, base, load.offset)?,
@@ -673,13 +831,23 @@ pub fn write_adapter(
     }
 
     // 6. The call.
-    writer.emit(
-        instructions.call,
-        Fill {
-            symbol: spec.callee,
-            ..Fill::default()
-        },
-    );
+    match (spec.callee, call_through) {
+        (Callee::Symbol(symbol), _) => writer.emit(
+            instructions.call,
+            Fill {
+                symbol,
+                ..Fill::default()
+            },
+        ),
+        (Callee::Register(_), Some(through)) => writer.emit(
+            instructions.call_register,
+            Fill {
+                register: Some((through, writer.full_width(through))),
+                ..Fill::default()
+            },
+        ),
+        (Callee::Register(_), None) => return Err(unsupported("the callee's address was not loaded".into())),
+    }
 
     // 7. The callee's return registers, then `U` again.
     if let Some(value) = &spec.returned {

@@ -9,16 +9,19 @@
 //! an *outgoing* adapter, `<name>.neverc_out`, which does the reverse; a call between functions defined here
 //! calls the body directly. Every other byte of the module is kept.
 
+use std::fmt::Write as _;
+
 use rustc_hash::FxHashMap;
 
 use crate::adapter::{
-    AdapterError, AdapterSpec, Binding, Extension, Holder, Role, SideKind, SidePiece, SymbolVisibility, ValueMove,
-    write_adapter,
+    AdapterError, AdapterSpec, Binding, Callee, Extension, Holder, Role, SideKind, SidePiece, Stub, SymbolVisibility,
+    ValueMove, entry_register, write_adapter, write_section, write_stub_macro,
 };
 use crate::assignment::{Decider, Place, ValueAssignment, ValueRef};
 use crate::layout::{TypeTable, layout_of};
-use crate::ll_reader::{FunctionHeader, Module, ReadError, encode_ir_string, matching_paren, read_call, read_module};
+use crate::ll_reader::{FunctionHeader, Module, ReadError, for_each_reference, matching_paren, read_call, read_module};
 use crate::materialize::{NEVER_C_CUSTOM_CONVENTION, TextOutput};
+use crate::name_table::{NOT_FOUND, NameTable};
 use crate::plan::Plan;
 use crate::plan_validation::validate_plan;
 use crate::planner::{PlanningError, assign};
@@ -116,12 +119,57 @@ pub fn lower<'t>(text: &'t str, target: &'static TargetRecord) -> Result<Lowered
 }
 
 /// A function with a plan.
-struct Planned {
+struct Planned<'t> {
     function: usize,
     plan: usize,
+    /// Read when the function is first lowered or called.
+    header: Option<Header<'t>>,
+    /// What a call with the convention is redirected to: the body, or the outgoing adapter (a pool entry).
+    call_target: Option<u32>,
+    /// Used other than by such calls, so its symbol is declared.
+    referenced: bool,
 }
 
 const CONVENTION: &str = "cc 1000";
+/// Reference lines read together.
+const REFERENCE_CHUNK: usize = 256;
+
+/// An edit of the original text: `start..end` becomes entry `text` of the replacement pool.
+struct Edit {
+    start: u32,
+    end: u32,
+    text: u32,
+}
+
+/// The replacement pool: every text that replaces something, stored once.
+struct Pool {
+    texts: Vec<String>,
+}
+
+const REMOVE: u32 = 0;
+const INTERNAL: u32 = 1;
+
+impl Pool {
+    fn new() -> Pool {
+        Pool {
+            texts: vec![String::new(), "internal ".to_string()],
+        }
+    }
+
+    fn add(&mut self, text: String) -> u32 {
+        self.texts.push(text);
+        self.texts.len() as u32 - 1
+    }
+}
+
+/// `read_module` refuses texts whose offsets do not fit in `u32`.
+fn edit(start: usize, end: usize, text: u32) -> Edit {
+    Edit {
+        start: start as u32,
+        end: end as u32,
+        text,
+    }
+}
 
 /// Lowers every planned function of `text` for `target`, writing the module to `out`. Nothing is written
 /// when lowering fails.
@@ -134,18 +182,30 @@ pub fn lower_to<'t>(
         return Err(LowerError::NoTemplates { target: target.name });
     }
     let module = read_module(text)?;
+    let context = Context {
+        text,
+        target,
+        module: &module,
+    };
     let groups: FxHashMap<u32, usize> = module
         .attribute_groups
         .iter()
         .enumerate()
         .map(|(index, group)| (group.id, index))
         .collect();
+    // Plans are read once per attribute group, or per text when written inline.
     let mut plans: Vec<Plan> = Vec::new();
-    let mut plan_ids: FxHashMap<&str, usize> = FxHashMap::default();
-    let mut planned: FxHashMap<&'t str, Planned> = FxHashMap::default();
-    let mut names: FxHashMap<&'t str, usize> = FxHashMap::default();
+    let mut group_plans: FxHashMap<u32, usize> = FxHashMap::default();
+    let mut text_plans: FxHashMap<&str, usize> = FxHashMap::default();
+    let mut planned: Vec<Planned<'t>> = Vec::new();
+    let mut planned_names: Vec<&'t str> = Vec::new();
+    let mut planned_hashes: Vec<u64> = Vec::new();
+    // Names lowering would make, if the module has them already.
+    let mut taken_names: FxHashMap<&'t str, ()> = FxHashMap::default();
     for (index, function) in module.functions.iter().enumerate() {
-        names.insert(function.name, index);
+        if function.name.ends_with(concat!(".neverc_body", "\"")) || function.name.ends_with(".neverc_out\"") {
+            taken_names.insert(function.name, ());
+        }
         let Some(convention) = function.convention() else {
             continue;
         };
@@ -153,145 +213,280 @@ pub fn lower_to<'t>(
             continue;
         }
         let line = function.line as usize;
-        let inline = module.inline_attributes.get(function.inline_attributes as usize);
+        let inline = module
+            .inline_attributes
+            .get(function.inline_attributes as usize)
+            .and_then(|inline| inline.plan.as_ref());
         let group = groups
             .get(&function.group)
-            .map(|index| &module.attribute_groups[*index]);
-        let plan_text = inline
-            .and_then(|inline| inline.plan.as_ref())
-            .or_else(|| group.and_then(|group| group.plan.as_ref()))
-            .map(|(_, plan)| plan.as_str())
-            .ok_or_else(|| LowerError::NoPlan {
-                function: function.name.to_string(),
-                line,
-            })?;
-        let plan = match plan_ids.get(plan_text) {
-            Some(id) => *id,
-            None => {
-                let plan_error = |message: String| LowerError::Plan {
+            .map(|index| &module.attribute_groups[*index])
+            .filter(|group| group.plan.is_some());
+        let plan_error = |message: String| LowerError::Plan {
+            function: function.name.to_string(),
+            line,
+            message,
+        };
+        let mut read_plan = |plan_text: &str| -> Result<usize, LowerError> {
+            let plan = Plan::parse(plan_text).map_err(|error| plan_error(error.to_string()))?;
+            validate_plan(&plan, target, None).map_err(|error| plan_error(error.to_string()))?;
+            plans.push(plan);
+            Ok(plans.len() - 1)
+        };
+        let plan = match (inline, group) {
+            (Some((_, plan_text)), _) => match text_plans.get(plan_text.as_str()) {
+                Some(id) => *id,
+                None => {
+                    let id = read_plan(plan_text)?;
+                    text_plans.insert(plan_text.as_str(), id);
+                    id
+                }
+            },
+            (None, Some(group)) => match group_plans.get(&group.id) {
+                Some(id) => *id,
+                None => {
+                    let plan_text = group.plan.as_ref().map_or("", |(_, plan)| plan.as_str());
+                    let id = read_plan(plan_text)?;
+                    group_plans.insert(group.id, id);
+                    id
+                }
+            },
+            (None, None) => {
+                return Err(LowerError::NoPlan {
                     function: function.name.to_string(),
                     line,
-                    message,
-                };
-                let plan = Plan::parse(plan_text).map_err(|error| plan_error(error.to_string()))?;
-                validate_plan(&plan, target, None).map_err(|error| plan_error(error.to_string()))?;
-                plans.push(plan);
-                plan_ids.insert(plan_text, plans.len() - 1);
-                plans.len() - 1
+                });
             }
         };
-        planned.insert(function.name, Planned { function: index, plan });
+        planned.push(Planned {
+            function: index,
+            plan,
+            header: None,
+            call_target: None,
+            referenced: false,
+        });
+        planned_names.push(function.name);
+        planned_hashes.push(function.name_hash);
     }
+    let table = NameTable::new(&planned_names, &planned_hashes);
 
-    let context = Context {
-        text,
-        target,
-        module: &module,
-    };
-    let mut edits: Vec<(usize, usize, String)> = Vec::new();
+    let mut pool = Pool::new();
+    let mut edits: Vec<Edit> = Vec::with_capacity(planned.len() * 4);
     let mut appended = String::new();
-    let mut assembly: Vec<String> = Vec::new();
+    // The adapters' assembly is written to `piece`, and appended to `assembly` as `module asm` lines of
+    // about `MODULE_ASM_LINE` bytes.
+    let mut assembly = String::new();
+    let mut piece = String::new();
+    write_section(target, &mut piece).map_err(|error| LowerError::Adapter {
+        function: String::new(),
+        line: 0,
+        error,
+    })?;
     let mut report = LowerReport::default();
-    // The bodies are called from assembly only, which optimizers do not see: `@llvm.compiler.used` keeps them.
+    // Local bodies are called from assembly only, which optimizers do not see: `@llvm.compiler.used` keeps
+    // them. Global bodies are hidden symbols of their own, which no optimizer removes.
     let opaque = uses_opaque_pointers(text);
     let mut kept: Vec<String> = Vec::new();
-    for function in &module.functions {
-        let Some(entry) = planned.get(function.name) else {
-            continue;
-        };
+    // Adapters shared by the functions of one plan and signature, entered from a stub per function: the
+    // adapter's symbol and entry register by (plan, signature), and a stub macro by (adapter, binding,
+    // visibility).
+    let mut shared: FxHashMap<(usize, u32), (usize, usize)> = FxHashMap::default();
+    let mut stub_macros: FxHashMap<(usize, Binding, SymbolVisibility), String> = FxHashMap::default();
+    let mut hidden_linkages: FxHashMap<&'t str, u32> = FxHashMap::default();
+    for entry in &mut planned {
+        let function = &module.functions[entry.function];
         if !function.is_definition {
             continue;
         }
         let header = context.header(function)?;
-        let body = format!("@\"{}{BODY_SUFFIX}\"", header.bare);
-        if names.contains_key(body.as_str()) {
+        let body = format!("@{}{BODY_SUFFIX}", header.bare);
+        let body_symbol = &body[1..];
+        if taken_names.contains_key(body.as_str()) {
             return Err(context.unsupported(function, format!("the module already has a function named {body}")));
         }
-        edits.push((header.linkage.0, header.linkage.1, "internal ".to_string()));
-        if opaque {
-            kept.push(format!("ptr {body}"));
+        if header.binding == Binding::Local {
+            edits.push(edit(header.linkage.0, header.linkage.1, INTERNAL));
+            if opaque {
+                kept.push(format!("ptr {body}"));
+            } else {
+                let prototype = format!(
+                    "{}{}",
+                    &text[header.prototype.0..header.name.0],
+                    &text[header.name.1..header.prototype.1]
+                );
+                let function_type = function_type_spelling(&prototype)
+                    .map_err(|error| context.unsupported(function, format!("its prototype: {}", error.message)))?;
+                kept.push(format!("i8* bitcast ({function_type}* {body} to i8*)"));
+            }
         } else {
-            let prototype = format!(
-                "{}{}",
-                &text[header.prototype.0..header.name.0],
-                &text[header.name.1..header.prototype.1]
-            );
-            let function_type = function_type_spelling(&prototype)
-                .map_err(|error| context.unsupported(function, format!("its prototype: {}", error.message)))?;
-            kept.push(format!("i8* bitcast ({function_type}* {body} to i8*)"));
+            let words = &text[header.linkage.0..header.linkage.1];
+            let replacement = match hidden_linkages.get(words) {
+                Some(id) => *id,
+                None => {
+                    let id = pool.add(hidden_linkage(words));
+                    hidden_linkages.insert(words, id);
+                    id
+                }
+            };
+            edits.push(edit(header.linkage.0, header.linkage.1, replacement));
         }
-        edits.push((header.name.0, header.name.1, body));
-        appended.push_str("declare ");
-        appended.push_str(&text[header.prototype.0..header.prototype.1]);
-        appended.push('\n');
-        let body_symbol = format!("{}{BODY_SUFFIX}", header.bare);
-        let spec = context.adapter(
-            function,
-            &plans[entry.plan],
-            Direction::Incoming,
-            header.bare,
-            &body_symbol,
-            header.binding,
-            header.visibility,
-        )?;
-        write_adapter(target, &spec, &mut assembly).map_err(|error| context.adapter_error(function, error))?;
-        report.incoming.push(function.name);
-    }
-
-    let mut outgoing: FxHashMap<&'t str, ()> = FxHashMap::default();
-    let mut rewritten_calls = 0;
-    for reference in module.reference_lines.iter().filter(|line| line.in_function) {
-        let span = reference.start as usize..reference.end as usize;
-        let Some(call) = read_call(text, span, reference.first_at as usize) else {
-            continue;
-        };
-        let Some(convention) = call.convention() else { continue };
-        if &text[convention.clone()] != CONVENTION {
-            continue;
-        }
-        let line = reference.line as usize;
-        let Some(entry) = planned.get(call.callee) else {
-            return Err(LowerError::Unsupported {
-                function: call.callee.to_string(),
-                line,
-                detail: format!(
-                    "a call uses the NeverC convention but {} has no plan of its own in the module",
-                    call.callee
-                ),
-            });
-        };
-        let callee = &module.functions[entry.function];
-        let header = context.header(callee)?;
-        let target_name = if callee.is_definition {
-            report.direct_calls += 1;
-            format!("@\"{}{BODY_SUFFIX}\"", header.bare)
-        } else {
-            let adapter = format!("{}{OUTGOING_SUFFIX}", header.bare);
-            if outgoing.insert(call.callee, ()).is_none() {
-                appended.push_str("declare ");
-                appended.push_str(&text[header.prototype.0..header.name.0]);
-                appended.push_str(&format!("@\"{adapter}\""));
-                appended.push_str(&text[header.name.1..header.prototype.1]);
-                appended.push('\n');
-                let spec = context.adapter(
-                    callee,
+        let body_text = pool.add(body.clone());
+        edits.push(edit(header.name.0, header.name.1, body_text));
+        entry.call_target = Some(body_text);
+        let key = (entry.plan, function.signature);
+        let adapter = match shared.get(&key) {
+            Some(found) => Some(*found),
+            None => {
+                let shared_symbol = format!("__neverc_adapter.{}", shared.len());
+                let mut spec = context.adapter(
+                    function,
                     &plans[entry.plan],
-                    Direction::Outgoing,
-                    &adapter,
-                    header.bare,
+                    Direction::Incoming,
+                    &shared_symbol,
+                    Callee::Symbol(body_symbol),
                     Binding::Local,
                     SymbolVisibility::Default,
                 )?;
-                write_adapter(target, &spec, &mut assembly).map_err(|error| context.adapter_error(callee, error))?;
-                report.outgoing.push(call.callee);
+                let register = entry_register(target, &spec);
+                if let Some(register) = register {
+                    spec.callee = Callee::Register(register);
+                } else {
+                    // Every scratch register carries something: this function gets an adapter of its own.
+                    spec.symbol = header.bare;
+                    spec.binding = header.binding;
+                    spec.visibility = header.visibility;
+                }
+                write_adapter(target, &spec, &mut piece).map_err(|error| context.adapter_error(function, error))?;
+                flush_module_asm(&mut assembly, &mut piece, false);
+                register.map(|register| {
+                    let found = (shared.len(), register);
+                    shared.insert(key, found);
+                    found
+                })
             }
-            format!("@\"{adapter}\"")
         };
-        rewritten_calls += 1;
-        let after = blank_after(text, convention.end);
-        edits.push((convention.start, after, String::new()));
-        let callee_at = call.callee_at as usize;
-        edits.push((callee_at, callee_at + call.callee.len(), target_name));
+        if let Some((adapter, register)) = adapter {
+            let macro_key = (adapter, header.binding, header.visibility);
+            if !stub_macros.contains_key(&macro_key) {
+                let name = format!("__neverc_stub_{}", stub_macros.len());
+                let shared_symbol = format!("__neverc_adapter.{adapter}");
+                let stub = Stub {
+                    binding: header.binding,
+                    visibility: header.visibility,
+                    register,
+                    shared: &shared_symbol,
+                    body_suffix: BODY_SUFFIX,
+                };
+                write_stub_macro(target, &name, &stub, &mut piece)
+                    .map_err(|error| context.adapter_error(function, error))?;
+                stub_macros.insert(macro_key, name);
+            }
+            if let Some(name) = stub_macros.get(&macro_key) {
+                piece.push_str(name);
+                piece.push(' ');
+                piece.push_str(header.bare);
+                piece.push('\n');
+            }
+            flush_module_asm(&mut assembly, &mut piece, false);
+        }
+        entry.header = Some(header);
+        report.incoming.push(function.name);
+    }
+
+    let mut rewritten_calls = 0;
+    // Calls are read a chunk of lines at a time, and their callees looked up together (see `name_table`).
+    let mut calls = Vec::with_capacity(REFERENCE_CHUNK);
+    let mut callees: Vec<&'t str> = Vec::with_capacity(REFERENCE_CHUNK);
+    let mut found: Vec<u32> = Vec::with_capacity(REFERENCE_CHUNK);
+    let mut handled_calls = Vec::with_capacity(REFERENCE_CHUNK);
+    for chunk in module.reference_lines.chunks(REFERENCE_CHUNK) {
+        calls.clear();
+        callees.clear();
+        for reference in chunk {
+            let span = reference.start as usize..reference.end as usize;
+            let call = if reference.in_function {
+                read_call(text, span.clone(), reference.first_at as usize)
+            } else {
+                None
+            };
+            let rewritten = call.and_then(|call| {
+                let convention = call.convention()?;
+                (text[convention.clone()] == *CONVENTION).then_some((call, convention))
+            });
+            let skip = rewritten
+                .as_ref()
+                .map(|(call, _)| call.callee_at as usize..call.callee_at as usize + call.callee.len());
+            if reference.at_count > 1 || skip.is_none() {
+                for_each_reference(text, span, skip, |used| {
+                    if let Some(index) = table.get(used.name)
+                        && module.functions[planned[index].function].is_definition
+                    {
+                        planned[index].referenced = true;
+                    }
+                });
+            }
+            if let Some((call, convention)) = rewritten {
+                callees.push(call.callee);
+                calls.push((reference.line, call, convention));
+            }
+        }
+        table.find_all(&callees, &mut found);
+        handled_calls.clear();
+        handled_calls.extend(calls.drain(..).zip(found.iter().copied()));
+        for ((line, call, convention), index) in handled_calls.drain(..) {
+            let Some(index) = (index != NOT_FOUND).then_some(index as usize) else {
+                return Err(LowerError::Unsupported {
+                    function: call.callee.to_string(),
+                    line: line as usize,
+                    detail: format!(
+                        "a call uses the NeverC convention but {} has no plan of its own in the module",
+                        call.callee
+                    ),
+                });
+            };
+            let callee = &module.functions[planned[index].function];
+            let target_text = match planned[index].call_target {
+                Some(id) => id,
+                None => {
+                    // The first call of a declared function: its outgoing adapter.
+                    let header = context.header(callee)?;
+                    let adapter = format!("{}{OUTGOING_SUFFIX}", header.bare);
+                    appended.push_str("declare ");
+                    appended.push_str(&text[header.prototype.0..header.name.0]);
+                    appended.push_str(&format!("@\"{adapter}\""));
+                    appended.push_str(&text[header.name.1..header.prototype.1]);
+                    appended.push('\n');
+                    let spec = context.adapter(
+                        callee,
+                        &plans[planned[index].plan],
+                        Direction::Outgoing,
+                        &adapter,
+                        Callee::Symbol(header.bare),
+                        Binding::Local,
+                        SymbolVisibility::Default,
+                    )?;
+                    write_adapter(target, &spec, &mut piece).map_err(|error| context.adapter_error(callee, error))?;
+                    flush_module_asm(&mut assembly, &mut piece, false);
+                    report.outgoing.push(call.callee);
+                    let id = pool.add(format!("@\"{adapter}\""));
+                    planned[index].call_target = Some(id);
+                    id
+                }
+            };
+            if callee.is_definition {
+                report.direct_calls += 1;
+            }
+            rewritten_calls += 1;
+            edits.push(edit(convention.start, blank_after(text, convention.end), REMOVE));
+            let callee_at = call.callee_at as usize;
+            edits.push(edit(callee_at, callee_at + call.callee.len(), target_text));
+        }
+    }
+    for entry in planned.iter().filter(|entry| entry.referenced) {
+        if let Some(header) = &entry.header {
+            appended.push_str("declare ");
+            appended.push_str(&text[header.prototype.0..header.prototype.1]);
+            appended.push('\n');
+        }
     }
     // Every use of the convention is a planned header or a direct call that was just rewritten.
     let uses = memchr::memmem::find_iter(text.as_bytes(), b" cc 1000 ").count();
@@ -299,31 +494,85 @@ pub fn lower_to<'t>(
     if uses > handled {
         return Err(LowerError::IndirectCall { count: uses - handled });
     }
-
     if !kept.is_empty() {
-        keep_bodies(text, &kept, opaque, &mut edits, &mut appended)?;
+        keep_bodies(text, &kept, opaque, &mut pool, &mut edits, &mut appended)?;
     }
-    edits.sort_by_key(|edit| (edit.0, edit.1));
+    let wrote_adapters = !report.incoming.is_empty() || !report.outgoing.is_empty();
+    if wrote_adapters {
+        flush_module_asm(&mut assembly, &mut piece, true);
+    }
+
+    // The edits are a few runs in ascending order (headers, then calls), which a stable sort merges.
+    edits.sort_by_key(|edit| (edit.start, edit.end));
     let mut at = 0;
-    for (start, end, replacement) in &edits {
-        out.put(&text[at..*start])?;
-        out.put(replacement)?;
-        at = *end;
+    for edit in &edits {
+        out.put(&text[at..edit.start as usize])?;
+        out.put(&pool.texts[edit.text as usize])?;
+        at = edit.end as usize;
     }
     out.put(&text[at..])?;
     if !text.is_empty() && !text.ends_with('\n') {
         out.put("\n")?;
     }
-    if !appended.is_empty() || !assembly.is_empty() {
+    if !appended.is_empty() || wrote_adapters {
         out.put("\n; neverc-spec cc lower: the planned functions' symbols, and the adapters of calls out\n")?;
         out.put(&appended)?;
-        for line in &assembly {
-            out.put("module asm \"")?;
-            out.put(&encode_ir_string(line))?;
-            out.put("\"\n")?;
-        }
+        out.put(&assembly)?;
     }
     Ok(report)
+}
+
+/// The size from which [`flush_module_asm`] makes a `module asm` line of what it has.
+const MODULE_ASM_LINE: usize = 16 * 1024;
+
+/// Moves the assembly in `piece` to `assembly` as a `module asm` line, once there is enough of it (or at the
+/// `end`).
+fn flush_module_asm(assembly: &mut String, piece: &mut String, end: bool) {
+    if piece.len() >= MODULE_ASM_LINE || end {
+        push_module_asm(assembly, piece);
+        piece.clear();
+    }
+}
+
+/// Appends the assembly `asm` (lines ending in `\n`) as one `module asm` line: LLVM joins the strings of a
+/// module's `module asm` lines with line breaks, and a line break inside one is `\0A`.
+fn push_module_asm(out: &mut String, asm: &str) {
+    let asm = asm.strip_suffix('\n').unwrap_or(asm);
+    if asm.is_empty() {
+        return;
+    }
+    out.push_str("module asm \"");
+    let bytes = asm.as_bytes();
+    let mut plain = 0;
+    for (at, byte) in bytes.iter().enumerate() {
+        if (0x20..0x7f).contains(byte) && *byte != b'"' && *byte != b'\\' {
+            continue;
+        }
+        out.push_str(&asm[plain..at]);
+        let _ = write!(out, "\\{byte:02X}");
+        plain = at + 1;
+    }
+    out.push_str(&asm[plain..]);
+    out.push_str("\"\n");
+}
+
+/// The linkage words of a global body: its own linkage, hidden (no preemption, no DLL storage).
+fn hidden_linkage(words: &str) -> String {
+    let mut kept = String::new();
+    for word in words.split_ascii_whitespace() {
+        if matches!(
+            word,
+            "default" | "hidden" | "protected" | "dllimport" | "dllexport" | "dso_local" | "dso_preemptable"
+        ) || word == "cc"
+            || word.bytes().all(|byte| byte.is_ascii_digit())
+        {
+            continue;
+        }
+        kept.push_str(word);
+        kept.push(' ');
+    }
+    kept.push_str("hidden ");
+    kept
 }
 
 /// Whether the module spells pointers `ptr` (opaque) rather than `T*`.
@@ -344,7 +593,8 @@ fn keep_bodies(
     text: &str,
     kept: &[String],
     opaque: bool,
-    edits: &mut Vec<(usize, usize, String)>,
+    pool: &mut Pool,
+    edits: &mut Vec<Edit>,
     appended: &mut String,
 ) -> Result<(), LowerError> {
     let element = if opaque { "ptr" } else { "i8*" };
@@ -373,15 +623,12 @@ fn keep_bodies(
     let close = rest.rfind(']').ok_or_else(unreadable)?;
     let (elements, tail) = (&rest[..close], &rest[close + 1..]);
     let separator = if elements.trim().is_empty() { "" } else { ", " };
-    edits.push((
-        start,
-        end,
-        format!(
-            "{COMPILER_USED}{} x {element_type}] [{elements}{separator}{}]{tail}",
-            count + kept.len(),
-            kept.join(", ")
-        ),
+    let replacement = pool.add(format!(
+        "{COMPILER_USED}{} x {element_type}] [{elements}{separator}{}]{tail}",
+        count + kept.len(),
+        kept.join(", ")
     ));
+    edits.push(edit(start, end, replacement));
     Ok(())
 }
 
@@ -506,7 +753,7 @@ impl<'t> Context<'_, 't> {
         plan: &Plan,
         direction: Direction,
         symbol: &'n str,
-        callee: &'n str,
+        callee: Callee<'n>,
         binding: Binding,
         visibility: SymbolVisibility,
     ) -> Result<AdapterSpec<'n>, LowerError> {

@@ -35,6 +35,7 @@ pub struct LoweringDeclaration {
     /// The largest offset they encode for any other access, at most `max_offset`.
     pub max_unaligned_offset: u64,
     pub directives: DirectiveTemplates,
+    pub macros: MacroTemplates,
     pub instructions: InstructionTemplates,
     /// Loads and stores per register class and width: every general class at 8, 16, 32 and 64 bits (those
     /// up to its width), every other class at its full width. A piece is moved at the smallest declared
@@ -65,6 +66,21 @@ pub struct DirectiveTemplates {
     pub size: String,
 }
 
+/// The assembler's macros: the stubs of the functions that share an adapter are one macro, invoked once per
+/// function as `NAME SYMBOL`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MacroTemplates {
+    /// Opens the definition of macro `{symbol}` with one parameter.
+    pub open: String,
+    /// Closes a macro definition.
+    pub close: String,
+    /// The parameter, as the macro's body names it.
+    pub parameter: String,
+    /// What separates the parameter from text that follows it directly.
+    pub join: String,
+}
+
 /// The instructions of an adapter other than loads and stores.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -82,6 +98,13 @@ pub struct InstructionTemplates {
     pub address: String,
     /// Calls `{symbol}` (through the PLT where the target's code model needs it).
     pub call: String,
+    /// Calls the address in `{register}`.
+    pub call_register: String,
+    /// Jumps to `{symbol}`, leaving the stack and every other register as they are.
+    pub jump: String,
+    /// Puts `{symbol}`'s address into `{register}` (one or more instructions), touching no other register.
+    #[schemars(length(min = 1))]
+    pub address_of: Vec<String>,
     /// Returns to the caller.
     #[serde(rename = "return")]
     pub return_: String,

@@ -8,10 +8,10 @@ use std::collections::HashMap;
 
 use bumpalo::Bump;
 use neverc_records::{
-    AbiRecordIn, BitRange, DirectivesIn, ElfRecordIn, Id128, InstructionsIn, LoweringRecordIn, MemoryTemplatesIn,
-    NameKind, RegisterClassKind as ClassKindRecord, RegisterClassRecordIn, RegisterNameIn, RegisterNumber,
-    RegisterRecordIn, RegisterView, RelocationRecordIn, SubRegisterRecordIn, TargetRecordIn, Template, TemplatePart,
-    TlsVariant,
+    AbiRecordIn, BitRange, DirectivesIn, ElfRecordIn, Id128, InstructionsIn, LoweringRecordIn, MacrosIn,
+    MemoryTemplatesIn, NameKind, RegisterClassKind as ClassKindRecord, RegisterClassRecordIn, RegisterNameIn,
+    RegisterNumber, RegisterRecordIn, RegisterView, RelocationRecordIn, SubRegisterRecordIn, TargetRecordIn, Template,
+    TemplatePart, TlsVariant,
 };
 
 use crate::lowering::{LoweringDeclaration, parse_template};
@@ -290,6 +290,12 @@ fn lower_lowering<'a>(
             function: template(&directives.function)?,
             size: template(&directives.size)?,
         },
+        macros: MacrosIn {
+            open: template(&lowering.macros.open)?,
+            close: template(&lowering.macros.close)?,
+            parameter: arena.alloc_str(&lowering.macros.parameter),
+            join: arena.alloc_str(&lowering.macros.join),
+        },
         instructions: InstructionsIn {
             allocate: template(&instructions.allocate)?,
             release: template(&instructions.release)?,
@@ -297,6 +303,16 @@ fn lower_lowering<'a>(
             align_down: template(&instructions.align_down)?,
             address: template(&instructions.address)?,
             call: template(&instructions.call)?,
+            call_register: template(&instructions.call_register)?,
+            jump: template(&instructions.jump)?,
+            address_of: {
+                let lines = instructions
+                    .address_of
+                    .iter()
+                    .map(|text| template(text))
+                    .collect::<Result<Vec<_>, _>>()?;
+                slice(arena, &lines)
+            },
             return_: template(&instructions.return_)?,
         },
         memory: slice(arena, &memory),

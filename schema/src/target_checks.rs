@@ -932,6 +932,30 @@ impl Context<'_> {
         ] {
             check_template(text, &format!("/lowering/directives/{key}"), rule, findings);
         }
+        check_template(
+            &lowering.macros.open,
+            "/lowering/macros/open",
+            &SYMBOL_DIRECTIVE,
+            findings,
+        );
+        check_template(
+            &lowering.macros.close,
+            "/lowering/macros/close",
+            &PLAIN_DIRECTIVE,
+            findings,
+        );
+        for (key, text) in [
+            ("parameter", &lowering.macros.parameter),
+            ("join", &lowering.macros.join),
+        ] {
+            if text.is_empty() || text.contains(['{', '}', '\n', '\r']) {
+                findings.push(Finding::error(
+                    Rule::Lowering,
+                    format!("/lowering/macros/{key}"),
+                    format!("`{key}` must be non-empty text of one line, without braces"),
+                ));
+            }
+        }
         let instructions = &lowering.instructions;
         let size_only = TemplateRule {
             allowed: &[Placeholder::Size],
@@ -958,9 +982,37 @@ impl Context<'_> {
             ),
             ("address", &instructions.address, &MEMORY),
             ("call", &instructions.call, &SYMBOL_DIRECTIVE),
+            ("jump", &instructions.jump, &SYMBOL_DIRECTIVE),
+            (
+                "call_register",
+                &instructions.call_register,
+                &TemplateRule {
+                    allowed: &[Placeholder::Register],
+                    required: &[Placeholder::Register],
+                },
+            ),
             ("return", &instructions.return_, &PLAIN_DIRECTIVE),
         ] {
             check_template(text, &format!("/lowering/instructions/{key}"), rule, findings);
+        }
+        let address_of = TemplateRule {
+            allowed: &[Placeholder::Register, Placeholder::Symbol],
+            required: &[Placeholder::Register],
+        };
+        for (index, text) in instructions.address_of.iter().enumerate() {
+            check_template(
+                text,
+                &format!("/lowering/instructions/address_of/{index}"),
+                &address_of,
+                findings,
+            );
+        }
+        if !instructions.address_of.iter().any(|text| text.contains("{symbol}")) {
+            findings.push(Finding::error(
+                Rule::Lowering,
+                "/lowering/instructions/address_of",
+                "`address_of` needs `{symbol}` in one of its instructions".to_string(),
+            ));
         }
         self.check_memory_templates(findings);
     }

@@ -17,7 +17,9 @@ mod plugin_abi;
 
 mod lowering;
 
-pub use lowering::{DirectivesIn, InstructionsIn, LoweringRecordIn, MemoryTemplatesIn, Template, TemplatePart};
+pub use lowering::{
+    DirectivesIn, InstructionsIn, LoweringRecordIn, MacrosIn, MemoryTemplatesIn, Template, TemplatePart,
+};
 
 pub use plugin_abi::{AbiBitRecord, AbiEnumRecord, AbiFlagsRecord, AbiValueRecord, InterfaceRecord, PluginAbiPart};
 
@@ -902,3 +904,4 @@ pub type LoweringRecord = LoweringRecordIn<'static>;
 pub type MemoryTemplates = MemoryTemplatesIn<'static>;
 pub type Directives = DirectivesIn<'static>;
 pub type Instructions = InstructionsIn<'static>;
+pub type Macros = MacrosIn<'static>;

@@ -56,6 +56,19 @@ pub struct DirectivesIn<'a> {
     pub size: Template<'a>,
 }
 
+/// The assembler's macros (the stubs of the functions that share an adapter).
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MacrosIn<'a> {
+    /// Opens macro `{symbol}` of one parameter.
+    pub open: Template<'a>,
+    pub close: Template<'a>,
+    /// The parameter in the macro's body.
+    pub parameter: &'a str,
+    /// Separates the parameter from text that follows it.
+    pub join: &'a str,
+}
+
 /// The instructions of an adapter that are not loads or stores.
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,6 +85,12 @@ pub struct InstructionsIn<'a> {
     pub address: Template<'a>,
     /// Calls `{symbol}`.
     pub call: Template<'a>,
+    /// Calls the address in `{register}`.
+    pub call_register: Template<'a>,
+    /// Jumps to `{symbol}`.
+    pub jump: Template<'a>,
+    /// Puts `{symbol}`'s address into `{register}`, one instruction per template.
+    pub address_of: &'a [Template<'a>],
     /// Returns to the caller.
     pub return_: Template<'a>,
 }
@@ -98,6 +117,7 @@ pub struct LoweringRecordIn<'a> {
     /// The largest offset they encode for any other access.
     pub max_unaligned_offset: u64,
     pub directives: DirectivesIn<'a>,
+    pub macros: MacrosIn<'a>,
     pub instructions: InstructionsIn<'a>,
     pub memory: &'a [MemoryTemplatesIn<'a>],
 }
