@@ -481,6 +481,18 @@ pub fn lower_to<'t>(
             edits.push(edit(callee_at, callee_at + call.callee.len(), target_text));
         }
     }
+    // The reader keeps `llvm.global.annotations` apart from the other globals; it names the functions too.
+    if let Some(at) = text.find("\n@llvm.global.annotations ") {
+        let start = at + 1;
+        let end = text[start..].find('\n').map_or(text.len(), |line| start + line);
+        for_each_reference(text, start..end, None, |used| {
+            if let Some(index) = table.get(used.name)
+                && module.functions[planned[index].function].is_definition
+            {
+                planned[index].referenced = true;
+            }
+        });
+    }
     for entry in planned.iter().filter(|entry| entry.referenced) {
         if let Some(header) = &entry.header {
             appended.push_str("declare ");
