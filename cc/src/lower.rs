@@ -644,6 +644,28 @@ fn keep_bodies(
     Ok(())
 }
 
+/// The first scalar of `ty` (through aggregates and named types) that `deviations` names.
+fn deviating_type(ty: &IrType, types: &TypeTable, deviations: &[&str], depth: usize) -> Option<String> {
+    if depth > crate::signature::MAX_TYPE_NESTING {
+        return None;
+    }
+    match ty {
+        IrType::Vector { element, .. } | IrType::Array { element, .. } => {
+            deviating_type(element, types, deviations, depth + 1)
+        }
+        IrType::Struct { fields, .. } => fields
+            .iter()
+            .find_map(|field| deviating_type(field, types, deviations, depth + 1)),
+        IrType::Named(name) => types
+            .get(name)
+            .and_then(|ty| deviating_type(ty, types, deviations, depth + 1)),
+        scalar => {
+            let spelled = scalar.to_string();
+            deviations.contains(&spelled.as_str()).then_some(spelled)
+        }
+    }
+}
+
 /// The end of the blank after `at`, if there is one.
 fn blank_after(text: &str, at: usize) -> usize {
     if text.as_bytes().get(at) == Some(&b' ') {
@@ -774,6 +796,23 @@ impl<'t> Context<'_, 't> {
             return Err(self.unsupported(function, "variadic functions have no plan to lower".into()));
         }
         let types = &self.module.types;
+        if let Some(lowering) = &self.target.lowering {
+            let mut values = signature
+                .parameters
+                .iter()
+                .flat_map(|parameter| std::iter::once(&parameter.ty).chain(parameter.attributes.byval.as_ref()))
+                .chain(std::iter::once(&signature.return_type));
+            if let Some(ty) = values.find_map(|ty| deviating_type(ty, types, lowering.standard_deviations, 0)) {
+                return Err(self.unsupported(
+                    function,
+                    format!(
+                        "its signature holds `{ty}`, which {} passes differently from the LLVM that compiles the \
+                         body (docs/standard-abi-deviations.md), so it is not lowered",
+                        self.target.name
+                    ),
+                ));
+            }
+        }
         let planning = |error: PlanningError| LowerError::Planning {
             function: function.name.to_string(),
             line: function.line as usize,

@@ -29,6 +29,11 @@ pub struct LoweringDeclaration {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub link_register: Option<String>,
+    /// IR scalar types that the standard convention of this file places differently from the LLVM that compiles
+    /// the lowered bodies (docs/standard-abi-deviations.md): a planned function whose signature holds one is
+    /// not lowered, since its adapter would hand the body its values where the body does not look.
+    #[serde(default)]
+    pub standard_deviations: Vec<String>,
     /// The largest byte offset (and frame size) the templates encode for an access whose offset is a multiple
     /// of its size; an adapter that needs more is refused.
     pub max_offset: u64,

@@ -278,6 +278,7 @@ fn lower_lowering<'a>(
         incoming_arguments_offset: lowering.incoming_arguments_offset,
         hidden_pointer_result: lowering.hidden_pointer_result.as_deref().map(register).transpose()?,
         link_register: lowering.link_register.as_deref().map(register).transpose()?,
+        standard_deviations: strs(arena, &lowering.standard_deviations),
         max_offset: lowering.max_offset,
         max_unaligned_offset: lowering.max_unaligned_offset,
         directives: DirectivesIn {

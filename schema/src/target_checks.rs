@@ -10,7 +10,7 @@ use crate::spec_text::{Spec, SpecList, is_stack_token};
 use crate::target::{RegisterClassKind, RelocationDeclaration, TargetDeclaration, TlsVariantName};
 use neverc_records::{Overflow, RelocationBase, RelocationFormat, TemplatePart};
 
-/// IR type spellings a `stack_only_types` entry may name.
+/// IR type spellings a `stack_only_types` or `standard_deviations` entry may name.
 const IR_SCALAR_TYPES: &[&str] = &[
     "i1",
     "i8",
@@ -909,6 +909,15 @@ impl Context<'_> {
             }
         }
 
+        for (index, ty) in lowering.standard_deviations.iter().enumerate() {
+            if !IR_SCALAR_TYPES.contains(&ty.as_str()) {
+                findings.push(Finding::error(
+                    Rule::Lowering,
+                    format!("/lowering/standard_deviations/{index}"),
+                    format!("`{ty}` is not an IR scalar type ({})", IR_SCALAR_TYPES.join(", ")),
+                ));
+            }
+        }
         if lowering.max_unaligned_offset > lowering.max_offset {
             findings.push(Finding::error(
                 Rule::Lowering,

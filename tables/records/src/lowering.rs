@@ -111,6 +111,8 @@ pub struct LoweringRecordIn<'a> {
     pub hidden_pointer_result: Option<usize>,
     /// The register a call leaves the return address in, which an adapter saves (AArch64: `x30`).
     pub link_register: Option<usize>,
+    /// IR scalar types whose standard placement differs from LLVM's (not lowered).
+    pub standard_deviations: &'a [&'a str],
     /// The largest offset or frame size the templates can encode for an access whose offset is a multiple of
     /// its size.
     pub max_offset: u64,

@@ -1,0 +1,204 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! `neverc-spec cc lower` and `cc materialize --lower` as a user runs them: a program built from a lowered
+//! module runs, machines read the JSON, and every module that cannot be lowered is refused with a diagnostic,
+//! exit status 1 and no output file.
+
+use std::path::Path;
+use std::process::Output;
+
+use neverc_test_support::{run_in, scratch, succeeded, text};
+
+fn cli(dir: &Path, args: &[&str]) -> Output {
+    run_in(env!("CARGO_BIN_EXE_neverc-spec"), dir, args)
+}
+
+/// A materialized module in the form `cc materialize` writes, with `body` after its header.
+fn module(body: &str) -> String {
+    format!("target triple = \"x86_64-unknown-linux-gnu\"\n\n{body}")
+}
+
+const PLAN: &str = "neverc-cc-plan-v1;schema=llvm-x86_64-unknown-linux-gnu;target=0:0;cc=0:0;stack=16;returns=r,0,0,4,4,51,0,0;arguments=r,0,0,4,4,54,0,0;callee-saved=";
+
+fn refused(output: &Output, needle: &str, out: &Path) {
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "stderr: {stderr}");
+    assert!(stderr.contains(needle), "expected `{needle}` in: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!out.exists(), "nothing is written when lowering fails");
+}
+
+#[test]
+fn a_lowered_program_runs_and_machines_read_the_report() {
+    let dir = scratch!("cc-lower-program");
+    std::fs::write(
+        dir.join("lib.c"),
+        "__attribute__((noinline)) int add3(int a, int b, int c) { return a + 2 * b + 4 * c; }\n\
+         int (*address_of_add3(void))(int, int, int) { return add3; }\n\
+         int caller3(void) { return add3(10, 20, 30); }\n",
+    )
+    .unwrap();
+    succeeded(
+        &run_in("clang-14", &dir, &["-S", "-emit-llvm", "-O2", "lib.c", "-o", "lib.ll"]),
+        "clang-14",
+    );
+    let materialized = cli(
+        &dir,
+        &[
+            "cc",
+            "materialize",
+            "lib.ll",
+            "-o",
+            "m.ll",
+            "--cc-all",
+            "--ccprefix",
+            "add3",
+            "--ccspec",
+            "gpr:rcx,rdx,r8;ret:rax",
+        ],
+    );
+    succeeded(&materialized, "cc materialize");
+    let lowered = cli(&dir, &["cc", "lower", "m.ll", "-o", "lowered.ll", "--format", "json"]);
+    succeeded(&lowered, "cc lower");
+    let report: serde_json::Value = serde_json::from_slice(&lowered.stdout).unwrap();
+    assert_eq!(report["target"], "x86_64");
+    assert_eq!(report["incoming"], serde_json::json!(["@add3"]));
+    assert_eq!(report["direct_calls"], 1);
+    // The same in one step.
+    let both = cli(
+        &dir,
+        &[
+            "cc",
+            "materialize",
+            "lib.ll",
+            "-o",
+            "both.ll",
+            "--cc-all",
+            "--ccprefix",
+            "add3",
+            "--ccspec",
+            "gpr:rcx,rdx,r8;ret:rax",
+            "--lower",
+        ],
+    );
+    succeeded(&both, "cc materialize --lower");
+    assert!(text(&both.stdout).contains("lowered: 1 adapter(s) for planned functions"));
+    assert_eq!(
+        std::fs::read(dir.join("both.ll")).unwrap(),
+        std::fs::read(dir.join("lowered.ll")).unwrap()
+    );
+    // The address the module hands out is the adapter's: a caller that follows the plan gets the plan.
+    std::fs::write(
+        dir.join("main.c"),
+        "#include <stdio.h>\n\
+         int caller3(void); int (*address_of_add3(void))(int, int, int); int through_plan(void *);\n\
+         int main(void) { printf(\"%d %d\\n\", caller3(), through_plan((void *)address_of_add3())); return 0; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("plan.s"),
+        ".text\n.globl through_plan\nthrough_plan:\n pushq %rbx\n movq %rdi, %r11\n movl $1, %ecx\n movl $2, %edx\n \
+         movl $3, %r8d\n callq *%r11\n popq %rbx\n retq\n",
+    )
+    .unwrap();
+    succeeded(
+        &run_in(
+            "clang-14",
+            &dir,
+            &["-O2", "main.c", "plan.s", "lowered.ll", "-o", "program"],
+        ),
+        "clang-14 links the lowered module",
+    );
+    let ran = run_in(dir.join("program"), &dir, &[]);
+    succeeded(&ran, "the program");
+    assert_eq!(text(&ran.stdout), "170 17\n");
+}
+
+#[test]
+fn modules_that_cannot_be_lowered_are_refused_and_nothing_is_written() {
+    let dir = scratch!("cc-lower-refused");
+    let out = dir.join("out.ll");
+    let case = |name: &str, text: &str| {
+        std::fs::write(dir.join(name), text).unwrap();
+        name.to_string()
+    };
+    // The convention without a plan: the module was not materialized.
+    let unplanned = case(
+        "unplanned.ll",
+        &module("define dso_local cc 1000 i32 @f(i32 %0) {\n  ret i32 %0\n}\n"),
+    );
+    refused(
+        &cli(&dir, &["cc", "lower", &unplanned, "-o", "out.ll"]),
+        "has no plan; materialize the module first",
+        &out,
+    );
+    // A call through a pointer with the convention: no adapter can know the callee.
+    let indirect = case(
+        "indirect.ll",
+        &module(&format!(
+            "define dso_local cc 1000 i32 @f(i32 %0) #0 {{\n  ret i32 %0\n}}\n\n\
+             define dso_local i32 @g(i32 (i32)* %p) {{\n  %r = call cc 1000 i32 %p(i32 1) #0\n  ret i32 %r\n}}\n\n\
+             attributes #0 = {{ \"neverc-cc-plan-v1\"=\"{PLAN}\" }}\n"
+        )),
+    );
+    refused(
+        &cli(&dir, &["cc", "lower", &indirect, "-o", "out.ll"]),
+        "calls through a pointer with the NeverC convention",
+        &out,
+    );
+    // A type the standard convention places differently from LLVM 14.
+    let half = case(
+        "half.ll",
+        &module(&format!(
+            "define dso_local cc 1000 half @h(half %0) #0 {{\n  ret half %0\n}}\n\n\
+             attributes #0 = {{ \"neverc-cc-plan-v1\"=\"neverc-cc-plan-v1;schema=llvm-x86_64-unknown-linux-gnu;target=0:0;cc=0:0;stack=16;returns=;arguments=r,0,0,2,2,54,0,0;callee-saved=\" }}\n"
+        )),
+    );
+    refused(
+        &cli(&dir, &["cc", "lower", &half, "-o", "out.ll"]),
+        "holds `half`",
+        &out,
+    );
+    // A foreign plan.
+    let foreign = case(
+        "foreign.ll",
+        &module(&format!(
+            "define dso_local cc 1000 i32 @f(i32 %0) #0 {{\n  ret i32 %0\n}}\n\n\
+             attributes #0 = {{ \"neverc-cc-plan-v1\"=\"{}\" }}\n",
+            PLAN.replace("schema=llvm-x86_64-unknown-linux-gnu", "schema=foreign")
+        )),
+    );
+    refused(
+        &cli(&dir, &["cc", "lower", &foreign, "-o", "out.ll"]),
+        "foreign target schema",
+        &out,
+    );
+    // A function in a COMDAT group.
+    let comdat = case(
+        "comdat.ll",
+        &module(&format!(
+            "$f = comdat any\n\ndefine linkonce_odr dso_local cc 1000 i32 @f(i32 %0) #0 comdat {{\n  ret i32 %0\n}}\n\n\
+             attributes #0 = {{ \"neverc-cc-plan-v1\"=\"{PLAN}\" }}\n"
+        )),
+    );
+    refused(&cli(&dir, &["cc", "lower", &comdat, "-o", "out.ll"]), "COMDAT", &out);
+    // A target without adapter templates.
+    let plain = case("plain.ll", &module("define i32 @f(i32 %0) {\n  ret i32 %0\n}\n"));
+    refused(
+        &cli(&dir, &["cc", "lower", &plain, "-o", "out.ll", "--target", "riscv64"]),
+        "declares no adapter templates",
+        &out,
+    );
+    // The output may not be the input.
+    let same = cli(&dir, &["cc", "lower", &plain, "-o", &plain]);
+    assert_eq!(same.status.code(), Some(2), "{}", text(&same.stderr));
+}
+
+#[test]
+fn help_explains_lowering() {
+    let dir = scratch!("cc-lower-help");
+    let help = cli(&dir, &["cc", "lower", "--help"]);
+    succeeded(&help, "cc lower --help");
+    let help = text(&help.stdout);
+    assert!(help.contains("neverc_body") && help.contains("neverc_out"), "{help}");
+    assert!(help.contains("[lowering]"), "{help}");
+}
