@@ -51,6 +51,14 @@ if command -v clang-14 >/dev/null; then
         clang-14 -S -emit-llvm -O2 --target=x86_64-unknown-linux-gnu "$source" -o "$fuzz_dir/corpus/ll_module/$(basename "$source" .c).ll"
     done
 fi
+# Lowering reads the same modules, for both targets, and the tests' modules with plans of their own.
+mkdir -p "$fuzz_dir/corpus/ll_lower"
+cp "$fuzz_dir"/corpus/ll_module/*.ll "$fuzz_dir/corpus/ll_lower/" 2>/dev/null || true
+if command -v clang-14 >/dev/null; then
+    for source in "$root"/cc/tests/fixtures/cc/*.c; do
+        clang-14 -S -emit-llvm -O2 --target=aarch64-unknown-linux-gnu "$source" -o "$fuzz_dir/corpus/ll_lower/$(basename "$source" .c)-aarch64.ll"
+    done
+fi
 
 # Object readers: every object and archive of the link fixtures (built with gcc first).
 mkdir -p "$fuzz_dir/corpus/link_inputs"
@@ -102,7 +110,7 @@ LC_ALL=C awk 'BEGIN { for (slot = 1; slot <= 56; slot++) for (i = 0; i < 24; i++
     > "$fuzz_dir/corpus/link_api/slots"
 
 # Saved regressions join the corpora, so a run starts from every input that once failed.
-for name in phase_schema target_toml cc_plan cc_spec cc_signature ll_module link_inputs bitcode_symtab link_api; do
+for name in phase_schema target_toml cc_plan cc_spec cc_signature ll_module ll_lower link_inputs bitcode_symtab link_api; do
     if [ -d "$fuzz_dir/regressions/$name" ]; then
         find "$fuzz_dir/regressions/$name" -maxdepth 1 -type f ! -name '.*' ! -name '*.md' \
             -exec cp {} "$fuzz_dir/corpus/$name/" \;

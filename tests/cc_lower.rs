@@ -148,10 +148,10 @@ fn modules_that_cannot_be_lowered_are_refused_and_nothing_is_written() {
     // A type the standard convention places differently from LLVM 14.
     let half = case(
         "half.ll",
-        &module(&format!(
-            "define dso_local cc 1000 half @h(half %0) #0 {{\n  ret half %0\n}}\n\n\
-             attributes #0 = {{ \"neverc-cc-plan-v1\"=\"neverc-cc-plan-v1;schema=llvm-x86_64-unknown-linux-gnu;target=0:0;cc=0:0;stack=16;returns=;arguments=r,0,0,2,2,54,0,0;callee-saved=\" }}\n"
-        )),
+        &module(
+            "define dso_local cc 1000 half @h(half %0) #0 {\n  ret half %0\n}\n\n\
+             attributes #0 = { \"neverc-cc-plan-v1\"=\"neverc-cc-plan-v1;schema=llvm-x86_64-unknown-linux-gnu;target=0:0;cc=0:0;stack=16;returns=;arguments=r,0,0,2,2,54,0,0;callee-saved=\" }\n",
+        ),
     );
     refused(
         &cli(&dir, &["cc", "lower", &half, "-o", "out.ll"]),
