@@ -500,14 +500,13 @@ enum LoadKind {
     Address,
 }
 
-/// The name of `register` at `width`: its own, or its sub-register's of that width.
+/// The name of `register` at `width` in an instruction: the sub-register of exactly that width where one is
+/// declared (AArch64's `q7` for the whole of `v7`, whose canonical name no load or store takes), else the
+/// register's own name.
 fn view_name(target: &'static TargetRecord, register: usize, width: u32) -> &'static str {
     let Some(record) = target.register(register) else {
         return "?";
     };
-    if record.width == width {
-        return record.name;
-    }
     record
         .subregisters
         .iter()
