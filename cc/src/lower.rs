@@ -523,10 +523,10 @@ pub fn lower_to<'t>(
         at = edit.end as usize;
     }
     out.put(&text[at..])?;
-    if !text.is_empty() && !text.ends_with('\n') {
-        out.put("\n")?;
-    }
     if !appended.is_empty() || wrote_adapters {
+        if !text.is_empty() && !text.ends_with('\n') {
+            out.put("\n")?;
+        }
         out.put("\n; neverc-spec cc lower: the planned functions' symbols, and the adapters of calls out\n")?;
         out.put(&appended)?;
         out.put(&assembly)?;

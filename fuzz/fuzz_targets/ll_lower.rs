@@ -17,10 +17,11 @@ fn check(text: &str, target: &'static neverc_tables::TargetRecord) {
         }
         for function in &report.incoming {
             let bare = function.trim_start_matches('@');
+            // A stub macro invoked with the symbol (within a `module asm` line or at its end), or a label.
             assert!(
-                lowered.text.contains(&format!(" {bare}\n"))
-                    || lowered.text.contains(&format!("\\0A{bare}:"))
-                    || lowered.text.contains(&format!(" {bare}\\0A")),
+                lowered.text.contains(&format!(" {bare}\\0A"))
+                    || lowered.text.contains(&format!(" {bare}\"\n"))
+                    || lowered.text.contains(&format!("\\0A{bare}:")),
                 "no definition of {bare} in the lowered module"
             );
         }
