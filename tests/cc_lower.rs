@@ -181,6 +181,22 @@ fn modules_that_cannot_be_lowered_are_refused_and_nothing_is_written() {
         )),
     );
     refused(&cli(&dir, &["cc", "lower", &comdat, "-o", "out.ll"]), "COMDAT", &out);
+    // A call whose plan is not its callee's.
+    let mismatched = case(
+        "mismatched.ll",
+        &module(&format!(
+            "define dso_local cc 1000 i32 @f(i32 %0) #0 {{\n  ret i32 %0\n}}\n\n\
+             define dso_local i32 @g() {{\n  %r = call cc 1000 i32 @f(i32 1) #1\n  ret i32 %r\n}}\n\n\
+             attributes #0 = {{ \"neverc-cc-plan-v1\"=\"{PLAN}\" }}\n\
+             attributes #1 = {{ \"neverc-cc-plan-v1\"=\"{}\" }}\n",
+            PLAN.replace("r,0,0,4,4,54,0,0;", "r,0,0,4,4,56,0,0;")
+        )),
+    );
+    refused(
+        &cli(&dir, &["cc", "lower", &mismatched, "-o", "out.ll"]),
+        "the call's plan is not its callee's",
+        &out,
+    );
     // A target without adapter templates.
     let plain = case("plain.ll", &module("define i32 @f(i32 %0) {\n  ret i32 %0\n}\n"));
     refused(

@@ -444,6 +444,28 @@ pub fn lower_to<'t>(
                 });
             };
             let callee = &module.functions[planned[index].function];
+            // A call site's own plan (materialization copies its callee's) must be its callee's: the call is
+            // redirected to an adapter of the callee's plan.
+            let site_plan = match groups.get(&call.group).map(|group| &module.attribute_groups[*group]) {
+                Some(group) => match (group_plans.get(&group.id), &group.plan) {
+                    (Some(id), _) => Some(*id),
+                    (None, Some((_, text))) => Some(read_call_plan(text, &mut plans, target, call.callee, line)?),
+                    (None, None) => None,
+                },
+                None => None,
+            };
+            if let Some(site) = site_plan {
+                if site >= plans.len() || plans[site] != plans[planned[index].plan] {
+                    return Err(LowerError::Unsupported {
+                        function: call.callee.to_string(),
+                        line: line as usize,
+                        detail: "the call's plan is not its callee's, so no adapter of the callee fits it".into(),
+                    });
+                }
+                if let Some(group) = groups.get(&call.group) {
+                    group_plans.insert(module.attribute_groups[*group].id, site);
+                }
+            }
             let target_text = match planned[index].call_target {
                 Some(id) => id,
                 None => {
@@ -532,6 +554,25 @@ pub fn lower_to<'t>(
         out.put(&assembly)?;
     }
     Ok(report)
+}
+
+/// Reads and validates the plan of a call site's attribute group, adding it to `plans`.
+fn read_call_plan(
+    text: &str,
+    plans: &mut Vec<Plan>,
+    target: &'static TargetRecord,
+    callee: &str,
+    line: u32,
+) -> Result<usize, LowerError> {
+    let plan_error = |message: String| LowerError::Plan {
+        function: callee.to_string(),
+        line: line as usize,
+        message: format!("the plan of a call: {message}"),
+    };
+    let plan = Plan::parse(text).map_err(|error| plan_error(error.to_string()))?;
+    validate_plan(&plan, target, None).map_err(|error| plan_error(error.to_string()))?;
+    plans.push(plan);
+    Ok(plans.len() - 1)
 }
 
 /// The size from which [`flush_module_asm`] makes a `module asm` line of what it has.
