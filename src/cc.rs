@@ -445,11 +445,7 @@ fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
         let report = materialize_with(&text, target, planner, &mut materialized)?;
         let lowered = neverc_cc::lower::lower_to(&materialized, target, &mut WriteOutput(file))
             .map(|lowered| (lowered.incoming.len(), lowered.outgoing.len(), lowered.direct_calls))
-            .map_err(|error| MaterializeError::Plan {
-                function: "the materialized module".into(),
-                line: 0,
-                message: format!("cannot lower it: {error}"),
-            })?;
+            .map_err(|error| MaterializeError::Lower(Box::new(error)))?;
         Ok((report, Some(lowered)))
     });
     if let Some(plugin) = &plugin {

@@ -146,6 +146,10 @@ pub enum MaterializeError {
         line: usize,
         error: PluginPlanError,
     },
+    /// Lowering the materialized module failed (`cc materialize --lower`); its lines are the materialized
+    /// module's.
+    #[error("lowering the materialized module: {0}")]
+    Lower(Box<crate::lower::LowerError>),
 }
 
 impl MaterializeError {
@@ -156,7 +160,7 @@ impl MaterializeError {
             MaterializeError::Planning { line, .. }
             | MaterializeError::Plan { line, .. }
             | MaterializeError::Convention { line, .. } => *line,
-            MaterializeError::Write(_) => 0,
+            MaterializeError::Write(_) | MaterializeError::Lower(_) => 0,
         }
     }
 }
