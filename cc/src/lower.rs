@@ -549,7 +549,7 @@ impl<'t> Context<'_, 't> {
         }
         let returned = moves(ValueRef::Return, None)?;
         let preserve = match direction {
-            Direction::Incoming => self.plan_only_saved(plan),
+            Direction::Incoming => self.plan_only_saved(plan, returned.as_ref()),
             Direction::Outgoing => self.standard_saved_used_by(&arguments, returned.as_ref()),
         };
         Ok(AdapterSpec {
@@ -656,13 +656,27 @@ impl<'t> Context<'_, 't> {
             .collect())
     }
 
-    /// Registers the plan declares callee-saved that the standard convention does not preserve (whole).
-    fn plan_only_saved(&self, plan: &Plan) -> Vec<usize> {
+    /// Registers the plan declares callee-saved that the standard convention does not preserve (whole),
+    /// except those the plan's caller gets the return value in: a return the standard convention places
+    /// (the plan has none) may use a register the plan also lists, and restoring it would overwrite the value.
+    fn plan_only_saved(&self, plan: &Plan, returned: Option<&ValueMove>) -> Vec<usize> {
+        let returns: Vec<usize> = returned
+            .into_iter()
+            .flat_map(|value| &value.caller)
+            .filter(|piece| piece.role == Role::Content)
+            .filter_map(|piece| match piece.holder {
+                Holder::Register(register) => Some(register),
+                Holder::Stack(_) => None,
+            })
+            .collect();
         let mut saved = Vec::new();
         for number in &plan.callee_saved {
             let Some(resolved) = self.target.register_by_number(*number) else {
                 continue;
             };
+            if returns.contains(&resolved.register) {
+                continue;
+            }
             let standard = self
                 .target
                 .callee_saved
