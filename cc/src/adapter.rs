@@ -248,8 +248,18 @@ struct Writer<'a> {
 }
 
 impl Writer<'_> {
+    /// The register's name at `width` in an instruction: the sub-register of exactly that width where one is
+    /// declared (AArch64's `q7` for the whole of `v7`, whose canonical name no load or store takes), else
+    /// the register's view at that width.
     fn name(&self, register: usize, width: u32) -> String {
-        register_view_name(self.target, register, width)
+        let exact = self
+            .target
+            .register(register)
+            .and_then(|record| record.subregisters.iter().find(|sub| sub.width == width));
+        match exact {
+            Some(sub) => sub.name.to_string(),
+            None => register_view_name(self.target, register, width),
+        }
     }
 
     fn full_width(&self, register: usize) -> u32 {
