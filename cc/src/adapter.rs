@@ -116,6 +116,9 @@ pub struct AdapterSpec<'n> {
     pub returned: Option<ValueMove>,
     /// Registers the adapter saves at entry and restores before it returns (whole registers).
     pub preserve: Vec<usize>,
+    /// The argument that is the hidden pointer of an IR-level `sret` return, which a standard callee returns
+    /// in the target's `hidden_pointer_result` register.
+    pub sret_argument: Option<usize>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -892,9 +895,26 @@ pub fn write_adapter(
             let Holder::Register(register) = piece.holder else {
                 return Err(unsupported("a return value on the stack".into()));
             };
-            let bits = writer.piece_bits(register, piece.size)?;
-            writer.load(register, bits, sp, slot + piece.offset)?;
+            // A narrow value returned `zeroext` or `signext` is widened again, whatever the callee left above it.
+            if piece.offset == 0 && value.content_size < 4 && value.extension != Extension::None {
+                let bits = (value.content_size.max(1) * 8).next_power_of_two() as u32;
+                let which = if value.extension == Extension::Sign {
+                    Access::LoadSigned
+                } else {
+                    Access::Load
+                };
+                writer.memory(which, register, bits, sp, slot)?;
+            } else {
+                let bits = writer.piece_bits(register, piece.size)?;
+                writer.load(register, bits, sp, slot + piece.offset)?;
+            }
         }
+    } else if spec.caller_kind == SideKind::Standard
+        && let (Some(result), Some(argument)) = (lowering.hidden_pointer_result, spec.sret_argument)
+        && argument < spec.arguments.len()
+    {
+        // The standard convention returns an `sret` argument's pointer.
+        writer.load(result, pointer_bits, sp, frame.content_slots[argument])?;
     }
     for (register, slot) in spec.preserve.iter().zip(&frame.save_slots) {
         writer.load(*register, writer.full_width(*register), sp, *slot)?;

@@ -903,6 +903,10 @@ impl<'t> Context<'_, 't> {
             arguments,
             returned,
             preserve,
+            sret_argument: signature
+                .parameters
+                .iter()
+                .position(|parameter| parameter.attributes.sret.is_some()),
         })
     }
 
@@ -920,9 +924,24 @@ impl<'t> Context<'_, 't> {
             line: function.line as usize,
             error: PlanningError::Layout(error),
         };
+        let narrow = |ty: &IrType| matches!(ty, IrType::Integer(bits) if *bits < 32);
+        let extension_of = |attributes: &crate::signature::ValueAttributes| {
+            if attributes.signext {
+                Extension::Sign
+            } else if attributes.zeroext {
+                Extension::Zero
+            } else {
+                Extension::None
+            }
+        };
         let Some(parameter) = parameter else {
             let layout = layout_of(&signature.return_type, pointer, types).map_err(layout_error)?;
-            return Ok((layout.store_size, Extension::None));
+            let extension = if narrow(&signature.return_type) {
+                extension_of(&signature.return_attributes)
+            } else {
+                Extension::None
+            };
+            return Ok((layout.store_size, extension));
         };
         let size = match &parameter.attributes.byval {
             Some(pointee) => layout_of(pointee, pointer, types).map_err(layout_error)?.alloc_size,
@@ -932,15 +951,12 @@ impl<'t> Context<'_, 't> {
                     .store_size
             }
         };
-        let extension = if parameter.attributes.signext {
-            Extension::Sign
-        } else if parameter.attributes.zeroext {
-            Extension::Zero
+        let extension = if narrow(&parameter.ty) {
+            extension_of(&parameter.attributes)
         } else {
             Extension::None
         };
-        let narrow_integer = matches!(parameter.ty, IrType::Integer(bits) if bits < 32);
-        Ok((size, if narrow_integer { extension } else { Extension::None }))
+        Ok((size, extension))
     }
 
     /// One side's pieces of a value, with what each holds.
@@ -1048,6 +1064,73 @@ impl<'t> Context<'_, 't> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A declared planned function returning through `sret` and one returning a `signext i8`, called from C.
+    const CALLS_OUT: &str = "target triple = \"x86_64-unknown-linux-gnu\"\n\n\
+        %struct.P = type { i64, i64, i64 }\n\n\
+        declare cc 1000 void @mk(%struct.P* sret(%struct.P) align 8, i64) #0\n\n\
+        declare cc 1000 signext i8 @narrow(i32) #1\n\n\
+        define dso_local i64 @use(%struct.P* %p) {\n\
+        \x20 call cc 1000 void @mk(%struct.P* sret(%struct.P) align 8 %p, i64 7) #0\n\
+        \x20 %c = call cc 1000 signext i8 @narrow(i32 1) #1\n\
+        \x20 %w = sext i8 %c to i64\n\
+        \x20 ret i64 %w\n}\n\n\
+        attributes #0 = { \"neverc-cc-plan-v1\"=\"neverc-cc-plan-v1;schema=llvm-x86_64-unknown-linux-gnu;target=0:0;cc=0:0;stack=16;returns=;arguments=r,0,0,8,8,54,0,1|r,1,0,8,8,56,0,0;callee-saved=\" }\n\
+        attributes #1 = { \"neverc-cc-plan-v1\"=\"neverc-cc-plan-v1;schema=llvm-x86_64-unknown-linux-gnu;target=0:0;cc=0:0;stack=16;returns=r,0,0,1,1,119,0,0;arguments=r,0,0,4,4,54,0,0;callee-saved=\" }\n";
+
+    /// The assembly of the adapter `symbol` in a lowered module, a line each.
+    fn adapter_lines(text: &str, symbol: &str) -> Vec<String> {
+        let assembly: String = text
+            .lines()
+            .filter_map(|line| {
+                line.strip_prefix("module asm \"")?
+                    .strip_suffix('"')
+                    .map(str::to_string)
+            })
+            .collect::<Vec<_>>()
+            .join("\\0A");
+        let lines: Vec<String> = assembly.split("\\0A").map(str::to_string).collect();
+        let start = lines
+            .iter()
+            .position(|line| *line == format!("{symbol}:"))
+            .unwrap_or(lines.len());
+        lines[start..]
+            .iter()
+            .take_while(|line| !line.starts_with(".size"))
+            .cloned()
+            .collect()
+    }
+
+    #[test]
+    fn outgoing_adapters_return_what_the_standard_caller_relies_on() {
+        let x86 = neverc_tables::target_by_name("x86_64").unwrap();
+        let lowered = lower(CALLS_OUT, x86).unwrap();
+        assert_eq!(lowered.report.outgoing, ["@mk", "@narrow"]);
+        // After the call, the sret pointer the caller passed (in rdi, kept in the first content slot) is
+        // returned in rax, as the psABI says.
+        let mk = adapter_lines(&lowered.text, "mk.neverc_out");
+        let ret = mk.iter().position(|line| line == "retq").unwrap();
+        let call = mk.iter().position(|line| line.starts_with("callq mk@PLT")).unwrap();
+        assert!(
+            mk[call..ret]
+                .iter()
+                .any(|line| line.starts_with("movq ") && line.ends_with("(%rsp), %rax")),
+            "{mk:#?}"
+        );
+        assert!(mk.iter().any(|line| line.starts_with("movq %rdi, ")), "{mk:#?}");
+        // A `signext i8` returned in r8b comes back in eax widened again.
+        let narrow = adapter_lines(&lowered.text, "narrow.neverc_out");
+        let call = narrow
+            .iter()
+            .position(|line| line.starts_with("callq narrow@PLT"))
+            .unwrap();
+        assert!(
+            narrow[call..]
+                .iter()
+                .any(|line| line.starts_with("movsbl ") && line.ends_with(", %eax")),
+            "{narrow:#?}"
+        );
+    }
 
     #[test]
     fn blanks_after_a_convention_go_with_it() {
