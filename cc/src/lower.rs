@@ -119,18 +119,22 @@ pub fn lower<'t>(text: &'t str, target: &'static TargetRecord) -> Result<Lowered
 }
 
 /// A function with a plan.
-struct Planned<'t> {
+struct Planned {
     function: usize,
     plan: usize,
-    /// Read when the function is first lowered or called.
-    header: Option<Header<'t>>,
     /// What a call with the convention is redirected to: the body, or the outgoing adapter (a pool entry).
     call_target: Option<u32>,
     /// Used other than by such calls, so its symbol is declared.
     referenced: bool,
 }
 
-const CONVENTION: &str = "cc 1000";
+/// Whether `text[range]` is the convention (`cc 1000`), compared as a fixed-size array (no call to `memcmp`).
+fn is_convention(text: &str, range: std::ops::Range<usize>) -> bool {
+    text.as_bytes()
+        .get(range)
+        .and_then(|bytes| <&[u8; 7]>::try_from(bytes).ok())
+        .is_some_and(|bytes| bytes == b"cc 1000")
+}
 /// Reference lines read together.
 const REFERENCE_CHUNK: usize = 256;
 
@@ -141,24 +145,38 @@ struct Edit {
     text: u32,
 }
 
-/// The replacement pool: every text that replaces something, stored once.
+/// The replacement pool: every text that replaces something, stored once, all in one string.
 struct Pool {
-    texts: Vec<String>,
+    text: String,
+    ranges: Vec<(u32, u32)>,
 }
 
 const REMOVE: u32 = 0;
 const INTERNAL: u32 = 1;
 
 impl Pool {
-    fn new() -> Pool {
-        Pool {
-            texts: vec![String::new(), "internal ".to_string()],
-        }
+    fn with_capacity(texts: usize) -> Pool {
+        let mut pool = Pool {
+            text: String::with_capacity(texts * 24),
+            ranges: Vec::with_capacity(texts),
+        };
+        pool.add("");
+        pool.add("internal ");
+        pool
     }
 
-    fn add(&mut self, text: String) -> u32 {
-        self.texts.push(text);
-        self.texts.len() as u32 - 1
+    /// Adds `text`; offsets fit in `u32` as long as the pool stays below 4 GiB, which a module of at most
+    /// 4 GiB keeps it.
+    fn add(&mut self, text: &str) -> u32 {
+        let start = self.text.len() as u32;
+        self.text.push_str(text);
+        self.ranges.push((start, self.text.len() as u32));
+        self.ranges.len() as u32 - 1
+    }
+
+    fn get(&self, id: u32) -> &str {
+        let (start, end) = self.ranges[id as usize];
+        &self.text[start as usize..end as usize]
     }
 }
 
@@ -186,6 +204,7 @@ pub fn lower_to<'t>(
         text,
         target,
         module: &module,
+        comdat: memchr::memmem::Finder::new(" comdat"),
     };
     let groups: FxHashMap<u32, usize> = module
         .attribute_groups
@@ -197,19 +216,23 @@ pub fn lower_to<'t>(
     let mut plans: Vec<Plan> = Vec::new();
     let mut group_plans: FxHashMap<u32, usize> = FxHashMap::default();
     let mut text_plans: FxHashMap<&str, usize> = FxHashMap::default();
-    let mut planned: Vec<Planned<'t>> = Vec::new();
+    let mut planned: Vec<Planned> = Vec::new();
     let mut planned_names: Vec<&'t str> = Vec::new();
     let mut planned_hashes: Vec<u64> = Vec::new();
     // Names lowering would make, if the module has them already.
     let mut taken_names: FxHashMap<&'t str, ()> = FxHashMap::default();
     for (index, function) in module.functions.iter().enumerate() {
-        if function.name.ends_with(concat!(".neverc_body", "\"")) || function.name.ends_with(".neverc_out\"") {
-            taken_names.insert(function.name, ());
+        // `@f.neverc_body` and `@"f.neverc_body"` name the same symbol: names are compared bare.
+        if matches!(function.name.as_bytes().last(), Some(b'y' | b't' | b'"')) {
+            let bare = function.name.trim_start_matches('@').trim_matches('"');
+            if bare.ends_with(BODY_SUFFIX) || bare.ends_with(OUTGOING_SUFFIX) {
+                taken_names.insert(bare, ());
+            }
         }
         let Some(convention) = function.convention() else {
             continue;
         };
-        if &text[convention] != CONVENTION {
+        if !is_convention(text, convention) {
             continue;
         }
         let line = function.line as usize;
@@ -260,7 +283,6 @@ pub fn lower_to<'t>(
         planned.push(Planned {
             function: index,
             plan,
-            header: None,
             call_target: None,
             referenced: false,
         });
@@ -269,13 +291,13 @@ pub fn lower_to<'t>(
     }
     let table = NameTable::new(&planned_names, &planned_hashes);
 
-    let mut pool = Pool::new();
+    let mut pool = Pool::with_capacity(planned.len() + 8);
     let mut edits: Vec<Edit> = Vec::with_capacity(planned.len() * 4);
     let mut appended = String::new();
     // The adapters' assembly is written to `piece`, and appended to `assembly` as `module asm` lines of
     // about `MODULE_ASM_LINE` bytes.
-    let mut assembly = String::new();
-    let mut piece = String::new();
+    let mut assembly = String::with_capacity(planned.len() * 40);
+    let mut piece = String::with_capacity(MODULE_ASM_LINE + 4096);
     write_section(target, &mut piece).map_err(|error| LowerError::Adapter {
         function: String::new(),
         line: 0,
@@ -292,15 +314,19 @@ pub fn lower_to<'t>(
     let mut shared: FxHashMap<(usize, u32), (usize, usize)> = FxHashMap::default();
     let mut stub_macros: FxHashMap<(usize, Binding, SymbolVisibility), String> = FxHashMap::default();
     let mut hidden_linkages: FxHashMap<&'t str, u32> = FxHashMap::default();
+    let mut last_linkage: Option<(&'t str, u32)> = None;
     for entry in &mut planned {
         let function = &module.functions[entry.function];
         if !function.is_definition {
             continue;
         }
         let header = context.header(function)?;
-        let body = format!("@{}{BODY_SUFFIX}", header.bare);
+        let mut body = String::with_capacity(header.bare.len() + BODY_SUFFIX.len() + 1);
+        body.push('@');
+        body.push_str(header.bare);
+        body.push_str(BODY_SUFFIX);
         let body_symbol = &body[1..];
-        if taken_names.contains_key(body.as_str()) {
+        if !taken_names.is_empty() && taken_names.contains_key(body_symbol) {
             return Err(context.unsupported(function, format!("the module already has a function named {body}")));
         }
         if header.binding == Binding::Local {
@@ -319,17 +345,21 @@ pub fn lower_to<'t>(
             }
         } else {
             let words = &text[header.linkage.0..header.linkage.1];
-            let replacement = match hidden_linkages.get(words) {
-                Some(id) => *id,
-                None => {
-                    let id = pool.add(hidden_linkage(words));
-                    hidden_linkages.insert(words, id);
-                    id
-                }
+            let replacement = match last_linkage.filter(|(last, _)| *last == words) {
+                Some((_, id)) => id,
+                None => match hidden_linkages.get(words) {
+                    Some(id) => *id,
+                    None => {
+                        let id = pool.add(&hidden_linkage(words));
+                        hidden_linkages.insert(words, id);
+                        id
+                    }
+                },
             };
+            last_linkage = Some((words, replacement));
             edits.push(edit(header.linkage.0, header.linkage.1, replacement));
         }
-        let body_text = pool.add(body.clone());
+        let body_text = pool.add(&body);
         edits.push(edit(header.name.0, header.name.1, body_text));
         entry.call_target = Some(body_text);
         let key = (entry.plan, function.signature);
@@ -366,29 +396,29 @@ pub fn lower_to<'t>(
         };
         if let Some((adapter, register)) = adapter {
             let macro_key = (adapter, header.binding, header.visibility);
-            if !stub_macros.contains_key(&macro_key) {
-                let name = format!("__neverc_stub_{}", stub_macros.len());
-                let shared_symbol = format!("__neverc_adapter.{adapter}");
-                let stub = Stub {
-                    binding: header.binding,
-                    visibility: header.visibility,
-                    register,
-                    shared: &shared_symbol,
-                    body_suffix: BODY_SUFFIX,
-                };
-                write_stub_macro(target, &name, &stub, &mut piece)
-                    .map_err(|error| context.adapter_error(function, error))?;
-                stub_macros.insert(macro_key, name);
-            }
-            if let Some(name) = stub_macros.get(&macro_key) {
-                piece.push_str(name);
-                piece.push(' ');
-                piece.push_str(header.bare);
-                piece.push('\n');
-            }
+            let name = match stub_macros.get(&macro_key) {
+                Some(name) => name,
+                None => {
+                    let name = format!("__neverc_stub_{}", stub_macros.len());
+                    let shared_symbol = format!("__neverc_adapter.{adapter}");
+                    let stub = Stub {
+                        binding: header.binding,
+                        visibility: header.visibility,
+                        register,
+                        shared: &shared_symbol,
+                        body_suffix: BODY_SUFFIX,
+                    };
+                    write_stub_macro(target, &name, &stub, &mut piece)
+                        .map_err(|error| context.adapter_error(function, error))?;
+                    stub_macros.entry(macro_key).or_insert(name)
+                }
+            };
+            piece.push_str(name);
+            piece.push(' ');
+            piece.push_str(header.bare);
+            piece.push('\n');
             flush_module_asm(&mut assembly, &mut piece, false);
         }
-        entry.header = Some(header);
         report.incoming.push(function.name);
     }
 
@@ -410,7 +440,7 @@ pub fn lower_to<'t>(
             };
             let rewritten = call.and_then(|call| {
                 let convention = call.convention()?;
-                (text[convention.clone()] == *CONVENTION).then_some((call, convention))
+                is_convention(text, convention.clone()).then_some((call, convention))
             });
             let skip = rewritten
                 .as_ref()
@@ -472,6 +502,11 @@ pub fn lower_to<'t>(
                     // The first call of a declared function: its outgoing adapter.
                     let header = context.header(callee)?;
                     let adapter = format!("{}{OUTGOING_SUFFIX}", header.bare);
+                    if taken_names.contains_key(adapter.as_str()) {
+                        return Err(
+                            context.unsupported(callee, format!("the module already has a function named @{adapter}"))
+                        );
+                    }
                     appended.push_str("declare ");
                     appended.push_str(&text[header.prototype.0..header.name.0]);
                     appended.push_str(&format!("@\"{adapter}\""));
@@ -489,7 +524,7 @@ pub fn lower_to<'t>(
                     write_adapter(target, &spec, &mut piece).map_err(|error| context.adapter_error(callee, error))?;
                     flush_module_asm(&mut assembly, &mut piece, false);
                     report.outgoing.push(call.callee);
-                    let id = pool.add(format!("@\"{adapter}\""));
+                    let id = pool.add(&format!("@\"{adapter}\""));
                     planned[index].call_target = Some(id);
                     id
                 }
@@ -516,7 +551,9 @@ pub fn lower_to<'t>(
         });
     }
     for entry in planned.iter().filter(|entry| entry.referenced) {
-        if let Some(header) = &entry.header {
+        let function = &module.functions[entry.function];
+        if function.is_definition {
+            let header = context.header(function)?;
             appended.push_str("declare ");
             appended.push_str(&text[header.prototype.0..header.prototype.1]);
             appended.push('\n');
@@ -541,7 +578,7 @@ pub fn lower_to<'t>(
     let mut at = 0;
     for edit in &edits {
         out.put(&text[at..edit.start as usize])?;
-        out.put(&pool.texts[edit.text as usize])?;
+        out.put(pool.get(edit.text))?;
         at = edit.end as usize;
     }
     out.put(&text[at..])?;
@@ -596,16 +633,29 @@ fn push_module_asm(out: &mut String, asm: &str) {
     }
     out.push_str("module asm \"");
     let bytes = asm.as_bytes();
-    let mut plain = 0;
-    for (at, byte) in bytes.iter().enumerate() {
-        if (0x20..0x7f).contains(byte) && *byte != b'"' && *byte != b'\\' {
-            continue;
+    // Line breaks are nearly all there is to escape; anything else (a quote, a backslash in a macro, a control
+    // character a template holds) is rare, and found by a separate pass.
+    let plain_text = |byte: &u8| (0x20..0x7f).contains(byte) && *byte != b'"' && *byte != b'\\';
+    if bytes.iter().all(|byte| *byte == b'\n' || plain_text(byte)) {
+        let mut start = 0;
+        for at in memchr::memchr_iter(b'\n', bytes) {
+            out.push_str(&asm[start..at]);
+            out.push_str("\\0A");
+            start = at + 1;
         }
-        out.push_str(&asm[plain..at]);
-        let _ = write!(out, "\\{byte:02X}");
-        plain = at + 1;
+        out.push_str(&asm[start..]);
+    } else {
+        let mut plain = 0;
+        for (at, byte) in bytes.iter().enumerate() {
+            if plain_text(byte) {
+                continue;
+            }
+            out.push_str(&asm[plain..at]);
+            let _ = write!(out, "\\{byte:02X}");
+            plain = at + 1;
+        }
+        out.push_str(&asm[plain..]);
     }
-    out.push_str(&asm[plain..]);
     out.push_str("\"\n");
 }
 
@@ -676,7 +726,7 @@ fn keep_bodies(
     let close = rest.rfind(']').ok_or_else(unreadable)?;
     let (elements, tail) = (&rest[..close], &rest[close + 1..]);
     let separator = if elements.trim().is_empty() { "" } else { ", " };
-    let replacement = pool.add(format!(
+    let replacement = pool.add(&format!(
         "{COMPILER_USED}{} x {element_type}] [{elements}{separator}{}]{tail}",
         count + kept.len(),
         kept.join(", ")
@@ -742,6 +792,8 @@ struct Context<'a, 't> {
     text: &'t str,
     target: &'static TargetRecord,
     module: &'a Module<'t>,
+    /// Built once: a searcher is costly to build per header.
+    comdat: memchr::memmem::Finder<'static>,
 }
 
 impl<'t> Context<'_, 't> {
@@ -794,7 +846,7 @@ impl<'t> Context<'_, 't> {
             ));
         }
         let line_end = text[name_end..].find('\n').map_or(text.len(), |at| name_end + at);
-        if text[parameters_end..line_end].contains(" comdat") {
+        if self.comdat.find(&text.as_bytes()[parameters_end..line_end]).is_some() {
             return Err(self.unsupported(function, "a function in a COMDAT group cannot be lowered".into()));
         }
         let mut binding = Binding::Global;
