@@ -177,42 +177,31 @@ const SLOT: u64 = 16;
 
 fn layout(spec: &AdapterSpec<'_>, alignment: u64, has_link: bool) -> Layout {
     let values: Vec<&ValueMove> = spec.arguments.iter().chain(spec.returned.as_ref()).collect();
+    // `U` is laid out slot after slot from its bottom.
     let mut upper = 0;
-    let link_slot = upper;
-    if has_link {
-        upper += SLOT;
-    }
-    let callee_slot = upper;
-    if matches!(spec.callee, Callee::Register(_)) {
-        upper += SLOT;
-    }
-    let save_slots = spec
-        .preserve
-        .iter()
-        .map(|_| {
-            let slot = upper;
-            upper += SLOT;
-            slot
-        })
-        .collect();
+    let mut take = |size: u64| {
+        let slot = upper;
+        upper += size;
+        slot
+    };
+    let link_slot = take(if has_link { SLOT } else { 0 });
+    let callee_slot = take(if matches!(spec.callee, Callee::Register(_)) {
+        SLOT
+    } else {
+        0
+    });
+    let save_slots = spec.preserve.iter().map(|_| take(SLOT)).collect();
     let address_slots = values
         .iter()
         .map(|value| {
-            value.caller.iter().any(|piece| piece.role == Role::Address).then(|| {
-                let slot = upper;
-                upper += SLOT;
-                slot
-            })
+            let addressed = value.caller.iter().any(|piece| piece.role == Role::Address);
+            addressed.then(|| take(SLOT))
         })
         .collect();
     // Each content slot has a slot's worth of room past the content: registers are stored whole.
     let content_slots = values
         .iter()
-        .map(|value| {
-            let slot = upper;
-            upper += round_up(value.content_size, SLOT) + SLOT;
-            slot
-        })
+        .map(|value| take(round_up(value.content_size, SLOT) + SLOT))
         .collect();
     let upper = round_up(upper.max(SLOT), alignment);
     let outgoing = spec
