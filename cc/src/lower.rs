@@ -423,6 +423,7 @@ pub fn lower_to<'t>(
     }
 
     let mut rewritten_calls = 0;
+    let mut same_plans: FxHashMap<(usize, usize), bool> = FxHashMap::default();
     // Calls are read a chunk of lines at a time, and their callees looked up together (see `name_table`).
     let mut calls = Vec::with_capacity(REFERENCE_CHUNK);
     let mut callees: Vec<&'t str> = Vec::with_capacity(REFERENCE_CHUNK);
@@ -485,7 +486,13 @@ pub fn lower_to<'t>(
                 None => None,
             };
             if let Some(site) = site_plan {
-                if site >= plans.len() || plans[site] != plans[planned[index].plan] {
+                // Plans of different groups are compared once per pair of groups' plans.
+                let callee_plan = planned[index].plan;
+                let same = site == callee_plan
+                    || *same_plans
+                        .entry((site, callee_plan))
+                        .or_insert_with(|| site < plans.len() && plans[site] == plans[callee_plan]);
+                if !same {
                     return Err(LowerError::Unsupported {
                         function: call.callee.to_string(),
                         line: line as usize,
