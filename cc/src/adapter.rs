@@ -99,7 +99,7 @@ pub enum Callee<'n> {
     /// A symbol.
     Symbol(&'n str),
     /// The address this register holds at the adapter's entry: an adapter shared by many functions, entered
-    /// from a stub (see [`write_stub`]) that loads its function's body into the register.
+    /// from a stub (see [`write_stub_macro`]) that loads its function's body into the register.
     Register(usize),
 }
 
@@ -253,7 +253,21 @@ struct Writer<'a> {
     out: &'a mut String,
 }
 
-impl Writer<'_> {
+impl<'a> Writer<'a> {
+    /// A writer of `target`'s templates for the function `symbol` (named in errors).
+    fn new(target: &'static TargetRecord, symbol: &'a str, out: &'a mut String) -> Result<Writer<'a>, AdapterError> {
+        let lowering = target
+            .lowering
+            .as_ref()
+            .ok_or(AdapterError::NoTemplates { target: target.name })?;
+        Ok(Writer {
+            target,
+            lowering,
+            symbol,
+            out,
+        })
+    }
+
     fn name(&self, register: usize, width: u32) -> &'static str {
         view_name(self.target, register, width)
     }
@@ -478,6 +492,16 @@ enum Access {
     Store,
 }
 
+/// How a narrow `zeroext`/`signext` value is loaded widened: at its own width (bits), zero- or sign-extending.
+fn widening(value: &ValueMove) -> Option<(u32, Access)> {
+    let access = match value.extension {
+        Extension::None => return None,
+        Extension::Zero => Access::Load,
+        Extension::Sign => Access::LoadSigned,
+    };
+    (value.content_size < 4).then(|| ((value.content_size.max(1) * 8).next_power_of_two() as u32, access))
+}
+
 /// A register piece's load, to be ordered among the callee's argument loads.
 struct RegisterLoad {
     register: usize,
@@ -507,19 +531,10 @@ fn view_name(target: &'static TargetRecord, register: usize, width: u32) -> &'st
 }
 
 /// Writes the directive that switches to the section adapters go to; everything [`write_adapter`] and
-/// [`write_stub`] write after it is in that section.
+/// [`write_stub_macro`] write after it is in that section.
 pub fn write_section(target: &'static TargetRecord, out: &mut String) -> Result<(), AdapterError> {
-    let lowering = target
-        .lowering
-        .as_ref()
-        .ok_or(AdapterError::NoTemplates { target: target.name })?;
-    let mut writer = Writer {
-        target,
-        lowering,
-        symbol: "",
-        out,
-    };
-    writer.directive(lowering.directives.section, "");
+    let mut writer = Writer::new(target, "", out)?;
+    writer.directive(writer.lowering.directives.section, "");
     Ok(())
 }
 
@@ -565,19 +580,11 @@ pub fn write_stub_macro(
     stub: &Stub<'_>,
     out: &mut String,
 ) -> Result<(), AdapterError> {
-    let lowering = target
-        .lowering
-        .as_ref()
-        .ok_or(AdapterError::NoTemplates { target: target.name })?;
+    let mut writer = Writer::new(target, name, out)?;
+    let lowering = writer.lowering;
     let macros = &lowering.macros;
     let symbol = macros.parameter;
     let body = format!("{}{}{}", macros.parameter, macros.join, stub.body_suffix);
-    let mut writer = Writer {
-        target,
-        lowering,
-        symbol: name,
-        out,
-    };
     writer.directive(macros.open, name);
     writer.open_function(symbol, stub.binding, stub.visibility, false);
     let width = writer.full_width(stub.register);
@@ -609,10 +616,8 @@ pub fn write_adapter(
     spec: &AdapterSpec<'_>,
     out: &mut String,
 ) -> Result<(), AdapterError> {
-    let lowering = target
-        .lowering
-        .as_ref()
-        .ok_or(AdapterError::NoTemplates { target: target.name })?;
+    let mut writer = Writer::new(target, spec.symbol, out)?;
+    let lowering = writer.lowering;
     let unsupported = |detail: String| AdapterError::Unsupported {
         symbol: spec.symbol.to_string(),
         detail,
@@ -626,12 +631,6 @@ pub fn write_adapter(
     let alignment = u64::from(target.stack_alignment).max(1);
     let frame = layout(spec, alignment, lowering.link_register.is_some());
     let returned_index = spec.arguments.len();
-    let mut writer = Writer {
-        target,
-        lowering,
-        symbol: spec.symbol,
-        out,
-    };
     let directives = &lowering.directives;
     writer.open_function(spec.symbol, spec.binding, spec.visibility, true);
 
@@ -722,22 +721,16 @@ pub fn write_adapter(
         let slot = frame.content_slots[index];
         for piece in &value.callee {
             let Holder::Stack(offset) = piece.holder else { continue };
-            match piece.role {
-                Role::Content if value.extension != Extension::None && value.content_size < 4 => {
-                    let bits = (value.content_size.max(1) * 8).next_power_of_two() as u32;
-                    let which = if value.extension == Extension::Sign {
-                        Access::LoadSigned
-                    } else {
-                        Access::Load
-                    };
-                    writer.memory(which, data, bits, base, slot)?;
+            match (piece.role, widening(value)) {
+                (Role::Content, Some((bits, access))) => {
+                    writer.memory(access, data, bits, base, slot)?;
                     writer.store(data, 32, sp, offset)?;
                 }
-                Role::Content => {
+                (Role::Content, None) => {
                     let size = piece.size.min(value.content_size.saturating_sub(piece.offset));
                     writer.copy(data, (base, slot + piece.offset), (sp, offset), size)?;
                 }
-                Role::Address => {
+                (Role::Address, _) => {
                     writer.address(data, base, slot)?;
                     writer.store(data, pointer_bits, sp, offset)?;
                 }
@@ -769,20 +762,11 @@ pub fn write_adapter(
             let Holder::Register(register) = piece.holder else {
                 continue;
             };
-            let kind = match piece.role {
-                Role::Address => LoadKind::Address,
+            let kind = match (piece.role, widening(value)) {
+                (Role::Address, _) => LoadKind::Address,
                 // A narrow value the callee relies on being widened is loaded at its own width, widening.
-                Role::Content if piece.offset == 0 && value.content_size < 4 && value.extension != Extension::None => {
-                    LoadKind::Value {
-                        bits: (value.content_size.max(1) * 8).next_power_of_two() as u32,
-                        access: if value.extension == Extension::Sign {
-                            Access::LoadSigned
-                        } else {
-                            Access::Load
-                        },
-                    }
-                }
-                Role::Content => LoadKind::Value {
+                (Role::Content, Some((bits, access))) if piece.offset == 0 => LoadKind::Value { bits, access },
+                (Role::Content, _) => LoadKind::Value {
                     bits: writer.piece_bits(register, piece.size)?,
                     access: Access::Load,
                 },
@@ -885,14 +869,8 @@ pub fn write_adapter(
                 return Err(unsupported("a return value on the stack".into()));
             };
             // A narrow value returned `zeroext` or `signext` is widened again, whatever the callee left above it.
-            if piece.offset == 0 && value.content_size < 4 && value.extension != Extension::None {
-                let bits = (value.content_size.max(1) * 8).next_power_of_two() as u32;
-                let which = if value.extension == Extension::Sign {
-                    Access::LoadSigned
-                } else {
-                    Access::Load
-                };
-                writer.memory(which, register, bits, sp, slot)?;
+            if let (0, Some((bits, access))) = (piece.offset, widening(value)) {
+                writer.memory(access, register, bits, sp, slot)?;
             } else {
                 let bits = writer.piece_bits(register, piece.size)?;
                 writer.load(register, bits, sp, slot + piece.offset)?;

@@ -20,7 +20,7 @@ use crate::adapter::{
 use crate::assignment::{Decider, Place, ValueAssignment, ValueRef};
 use crate::layout::{TypeTable, layout_of};
 use crate::ll_reader::{FunctionHeader, Module, ReadError, for_each_reference, matching_paren, read_call, read_module};
-use crate::materialize::{NEVER_C_CUSTOM_CONVENTION, TextOutput};
+use crate::materialize::{CONVENTION, Edit, NEVER_C_CUSTOM_CONVENTION, SPACED_CONVENTION, TextOutput};
 use crate::name_table::{NOT_FOUND, NameTable};
 use crate::plan::Plan;
 use crate::plan_validation::validate_plan;
@@ -128,22 +128,12 @@ struct Planned {
     referenced: bool,
 }
 
-/// Whether `text[range]` is the convention (`cc 1000`), compared as a fixed-size array (no call to `memcmp`).
+/// Whether `text[range]` is the convention (`cc 1000`).
 fn is_convention(text: &str, range: std::ops::Range<usize>) -> bool {
-    text.as_bytes()
-        .get(range)
-        .and_then(|bytes| <&[u8; 7]>::try_from(bytes).ok())
-        .is_some_and(|bytes| bytes == b"cc 1000")
+    text.as_bytes().get(range) == Some(CONVENTION.as_bytes())
 }
 /// Reference lines read together.
 const REFERENCE_CHUNK: usize = 256;
-
-/// An edit of the original text: `start..end` becomes entry `text` of the replacement pool.
-struct Edit {
-    start: u32,
-    end: u32,
-    text: u32,
-}
 
 /// The replacement pool: every text that replaces something, stored once, all in one string.
 struct Pool {
@@ -177,15 +167,6 @@ impl Pool {
     fn get(&self, id: u32) -> &str {
         let (start, end) = self.ranges[id as usize];
         &self.text[start as usize..end as usize]
-    }
-}
-
-/// `read_module` refuses texts whose offsets do not fit in `u32`.
-fn edit(start: usize, end: usize, text: u32) -> Edit {
-    Edit {
-        start: start as u32,
-        end: end as u32,
-        text,
     }
 }
 
@@ -330,7 +311,7 @@ pub fn lower_to<'t>(
             return Err(context.unsupported(function, format!("the module already has a function named {body}")));
         }
         if header.binding == Binding::Local {
-            edits.push(edit(header.linkage.0, header.linkage.1, INTERNAL));
+            edits.push(Edit::new(header.linkage.0, header.linkage.1, INTERNAL));
             if opaque {
                 kept.push(format!("ptr {body}"));
             } else {
@@ -357,10 +338,10 @@ pub fn lower_to<'t>(
                 },
             };
             last_linkage = Some((words, replacement));
-            edits.push(edit(header.linkage.0, header.linkage.1, replacement));
+            edits.push(Edit::new(header.linkage.0, header.linkage.1, replacement));
         }
         let body_text = pool.add(&body);
-        edits.push(edit(header.name.0, header.name.1, body_text));
+        edits.push(Edit::new(header.name.0, header.name.1, body_text));
         entry.call_target = Some(body_text);
         let key = (entry.plan, function.signature);
         let adapter = match shared.get(&key) {
@@ -373,8 +354,6 @@ pub fn lower_to<'t>(
                     Direction::Incoming,
                     &shared_symbol,
                     Callee::Symbol(body_symbol),
-                    Binding::Local,
-                    SymbolVisibility::Default,
                 )?;
                 let register = entry_register(target, &spec);
                 if let Some(register) = register {
@@ -448,11 +427,7 @@ pub fn lower_to<'t>(
                 .map(|(call, _)| call.callee_at as usize..call.callee_at as usize + call.callee.len());
             if reference.at_count > 1 || skip.is_none() {
                 for_each_reference(text, span, skip, |used| {
-                    if let Some(index) = table.get(used.name)
-                        && module.functions[planned[index].function].is_definition
-                    {
-                        planned[index].referenced = true;
-                    }
+                    mark_referenced(used.name, &table, &module, &mut planned);
                 });
             }
             if let Some((call, convention)) = rewritten {
@@ -525,8 +500,6 @@ pub fn lower_to<'t>(
                         Direction::Outgoing,
                         &adapter,
                         Callee::Symbol(header.bare),
-                        Binding::Local,
-                        SymbolVisibility::Default,
                     )?;
                     write_adapter(target, &spec, &mut piece).map_err(|error| context.adapter_error(callee, error))?;
                     flush_module_asm(&mut assembly, &mut piece, false);
@@ -540,9 +513,9 @@ pub fn lower_to<'t>(
                 report.direct_calls += 1;
             }
             rewritten_calls += 1;
-            edits.push(edit(convention.start, blank_after(text, convention.end), REMOVE));
+            edits.push(Edit::new(convention.start, blank_after(text, convention.end), REMOVE));
             let callee_at = call.callee_at as usize;
-            edits.push(edit(callee_at, callee_at + call.callee.len(), target_text));
+            edits.push(Edit::new(callee_at, callee_at + call.callee.len(), target_text));
         }
     }
     // The reader keeps `llvm.global.annotations` apart from the other globals; it names the functions too.
@@ -550,11 +523,7 @@ pub fn lower_to<'t>(
         let start = at + 1;
         let end = text[start..].find('\n').map_or(text.len(), |line| start + line);
         for_each_reference(text, start..end, None, |used| {
-            if let Some(index) = table.get(used.name)
-                && module.functions[planned[index].function].is_definition
-            {
-                planned[index].referenced = true;
-            }
+            mark_referenced(used.name, &table, &module, &mut planned);
         });
     }
     for entry in planned.iter().filter(|entry| entry.referenced) {
@@ -567,7 +536,7 @@ pub fn lower_to<'t>(
         }
     }
     // Every use of the convention is a planned header or a direct call that was just rewritten.
-    let uses = memchr::memmem::find_iter(text.as_bytes(), b" cc 1000 ").count();
+    let uses = memchr::memmem::find_iter(text.as_bytes(), SPACED_CONVENTION).count();
     let handled = planned.len() + rewritten_calls;
     if uses > handled {
         return Err(LowerError::IndirectCall { count: uses - handled });
@@ -581,7 +550,7 @@ pub fn lower_to<'t>(
     }
 
     // The edits are a few runs in ascending order (headers, then calls), which a stable sort merges.
-    edits.sort_by_key(|edit| (edit.start, edit.end));
+    edits.sort_by_key(Edit::key);
     let mut at = 0;
     for edit in &edits {
         out.put(&text[at..edit.start as usize])?;
@@ -598,6 +567,15 @@ pub fn lower_to<'t>(
         out.put(&assembly)?;
     }
     Ok(report)
+}
+
+/// Notes that the planned definition `name` (if it is one) is used other than by a call with the convention.
+fn mark_referenced(name: &str, table: &NameTable<'_>, module: &Module<'_>, planned: &mut [Planned]) {
+    if let Some(index) = table.get(name)
+        && module.functions[planned[index].function].is_definition
+    {
+        planned[index].referenced = true;
+    }
 }
 
 /// Reads and validates the plan of a call site's attribute group, adding it to `plans`.
@@ -738,7 +716,7 @@ fn keep_bodies(
         count + kept.len(),
         kept.join(", ")
     ));
-    edits.push(edit(start, end, replacement));
+    edits.push(Edit::new(start, end, replacement));
     Ok(())
 }
 
@@ -880,7 +858,8 @@ impl<'t> Context<'_, 't> {
         })
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// The adapter of `function`'s `plan` in `direction`, a local symbol (the caller makes it the function's
+    /// own where it is).
     fn adapter<'n>(
         &self,
         function: &FunctionHeader<'_>,
@@ -888,8 +867,6 @@ impl<'t> Context<'_, 't> {
         direction: Direction,
         symbol: &'n str,
         callee: Callee<'n>,
-        binding: Binding,
-        visibility: SymbolVisibility,
     ) -> Result<AdapterSpec<'n>, LowerError> {
         let signature = &self.module.signatures[function.signature as usize];
         if signature.variadic {
@@ -952,8 +929,8 @@ impl<'t> Context<'_, 't> {
         };
         Ok(AdapterSpec {
             symbol,
-            binding,
-            visibility,
+            binding: Binding::Local,
+            visibility: SymbolVisibility::Default,
             callee,
             caller_kind: match direction {
                 Direction::Incoming => SideKind::Plan,

@@ -32,7 +32,9 @@ macro_rules! never_c_custom_convention {
 pub const NEVER_C_CUSTOM_CONVENTION: u32 = never_c_custom_convention!();
 /// NeverC's warning for a function whose address escapes.
 pub const ADDRESS_TAKEN_WARNING: &str = "custom calling convention applied to a function whose address is taken; indirect calls will not use it and may violate the ABI";
-const CONVENTION: &str = concat!("cc ", never_c_custom_convention!());
+pub(crate) const CONVENTION: &str = concat!("cc ", never_c_custom_convention!());
+/// The convention between blanks, as it stands in a header or a call.
+pub(crate) const SPACED_CONVENTION: &str = concat!(" cc ", never_c_custom_convention!(), " ");
 const CONVENTION_AND_SPACE: &str = concat!("cc ", never_c_custom_convention!(), " ");
 
 /// The plugin options of NeverC's reference plugin.
@@ -197,16 +199,17 @@ impl<W: std::io::Write> TextOutput for WriteOutput<W> {
     }
 }
 
-/// An edit of the original text: replace `start..end` with entry `text` of the [`Replacements`] pool.
+/// An edit of the original text: replace `start..end` with entry `text` of a replacement pool (materialization's
+/// [`Replacements`], lowering's own).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Edit {
-    start: u32,
-    end: u32,
-    text: u32,
+pub(crate) struct Edit {
+    pub(crate) start: u32,
+    pub(crate) end: u32,
+    pub(crate) text: u32,
 }
 
 impl Edit {
-    fn new(start: usize, end: usize, text: u32) -> Edit {
+    pub(crate) fn new(start: usize, end: usize, text: u32) -> Edit {
         // `read_module` refuses texts whose offsets do not fit in `u32`.
         Edit {
             start: start as u32,
@@ -215,7 +218,7 @@ impl Edit {
         }
     }
 
-    fn key(&self) -> (u32, u32) {
+    pub(crate) fn key(&self) -> (u32, u32) {
         (self.start, self.end)
     }
 }
