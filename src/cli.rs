@@ -207,7 +207,8 @@ pub(crate) struct LtoArgs {
     /// Cache LTO products in memory for this link only.
     #[arg(long, conflicts_with_all = ["lto_cache_dir", "lto_cache_url"])]
     pub(crate) lto_cache_task: bool,
-    /// Cache LTO products in this directory, shared by the links of a machine (entries checked by digest).
+    /// Cache LTO products in this directory, shared by the links of a machine (entries checked by a digest,
+    /// or by an HMAC with --lto-cache-hmac-key-file).
     #[arg(long, value_name = "DIR", conflicts_with = "lto_cache_url")]
     pub(crate) lto_cache_dir: Option<PathBuf>,
     /// Cache LTO products in this Redis server, shared by machines (`redis://HOST:PORT/`); a server that
@@ -217,6 +218,11 @@ pub(crate) struct LtoArgs {
     /// The namespace of the cache's keys (so that projects sharing a server do not share entries).
     #[arg(long, value_name = "NAME", default_value = "")]
     pub(crate) lto_cache_namespace: String,
+    /// Seal and check the shared cache's entries (directory or Redis) with an HMAC-SHA256 under the key in
+    /// this file (at least 16 bytes; $NEVERC_LTO_CACHE_HMAC_KEY holds a key too). Without a key, entries carry
+    /// a digest that catches damage but not forgery by anyone who can write to the cache.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) lto_cache_hmac_key_file: Option<PathBuf>,
 }
 
 impl LtoArgs {

@@ -23,6 +23,7 @@ use crate::CommandError;
 use crate::link::{LinkRequest, link};
 use args::{LdCommand, Request};
 use error::{LdError, ScriptError};
+use neverc_link::search::SearchError;
 
 /// The first line of `--version` and `-v`: tools that ask which linker they have (libtool looks for `GNU`,
 /// Meson and CMake read the first line) see a GNU-compatible linker, and who it really is.
@@ -40,9 +41,9 @@ pub(crate) fn invoked_as_ld(program: &OsStr) -> bool {
 pub(crate) fn run(arguments: Vec<OsString>) -> Result<(), CommandError> {
     match drive(arguments) {
         Ok(()) => Ok(()),
-        Err(Driven::Ld(LdError::Script(script))) => {
+        Err(Driven::Ld(LdError::Search(SearchError::Script(script)))) => {
             print_script_error(&script);
-            Err(LdError::Script(script).into())
+            Err(LdError::Search(SearchError::Script(script)).into())
         }
         Err(Driven::Ld(error)) => Err(error.into()),
         Err(Driven::Link(error)) => Err(error),
@@ -88,7 +89,8 @@ fn drive(arguments: Vec<OsString>) -> Result<(), Driven> {
     if command.unclosed_group {
         errln!("warning: neverc-spec ld: missing --end-group; added as the last option");
     }
-    let resolver = inputs::Resolver::new(&command);
+    let files = neverc_link::search::RealFiles;
+    let resolver = inputs::search(&command, &files);
     if command.print_version || command.verbose {
         outln!("{VERSION_LINE}");
     }
@@ -105,7 +107,7 @@ fn drive(arguments: Vec<OsString>) -> Result<(), Driven> {
             Err(LdError::NoInputs.into())
         };
     }
-    let files = resolver.resolve(&command.items)?;
+    let files = resolver.resolve(&command.items).map_err(LdError::from)?;
     if command.trace_inputs {
         for file in &files {
             outln!("{}", file.display());
@@ -145,6 +147,7 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
     }
     LinkRequest {
         options,
+        lto_cache_hmac_key_file: command.lto_cache_hmac_key_file,
         symbol_ordering_file: command.symbol_ordering_file,
         trace_phases: command.trace_phases,
         plugins: Vec::new(),
@@ -265,6 +268,9 @@ llvm-lto2-14):
   --lto-cache-url=redis://HOST:PORT/  cache LTO products in a Redis server shared by machines; a server that
                                    cannot be reached is a warning
   --lto-cache-namespace=NAME       the namespace of the cache's keys
+  --lto-cache-hmac-key-file=FILE   seal and check the shared cache's entries with an HMAC-SHA256 under the key
+                                   in FILE (at least 16 bytes; or $NEVERC_LTO_CACHE_HMAC_KEY); without a key,
+                                   a digest catches damage but not forgery by whoever can write the cache
 
 Ignored with a note on stderr:
   -plugin FILE, -plugin-opt OPT   any other plugin, GCC's LTO plugin among them (gcc passes it on every

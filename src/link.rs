@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use neverc_link::LinkPhase;
 use neverc_link::context::{IcfMode, LinkContext, LinkOptions};
 use neverc_link::execute::{LinkError, run_link};
+use neverc_link::lto::cache::{Integrity, MacKey};
 use neverc_link::ordering::SymbolOrderingPlugin;
 use neverc_link::plugin::{LinkPlugin as _, Registry};
 
@@ -42,6 +43,7 @@ pub(crate) fn run(args: &LinkArgs) -> Result<(), CommandError> {
     args.lto.apply(&mut options);
     link(LinkRequest {
         options,
+        lto_cache_hmac_key_file: args.lto.lto_cache_hmac_key_file.clone(),
         symbol_ordering_file: args.symbol_ordering_file.clone(),
         trace_phases: args.trace_phases,
         plugins: args.plugins.clone(),
@@ -52,6 +54,8 @@ pub(crate) fn run(args: &LinkArgs) -> Result<(), CommandError> {
 /// A link as `neverc-spec link` and the `ld` driver ask for it: the options, and what the CLI adds to them.
 pub(crate) struct LinkRequest {
     pub(crate) options: LinkOptions,
+    /// `--lto-cache-hmac-key-file`: the key of the LTO cache's HMACs (else `$NEVERC_LTO_CACHE_HMAC_KEY`).
+    pub(crate) lto_cache_hmac_key_file: Option<PathBuf>,
     /// `--symbol-ordering-file`: run the ordering plugin with this file.
     pub(crate) symbol_ordering_file: Option<PathBuf>,
     /// `--trace-phases`: print every phase as it ran.
@@ -62,10 +66,34 @@ pub(crate) struct LinkRequest {
     pub(crate) plugin_args: Vec<String>,
 }
 
+/// The environment variable that may hold the key of the LTO cache's HMACs.
+const HMAC_KEY_VARIABLE: &str = "NEVERC_LTO_CACHE_HMAC_KEY";
+
+/// How the shared LTO cache's entries are sealed: an HMAC under the key in `key_file` (or, without one, in
+/// `$NEVERC_LTO_CACHE_HMAC_KEY`), or a digest when there is no key.
+fn cache_integrity(key_file: Option<&Path>) -> Result<Integrity, CommandError> {
+    let key = match key_file {
+        Some(path) => neverc_userfile::read_user_file(path, neverc_userfile::TEXT_LIMIT)
+            .map_err(|error| CommandError::Io(error.to_string()))?,
+        None => match std::env::var_os(HMAC_KEY_VARIABLE) {
+            Some(key) => key.into_encoded_bytes(),
+            None => return Ok(Integrity::Digest),
+        },
+    };
+    let source = key_file.map_or_else(
+        || format!("${HMAC_KEY_VARIABLE}"),
+        |path| format!("`{}`", path.display()),
+    );
+    MacKey::new(key)
+        .map(Integrity::Keyed)
+        .map_err(|reason| CommandError::Usage(format!("{source}: {reason}")))
+}
+
 /// Runs one link: the one path of `neverc-spec link` and `neverc-spec ld`.
 pub(crate) fn link(request: LinkRequest) -> Result<(), CommandError> {
     let LinkRequest {
-        options,
+        mut options,
+        lto_cache_hmac_key_file,
         symbol_ordering_file,
         trace_phases,
         plugins,
@@ -86,6 +114,7 @@ pub(crate) fn link(request: LinkRequest) -> Result<(), CommandError> {
     );
     inputs.extend(plugins.iter().map(|path| ("--plugin", path.as_path())));
     neverc_output::check_distinct(&outputs, &inputs)?;
+    options.lto_cache_integrity = cache_integrity(lto_cache_hmac_key_file.as_deref())?;
     let mut registry = Registry::default();
     if let Some(path) = &symbol_ordering_file {
         let text = neverc_userfile::read_user_text(path, neverc_userfile::TEXT_LIMIT)

@@ -66,6 +66,9 @@ pub struct LinkOptions {
     pub lto_cache_policy: Option<crate::lto::prune::CachePolicy>,
     /// The Redis server of the LTO cache of scope REMOTE_SHARED (`--lto-cache-url=redis://HOST:PORT/`).
     pub lto_cache_url: Option<String>,
+    /// How the entries of the shared LTO caches (directory and Redis) are sealed and checked: a digest, or an
+    /// HMAC under the user's key (`--lto-cache-hmac-key-file`, `$NEVERC_LTO_CACHE_HMAC_KEY`).
+    pub lto_cache_integrity: crate::lto::cache::Integrity,
     /// The target the link is for: taken from the first object by default, or fixed by the caller (the `ld`
     /// driver's `-m EMULATION`), in which case every object must be one of its.
     pub target: LinkTarget,
@@ -109,6 +112,7 @@ impl LinkOptions {
             thinlto_naming: crate::lto::distributed::DistributedNaming::default(),
             lto_cache_policy: None,
             lto_cache_url: None,
+            lto_cache_integrity: crate::lto::cache::Integrity::Digest,
             target: LinkTarget::FromFirstObject,
         }
     }

@@ -23,6 +23,7 @@ pub mod plugin;
 pub mod read;
 pub mod response_file;
 pub mod script;
+pub mod search;
 pub use neverc_tables::status;
 mod x86_64;
 mod x86_64_tls;

@@ -8,11 +8,23 @@
 //!   directly, without truncation and without a rename, as ld.bfd and lld do: replacing it would destroy it.
 //! - A file is created with mode `0o777` (an executable, [`Mode::Executable`]) or `0o666` ([`Mode::Data`]), less
 //!   the process's umask, which the kernel applies, as ld.bfd does.
-//! - Temporaries of this process are recorded while they exist; after [`remove_temporaries_on_signals`], SIGINT,
-//!   SIGTERM and SIGHUP remove them before the process dies of the signal. SIGKILL cannot be caught: the next
-//!   write to the same destination removes the temporaries whose creating process is gone (read from the pid in
-//!   the name and `/proc`).
-//! - [`check_distinct`] refuses an output that is also an input or another output before anything is written.
+//! - Temporaries of this process are recorded while they exist, and so are the private directories
+//!   ([`TempDir`]) and the child processes ([`run_child`]) it makes; after [`remove_temporaries_on_signals`],
+//!   SIGINT, SIGTERM and SIGHUP kill the children's process groups and remove the temporaries and directories
+//!   before the process dies of the signal.
+//! - A temporary is locked (`flock`) by its writer while it exists. SIGKILL cannot be caught: the next write to
+//!   the same destination removes the temporaries nobody holds a lock on and whose creating process is gone
+//!   (read from the pid in the name and `/proc`). The lock tells a live temporary of a process in another pid
+//!   namespace (whose pid means nothing here) from a stale one.
+//! - [`check_distinct`] refuses an output that is also an input or another output before anything is written,
+//!   and [`Output::create`] refuses to replace any file this process has read as user input
+//!   ([`neverc_userfile::read_as_input`]: a thin-archive member, a linker script, a response file), whichever
+//!   command line named it and however indirectly.
+//! - [`Output::replace`] is for files in directories the program manages itself (cache entries): whatever is at
+//!   the destination, a symbolic link, a device or a FIFO included, is replaced by the rename, never written
+//!   through.
+
+mod live;
 
 use std::collections::hash_map::RandomState;
 use std::fs::{self, File, OpenOptions};
@@ -20,7 +32,10 @@ use std::hash::{BuildHasher as _, Hasher as _};
 use std::io::{self, BufWriter, Seek as _, Write};
 use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use live::live;
+pub use live::{TempDir, remove_temporaries_on_signals, run_child};
 
 /// Why an output could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -47,6 +62,13 @@ pub enum OutputError {
         other_role: String,
         other: PathBuf,
     },
+    /// The destination is a file this process read as user input.
+    #[error(
+        "`{}` is `{}`, which this run read as an input; refusing to overwrite it (nothing was written)",
+        path.display(),
+        input.display()
+    )]
+    ReadInput { path: PathBuf, input: PathBuf },
     /// The signal handlers that remove temporaries could not be installed.
     #[error("cannot install the signal handlers that remove temporary files: {0}")]
     Signals(#[source] io::Error),
@@ -66,6 +88,8 @@ pub enum Mode {
     Executable,
     /// `0o666`: everything else (relocatable objects, maps, reports, generated text).
     Data,
+    /// `0o600`: files only their owner may read or write (cache entries, as lld writes its cache's).
+    Private,
 }
 
 impl Mode {
@@ -73,6 +97,7 @@ impl Mode {
         match self {
             Mode::Executable => 0o777,
             Mode::Data => 0o666,
+            Mode::Private => 0o600,
         }
     }
 }
@@ -91,10 +116,6 @@ pub struct Output {
 impl Output {
     /// Opens `destination` for writing (see the crate documentation for how).
     pub fn create(destination: &Path, mode: Mode) -> Result<Output, OutputError> {
-        let failed = |source| OutputError::Write {
-            path: destination.to_path_buf(),
-            source,
-        };
         match fs::metadata(destination) {
             Ok(metadata) if metadata.is_dir() => {
                 return Err(OutputError::Directory {
@@ -103,15 +124,43 @@ impl Output {
             }
             Ok(metadata) if !metadata.is_file() => {
                 // A device or a FIFO: written in place, never truncated, created or replaced.
-                let file = OpenOptions::new().write(true).open(destination).map_err(failed)?;
+                let file = OpenOptions::new()
+                    .write(true)
+                    .open(destination)
+                    .map_err(write_error(destination))?;
                 return Ok(Output {
                     destination: destination.to_path_buf(),
                     file,
                     temporary: None,
                 });
             }
-            _ => {}
+            Ok(metadata) => {
+                if let Some(input) = neverc_userfile::read_as_input(metadata.dev(), metadata.ino()) {
+                    return Err(OutputError::ReadInput {
+                        path: destination.to_path_buf(),
+                        input,
+                    });
+                }
+            }
+            Err(_) => {}
         }
+        Output::beside(destination, mode)
+    }
+
+    /// Opens `destination` for writing through a temporary renamed over it, whatever it is now: a symbolic
+    /// link, a device or a FIFO at the destination is replaced, never written through. For files in a
+    /// directory the program manages itself, such as cache entries; a directory at the destination is refused.
+    pub fn replace(destination: &Path, mode: Mode) -> Result<Output, OutputError> {
+        if fs::symlink_metadata(destination).is_ok_and(|metadata| metadata.is_dir()) {
+            return Err(OutputError::Directory {
+                path: destination.to_path_buf(),
+            });
+        }
+        Output::beside(destination, mode)
+    }
+
+    /// A new temporary beside `destination`, to be renamed over it.
+    fn beside(destination: &Path, mode: Mode) -> Result<Output, OutputError> {
         let directory = destination
             .parent()
             .filter(|parent| !parent.as_os_str().is_empty())
@@ -120,7 +169,7 @@ impl Output {
             .file_name()
             .map_or_else(|| "output".into(), |name| name.to_string_lossy().into_owned());
         remove_stale_temporaries(directory, &name);
-        let (temporary, file) = create_temporary(directory, &name, mode).map_err(failed)?;
+        let (temporary, file) = create_temporary(directory, &name, mode).map_err(write_error(destination))?;
         Ok(Output {
             destination: destination.to_path_buf(),
             file,
@@ -218,9 +267,9 @@ impl Output {
             return Ok(());
         };
         // Renamed under the lock, so that a signal either finds the temporary (and removes it) or finds it gone.
-        let mut live = live_temporaries();
+        let mut live = live();
         fs::rename(temporary, &self.destination).map_err(failed)?;
-        live.retain(|path| path != temporary);
+        live.temporaries.retain(|path| path != temporary);
         drop(live);
         self.temporary = None;
         Ok(())
@@ -244,9 +293,9 @@ impl Write for Output {
 impl Drop for Output {
     fn drop(&mut self) {
         if let Some(temporary) = self.temporary.take() {
-            let mut live = live_temporaries();
+            let mut live = live();
             let _ = fs::remove_file(&temporary);
-            live.retain(|path| *path != temporary);
+            live.temporaries.retain(|path| *path != temporary);
         }
     }
 }
@@ -274,6 +323,22 @@ pub fn write_with<T, E>(
 /// Writes `bytes` to `destination` completely or not at all.
 pub fn write_bytes(destination: &Path, mode: Mode, bytes: &[u8]) -> Result<(), OutputError> {
     Output::staged(destination, mode, bytes)?.commit()
+}
+
+/// Replaces whatever is at `destination` with a new file holding `bytes`, completely or not at all, never
+/// writing through a symbolic link, a device or a FIFO there ([`Output::replace`]).
+pub fn replace_bytes(destination: &Path, mode: Mode, bytes: &[u8]) -> Result<(), OutputError> {
+    let mut output = Output::replace(destination, mode)?;
+    output.write_all(bytes).map_err(write_error(destination))?;
+    output.commit()
+}
+
+/// The error of a write to `path`.
+fn write_error(path: &Path) -> impl Fn(io::Error) -> OutputError + '_ {
+    move |source| OutputError::Write {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 /// How a path is compared with others: by (device, inode) where the file exists, by absolute path otherwise.
@@ -325,13 +390,8 @@ pub fn check_distinct(outputs: &[(&str, &Path)], inputs: &[(&str, &Path)]) -> Re
     Ok(())
 }
 
-/// The temporaries this process has created and not yet renamed or removed.
-fn live_temporaries() -> MutexGuard<'static, Vec<PathBuf>> {
-    static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-    LIVE.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Creates a new temporary for `name` in `directory`, exclusively, under a name nobody can predict.
+/// Creates a new temporary for `name` in `directory`, exclusively, under a name nobody can predict, and locks it
+/// for as long as it is open.
 fn create_temporary(directory: &Path, name: &str, mode: Mode) -> io::Result<(PathBuf, File)> {
     let pid = std::process::id();
     let mut last_error = io::Error::from(io::ErrorKind::AlreadyExists);
@@ -340,7 +400,7 @@ fn create_temporary(directory: &Path, name: &str, mode: Mode) -> io::Result<(Pat
         hasher.write_u32(attempt);
         let path = directory.join(format!(".{name}.{pid}.{:016x}.tmp", hasher.finish()));
         // Created and recorded under the lock, so that a signal cannot come between the two.
-        let mut live = live_temporaries();
+        let mut live = live();
         match OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -348,7 +408,10 @@ fn create_temporary(directory: &Path, name: &str, mode: Mode) -> io::Result<(Pat
             .open(&path)
         {
             Ok(file) => {
-                live.push(path.clone());
+                live.temporaries.push(path.clone());
+                // The lock marks the temporary as in use to every other process, in whatever pid namespace; a
+                // file system without locks only loses that mark.
+                let _ = rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive);
                 return Ok((path, file));
             }
             Err(error) if error.kind() == io::ErrorKind::AlreadyExists => last_error = error,
@@ -373,10 +436,16 @@ fn temporary_pid(file_name: &str, name: &str) -> Option<u32> {
     pid.parse().ok()
 }
 
+/// How long an empty, unlocked temporary of a process this one cannot see is presumed to be in the instant
+/// between its creation and its locking (by a process in another pid namespace) before it counts as stale.
+const UNLOCKED_GRACE: Duration = Duration::from_secs(10);
+
 /// Removes the temporaries for `name` in `directory` left by processes that are gone (killed by SIGKILL, say).
 ///
-/// Only regular files named by our pattern are removed, and only when `/proc` shows that their pid is not
-/// running; without `/proc` nothing is removed.
+/// Only regular files named by our pattern are removed, and only when nobody holds a lock on them, `/proc`
+/// shows that their pid is not running, and they are not an empty file younger than [`UNLOCKED_GRACE`] (a
+/// writer elsewhere locks its temporary right after creating it, before writing a byte). Without `/proc`
+/// nothing is removed.
 fn remove_stale_temporaries(directory: &Path, name: &str) {
     let proc = Path::new("/proc");
     if !proc.join("self").exists() {
@@ -392,39 +461,30 @@ fn remove_stale_temporaries(directory: &Path, name: &str) {
             continue;
         };
         let is_file = entry.file_type().is_ok_and(|kind| kind.is_file());
-        if pid != own && is_file && !proc.join(pid.to_string()).exists() {
+        if pid == own || !is_file || proc.join(pid.to_string()).exists() {
+            continue;
+        }
+        // Opened without following a link planted in the meantime, and without blocking on anything else.
+        let Ok(file) = OpenOptions::new()
+            .read(true)
+            .custom_flags((rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32)
+            .open(entry.path())
+        else {
+            continue;
+        };
+        if rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
+            continue;
+        }
+        let Ok(metadata) = file.metadata() else { continue };
+        let young = metadata
+            .modified()
+            .ok()
+            .and_then(|modified| SystemTime::now().duration_since(modified).ok())
+            .is_none_or(|age| age < UNLOCKED_GRACE);
+        if metadata.is_file() && !(metadata.len() == 0 && young) {
             let _ = fs::remove_file(entry.path());
         }
     }
-}
-
-/// Makes SIGINT, SIGTERM and SIGHUP remove this process's temporaries before it dies of the signal (or, should
-/// re-raising it fail, exits with status 128 + the signal number). Calling it again does nothing.
-///
-/// A process that handles these signals itself should not call it.
-pub fn remove_temporaries_on_signals() -> Result<(), OutputError> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    static INSTALLED: OnceLock<()> = OnceLock::new();
-    if INSTALLED.get().is_some() {
-        return Ok(());
-    }
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]).map_err(OutputError::Signals)?;
-    std::thread::Builder::new()
-        .name("neverc-output-signals".into())
-        .spawn(move || {
-            if let Some(signal) = signals.forever().next() {
-                // The lock is kept until the process is gone, so no new temporary appears and none is renamed.
-                let mut live = live_temporaries();
-                for path in live.drain(..) {
-                    let _ = fs::remove_file(path);
-                }
-                let _ = signal_hook::low_level::emulate_default_handler(signal);
-                std::process::exit(128 + signal);
-            }
-        })
-        .map_err(OutputError::Signals)?;
-    let _ = INSTALLED.set(());
-    Ok(())
 }
 
 #[cfg(test)]
@@ -460,7 +520,7 @@ mod tests {
         write_bytes(&destination, Mode::Data, b"new").unwrap();
         assert_eq!(fs::read_to_string(&destination).unwrap(), "new");
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
-        assert!(live_temporaries().is_empty());
+        assert!(live().temporaries.is_empty());
         fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -16,14 +16,7 @@ use neverc_tables::{BUNDLED_TARGETS, TargetRecord};
 
 use super::error::LdError;
 
-/// One input in command-line order.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Item {
-    /// A file named on the command line (an object, an archive or a linker script).
-    File { path: PathBuf, static_only: bool },
-    /// `-lNAME` or `-l:FILE`; `static_only` is the `-Bstatic` / `-Bdynamic` state where it appears.
-    Library { namespec: OsString, static_only: bool },
-}
+pub(crate) use neverc_link::search::Item;
 
 /// A link as GNU ld's command line describes it.
 #[derive(Clone, Debug)]
@@ -68,6 +61,8 @@ pub(crate) struct LdCommand {
     pub(crate) lto_cache_dir: Option<PathBuf>,
     /// The LTO cache's Redis server (`--lto-cache-url=redis://HOST:PORT/`, neverc-spec's own option).
     pub(crate) lto_cache_url: Option<String>,
+    /// The file holding the key of the LTO cache's HMACs (`--lto-cache-hmac-key-file=FILE`, neverc-spec's own).
+    pub(crate) lto_cache_hmac_key_file: Option<PathBuf>,
     /// `--thinlto-index-only[=FILE]` / `-plugin-opt=thinlto-index-only[=FILE]`: write the indexes and stop.
     pub(crate) thinlto_index_only: Option<Option<PathBuf>>,
     /// `--thinlto-object-suffix-replace=OLD;NEW` and `--thinlto-prefix-replace=OLD;NEW` (or their
@@ -243,6 +238,7 @@ enum Opt {
     ThinLtoCachePolicy,
     LtoCacheUrl,
     LtoCacheNamespace,
+    LtoCacheHmacKeyFile,
     /// `-dynamic-linker FILE`: there is no `PT_INTERP` in a static executable (ld.bfd ignores it too).
     DynamicLinker,
     /// `-R DIR` is `-rpath DIR`; `-R FILE` is `--just-symbols FILE`, which is refused.
@@ -299,6 +295,7 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         "thinlto-cache-policy" => (Opt::ThinLtoCachePolicy, Required),
         "lto-cache-url" => (Opt::LtoCacheUrl, Required),
         "lto-cache-namespace" => (Opt::LtoCacheNamespace, Required),
+        "lto-cache-hmac-key-file" => (Opt::LtoCacheHmacKeyFile, Required),
         "dynamic-linker" => (Opt::DynamicLinker, Required),
         "rpath" | "rpath-link" => (Opt::IgnoredWithValue, Required),
         "sysroot" => (Opt::Sysroot, Required),
@@ -448,6 +445,7 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
             plugin: PluginKind::None,
             lto_cache_dir: None,
             lto_cache_url: None,
+            lto_cache_hmac_key_file: None,
             thinlto_index_only: None,
             thinlto_naming: neverc_link::lto::distributed::DistributedNaming::default(),
             lto_cache_policy: None,
@@ -712,6 +710,7 @@ impl Parser {
                 command.lto_cache_url = Some(text(&value)?);
             }
             Opt::LtoCacheNamespace => command.lto.cache_namespace = text(&value)?,
+            Opt::LtoCacheHmacKeyFile => command.lto_cache_hmac_key_file = Some(path(value)?),
             Opt::PluginOption => {
                 let option = text(&value)?;
                 match command.plugin {
@@ -906,19 +905,6 @@ pub(crate) fn os_from_bytes_of(argument: &OsStr, skip: usize) -> &OsStr {
             Some(text) => OsStr::new(text.get(skip..).unwrap_or_default()),
             None => OsStr::new(""),
         }
-    }
-}
-
-/// Bytes read from a response file as an argument.
-pub(crate) fn os_from_vec(bytes: Vec<u8>) -> OsString {
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStringExt as _;
-        OsString::from_vec(bytes)
-    }
-    #[cfg(not(unix))]
-    {
-        OsString::from(String::from_utf8_lossy(&bytes).into_owned())
     }
 }
 

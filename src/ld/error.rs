@@ -1,8 +1,6 @@
 //! Why the `ld` driver refused a command line, a response file, a linker script or an input, before any link
 //! ran (so nothing was written).
 
-use std::path::PathBuf;
-
 use neverc_userfile::UserFileError;
 
 use crate::CommandError;
@@ -27,87 +25,41 @@ pub(crate) enum LdError {
     NoInputs,
     #[error("{0}")]
     Group(&'static str),
-    /// `@file` response files nest too deeply (a file that names itself, directly or not).
-    #[error("response files nest deeper than {limit} levels: {chain}")]
-    ResponseDepth { limit: usize, chain: String },
-    /// Linker scripts that name each other too deeply (a script that names itself, directly or not).
-    #[error(
-        "linker scripts nest deeper than {limit} levels at `{}`{} (does a script name itself?)",
-        path.display(),
-        Via(via)
-    )]
-    ScriptDepth { limit: usize, path: PathBuf, via: String },
-    #[error("a linker script {0}")]
-    Script(#[from] ScriptError),
-    /// A `-l` that matches no archive in the search path.
-    #[error("cannot find {namespec}{}; searched {searched}", Via(via))]
-    LibraryNotFound {
-        namespec: String,
-        via: String,
-        searched: String,
-    },
-    /// A `-l` in a static search that finds only a shared library.
-    #[error(
-        "cannot find {namespec}{}: only the shared library `{}` exists, and a static link cannot use it",
-        Via(via),
-        shared.display()
-    )]
-    OnlyShared {
-        namespec: String,
-        via: String,
-        shared: PathBuf,
-    },
-    /// An input that is a shared object (`libc.so.6`, or a `.so` found by `-l` without `-static`).
-    #[error(
-        "`{}`{} is a shared object, and neverc-spec links static executables only (link with -static, so \
-         that -l finds archives, or name the archive)",
-        path.display(),
-        Via(via)
-    )]
-    SharedObject { path: PathBuf, via: String },
-    /// A file named in a linker script that exists nowhere it is looked for.
-    #[error("cannot find `{name}`{}; looked for {searched}", Via(via))]
-    ScriptInputNotFound {
-        name: String,
-        via: String,
-        searched: String,
-    },
+    /// `@file` response files expand beyond a bound: too deep, too many, too large.
+    #[error("{0}")]
+    Response(#[from] ResponseError),
+    /// The inputs could not be resolved to files (`-l` not found, a linker script refused, ...).
+    #[error("{0}")]
+    Search(#[from] SearchError),
     #[error("{0}")]
     Read(#[from] UserFileError),
-    #[error("cannot read `{}`: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
 }
 
-/// How an input was found (`found for -lm`, `named by the script ...`), shown in parentheses when known.
-struct Via<'a>(&'a str);
-
-impl std::fmt::Display for Via<'_> {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.0.is_empty() {
-            Ok(())
-        } else {
-            write!(formatter, " ({})", self.0)
-        }
-    }
-}
+/// A response file's expansion error: a bound the files broke, or a file that could not be read.
+pub(crate) type ResponseError = neverc_link::response_file::ExpandError<UserFileError>;
 
 pub(crate) use neverc_link::script::ScriptError;
+use neverc_link::search::SearchError;
 
 impl From<LdError> for CommandError {
     fn from(error: LdError) -> CommandError {
-        match error {
+        let unreadable = CommandError::Io;
+        let not_installed = CommandError::Request;
+        let unsupported = CommandError::Usage;
+        let kind = match &error {
             // A file that cannot be read: exit 3, as for `neverc-spec link`.
-            LdError::Read(_) | LdError::Io { .. } => CommandError::Io(error.to_string()),
+            LdError::Read(_)
+            | LdError::Response(neverc_link::response_file::ExpandError::Read(_))
+            | LdError::Search(SearchError::Read(_) | SearchError::Io { .. }) => unreadable,
             // The link cannot be done with what is installed: exit 1, as for an undefined symbol.
-            LdError::LibraryNotFound { .. }
-            | LdError::OnlyShared { .. }
-            | LdError::SharedObject { .. }
-            | LdError::ScriptInputNotFound { .. } => CommandError::Request(error.to_string()),
-            // The command line, a response file or a linker script asks for what is not supported: exit 2.
+            LdError::Search(
+                SearchError::LibraryNotFound { .. }
+                | SearchError::OnlyShared { .. }
+                | SearchError::SharedObject { .. }
+                | SearchError::ScriptInputNotFound { .. },
+            ) => not_installed,
+            // The command line, a response file or a linker script asks for what is not supported, or for
+            // more than the driver expands: exit 2.
             LdError::UnknownOption(_)
             | LdError::Unsupported { .. }
             | LdError::MissingArgument(_)
@@ -115,9 +67,14 @@ impl From<LdError> for CommandError {
             | LdError::BadValue { .. }
             | LdError::NoInputs
             | LdError::Group(_)
-            | LdError::ResponseDepth { .. }
-            | LdError::ScriptDepth { .. }
-            | LdError::Script(_) => CommandError::Usage(error.to_string()),
-        }
+            | LdError::Response(_)
+            | LdError::Search(
+                SearchError::ScriptDepth { .. }
+                | SearchError::TooManyScripts { .. }
+                | SearchError::TooManyInputs { .. }
+                | SearchError::Script(_),
+            ) => unsupported,
+        };
+        kind(error.to_string())
     }
 }

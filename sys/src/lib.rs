@@ -15,6 +15,10 @@ pub mod scoped;
 use std::fs::File;
 use std::io;
 use std::ops::Deref;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// How many [`MappedFile`]s are alive in this process.
+static LIVE_MAPS: AtomicUsize = AtomicUsize::new(0);
 
 /// A file's bytes mapped read-only into memory.
 ///
@@ -36,7 +40,20 @@ impl MappedFile {
         // SAFETY: the mapping is read-only and private, and the type's contract (stated above and in
         // ARCHITECTURE.md) is that the file is not truncated or modified while the mapping lives.
         let map = unsafe { memmap2::MmapOptions::new().map(file) }?;
+        LIVE_MAPS.fetch_add(1, Ordering::Relaxed);
         Ok(MappedFile { map })
+    }
+
+    /// How many mappings of this type are alive in the process (each is one of the kernel's memory maps, of
+    /// which a process may have only `vm.max_map_count`).
+    pub fn live_count() -> usize {
+        LIVE_MAPS.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for MappedFile {
+    fn drop(&mut self) {
+        LIVE_MAPS.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -9,11 +9,16 @@
 //! The file type is checked before the file is opened (opening a FIFO for reading blocks until it has a
 //! writer) and again on the opened file, so that a path replaced in between is still refused; the read is
 //! bounded too, for files whose reported size is not their contents (as in `/proc`).
+//!
+//! Every file read is recorded by device and inode ([`read_as_input`]), so that the writer of outputs
+//! (`neverc-output`) refuses to replace any of them, however indirectly a command line named it.
 
+use std::collections::HashMap;
 use std::fs::{self, File, Metadata};
 use std::io::Read as _;
+use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use neverc_sys::MappedFile;
 
@@ -141,6 +146,7 @@ impl std::fmt::Debug for SharedBytes {
 pub fn read_user_file_shared(path: &Path, limit: u64) -> Result<SharedBytes, UserFileError> {
     let (file, metadata) = open_regular(path, limit)?;
     if metadata.len() > 0
+        && MappedFile::live_count() < map_budget()
         && let Ok(map) = MappedFile::map(&file)
     {
         // The length is the file's when it was mapped, which may have grown since it was checked.
@@ -153,6 +159,33 @@ pub fn read_user_file_shared(path: &Path, limit: u64) -> Result<SharedBytes, Use
         return Ok(SharedBytes(Backing::Mapped(Arc::new(map))));
     }
     read_opened(path, file, &metadata, limit).map(SharedBytes::from)
+}
+
+/// How many files [`read_user_file_shared`] keeps mapped at most; the files read after that are read onto the
+/// heap. A process may have only `vm.max_map_count` memory maps (65,530 by default) and needs many of them for
+/// itself (libraries, thread stacks, the allocator's arenas): a link of tens of thousands of inputs must not
+/// take them all. A quarter of the limit, read once.
+fn map_budget() -> usize {
+    static BUDGET: LazyLock<usize> = LazyLock::new(|| {
+        let limit = fs::read_to_string("/proc/sys/vm/max_map_count")
+            .ok()
+            .and_then(|text| text.trim().parse::<usize>().ok())
+            .unwrap_or(65_530);
+        (limit / 4).max(256)
+    });
+    *BUDGET
+}
+
+/// The files read as user input so far, by (device, inode), each with the path it was first read as.
+fn read_files() -> std::sync::MutexGuard<'static, HashMap<(u64, u64), PathBuf>> {
+    static READ: LazyLock<Mutex<HashMap<(u64, u64), PathBuf>>> = LazyLock::new(Mutex::default);
+    READ.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The path of the file with `device` and `inode`, if this process has opened it as user input (through any
+/// reader of this crate): a file an output must never replace.
+pub fn read_as_input(device: u64, inode: u64) -> Option<PathBuf> {
+    read_files().get(&(device, inode)).cloned()
 }
 
 /// The bytes of the regular file at `path`, which may be at most `limit` bytes long.
@@ -176,6 +209,9 @@ fn open_regular(path: &Path, limit: u64) -> Result<(File, Metadata), UserFileErr
     let file = File::open(path).map_err(&io)?;
     let metadata = file.metadata().map_err(&io)?;
     check_regular(path, &metadata, limit)?;
+    read_files()
+        .entry((metadata.dev(), metadata.ino()))
+        .or_insert_with(|| path.to_path_buf());
     Ok((file, metadata))
 }
 

@@ -2,15 +2,20 @@
 //! resolution (in module and symbol order, as it requires), full or thin as the modules are, with the
 //! request's optimization levels, CPU, features and thread budget. It writes the modules into a fresh
 //! private directory, runs the tool there and reads back the objects (`out.0` for the merged full-LTO
-//! module, `out.N` for the N-th ThinLTO module), removing the directory whatever happens.
+//! module, `out.N` for the N-th ThinLTO module), removing the directory whatever happens. The tool runs in a
+//! process group of its own, which a signal that ends the link kills (`neverc_output::run_child`), and the
+//! directory goes then too.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use neverc_output::{TempDir, run_child};
+
 use crate::lto::ProviderFlags;
 use crate::lto::distributed::{DistributedModule, DistributedNaming, levels_above, with_suffix};
 use crate::lto::provider::{KeySize, LtoCandidate, LtoObject, LtoProvider, ProviderError};
+use crate::lto::rename::Renames;
 use crate::lto::request::{LtoOptions, LtoRequest};
 
 /// The tool the default provider runs, found on `PATH` unless `NEVERC_LLVM_LTO2` names another.
@@ -33,13 +38,15 @@ impl LlvmLto2 {
         }
     }
 
-    /// The `llvm-lto2 run` arguments for `request`, with its files in `dir` as `0.bc`, `1.bc`, ...
-    pub fn arguments(&self, request: &LtoRequest, dir: &Path) -> Vec<String> {
-        let file_path = |index: usize| dir.join(format!("{index}.bc")).display().to_string();
+    /// The `llvm-lto2 run` arguments for `request`, run in the directory that holds its files as `0.bc`,
+    /// `1.bc`, ... (named relatively, so that the directory's own name, which may hold a comma, never enters a
+    /// resolution), with each symbol called what `renames` calls it.
+    pub fn arguments(&self, request: &LtoRequest, renames: &Renames) -> Vec<String> {
+        let file_path = |index: usize| format!("{index}.bc");
         let mut arguments = vec!["run".to_string()];
-        arguments.extend(option_arguments(&request.options, &dir.join("out")));
+        arguments.extend(option_arguments(&request.options, Path::new("out")));
         arguments.extend((0..request.files.len()).map(file_path));
-        arguments.extend(resolution_arguments(request, file_path));
+        arguments.extend(resolution_arguments(request, file_path, renames));
         arguments
     }
 }
@@ -122,14 +129,14 @@ impl LlvmLto2 {
             }
             modules.push(module);
         }
-        let dir = TempDir::new()?;
+        let dir = temporary_dir()?;
         let levels = modules
             .iter()
             .filter(|module| module.module.is_relative())
             .map(|module| levels_above(&module.module))
             .max()
             .unwrap_or(0);
-        let mut work = dir.path.join("modules");
+        let mut work = dir.path().join("modules");
         for level in 0..levels {
             work.push(level.to_string());
         }
@@ -163,15 +170,21 @@ impl LlvmLto2 {
             .map(|module| module.module.display().to_string())
             .collect();
         let mut arguments = vec!["run".to_string(), "--thinlto-distributed-indexes".to_string()];
-        arguments.extend(option_arguments(&request.options, &dir.path.join("out")));
+        arguments.extend(option_arguments(&request.options, &dir.path().join("out")));
         arguments.extend(names.iter().cloned());
-        arguments.extend(resolution_arguments(request, |file| {
-            names.get(file).cloned().unwrap_or_default()
-        }));
-        let output = Command::new(&self.tool)
-            .args(&arguments)
-            .current_dir(&work)
-            .output()
+        if let Some(name) = Renames::of(request).first() {
+            return Err(ProviderError::new(format!(
+                "the symbol `{name}` has a comma, which llvm-lto2's resolutions cannot carry, and distributed \
+                 ThinLTO compiles the modules as they are, so it cannot be renamed (link without \
+                 --thinlto-index-only)"
+            )));
+        }
+        arguments.extend(resolution_arguments(
+            request,
+            |file| names.get(file).cloned().unwrap_or_default(),
+            &Renames::default(),
+        ));
+        let output = run_child(Command::new(&self.tool).args(&arguments).current_dir(&work))
             .map_err(|error| ProviderError::new(format!("cannot run `{}`: {error}", self.tool.display())))?;
         if !output.status.success() {
             return Err(ProviderError::new(format!(
@@ -255,22 +268,28 @@ impl LtoProvider for LlvmLto2 {
     }
 
     fn codegen(&self, request: &LtoRequest) -> Result<LtoCandidate, ProviderError> {
-        let dir = TempDir::new()?;
+        let dir = temporary_dir()?;
+        let renames = Renames::of(request);
         for (index, file) in request.files.iter().enumerate() {
-            fs::write(dir.path.join(format!("{index}.bc")), &file.bytes).map_err(|error| {
+            let path = dir.path().join(format!("{index}.bc"));
+            fs::write(&path, &file.bytes).map_err(|error| {
                 ProviderError::new(format!("cannot write a module for {}: {error}", self.tool.display()))
             })?;
+            if !renames.is_empty() {
+                renames.rewrite_module(request, index, &path, dir.path())?;
+            }
         }
-        let output = Command::new(&self.tool)
-            .args(self.arguments(request, &dir.path))
-            .current_dir(&dir.path)
-            .output()
-            .map_err(|error| {
-                ProviderError::new(format!(
-                    "cannot run `{}` (LLVM 14's LTO tool; Debian package llvm-14): {error}",
-                    self.tool.display()
-                ))
-            })?;
+        let output = run_child(
+            Command::new(&self.tool)
+                .args(self.arguments(request, &renames))
+                .current_dir(dir.path()),
+        )
+        .map_err(|error| {
+            ProviderError::new(format!(
+                "cannot run `{}` (LLVM 14's LTO tool; Debian package llvm-14): {error}",
+                self.tool.display()
+            ))
+        })?;
         if !output.status.success() {
             let stderr = String::from_utf8_lossy(&output.stderr);
             let first_lines: Vec<&str> = stderr.lines().take(20).collect();
@@ -285,7 +304,13 @@ impl LtoProvider for LlvmLto2 {
         // nothing to compile writes no file.
         let mut objects = Vec::new();
         for task in 0..=request.modules.len() {
-            let path = dir.path.join(format!("out.{task}"));
+            let path = dir.path().join(format!("out.{task}"));
+            if !path.exists() {
+                continue;
+            }
+            if !renames.is_empty() && fs::metadata(&path).is_ok_and(|metadata| metadata.len() > 0) {
+                renames.restore_object(&path)?;
+            }
             let Ok(bytes) = fs::read(&path) else { continue };
             if bytes.is_empty() {
                 continue;
@@ -307,8 +332,9 @@ impl LtoProvider for LlvmLto2 {
 }
 
 /// One `-r=FILE,SYMBOL,FLAGS` per resolution, in file, module and symbol order (the modules of a file are
-/// consecutive, and the resolutions follow the modules), `file_name` naming each file as the tool was given it.
-fn resolution_arguments(request: &LtoRequest, file_name: impl Fn(usize) -> String) -> Vec<String> {
+/// consecutive, and the resolutions follow the modules), `file_name` naming each file as the tool was given it
+/// and `renames` each symbol.
+fn resolution_arguments(request: &LtoRequest, file_name: impl Fn(usize) -> String, renames: &Renames) -> Vec<String> {
     let mut arguments = Vec::new();
     for resolution in &request.resolutions {
         let Some(module) = request.modules.get(resolution.module.index()) else {
@@ -318,6 +344,7 @@ fn resolution_arguments(request: &LtoRequest, file_name: impl Fn(usize) -> Strin
             .symbols
             .get(resolution.symbol as usize)
             .map_or("", String::as_str);
+        let name = renames.tool_name(name);
         arguments.push(format!("-r={},{name},{}", file_name(module.file), resolution.letters()));
     }
     arguments
@@ -338,36 +365,12 @@ fn move_file(from: &Path, to: &Path) -> Result<(), ProviderError> {
     fs::remove_file(from).map_err(|error| ProviderError::new(format!("cannot remove {}: {error}", from.display())))
 }
 
-/// A private directory removed when dropped.
-struct TempDir {
-    path: PathBuf,
-}
-
-impl TempDir {
-    fn new() -> Result<TempDir, ProviderError> {
-        use std::hash::{BuildHasher as _, Hasher as _};
-        let base = std::env::temp_dir();
-        for _ in 0..16 {
-            let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-            hasher.write_u32(std::process::id());
-            let path = base.join(format!("neverc-lto-{}-{:016x}", std::process::id(), hasher.finish()));
-            match fs::create_dir(&path) {
-                Ok(()) => return Ok(TempDir { path }),
-                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(error) => {
-                    return Err(ProviderError::new(format!(
-                        "cannot create a directory for LTO in {}: {error}",
-                        base.display()
-                    )));
-                }
-            }
-        }
-        Err(ProviderError::new("cannot create a fresh directory for LTO"))
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.path);
-    }
+/// A private directory for one run of the tool, removed when dropped or when a signal ends the process.
+fn temporary_dir() -> Result<TempDir, ProviderError> {
+    TempDir::new("neverc-lto").map_err(|error| {
+        ProviderError::new(format!(
+            "cannot create a directory for LTO in {}: {error}",
+            std::env::temp_dir().display()
+        ))
+    })
 }

@@ -11,6 +11,7 @@ pub mod llvm;
 pub mod provider;
 pub mod prune;
 pub mod remote;
+pub mod rename;
 pub mod request;
 
 use crate::graph::{BitcodeModuleId, SymbolId};

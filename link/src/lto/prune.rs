@@ -12,7 +12,10 @@
 //! the free space of the file system). An entry's last use is the later of its access and modification
 //! times; a lookup that finds an entry marks it accessed. Only files named as neverc-spec names its entries
 //! (`crate::lto::cache::DirectoryCache::path_of`) are ever removed: whatever else the directory holds is
-//! left alone.
+//! left alone. Under an entry's name, whatever is not a regular file (a symbolic link, a FIFO, a device node)
+//! and any file larger than `crate::lto::cache::MAX_ENTRY_BYTES` is removed on every pruning, whatever the
+//! policy's limits: lookups ignore them. Removing never follows a symbolic link (the link itself goes), and the
+//! timestamp file is replaced by a rename, never written through whatever is at its name.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -227,7 +230,9 @@ pub fn prune(dir: &Path, policy: &CachePolicy, now: SystemTime) -> Result<PruneO
         return Ok(outcome);
     }
     let timestamp = dir.join(TIMESTAMP_FILE);
-    match std::fs::metadata(&timestamp) {
+    match std::fs::symlink_metadata(&timestamp) {
+        // Not a file of ours (a symbolic link planted there, say): replaced, as if there were none.
+        Ok(metadata) if !metadata.is_file() => write_timestamp(&timestamp, now),
         Ok(metadata) => {
             if !policy.interval.is_zero() {
                 let age = metadata
@@ -257,11 +262,13 @@ pub fn prune(dir: &Path, policy: &CachePolicy, now: SystemTime) -> Result<PruneO
         if !name.to_str().is_some_and(is_entry_name) {
             continue;
         }
-        // Never follow a symbolic link, and leave alone anything that is not a regular file.
+        // Never follow a symbolic link. What lookups ignore is removed: anything but a regular file (a
+        // directory cannot be removed this way, and stays), and entries too large to be read.
         let Ok(metadata) = std::fs::symlink_metadata(found.path()) else {
             continue;
         };
-        if !metadata.is_file() {
+        if !metadata.is_file() || metadata.len() > crate::lto::cache::MAX_ENTRY_BYTES {
+            remove(found.path(), &mut outcome);
             continue;
         }
         let last_use = [metadata.accessed().ok(), metadata.modified().ok()]
@@ -320,9 +327,17 @@ pub fn prune(dir: &Path, policy: &CachePolicy, now: SystemTime) -> Result<PruneO
     Ok(outcome)
 }
 
-/// Creates or rewrites the timestamp file, dated `now`; a failure only means the next link prunes again.
+/// Creates or replaces the timestamp file, dated `now`; a failure only means the next link prunes again.
 fn write_timestamp(path: &Path, now: SystemTime) {
-    if let Ok(file) = std::fs::File::create(path) {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    if neverc_output::replace_bytes(path, neverc_output::Mode::Private, b"").is_err() {
+        return;
+    }
+    if let Ok(file) = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path)
+    {
         let _ = file.set_modified(now);
     }
 }

@@ -43,7 +43,7 @@ pub fn lookup(options: &LinkOptions, key: &[u8]) -> Lookup {
     let name = redis_key(&options.lto.cache_namespace, key);
     let value: Result<Option<Vec<u8>>, redis::RedisError> = redis::cmd("GET").arg(&name).query(&mut connection);
     match value {
-        Ok(Some(entry)) => match decode_entry(&entry) {
+        Ok(Some(entry)) => match decode_entry(&entry, &entry_name(key), &options.lto_cache_integrity) {
             Ok(candidate) => Lookup::Hit(candidate),
             Err(reason) => Lookup::Corrupt(format!("Redis entry `{name}`: {reason}")),
         },
@@ -58,7 +58,7 @@ pub fn store(options: &LinkOptions, key: &[u8], candidate: &LtoCandidate) -> Res
     let name = redis_key(&options.lto.cache_namespace, key);
     let stored: Result<(), redis::RedisError> = redis::cmd("SET")
         .arg(&name)
-        .arg(encode_entry(candidate))
+        .arg(encode_entry(candidate, &entry_name(key), &options.lto_cache_integrity))
         .query(&mut connection);
     stored.map_err(|error| format!("Redis SET `{name}`: {error}"))
 }

@@ -86,7 +86,10 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     } else {
         None
     };
-    let directory = context.options.lto_cache_dir.clone().map(|dir| DirectoryCache { dir });
+    let directory = context.options.lto_cache_dir.clone().map(|dir| DirectoryCache {
+        dir,
+        integrity: context.options.lto_cache_integrity.clone(),
+    });
     let found = match (&key, scope) {
         (Some(key), CacheScope::Task) => context.lto_task_cache.lookup(key),
         (Some(key), CacheScope::LocalShared) => match &directory {
