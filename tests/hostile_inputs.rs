@@ -408,3 +408,81 @@ fn zero_and_non_power_of_two_alignments_are_read_as_ld_bfd_reads_them() {
         assert_eq!(Command::new(&out).status().unwrap().code(), Some(7));
     }
 }
+
+/// The `ld` driver refused the command line (exit 2) within the bounds, saying `says`.
+fn assert_expansion_refused(output: &Output, says: &str) {
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(says), "{stderr}");
+}
+
+#[test]
+fn item_4_response_files_and_scripts_that_fan_out_are_refused_within_bounds() {
+    let dir = scratch!("hostile-fan-out");
+    exit7_object(&dir, "start");
+    // Thirty-two response files, each naming the next twice: 2^31 expansions (a hang before the bound).
+    for index in 0..31 {
+        std::fs::write(
+            dir.join(format!("r{index}")),
+            format!("@r{0} @r{0} start.o\n", index + 1),
+        )
+        .unwrap();
+    }
+    std::fs::write(dir.join("r31"), "-o prog\n").unwrap();
+    let output = run_in(&dir, &["ld", "@r0"]);
+    assert_expansion_refused(&output, "more than 2000 response files expanded, at `r");
+    // Two files, the first naming the second 1,500 times: millions of arguments from 40 KB.
+    std::fs::write(dir.join("m0"), "@m1 ".repeat(1500)).unwrap();
+    std::fs::write(dir.join("m1"), "start.o ".repeat(3000)).unwrap();
+    let output = run_in(&dir, &["ld", "-o", "prog", "@m0"]);
+    assert_expansion_refused(&output, "response files expand to more than");
+    // Linker scripts naming the next one four times over, fifteen deep: 4^15 expansions.
+    for index in 0..15 {
+        std::fs::write(
+            dir.join(format!("s{index}.ld")),
+            format!("INPUT(s{0}.ld s{0}.ld s{0}.ld s{0}.ld)\n", index + 1),
+        )
+        .unwrap();
+    }
+    std::fs::write(dir.join("s15.ld"), "INPUT(start.o)\n").unwrap();
+    let output = run_in(&dir, &["ld", "-o", "prog", "s0.ld"]);
+    assert_expansion_refused(
+        &output,
+        "more than 1000 linker scripts or 256 MiB of them expanded, at `s",
+    );
+    assert!(!dir.join("prog").exists());
+    // Within the bounds, the same shapes link: a response file naming another, a script naming a script.
+    std::fs::write(dir.join("inner.rsp"), "-o prog\n").unwrap();
+    std::fs::write(dir.join("outer.rsp"), "@inner.rsp outer.ld\n").unwrap();
+    std::fs::write(dir.join("outer.ld"), "INPUT(s15.ld)\n").unwrap();
+    let output = run_in(&dir, &["ld", "@outer.rsp"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let status = Command::new(dir.join("prog")).status().unwrap();
+    assert_eq!(status.code(), Some(7));
+}
+
+#[test]
+fn item_5_seventy_thousand_inputs_link_without_running_out_of_memory_maps() {
+    let dir = scratch!("hostile-many-inputs");
+    exit7_object(&dir, "start");
+    // An object with a section and a local symbol only: any number of copies link together.
+    std::fs::write(dir.join("empty.c"), "static int unused[4];\nint *empty(void);\n").unwrap();
+    tool(&dir, "gcc", &["-c", "-O0", "empty.c", "-o", "empty.o"]);
+    let copies = dir.join("in");
+    std::fs::create_dir_all(&copies).unwrap();
+    let empty = std::fs::read(dir.join("empty.o")).unwrap();
+    let mut arguments = String::from("-o prog start.o\n");
+    for index in 0..70_000 {
+        std::fs::write(copies.join(format!("{index}.o")), &empty).unwrap();
+        arguments.push_str(&format!("in/{index}.o\n"));
+    }
+    std::fs::write(dir.join("inputs.rsp"), arguments).unwrap();
+    let bounds = Bounds {
+        timeout: std::time::Duration::from_secs(120),
+        memory_kib: 8 << 20,
+    };
+    let output = run_bounded(env!("CARGO_BIN_EXE_neverc-spec"), &dir, &["ld", "@inputs.rsp"], bounds);
+    assert!(output.status.success(), "{:?}: {}", output.status, text(&output.stderr));
+    let status = Command::new(dir.join("prog")).status().unwrap();
+    assert_eq!(status.code(), Some(7));
+}

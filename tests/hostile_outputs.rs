@@ -457,3 +457,91 @@ fn output_modes_follow_the_umask_as_ld_does() {
         );
     }
 }
+
+#[test]
+fn item_2_an_output_never_replaces_a_file_the_link_read_however_it_was_named() {
+    let dir = scratch!("hostile-read-inputs");
+    let (rt, lib) = objects_in(&dir);
+    let refused = |args: &[&Path], victim: &Path| {
+        let before = fs::read(victim).unwrap();
+        let output = run(args);
+        let stderr = text(&output.stderr);
+        assert!(!output.status.success(), "{args:?} succeeded: {stderr}");
+        assert!(
+            stderr.contains("which this run read as an input") && stderr.contains(&*victim.to_string_lossy()),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(
+            fs::read(victim).unwrap(),
+            before,
+            "{args:?} overwrote {}",
+            victim.display()
+        );
+        assert!(temporaries(&dir).is_empty(), "{:?}", temporaries(&dir));
+    };
+    // A member of a thin archive: only the archive is on the command line.
+    let member = dir.join("x_alpha.o");
+    fs::copy(&lib, &member).unwrap();
+    let thin = dir.join("libx_thin.a");
+    let status = Command::new("ar").arg("rcT").arg(&thin).arg(&member).status().unwrap();
+    assert!(status.success());
+    refused(&[p("link"), p("-o"), &member, &rt, &thin], &member);
+    // A linker script named by another script.
+    let inner = dir.join("inner.ld");
+    let outer = dir.join("outer.ld");
+    fs::write(&inner, format!("INPUT({})\n", lib.display())).unwrap();
+    fs::write(&outer, format!("INPUT({})\n", inner.display())).unwrap();
+    refused(&[p("ld"), p("-o"), &inner, &rt, &outer], &inner);
+    // The response file the command line came from.
+    let response = dir.join("args.rsp");
+    fs::write(
+        &response,
+        format!("-o {} {} {}\n", response.display(), rt.display(), lib.display()),
+    )
+    .unwrap();
+    let at = PathBuf::from(format!("@{}", response.display()));
+    refused(&[p("ld"), &at], &response);
+    // The same links with an output nobody read write it and run.
+    let program = dir.join("prog");
+    assert_success(&run(&[p("ld"), p("-o"), &program, &rt, &outer]), "ld with the scripts");
+    assert_eq!(Command::new(&program).status().unwrap().code(), Some(42));
+    assert_success(
+        &run(&[p("link"), p("-o"), &program, &rt, &thin]),
+        "link with the thin archive",
+    );
+    assert_eq!(Command::new(&program).status().unwrap().code(), Some(42));
+}
+
+#[test]
+fn item_9_a_locked_temporary_of_a_process_this_one_cannot_see_is_left_alone() {
+    let dir = scratch!("hostile-locked-temporary");
+    // A temporary of a link in another pid namespace: its pid means nothing here, and its writer holds a
+    // lock on it (here a `flock` process, standing in for that writer).
+    let live = dir.join(format!(".report.txt.{DEAD_PID}.0123456789abcdef.tmp"));
+    fs::write(&live, "being written\n").unwrap();
+    // `-o`: the lock is held by `flock` itself, not by the `sleep` it runs, so killing `flock` releases it.
+    let mut holder = Command::new("flock")
+        .arg("-o")
+        .arg(&live)
+        .args(["sleep", "600"])
+        .spawn()
+        .expect("flock (util-linux) is installed");
+    // The lock is taken once `flock` runs `sleep`.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !fs::read_to_string("/proc/locks")
+        .unwrap()
+        .contains(&format!(":{} ", fs::metadata(&live).unwrap().ino()))
+    {
+        assert!(Instant::now() < deadline, "flock did not lock {}", live.display());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = run(&[p("audit"), p("-o"), &dir.join("report.txt")]);
+    assert_success(&output, "audit -o");
+    assert!(live.exists(), "the sweep removed a live temporary of another link");
+    assert_eq!(fs::read_to_string(&live).unwrap(), "being written\n");
+    // Once its writer is gone (and with it the lock), the next write sweeps it.
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert_success(&run(&[p("audit"), p("-o"), &dir.join("report.txt")]), "audit -o");
+    assert!(!live.exists(), "a stale temporary stayed");
+}
