@@ -147,6 +147,14 @@ fn plugin_requests(
     Ok((manifest, descriptors))
 }
 
+/// The JSON report: the audit, and the warnings the text run prints on stderr.
+#[derive(serde::Serialize)]
+struct JsonReport<'a> {
+    #[serde(flatten)]
+    report: &'a AuditReport,
+    warnings: &'a [String],
+}
+
 pub(crate) fn run(args: &AuditArgs) -> Result<(), CommandError> {
     if let Some(output) = &args.output {
         let inputs: Vec<(&str, &Path)> = [
@@ -163,15 +171,19 @@ pub(crate) fn run(args: &AuditArgs) -> Result<(), CommandError> {
     let (document, semantic) = read_schema(&args.phase_schema)?;
     let source = args.phase_schema.display().to_string();
     let sealing = audit_sealing(&source, &document, &semantic);
+    // Printed on stderr as they arise, and listed by the JSON report.
+    let mut warnings: Vec<String> = Vec::new();
     let old_document = match &args.baseline {
         Some(path) => {
             let (old, old_semantic) = read_schema(path)?;
             if !old_semantic.is_empty() {
-                errln!(
-                    "warning: the baseline `{}` breaks {} invariant(s) of validation; its structure is diffed as it is",
+                let warning = format!(
+                    "the baseline `{}` breaks {} invariant(s) of validation; its structure is diffed as it is",
                     path.display(),
                     old_semantic.len()
                 );
+                errln!("warning: {warning}");
+                warnings.push(warning);
             }
             Some((path.display().to_string(), old))
         }
@@ -207,8 +219,13 @@ pub(crate) fn run(args: &AuditArgs) -> Result<(), CommandError> {
     let rendered = match args.format {
         AuditFormat::Text => neverc_audit::text::audit_text(&report),
         AuditFormat::Json => {
-            let mut json = serde_json::to_string_pretty(&report)
-                .map_err(|error| CommandError::Internal(format!("cannot render JSON: {error}")))?;
+            let mut json = crate::render::json_text(
+                &JsonReport {
+                    report: &report,
+                    warnings: &warnings,
+                },
+                true,
+            )?;
             json.push('\n');
             json
         }
@@ -218,8 +235,10 @@ pub(crate) fn run(args: &AuditArgs) -> Result<(), CommandError> {
     match &args.output {
         Some(path) => neverc_output::write_bytes(path, neverc_output::Mode::Data, rendered.as_bytes())?,
         None => {
+            // On a terminal, names from the schema are shown with their control characters escaped; a file
+            // gets the report as it is.
             let mut stdout = std::io::stdout().lock();
-            let _ = stdout.write_all(rendered.as_bytes());
+            let _ = stdout.write_all(crate::render::escape_controls(&rendered).as_bytes());
         }
     }
     if report.fails() {

@@ -2,7 +2,7 @@
 
 use std::ops::Range;
 
-use miette::{LabeledSpan, MietteDiagnostic, NamedSource, Report, Severity};
+use miette::{MietteDiagnostic, Severity};
 use neverc_cc::assignment::{Decider, ValueRef};
 use neverc_cc::layout::TypeTable;
 use neverc_cc::plan::{LocationKind, Plan};
@@ -33,12 +33,8 @@ fn caret(what: &str, text: &str, span: Range<usize>, message: &str) {
 
 fn caret_with(what: &str, text: &str, span: Range<usize>, message: &str, severity: Severity) {
     // Only the part around the span is shown, so a long spec or signature stays readable and renderable.
-    let (shown, span) = crate::render::excerpt(text, span);
-    let diagnostic = MietteDiagnostic::new(message.to_string())
-        .with_severity(severity)
-        .with_label(LabeledSpan::at(span, "here"));
-    let report = Report::new(diagnostic).with_source_code(NamedSource::new(what, shown));
-    errln!("{report:?}");
+    let diagnostic = MietteDiagnostic::new(message.to_string()).with_severity(severity);
+    crate::render::print_snippet(diagnostic, what, text, span, "here");
 }
 
 /// Prints a planner note the same way on every path (`cc plan`, `cc materialize`): with a caret under the
@@ -244,7 +240,7 @@ fn plan(args: &CcPlanArgs) -> Result<(), CommandError> {
         notes,
     };
     if json {
-        let text = serde_json::to_string_pretty(&output).map_err(|error| CommandError::Internal(error.to_string()))?;
+        let text = crate::render::json_text(&output, true)?;
         outln!("{text}");
         return Ok(());
     }
@@ -305,7 +301,8 @@ fn validate(args: &CcValidateArgs) -> Result<(), CommandError> {
         Ok(plan) => plan,
         Err(error) => {
             if json {
-                outln!("{}", serde_json::json!({ "valid": false, "error": error.to_string() }));
+                let value = serde_json::json!({ "valid": false, "error": error.to_string() });
+                outln!("{}", crate::render::json_text(&value, false)?);
             } else {
                 caret("plan", &args.plan, error.span.clone(), &error.to_string());
             }
@@ -322,7 +319,7 @@ fn validate(args: &CcValidateArgs) -> Result<(), CommandError> {
             Ok(()) => serde_json::json!({ "valid": true, "plan": parsed.serialize() }),
             Err(error) => serde_json::json!({ "valid": false, "error": error.to_string() }),
         };
-        outln!("{value}");
+        outln!("{}", crate::render::json_text(&value, false)?);
     }
     match result {
         Ok(()) => {
@@ -397,13 +394,20 @@ fn convention_plugin(args: &CcMaterializeArgs) -> Result<Option<neverc_plugin_ho
         .map_err(|error| CommandError::Request(format!("{error} ({})", error.code().name())))
 }
 
-/// Prints what a calling-convention plugin reported through the host table, naming it.
-fn print_convention_reports(plugin: &neverc_plugin_host::ConventionPlugin) {
+/// What a calling-convention plugin reported through the host table, each printed as a warning or a note
+/// naming it, and returned (`true` for a warning) for the JSON report.
+fn convention_reports(plugin: &neverc_plugin_host::ConventionPlugin) -> Vec<(bool, String)> {
     let warning = neverc_tables::plugin_abi::core::Severity::Warning.raw();
-    for (severity, text) in plugin.reports() {
-        let word = if severity >= warning { "warning" } else { "note" };
-        errln!("{word}: plugin `{}`: {text}", plugin.id());
-    }
+    plugin
+        .reports()
+        .into_iter()
+        .map(|(severity, text)| {
+            let is_warning = severity >= warning;
+            let word = if is_warning { "warning" } else { "note" };
+            errln!("{word}: plugin `{}`: {text}", plugin.id());
+            (is_warning, text)
+        })
+        .collect()
 }
 
 fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
@@ -448,9 +452,7 @@ fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
             .map_err(|error| MaterializeError::Lower(Box::new(error)))?;
         Ok((report, Some(lowered)))
     });
-    if let Some(plugin) = &plugin {
-        print_convention_reports(plugin);
-    }
+    let plugin_reports = plugin.as_ref().map(convention_reports).unwrap_or_default();
     // A plugin's failure names the plugin; the engine's message names the line and the function.
     let by_plugin = |message: String| match &plugin {
         Some(plugin) => format!("plugin `{}`: {message}", plugin.id()),
@@ -490,20 +492,44 @@ fn materialize(args: &CcMaterializeArgs) -> Result<(), CommandError> {
         report_note(&source, &prefix, &noted.spec, &noted.note);
     }
     if json {
+        // The plugin's reports, as the text run prints them: its warnings with the engine's, its notes with
+        // the planner's, each naming the plugin.
+        let plugin_id = plugin.as_ref().map(|plugin| plugin.id());
+        let reported = |wanted: bool| {
+            plugin_reports
+                .iter()
+                .filter(move |(is_warning, _)| *is_warning == wanted)
+                .map(move |(_, text)| serde_json::json!({"plugin": plugin_id, "message": text}))
+        };
+        let warnings = result
+            .warnings
+            .iter()
+            .map(|w| serde_json::json!({"function": w.function, "line": w.line, "message": w.message}))
+            .chain(reported(true));
+        let notes = result
+            .notes
+            .iter()
+            .map(|n| {
+                serde_json::json!({
+                    "function": n.function,
+                    "line": n.line,
+                    "severity": if n.note.severity == NoteSeverity::Warning { "warning" } else { "note" },
+                    "message": n.note.message,
+                })
+            })
+            .chain(reported(false).map(|mut note| {
+                note["severity"] = "note".into();
+                note
+            }));
         let value = serde_json::json!({
             "target": target.name,
             "lowered": lowered.map(|(incoming, outgoing, direct)| serde_json::json!({"incoming": incoming, "outgoing": outgoing, "direct_calls": direct})),
             "plans": result.plans().map(|(name, plan)| (name, plan.to_string())).collect::<std::collections::BTreeMap<_, _>>(),
             "validated": result.validated,
-            "warnings": result.warnings.iter().map(|w| serde_json::json!({"function": w.function, "line": w.line, "message": w.message})).collect::<Vec<_>>(),
-            "notes": result.notes.iter().map(|n| serde_json::json!({
-                "function": n.function,
-                "line": n.line,
-                "severity": if n.note.severity == NoteSeverity::Warning { "warning" } else { "note" },
-                "message": n.note.message,
-            })).collect::<Vec<_>>(),
+            "warnings": warnings.collect::<Vec<_>>(),
+            "notes": notes.collect::<Vec<_>>(),
         });
-        outln!("{value}");
+        outln!("{}", crate::render::json_text(&value, false)?);
     } else {
         outln!(
             "{}: {} plan(s) materialized, {} existing plan(s) validated, {} warning(s); wrote {}",
@@ -550,14 +576,55 @@ fn lower(args: &CcLowerArgs) -> Result<(), CommandError> {
             return Err(CommandError::Request(format!("{}: {error}", args.input.display())));
         }
     };
+    // Functions with specs and no plans keep the standard convention: lowering is not what their specs need.
+    let input = args.input.display();
+    let advice = format!(
+        "materialize them first: `neverc-spec cc materialize {input} -o {} --lower`",
+        args.output.display()
+    );
+    if !report.unmaterialized.is_empty() {
+        const SHOWN: usize = 8;
+        let names: Vec<&str> = report
+            .unmaterialized
+            .iter()
+            .take(SHOWN)
+            .map(|unplanned| unplanned.function)
+            .collect();
+        let more = report.unmaterialized.len().saturating_sub(SHOWN);
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        errln!(
+            "{input}: warning: {} function(s) carry a neverc-callconv spec but no plan, so they keep the standard \
+             convention and nothing follows their specs: {}{more}; {advice}",
+            report.unmaterialized.len(),
+            names.join(", ")
+        );
+    }
     if json {
+        let warnings: Vec<serde_json::Value> = report
+            .unmaterialized
+            .iter()
+            .map(|unplanned| {
+                serde_json::json!({
+                    "function": unplanned.function,
+                    "line": unplanned.line,
+                    "message": format!(
+                        "carries a neverc-callconv spec but no plan, so it keeps the standard convention; {advice}"
+                    ),
+                })
+            })
+            .collect();
         let value = serde_json::json!({
             "target": target.name,
             "incoming": report.incoming,
             "outgoing": report.outgoing,
             "direct_calls": report.direct_calls,
+            "warnings": warnings,
         });
-        outln!("{value}");
+        outln!("{}", crate::render::json_text(&value, false)?);
     } else {
         outln!(
             "{}: {} adapter(s) for planned functions, {} for calls out, {} direct call(s) of bodies; wrote {}",

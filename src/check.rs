@@ -1,11 +1,11 @@
 //! `neverc-spec check`: validate the declarations and summarize them.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use neverc_schema::{
-    Declarations, Diagnostic, Gate, LoadedAbiPart, RegisterClassKind, load_declarations, load_plugin_abi_with,
-    lower_target, target_files,
+    Declarations, Diagnostic, Gate, LoadError, LoadedAbiPart, RegisterClassKind, load_declarations, load_phase_schema,
+    load_plugin_abi_with, lower_target, target_files,
 };
 use serde::Serialize;
 
@@ -21,6 +21,9 @@ struct Report {
     targets: Vec<TargetSummary>,
     /// The plugin ABI files (`--abi`), one summary each.
     plugin_abi: Vec<AbiSummary>,
+    /// The phase schema the ABI files were checked against (the one their values derive from).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    plugin_abi_phase_schema: Option<String>,
     diagnostics: Vec<Diagnostic>,
 }
 
@@ -152,17 +155,50 @@ pub(crate) fn declared_target_files(args: &DeclarationArgs) -> Result<Vec<PathBu
     Ok(files)
 }
 
+/// The bundled plugin ABI directory, and the phase schema its values derive from (the pair the build
+/// generates `neverc_tables::plugin_abi` from).
+const BUNDLED_ABI: &str = "abi";
+const BUNDLED_PHASE_SCHEMA: &str = "PhaseSchema.json";
+
+/// Whether two paths name the same file (the same text, or the same canonical path).
+fn same_file(one: &Path, other: &Path) -> bool {
+    one == other
+        || std::fs::canonicalize(one)
+            .ok()
+            .is_some_and(|one| std::fs::canonicalize(other).ok() == Some(one))
+}
+
+/// Loads the ABI files with the values they take from `derived_from`: the schema just loaded when it is that
+/// file, else `derived_from` itself.
+fn load_abi(
+    abi_files: &[PathBuf],
+    derived_from: &Path,
+    declarations: &Declarations,
+) -> Result<Vec<LoadedAbiPart>, LoadError> {
+    if same_file(derived_from, &declarations.phase_schema_path) {
+        load_plugin_abi_with(abi_files, &declarations.phase_schema)
+    } else {
+        load_plugin_abi_with(abi_files, &load_phase_schema(derived_from)?)
+    }
+}
+
 pub(crate) fn run(args: &CheckArgs) -> Result<(), CommandError> {
     let json = args.format == Format::Json;
     let files = declared_target_files(&args.declarations)?;
-    let abi_files = target_files(&args.abi).map_err(|error| CommandError::Io(error.to_string()))?;
-    let loaded = load_declarations(&args.declarations.phase_schema, &files).and_then(|declarations| {
-        load_plugin_abi_with(&abi_files, &declarations.phase_schema).map(|abi| (declarations, abi))
-    });
+    // A user's schema is reported on by itself: the bundled ABI is held to the schema it derives from, and
+    // an ABI directory named with --abi to the schema named with it.
+    let (abi_dir, derived_from) = match &args.abi {
+        Some(dir) => (dir.as_path(), args.declarations.phase_schema.as_path()),
+        None => (Path::new(BUNDLED_ABI), Path::new(BUNDLED_PHASE_SCHEMA)),
+    };
+    let abi_files = target_files(abi_dir).map_err(|error| CommandError::Io(error.to_string()))?;
+    let loaded = load_declarations(&args.declarations.phase_schema, &files)
+        .and_then(|declarations| load_abi(&abi_files, derived_from, &declarations).map(|abi| (declarations, abi)));
     match loaded {
         Ok((declarations, abi)) => {
             let mut report = summarize(&declarations);
             report.plugin_abi = summarize_abi(&abi);
+            report.plugin_abi_phase_schema = Some(derived_from.display().to_string());
             if json {
                 print_json(&report)?;
             } else {
@@ -178,6 +214,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(), CommandError> {
                     phase_schema: None,
                     targets: Vec::new(),
                     plugin_abi: Vec::new(),
+                    plugin_abi_phase_schema: None,
                     diagnostics,
                 })?;
             }
@@ -187,7 +224,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<(), CommandError> {
 }
 
 fn print_json(report: &Report) -> Result<(), CommandError> {
-    let text = serde_json::to_string_pretty(report).map_err(|error| CommandError::Internal(error.to_string()))?;
+    let text = crate::render::json_text(report, true)?;
     outln!("{text}");
     Ok(())
 }
@@ -289,6 +326,7 @@ fn summarize(declarations: &Declarations) -> Report {
         }),
         targets,
         plugin_abi: Vec::new(),
+        plugin_abi_phase_schema: None,
         diagnostics: Vec::new(),
     }
 }
@@ -372,7 +410,14 @@ fn print_text(report: &Report) {
             );
         }
     }
-    outln!("plugin ABI ({} file(s)): valid", report.plugin_abi.len());
+    // Said when the ABI was checked against another schema than the one reported on above.
+    let derived_from = report
+        .plugin_abi_phase_schema
+        .as_deref()
+        .zip(report.phase_schema.as_ref())
+        .filter(|(abi_schema, schema)| !same_file(Path::new(abi_schema), Path::new(&schema.file)))
+        .map_or_else(String::new, |(abi_schema, _)| format!(", derived from {abi_schema}"));
+    outln!("plugin ABI ({} file(s)){derived_from}: valid", report.plugin_abi.len());
     for part in &report.plugin_abi {
         let listed: Vec<String> = [
             ("interfaces", &part.interfaces),

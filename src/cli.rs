@@ -432,9 +432,12 @@ pub(crate) struct DeclarationArgs {
 pub(crate) struct CheckArgs {
     #[command(flatten)]
     pub(crate) declarations: DeclarationArgs,
-    /// Directory whose `*.toml` files declare the plugin C ABI.
-    #[arg(long, value_name = "DIR", default_value = "abi")]
-    pub(crate) abi: PathBuf,
+    /// Directory whose `*.toml` files declare the plugin C ABI, checked against --phase-schema (the values
+    /// it takes from a schema's state machines come from that schema). Without it, the bundled `abi`
+    /// directory is checked against the schema it derives from, the bundled `PhaseSchema.json`, whatever
+    /// --phase-schema names.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) abi: Option<PathBuf>,
     /// Output format; `json` prints one JSON document on stdout, diagnostics included.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,

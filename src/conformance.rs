@@ -62,10 +62,7 @@ pub(crate) fn export(args: &GenConformanceArgs) -> Result<(), CommandError> {
     }
     match args.format {
         Format::Json => {
-            outln!(
-                "{}",
-                serde_json::to_string_pretty(&exported).map_err(|error| CommandError::Internal(error.to_string()))?
-            );
+            outln!("{}", crate::render::json_text(&exported, true)?);
         }
         Format::Text => {
             for file in &exported {
@@ -171,10 +168,7 @@ pub(crate) fn run(args: &ConformanceArgs) -> Result<(), CommandError> {
     }
     drop(scratch);
     match args.format {
-        Format::Json => outln!(
-            "{}",
-            serde_json::to_string_pretty(&results).map_err(|error| CommandError::Internal(error.to_string()))?
-        ),
+        Format::Json => outln!("{}", crate::render::json_text(&results, true)?),
         Format::Text => {
             for result in &results {
                 outln!(

@@ -15,7 +15,7 @@ mod response;
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
-use miette::{LabeledSpan, MietteDiagnostic, NamedSource, Report};
+use miette::MietteDiagnostic;
 use neverc_link::context::LinkOptions;
 use neverc_link::graph::LinkTarget;
 
@@ -157,12 +157,10 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
 
 /// A script problem with a snippet of the script (the message follows as the command's error).
 fn print_script_error(error: &ScriptError) {
-    let (text, span) = crate::render::excerpt(&error.text, error.span.clone());
-    let report = MietteDiagnostic::new(error.message.clone()).with_label(LabeledSpan::at(span, "here"));
     let file = error.file.display().to_string();
-    let report = Report::new(report).with_source_code(NamedSource::new(&file, text));
     errln!("{file}:{}:{}:", error.line, error.column);
-    errln!("{report:?}");
+    let diagnostic = MietteDiagnostic::new(error.message.clone());
+    crate::render::print_snippet(diagnostic, &file, &error.text, error.span.clone(), "here");
 }
 
 /// Where `--help` lists the declared emulations.

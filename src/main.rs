@@ -6,20 +6,20 @@
 //! 4 internal error in code generation; 5 an audit failed; 128 + N killed by signal N (SIGINT, SIGTERM and
 //! SIGHUP remove the temporary files of a write first).
 
-/// `println!` that never panics: output to a closed pipe (`| head`) is dropped.
+/// `println!` that never panics (output to a closed pipe, `| head`, is dropped) and escapes the control
+/// characters of user data (`render::print_line`).
 macro_rules! outln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
-    }};
+    ($($arg:tt)*) => {
+        $crate::render::print_line(std::io::stdout().lock(), format_args!($($arg)*))
+    };
 }
 
-/// `eprintln!` that never panics.
+/// `eprintln!` that never panics and escapes the control characters of user data (`render::print_line`):
+/// every diagnostic line is printed through it.
 macro_rules! errln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
-    }};
+    ($($arg:tt)*) => {
+        $crate::render::print_line(std::io::stderr().lock(), format_args!($($arg)*))
+    };
 }
 
 mod audit;

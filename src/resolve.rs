@@ -61,7 +61,7 @@ pub(crate) fn run(args: &ResolveArgs) -> Result<(), CommandError> {
         });
     }
     if json {
-        let text = serde_json::to_string_pretty(&rows).map_err(|error| CommandError::Internal(error.to_string()))?;
+        let text = crate::render::json_text(&rows, true)?;
         outln!("{text}");
     } else {
         for row in &rows {

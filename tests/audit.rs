@@ -254,3 +254,37 @@ fn exported_vectors_run_against_this_implementation_and_count_per_source() {
         text(&output.stdout)
     );
 }
+
+/// Item 13 of issue 23: the JSON report lists the warnings the text run prints. A baseline that breaks an
+/// invariant of validation (the commit gate made interceptable) is diffed as it is, with a warning.
+#[test]
+fn item_13_the_json_audit_lists_the_warnings_the_text_audit_prints() {
+    let dir = scratch!("audit-json-warnings");
+    let mut document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo().join("PhaseSchema.json")).unwrap()).unwrap();
+    let commit = document["phases"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|phase| phase["name"] == "neverc.link.commit")
+        .unwrap();
+    commit["policy"] = serde_json::json!(["OBSERVABLE", "INTERCEPTABLE", "SEALED_HOST_GATE"]);
+    let baseline = dir.join("old.json");
+    std::fs::write(&baseline, serde_json::to_string_pretty(&document).unwrap()).unwrap();
+    let baseline = baseline.to_str().unwrap();
+    let text_run = run(&["audit", "--baseline", baseline]);
+    let stderr = text(&text_run.stderr);
+    let warning = stderr
+        .lines()
+        .find_map(|line| line.strip_prefix("warning: "))
+        .unwrap_or_else(|| panic!("no warning: {stderr}"));
+    assert!(warning.contains("breaks 1 invariant(s) of validation"), "{warning}");
+    let json_run = run(&["audit", "--baseline", baseline, "--format", "json"]);
+    assert_eq!(json_run.status.code(), text_run.status.code());
+    let report: serde_json::Value = serde_json::from_slice(&json_run.stdout).unwrap();
+    assert_eq!(report["warnings"], serde_json::json!([warning]), "{report}");
+    // A clean run lists none.
+    let clean = run(&["audit", "--format", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&clean.stdout).unwrap();
+    assert_eq!(report["warnings"], serde_json::json!([]));
+}

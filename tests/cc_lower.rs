@@ -218,3 +218,98 @@ fn help_explains_lowering() {
     assert!(help.contains("neverc_body") && help.contains("neverc_out"), "{help}");
     assert!(help.contains("[lowering]"), "{help}");
 }
+
+/// Item 15 of issue 23: `cc lower` on clang-14's output whose functions carry `neverc-callconv` specs but no
+/// plans (the module was not materialized) writes no adapter for them, so code that calls them by their specs
+/// would compute wrong results. It says so: a warning naming the functions (a clipped list in text, every one
+/// in JSON) and the command that materializes them; that command then lowers every one of them.
+#[test]
+fn item_15_lowering_specs_without_plans_warns_naming_the_functions_and_the_command() {
+    let dir = scratch!("cc-lower-unmaterialized");
+    let mut source = String::from("int plain(int a) { return a + 1; }\n");
+    for index in 0..12 {
+        source.push_str(&format!(
+            "__attribute__((noinline, annotate(\"neverc-callconv=gpr:rcx,rdx;ret:rax\"))) int f{index}(int a, int b) \
+             {{ return a * {index} + b; }}\n"
+        ));
+    }
+    std::fs::write(dir.join("specs.c"), source).unwrap();
+    succeeded(
+        &run_in(
+            "clang-14",
+            &dir,
+            &["-S", "-emit-llvm", "-O2", "specs.c", "-o", "specs.ll"],
+        ),
+        "clang-14",
+    );
+    let names: Vec<String> = (0..12).map(|index| format!("@f{index}")).collect();
+
+    let lowered = cli(&dir, &["cc", "lower", "specs.ll", "-o", "lowered.ll"]);
+    succeeded(&lowered, "cc lower");
+    let stderr = text(&lowered.stderr);
+    let warning = stderr
+        .lines()
+        .find(|line| line.contains("warning:"))
+        .unwrap_or_else(|| panic!("no warning: {stderr}"));
+    assert!(warning.starts_with("specs.ll: warning: 12 function(s)"), "{warning}");
+    assert!(warning.contains("neverc-callconv"), "{warning}");
+    for name in &names[..8] {
+        assert!(
+            warning.contains(&format!("{name},")) || warning.contains(&format!("{name} ")),
+            "{name}: {warning}"
+        );
+    }
+    assert!(!warning.contains("@f8") && warning.contains("and 4 more"), "{warning}");
+    assert!(!warning.contains("@plain"), "{warning}");
+    let command = "neverc-spec cc materialize specs.ll -o lowered.ll --lower";
+    assert!(warning.contains(command), "{warning}");
+
+    let json = cli(
+        &dir,
+        &["cc", "lower", "specs.ll", "-o", "lowered.ll", "--format", "json"],
+    );
+    succeeded(&json, "cc lower --format json");
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(report["incoming"], serde_json::json!([]));
+    let warnings = report["warnings"].as_array().unwrap();
+    let warned: Vec<&str> = warnings
+        .iter()
+        .map(|warning| warning["function"].as_str().unwrap())
+        .collect();
+    assert_eq!(warned, names);
+    assert!(warnings.iter().all(|warning| {
+        warning["line"].as_u64().unwrap() > 0 && warning["message"].as_str().unwrap().contains(command)
+    }));
+
+    // The command the warning names materializes and lowers every one of them, without a warning.
+    let materialized = cli(
+        &dir,
+        &[
+            "cc",
+            "materialize",
+            "specs.ll",
+            "-o",
+            "both.ll",
+            "--lower",
+            "--format",
+            "json",
+        ],
+    );
+    succeeded(&materialized, "cc materialize --lower");
+    assert!(
+        !text(&materialized.stderr).contains("warning"),
+        "{}",
+        text(&materialized.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&materialized.stdout).unwrap();
+    assert_eq!(report["lowered"]["incoming"], 12, "{report}");
+    let relowered = cli(&dir, &["cc", "materialize", "specs.ll", "-o", "m.ll"]);
+    succeeded(&relowered, "cc materialize");
+    let relowered = cli(&dir, &["cc", "lower", "m.ll", "-o", "lowered.ll"]);
+    succeeded(&relowered, "cc lower of the materialized module");
+    assert!(
+        !text(&relowered.stderr).contains("warning"),
+        "{}",
+        text(&relowered.stderr)
+    );
+}

@@ -311,3 +311,32 @@ fn declarations_are_left_alone_and_a_variadic_definition_is_refused() {
     );
     assert!(!output.exists());
 }
+
+/// Item 13 of issue 23: `--format json` lists the warnings a calling-convention plugin reports, which the
+/// text run prints on stderr (an option the plugin does not know is ignored with a warning).
+#[test]
+fn item_13_the_json_report_lists_the_plugin_warnings_the_text_prints() {
+    let dir = scratch!("cc-plugins-json-warnings");
+    let input = module(&dir, "annotated.c");
+    let so = plugin(&dir, None);
+    let unknown = format!("{ID}:no-such-option=1");
+    let arguments = ["--plugin", so.to_str().unwrap(), "--plugin-arg", unknown.as_str()];
+    let text_run = materialize(&input, &dir.join("text.ll"), &arguments);
+    assert!(text_run.status.success(), "{}", text(&text_run.stderr));
+    let warning = "unknown option `no-such-option` is ignored";
+    assert!(
+        text(&text_run.stderr).contains(&format!("warning: plugin `{ID}`: {warning}")),
+        "{}",
+        text(&text_run.stderr)
+    );
+    let mut json_arguments = arguments.to_vec();
+    json_arguments.extend(["--format", "json"]);
+    let json_run = materialize(&input, &dir.join("json.ll"), &json_arguments);
+    assert!(json_run.status.success(), "{}", text(&json_run.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&json_run.stdout).unwrap();
+    assert_eq!(
+        report["warnings"],
+        serde_json::json!([{ "plugin": ID, "message": warning }]),
+        "{report}"
+    );
+}

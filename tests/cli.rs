@@ -158,25 +158,94 @@ fn check_reports_an_abi_enumeration_taken_from_an_unknown_state_machine() {
     assert_eq!(diagnostic["line"], line);
 }
 
-/// NeverC's published schemas have no state machines, so the bundled ABI files (whose link states come from
-/// the phase schema's `link` machine) are checked against them as a located `abi-source` problem; without
-/// ABI files, every published schema is valid.
+/// Item 14 of issue 23: the README's `check --phase-schema tests/fixtures/neverc/PhaseSchema.json` reports on
+/// the schema it names. NeverC's published schemas have no state machines; the bundled ABI files take their
+/// link states from the `link` machine of the schema they derive from (the bundled `PhaseSchema.json`), and
+/// are checked against that one unless `--abi` pairs them with the named schema. Every published version
+/// passes, and real problems are still reported: a broken copy of the newest version, and the bundled ABI
+/// explicitly paired with a schema that lacks its state machine.
 #[test]
-fn check_accepts_every_published_neverc_schema() {
+fn item_14_check_reports_on_every_published_neverc_schema_as_the_readme_says() {
     let fixtures = repo().join("tests/fixtures/neverc");
-    let no_abi = scratch!("cli-no-abi");
+    let mut names: Vec<String> = std::fs::read_dir(&fixtures)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".json"))
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 7, "{names:?}");
+    for name in &names {
+        // The README's command, as written: text output, the bundled targets and ABI beside it.
+        let path = format!("tests/fixtures/neverc/{name}");
+        let output = run(&["check", "--phase-schema", &path]);
+        let stdout = text(&output.stdout);
+        assert!(output.status.success(), "{path}: {}", text(&output.stderr));
+        assert!(
+            stdout.contains(&format!("phase schema {path} (schema_version ")),
+            "{stdout}"
+        );
+        assert!(stdout.contains("state machines: none declared"), "{path}: {stdout}");
+        // The bundled ABI is still checked, against the schema it derives from.
+        assert!(
+            stdout.contains("plugin ABI (6 file(s)), derived from PhaseSchema.json: valid"),
+            "{path}: {stdout}"
+        );
+        let output = run(&["check", "--phase-schema", &path, "--format", "json"]);
+        let report = json(&output);
+        assert!(output.status.success(), "{path}: {}", report["diagnostics"]);
+        assert_eq!(report["ok"], true);
+        assert_eq!(report["phase_schema"]["file"], path.as_str());
+        assert!(report["phase_schema"]["state_machines"].as_array().unwrap().is_empty());
+        assert_eq!(report["plugin_abi"].as_array().unwrap().len(), 6, "{path}");
+        assert_eq!(report["plugin_abi_phase_schema"], "PhaseSchema.json", "{path}");
+        if name == "PhaseSchema.json" {
+            assert_eq!(report["phase_schema"]["phases"], 130);
+            assert_eq!(report["phase_schema"]["domains"].as_object().unwrap().len(), 13);
+            assert_eq!(report["phase_schema"]["sealed_gates"].as_array().unwrap().len(), 14);
+        }
+    }
+
+    // A broken copy of the newest version still fails, with its problem located in the user's file.
+    let dir = scratch!("cli-published-broken");
+    let mut document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures.join("PhaseSchema.json")).unwrap()).unwrap();
+    let first_id = document["phases"][0]["id"].clone();
+    document["phases"][1]["id"] = first_id;
+    let broken = dir.join("PhaseSchema.json");
+    std::fs::write(&broken, serde_json::to_string_pretty(&document).unwrap()).unwrap();
+    let output = run(&["check", "--phase-schema", broken.to_str().unwrap(), "--format", "json"]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let report = json(&output);
+    assert_eq!(report["ok"], false);
+    let diagnostics = report["diagnostics"].as_array().unwrap();
+    assert!(!diagnostics.is_empty());
+    assert!(
+        diagnostics
+            .iter()
+            .all(|diagnostic| diagnostic["file"] == broken.to_str().unwrap()),
+        "{report}"
+    );
+
+    // Paired explicitly with a published schema, the bundled ABI lacks its `link` state machine there.
     let oldest = fixtures.join("PhaseSchema.d8e95a6.json");
-    let output = run(&["check", "--phase-schema", oldest.to_str().unwrap(), "--format", "json"]);
+    let output = run(&[
+        "check",
+        "--phase-schema",
+        oldest.to_str().unwrap(),
+        "--abi",
+        "abi",
+        "--format",
+        "json",
+    ]);
     assert_eq!(output.status.code(), Some(1));
     let report = json(&output);
     assert_eq!(report["diagnostics"][0]["rule"], "abi-source", "{report}");
     assert_eq!(report["diagnostics"][0]["file"], "abi/link.toml", "{report}");
-    let mut seen = 0;
-    for entry in std::fs::read_dir(&fixtures).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_none_or(|ext| ext != "json") {
-            continue;
-        }
+
+    // Without ABI files, every published schema is valid.
+    let no_abi = scratch!("cli-no-abi");
+    for name in &names {
+        let path = fixtures.join(name);
         let output = run(&[
             "check",
             "--phase-schema",
@@ -186,18 +255,9 @@ fn check_accepts_every_published_neverc_schema() {
             "--format",
             "json",
         ]);
-        let report = json(&output);
         assert!(!text(&output.stderr).contains("panicked"));
-        assert!(output.status.success(), "{}: {}", path.display(), report["diagnostics"]);
-        assert!(report["phase_schema"]["state_machines"].as_array().unwrap().is_empty());
-        if path.file_name().unwrap() == "PhaseSchema.json" {
-            assert_eq!(report["phase_schema"]["phases"], 130);
-            assert_eq!(report["phase_schema"]["domains"].as_object().unwrap().len(), 13);
-            assert_eq!(report["phase_schema"]["sealed_gates"].as_array().unwrap().len(), 14);
-        }
-        seen += 1;
+        assert!(output.status.success(), "{name}: {}", json(&output)["diagnostics"]);
     }
-    assert_eq!(seen, 7);
 }
 
 /// A copy of the declarations with five independent mistakes, one of each kind the issue names.

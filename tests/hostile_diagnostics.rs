@@ -188,3 +188,103 @@ fn duplicate_case_ids_are_refused_within_and_across_files() {
     assert_eq!(output.status.code(), Some(1), "{}", text(&output.stdout));
     assert!(text(&output.stderr).contains("is in both"), "{}", text(&output.stderr));
 }
+
+/// The characters a terminal acts on that a diagnostic must not print raw: C0 controls other than the
+/// newlines and tabs of its own layout, DEL, and the C1 controls (U+0080 to U+009F, U+009B being CSI).
+fn raw_controls(printed: &str) -> Vec<char> {
+    printed
+        .chars()
+        .filter(|c| c.is_control() && *c != '\n' && *c != '\t')
+        .collect()
+}
+
+/// Item 13 of issue 23: user data in diagnostics carries no raw control bytes to the terminal. A symbol name
+/// with an ESC sequence, a CR and a C1 CSI (from clang-14, which writes any name), file names with an OSC
+/// title sequence, a spec with an ESC sequence, a phase schema and a linker script with raw ESC bytes in
+/// their text: each error names them with the controls escaped (`\x1b`, `\r`, `\u{9b}`), and JSON output
+/// escapes them too while keeping the value.
+#[test]
+fn item_13_control_bytes_of_user_data_are_escaped_in_diagnostics() {
+    let dir = scratch!("hostile-control-bytes");
+    let bin = env!("CARGO_BIN_EXE_neverc-spec");
+    let checked = |output: &Output, what: &str| -> String {
+        assert_no_panic(output);
+        let stderr = text(&output.stderr);
+        assert!(!output.status.success(), "{what}: {stderr}");
+        assert_eq!(raw_controls(&stderr), Vec::<char>::new(), "{what}: {stderr:?}");
+        stderr
+    };
+
+    // An undefined symbol named with an ESC sequence, a CR and a C1 CSI, in an object whose file name
+    // carries an OSC sequence that would retitle the terminal.
+    std::fs::write(
+        dir.join("u.c"),
+        "extern int evil(void) __asm__(\"\\x1b[31mevil\\r\\xc2\\x9b\" \"2J\");\nvoid _start(void) { evil(); }\n",
+    )
+    .unwrap();
+    let object = "u\u{1b}]0;owned\u{7}.o";
+    let compiled = run_in("clang-14", &dir, &["-c", "-O2", "-fno-pie", "u.c", "-o", object]);
+    assert!(compiled.status.success(), "clang-14: {}", text(&compiled.stderr));
+    // Through `link` and the `ld` driver, the undefined symbol and the object referring to it are named
+    // escaped, and so is a file that cannot be read.
+    let missing = "gone\u{1b}[2J\r.o";
+    for command in ["link", "ld"] {
+        for (input, expected) in [
+            (object, [r"\x1b[31mevil\r\u{9b}2J", r"u\x1b]0;owned\x07.o"]),
+            (missing, [r"gone\x1b[2J\r.o", "cannot read"]),
+        ] {
+            let output = run_in(bin, &dir, &[command, "-static", "-o", "a.out", input]);
+            let stderr = checked(&output, &format!("{command} {input:?}"));
+            for expected in expected {
+                assert!(stderr.contains(expected), "{command}: {expected}: {stderr}");
+            }
+        }
+    }
+
+    // A spec in a caret diagnostic (miette's snippet of the spec and its message).
+    let output = run(&[
+        "cc",
+        "plan",
+        "--target",
+        "x86_64",
+        "--spec",
+        "gpr:\u{1b}[31mrcx",
+        "--sig",
+        "i32 (i32)",
+    ]);
+    let stderr = checked(&output, "spec");
+    assert!(stderr.contains(r"\x1b[31mrcx"), "{stderr}");
+
+    // A phase schema with raw ESC bytes and a CR inside a string: the snippet of its line is escaped, and
+    // the file name in the header line too.
+    let schema = dir.join("schema\u{1b}[1m.json");
+    std::fs::write(
+        &schema,
+        "{\n  \"schema_version\": 1,\n  \"phases\": \"\u{1b}[31mred\r\"\n}\n",
+    )
+    .unwrap();
+    let output = run(&["check", "--phase-schema", schema.to_str().unwrap()]);
+    let stderr = checked(&output, "phase schema");
+    assert!(stderr.contains(r"schema\x1b[1m.json"), "{stderr}");
+    assert!(stderr.contains(r"\x1b[31mred\r"), "{stderr}");
+
+    // A linker script with an ESC sequence where a command belongs (the `ld` driver's snippet).
+    std::fs::write(dir.join("evil.ld"), "GROUP ( a.o )\n\u{1b}[31mNOT_A_COMMAND ( b.o )\n").unwrap();
+    let output = run_in(bin, &dir, &["ld", "-static", "-o", "a.out", "evil.ld"]);
+    let stderr = checked(&output, "linker script");
+    assert!(stderr.contains(r"\x1b[31mNOT_A_COMMAND"), "{stderr}");
+
+    // JSON keeps the value and prints no raw control either (serde escapes C0; DEL and C1 too).
+    let query = "\u{9b}2J\u{7f}rcx\u{1b}";
+    let output = run(&["resolve", "--target", "x86_64", query, "--format", "json"]);
+    assert_no_panic(&output);
+    let stdout = text(&output.stdout);
+    assert_eq!(raw_controls(&stdout), Vec::<char>::new(), "{stdout:?}");
+    let rows: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(rows[0]["query"], query, "{stdout}");
+    // The text answer names the query escaped.
+    let output = run(&["resolve", "--target", "x86_64", query]);
+    let stdout = text(&output.stdout);
+    assert_eq!(raw_controls(&stdout), Vec::<char>::new(), "{stdout:?}");
+    assert!(stdout.contains(r"\u{9b}2J\x7frcx\x1b -> not a register"), "{stdout}");
+}

@@ -102,6 +102,18 @@ pub struct LowerReport<'t> {
     pub outgoing: Vec<&'t str>,
     /// Calls between planned functions of the module, now calls of the bodies.
     pub direct_calls: usize,
+    /// Functions that carry a `neverc-callconv` spec but no plan, in module order: the module was not
+    /// materialized (`cc materialize`), so they keep the standard convention and nothing follows their specs.
+    pub unmaterialized: Vec<SpecWithoutPlan<'t>>,
+}
+
+/// A function with a spec and no plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecWithoutPlan<'t> {
+    /// `@name` as written.
+    pub function: &'t str,
+    /// The line of its header.
+    pub line: usize,
 }
 
 /// The lowered module text and the report.
@@ -126,6 +138,20 @@ struct Planned {
     call_target: Option<u32>,
     /// Used other than by such calls, so its symbol is declared.
     referenced: bool,
+}
+
+/// Whether `function` carries a spec (a `"neverc-callconv"` attribute, inline or in its group, or an
+/// `annotate("neverc-callconv=…")`) but no plan.
+fn spec_without_plan(module: &Module<'_>, groups: &FxHashMap<u32, usize>, function: &FunctionHeader<'_>) -> bool {
+    let inline = module.inline_attributes.get(function.inline_attributes as usize);
+    let group = groups
+        .get(&function.group)
+        .map(|index| &module.attribute_groups[*index]);
+    let planned = inline.is_some_and(|inline| inline.plan.is_some()) || group.is_some_and(|group| group.plan.is_some());
+    let specified = inline.is_some_and(|inline| inline.spec.is_some())
+        || group.is_some_and(|group| group.spec.is_some())
+        || module.annotations.contains_key(function.name);
+    specified && !planned
 }
 
 /// Whether `text[range]` is the convention (`cc 1000`).
@@ -202,6 +228,11 @@ pub fn lower_to<'t>(
     let mut planned_hashes: Vec<u64> = Vec::new();
     // Names lowering would make, if the module has them already.
     let mut taken_names: FxHashMap<&'t str, ()> = FxHashMap::default();
+    // Specs only materialization turns into plans: a module without any has no function to warn about.
+    let has_specs = !module.annotations.is_empty()
+        || module.inline_attributes.iter().any(|inline| inline.spec.is_some())
+        || module.attribute_groups.iter().any(|group| group.spec.is_some());
+    let mut unmaterialized = Vec::new();
     for (index, function) in module.functions.iter().enumerate() {
         // `@f.neverc_body` and `@"f.neverc_body"` name the same symbol: names are compared bare.
         if matches!(function.name.as_bytes().last(), Some(b'y' | b't' | b'"')) {
@@ -210,10 +241,16 @@ pub fn lower_to<'t>(
                 taken_names.insert(bare, ());
             }
         }
-        let Some(convention) = function.convention() else {
-            continue;
-        };
-        if !is_convention(text, convention) {
+        if !function
+            .convention()
+            .is_some_and(|convention| is_convention(text, convention))
+        {
+            if has_specs && spec_without_plan(&module, &groups, function) {
+                unmaterialized.push(SpecWithoutPlan {
+                    function: function.name,
+                    line: function.line as usize,
+                });
+            }
             continue;
         }
         let line = function.line as usize;
@@ -284,7 +321,10 @@ pub fn lower_to<'t>(
         line: 0,
         error,
     })?;
-    let mut report = LowerReport::default();
+    let mut report = LowerReport {
+        unmaterialized,
+        ..LowerReport::default()
+    };
     // Local bodies are called from assembly only, which optimizers do not see: `@llvm.compiler.used` keeps
     // them. Global bodies are hidden symbols of their own, which no optimizer removes.
     let opaque = uses_opaque_pointers(text);
@@ -1166,6 +1206,31 @@ mod tests {
                 .any(|line| line.starts_with("movsbl ") && line.ends_with(", %eax")),
             "{narrow:#?}"
         );
+    }
+
+    #[test]
+    fn functions_with_specs_and_no_plans_are_reported_and_planned_ones_are_not() {
+        let x86 = neverc_tables::target_by_name("x86_64").unwrap();
+        // `@inline` and `@grouped` carry specs only (inline and through a group); `@planned` has its plan.
+        let module = format!(
+            "target triple = \"x86_64-unknown-linux-gnu\"\n\n\
+             define i32 @plain(i32 %0) {{\n  ret i32 %0\n}}\n\n\
+             define i32 @inline(i32 %0) \"neverc-callconv\"=\"gpr:rcx\" {{\n  ret i32 %0\n}}\n\n\
+             define i32 @grouped(i32 %0) #0 {{\n  ret i32 %0\n}}\n\n\
+             define cc 1000 i32 @planned(i32 %0) #1 {{\n  ret i32 %0\n}}\n\n\
+             attributes #0 = {{ \"neverc-callconv\"=\"gpr:rcx\" }}\n\
+             attributes #1 = {{ \"neverc-callconv\"=\"gpr:rcx\" \"neverc-cc-plan-v1\"=\"{}\" }}\n",
+            "neverc-cc-plan-v1;schema=llvm-x86_64-unknown-linux-gnu;target=0:0;cc=0:0;stack=16;returns=r,0,0,4,4,51,0,0;arguments=r,0,0,4,4,54,0,0;callee-saved="
+        );
+        let lowered = lower(&module, x86).unwrap();
+        assert_eq!(lowered.report.incoming, ["@planned"]);
+        let unmaterialized: Vec<(&str, usize)> = lowered
+            .report
+            .unmaterialized
+            .iter()
+            .map(|unplanned| (unplanned.function, unplanned.line))
+            .collect();
+        assert_eq!(unmaterialized, [("@inline", 7), ("@grouped", 11)]);
     }
 
     #[test]

@@ -821,9 +821,10 @@ impl LinkGraph {
     }
 }
 
-/// The alignment an input's `sh_addralign` (or a common symbol's alignment) stands for, as ld.bfd reads it:
-/// 0 means 1 (as ELF says), and a value that is not a power of two counts as its lowest set bit (3 as 1,
-/// 24 as 8), which is the largest power of two it is a multiple of.
+/// The alignment an input's `sh_addralign` (or a common symbol's alignment) stands for: 0 means 1 (as ELF
+/// says). The reader refuses a section alignment that is not a power of two, as ld.lld does; any other value
+/// that is not one (a common symbol's) counts as its lowest set bit (3 as 1, 24 as 8), the largest power of
+/// two it is a multiple of, as ld.bfd reads it.
 pub fn effective_alignment(raw: u64) -> u64 {
     if raw == 0 { 1 } else { raw & raw.wrapping_neg() }
 }

@@ -80,6 +80,17 @@ pub(crate) fn read_object(graph: &mut LinkGraph, input: InputId, phase: u16) -> 
             continue;
         }
         let section_name = section.name().unwrap_or("").to_string();
+        // `sh_addralign` 0 means no constraint; any other value must be a power of two. ld.bfd reads an odd
+        // value as its lowest set bit, ld.lld refuses the object: so do we, since such an object is broken
+        // and no reading of it is the one its producer meant.
+        let raw_alignment = section.align();
+        if raw_alignment > 1 && !raw_alignment.is_power_of_two() {
+            return Err(ReadError::new(
+                &name,
+                format!("section `{section_name}`: sh_addralign {raw_alignment} is not a power of 2"),
+            ));
+        }
+        let alignment = crate::graph::effective_alignment(raw_alignment);
         let size = section.size();
         let content = if matches!(kind, SectionKind::UninitializedData | SectionKind::UninitializedTls) {
             Content::ZeroFill
@@ -117,7 +128,7 @@ pub(crate) fn read_object(graph: &mut LinkGraph, input: InputId, phase: u16) -> 
             section: Some(section_id),
             name: section_name.clone(),
             flags: atom_bits,
-            alignment: crate::graph::effective_alignment(section.align()),
+            alignment,
             address: 0,
             file_offset: 0,
             zero_fill: if content == Content::ZeroFill { size } else { 0 },
@@ -131,7 +142,7 @@ pub(crate) fn read_object(graph: &mut LinkGraph, input: InputId, phase: u16) -> 
             name: section_name,
             kind,
             flags,
-            alignment: crate::graph::effective_alignment(section.align()),
+            alignment,
             address: 0,
             file_offset: 0,
             size,
