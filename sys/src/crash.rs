@@ -73,11 +73,6 @@ impl PluginName {
         text.push(b')');
         PluginName { text: text.into() }
     }
-
-    /// The name as the line gives it.
-    pub fn text(&self) -> std::borrow::Cow<'_, str> {
-        String::from_utf8_lossy(&self.text)
-    }
 }
 
 /// Appends `bytes`, at most [`PART_LIMIT`] of them, with control characters as `?`.
