@@ -4,7 +4,10 @@
 //! order the phases run; an interceptor wraps every interceptable transition through its continuation and
 //! the output is byte-identical to the link without it; a continuation called twice or with a forged context
 //! is refused; a skipper skips `relocate` only with the proof it was offered. A failing observer fails the
-//! link naming the plugin and its status, and the previous output stays as it was.
+//! link naming the plugin and its status, and the previous output stays as it was. Hostile plugins (issue 23,
+//! items 10 to 12): out-structures smaller than the host's get ABI_MISMATCH and no byte past their size, a
+//! chain of interceptors past the bound is refused at registration, and a plugin that crashes the process is
+//! named on stderr before the process dies of the signal.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -596,4 +599,219 @@ fn a_c_lto_provider_gets_statuses_for_stale_forged_and_short_requests() {
         notes.iter().any(|note| note.starts_with("codegen: 2 modules")),
         "{notes:?}"
     );
+}
+
+/// Links with `plugins` given `arguments` and checks that every slot `whats` names answered the `plugin`'s
+/// structure of 16 bytes (the header alone) and its structure of 8 (less than the header) with ABI_MISMATCH,
+/// and wrote no byte past either (describe.h's NARROW lines).
+fn assert_narrow_answers(plugins: &[&Path], arguments: &[String], output: &Path, plugin: &str, whats: &[&str]) {
+    let linked = link_with(plugins, arguments, output);
+    assert!(linked.status.success(), "{}", text(&linked.stderr));
+    let lines: Vec<String> = text(&linked.stderr)
+        .lines()
+        .filter_map(|line| line.strip_prefix(&format!("note: plugin `{plugin}`: narrow ")))
+        .map(str::to_string)
+        .collect();
+    let abi_mismatch = neverc_tables::status::StatusCode::AbiMismatch.raw();
+    let expected: Vec<String> = whats
+        .iter()
+        .flat_map(|what| [16, 8].map(|size| format!("{what} size={size} -> {abi_mismatch} guard=intact")))
+        .collect();
+    assert_eq!(lines, expected);
+}
+
+/// Issue 23, item 10: the host wrote a whole structure of its own (56 bytes and more) into out-structures a
+/// plugin said were 16 bytes, and read a 16-byte page as a whole page (taking the bytes after it for its
+/// `Data`, capacity and stride, which crashed the link with SIGSEGV). Every slot that writes a versioned
+/// structure into a plugin's memory (the phase API's graph and image, the graph's summary, an entity's info,
+/// the proof's, the image's summary, a page of entities or of segments, and an LTO provider's request, module,
+/// resolution and pages) now checks the `StructSize` first: ABI_MISMATCH, and not one byte written.
+#[test]
+fn item_10_the_host_writes_nothing_past_the_struct_size_a_plugin_declares() {
+    let dir = scratch!("c-plugin-narrow");
+    let narrow = dir.join("narrow.so");
+    build_c_plugin(&repo().join("plugin-host/tests/fixtures/narrow.c"), &narrow, &[]);
+    // After emit_image the phase has an image; the verifier's image follows in image_verify.
+    assert_narrow_answers(
+        &[&narrow],
+        &[format!("org.example.narrow:observe={}", id("neverc.link.emit_image"))],
+        &dir.join("a.out"),
+        "org.example.narrow",
+        &[
+            "get-graph",
+            "get-image",
+            "graph-info",
+            "proof-info",
+            "image-info",
+            "symbol-info",
+            "symbol-page",
+            "segment-page",
+            "verifier-image-info",
+            "verifier-segment-page",
+        ],
+    );
+    runs_as_the_fixture(&dir.join("a.out"));
+    assert_narrow_answers(
+        &[&lto_provider(&dir, &["MODE_NARROW"])],
+        &[],
+        &dir.join("b.out"),
+        "org.example.lto2",
+        &[
+            "get-request",
+            "module-info",
+            "resolution-info",
+            "module-page",
+            "resolution-page",
+        ],
+    );
+}
+
+/// Issue 23, item 11: 4,000 interceptors of one plugin on one phase nested 4,000 deep on the stack and
+/// aborted the link (exit 134, "thread 'main' has overflowed its stack"). A phase takes at most
+/// `MAX_INTERCEPTORS_PER_PHASE`: the next one is refused at registration with RESOURCE_EXHAUSTED, and a
+/// plugin that fails its registration over it fails the link as a bad plugin request (exit 1), naming the
+/// plugin, the phase and the bound. A chain as long as the bound links as the plain link does.
+#[test]
+fn item_11_a_phase_refuses_interceptors_past_its_bound_instead_of_overflowing_the_stack() {
+    use neverc_link::plugin::MAX_INTERCEPTORS_PER_PHASE;
+    let dir = scratch!("c-plugin-many-interceptors");
+    let plugin = chain(&dir, &[]);
+    let gc = format!("intercept={}", id("neverc.link.gc"));
+    let refused = link_with(
+        &[&plugin],
+        &chain_arguments(&[gc.clone(), "repeat=4000".into()]),
+        &dir.join("refused.out"),
+    );
+    let stderr = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    let error = stderr
+        .lines()
+        .find(|line| line.starts_with("error: "))
+        .unwrap_or_default();
+    for part in [
+        "plugin `org.example.chain`",
+        "RESOURCE_EXHAUSTED",
+        &format!("`neverc.link.gc` already has {MAX_INTERCEPTORS_PER_PHASE} interceptors"),
+        &format!("at most {MAX_INTERCEPTORS_PER_PHASE}"),
+    ] {
+        assert!(error.contains(part), "{part}: {stderr}");
+    }
+    assert!(!dir.join("refused.out").exists());
+    // The longest chain a phase may have runs, each interceptor through its continuation.
+    let plain = dir.join("plain.out");
+    assert!(link_with(&[], &[], &plain).status.success());
+    let bounded = dir.join("bounded.out");
+    let linked = link_with(
+        &[&plugin],
+        &chain_arguments(&[gc, format!("repeat={MAX_INTERCEPTORS_PER_PHASE}")]),
+        &bounded,
+    );
+    assert!(linked.status.success(), "{}", text(&linked.stderr));
+    let continued = format!("continued {} -> 0", low("neverc.link.gc"));
+    assert_eq!(
+        notes(&linked).iter().filter(|note| **note == continued).count(),
+        MAX_INTERCEPTORS_PER_PHASE
+    );
+    assert_eq!(std::fs::read(&plain).unwrap(), std::fs::read(&bounded).unwrap());
+}
+
+/// Issue 23, item 12: a plugin that crashed the linker (SIGSEGV, SIGABRT, SIGBUS, SIGILL, SIGFPE, or a stack
+/// overflow) killed it without a word of which plugin. The process still dies of the signal, with the same
+/// status, but first writes one line naming the plugin (id and path) and what it was doing; before the plugin
+/// said its id, the line names its library's path. A stack overflow in the plugin is named too (the standard
+/// library then reports the overflow and aborts, as before).
+#[test]
+fn item_12_a_plugin_that_crashes_the_process_is_named_before_it_dies_of_the_signal() {
+    use std::os::unix::process::ExitStatusExt as _;
+    let dir = scratch!("c-plugin-crasher");
+    let plugin = dir.join("crasher.so");
+    build_c_plugin(&repo().join("plugin-host/tests/fixtures/crasher.c"), &plugin, &[]);
+    let fatal = |output: &Output| -> Vec<String> {
+        text(&output.stderr)
+            .lines()
+            .filter(|line| line.starts_with("fatal: "))
+            .map(str::to_string)
+            .collect()
+    };
+    let output = dir.join("a.out");
+    std::fs::write(&output, b"the previous output").unwrap();
+    for (how, signal, name) in [
+        ("segv", libc_signal::SEGV, "SIGSEGV"),
+        ("abort", libc_signal::ABRT, "SIGABRT"),
+        ("bus", libc_signal::BUS, "SIGBUS"),
+        ("ill", libc_signal::ILL, "SIGILL"),
+        ("fpe", libc_signal::FPE, "SIGFPE"),
+        ("overflow", libc_signal::ABRT, "SIGSEGV"),
+    ] {
+        let crashed = link_with(
+            &[&plugin],
+            &[
+                format!("org.example.crasher:crash={how}"),
+                format!("org.example.crasher:observe={}", id("neverc.link.gc")),
+            ],
+            &output,
+        );
+        assert_eq!(
+            crashed.status.signal(),
+            Some(signal),
+            "{how}: {}",
+            text(&crashed.stderr)
+        );
+        assert_eq!(
+            fatal(&crashed),
+            [format!(
+                "fatal: {name} in plugin `org.example.crasher` ({}), in its observer of neverc.link.gc",
+                plugin.display()
+            )],
+            "{how}: {}",
+            text(&crashed.stderr)
+        );
+        assert_eq!(std::fs::read(&output).unwrap(), b"the previous output");
+    }
+    // In its registration (`audit --plugin`), and in its entry point, before it said its id.
+    for (at, callee) in [
+        (
+            "register",
+            format!("plugin `org.example.crasher` ({}), in its Register", plugin.display()),
+        ),
+        (
+            "entry",
+            format!("plugin {}, in its neverc_plugin_entry", plugin.display()),
+        ),
+    ] {
+        let crashed = Command::new(BIN)
+            .current_dir(repo())
+            .args(["audit", "--plugin"])
+            .arg(&plugin)
+            .args(["--plugin-arg", &format!("org.example.crasher:at={at}")])
+            .output()
+            .unwrap();
+        assert_eq!(
+            crashed.status.signal(),
+            Some(libc_signal::SEGV),
+            "{at}: {}",
+            text(&crashed.stderr)
+        );
+        assert_eq!(fatal(&crashed), [format!("fatal: SIGSEGV in {callee}")], "{at}");
+    }
+    // A plugin that does not crash leaves no such line.
+    let linked = link_with(
+        &[&plugin],
+        &[
+            "org.example.crasher:at=nowhere".to_string(),
+            format!("org.example.crasher:observe={}", id("neverc.link.gc")),
+        ],
+        &output,
+    );
+    assert!(linked.status.success(), "{}", text(&linked.stderr));
+    assert!(fatal(&linked).is_empty());
+}
+
+/// The numbers of the signals item 12 expects (Linux's, as the exit status 128 + N shows them).
+mod libc_signal {
+    pub const ILL: i32 = 4;
+    pub const ABRT: i32 = 6;
+    pub const BUS: i32 = 7;
+    pub const FPE: i32 = 8;
+    pub const SEGV: i32 = 11;
 }

@@ -447,6 +447,7 @@ fn part_types(spelling: &Spelling<'_>, parts: &[LoadedAbiPart], index: usize) ->
             "doc": c_doc(&item.doc),
             "rust_doc": format!(" {} (`{}`).", item.doc, c_name(&item.name)),
             "plain": plain,
+            "versioned": !item.primitive,
             "fields": fields,
         }));
     }

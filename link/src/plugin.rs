@@ -2,7 +2,8 @@
 //! to observe it, intercept it, replace it or skip it with a proof — and providers (a linker provider that
 //! replaces `full`, an object-merge provider, additive binary-image verifiers). Every request is checked
 //! against the phase's declared policy; a request the policy does not allow fails with `POLICY_VIOLATION`
-//! naming the phase and the missing capability. The same check serves plugin manifests.
+//! naming the phase and the missing capability. The same check serves plugin manifests. A phase's chain of
+//! interceptors is bounded ([`MAX_INTERCEPTORS_PER_PHASE`]): each runs inside the one before it.
 
 pub use neverc_tables::policy::{
     Capability, ObserverPoint, ProviderKind, Request, check_phase_request, check_request, policy_names,
@@ -11,7 +12,32 @@ use neverc_tables::{PhaseRecord, PhaseTables};
 
 use crate::frame::{PhaseFrame, Proof};
 use crate::image::{ImageLayout, SparseBytes};
-use crate::status::Status;
+use crate::status::{Status, StatusCode};
+
+/// The most interceptors one phase may have, of all plugins together.
+///
+/// An interceptor's continuation runs the rest of the chain inside the interceptor's own call (for a C plugin,
+/// inside its C frame), so a chain is as deep on the stack as it is long: in a debug build one level of a C
+/// plugin's chain takes 8 to 16 KiB of the thread's stack, and a chain of 1,000 overflowed the main thread's
+/// 8 MiB (the process aborted). 64 is far more than a link puts on one phase, and under 1 MiB of stack even in
+/// a debug build, within the 2 MiB of a spawned thread. The interceptor past it is refused at registration
+/// with RESOURCE_EXHAUSTED.
+pub const MAX_INTERCEPTORS_PER_PHASE: usize = 64;
+
+/// Whether `phase`, which has `registered` interceptors, may have one more: RESOURCE_EXHAUSTED naming the
+/// phase and the bound when it has [`MAX_INTERCEPTORS_PER_PHASE`] already.
+pub fn check_interceptor_bound(phase: &str, registered: usize) -> Result<(), Status> {
+    if registered < MAX_INTERCEPTORS_PER_PHASE {
+        return Ok(());
+    }
+    Err(Status::new(
+        StatusCode::ResourceExhausted,
+        format!(
+            "`{phase}` already has {registered} interceptors, and a phase may have at most \
+             {MAX_INTERCEPTORS_PER_PHASE} (each runs inside the one before it, on the stack)"
+        ),
+    ))
+}
 
 /// An observer: a read-only frame.
 pub type Observer = Box<dyn FnMut(&mut PhaseFrame<'_>) -> Result<(), Status>>;
@@ -79,6 +105,15 @@ impl Registrar<'_> {
     fn add(&mut self, phase: &str, request: Request, hook: Hook) -> Result<(), Status> {
         let record = check_phase_request(self.tables, phase, request)?;
         let phase = self.phase_index(record);
+        if request == Request::Intercept {
+            let chain = self
+                .registry
+                .registrations
+                .iter()
+                .filter(|registration| registration.phase == phase && matches!(registration.hook, Hook::Intercept(_)))
+                .count();
+            check_interceptor_bound(record.name, chain)?;
+        }
         self.registry.registrations.push(Registration {
             plugin: self.plugin,
             phase,

@@ -54,11 +54,14 @@ impl Conventions {
     /// Releases the registered conventions' user data (for a registration that uses none: a link, an
     /// audit) and returns what was asked: each registered convention's name with its acceptance, then each
     /// refused descriptor with its refusal.
-    pub(crate) fn release(self) -> Vec<(String, Result<(), Status>)> {
+    pub(crate) fn release(self, plugin: &LoadedPlugin) -> Vec<(String, Result<(), Status>)> {
         let mut asked = Vec::new();
         for convention in self.registered {
             if let Some(destroy) = convention.destroy {
-                destroy.call((convention.user_data,));
+                destroy.call(
+                    plugin.callee("DestroyUserData of calling convention ", &convention.name),
+                    (convention.user_data,),
+                );
             }
             asked.push((convention.name, Ok(())));
         }
@@ -301,7 +304,11 @@ impl Drop for ConventionPlugin {
     fn drop(&mut self) {
         for convention in self.conventions.drain(..) {
             if let Some(destroy) = convention.destroy {
-                destroy.call((convention.user_data,));
+                destroy.call(
+                    self.plugin
+                        .callee("DestroyUserData of calling convention ", &convention.name),
+                    (convention.user_data,),
+                );
             }
         }
     }
@@ -327,6 +334,7 @@ impl ConventionPlugin {
             return Err(ConventionError::Plugin(PluginError::Register {
                 plugin: loaded.plugin.id.clone(),
                 status: describe(status),
+                refusal: None,
             }));
         }
         Ok(loaded)
@@ -590,7 +598,8 @@ impl PlanCallingConvention for CConvention<'_> {
             flags: 0,
             reserved: [0, 0],
         };
-        let status = callback.call((self.registered.user_data, &c_query, &mut plan));
+        let callee = self.plugin.plugin.callee("PlanCallingConvention for ", query.function);
+        let status = callback.call(callee, (self.registered.user_data, &c_query, &mut plan));
         if status.code != OK.code {
             return Err(PlanFailure::Status(status.code));
         }

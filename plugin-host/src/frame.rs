@@ -20,13 +20,13 @@ use std::ffi::c_void;
 
 use neverc_link::frame::{Mutation, PhaseFrame};
 use neverc_link::graph::EntityKind;
-use neverc_sys::plugin::{read_in, write_out};
 use neverc_sys::scoped::CallError;
 use neverc_tables::PhaseTables;
 use neverc_tables::plugin_abi::ffi;
 use neverc_tables::status::{Status, StatusCode};
 
-use crate::status::{OK, c_status, guarded};
+use crate::memory::{read_struct, write_struct};
+use crate::status::{OK, c_answer, c_status, guarded};
 
 pub(crate) use crate::views::{NO_ELEMENTS as NO_EXTENSIONS, header};
 pub(crate) use handles::Scope;
@@ -231,7 +231,8 @@ pub(crate) fn serve<'n>(
         }
         FrameRequest::Continue(slot) => {
             let result = match next {
-                Some(next) => next(frame),
+                // The rest of the chain is the host's work (until it enters the next plugin).
+                Some(next) => neverc_sys::crash::outside_plugins(|| next(frame)),
                 None => Err(Status::new(
                     StatusCode::InvalidState,
                     "only an interceptor has a continuation",
@@ -373,8 +374,9 @@ pub(crate) fn deliver_page(
     page: *mut ffi::LinkEntityPage,
     request: impl FnOnce(ffi::LinkEntityPage) -> FrameRequest,
 ) -> ffi::Status {
-    let Some(given) = read_in(page) else {
-        return c_status(StatusCode::InvalidArgument);
+    let given = match read_struct(page.cast_const()) {
+        Ok(given) => given,
+        Err(code) => return c_status(code),
     };
     let mut request = request(given);
     if let Err(code) = ask(task, &mut request) {
@@ -385,10 +387,7 @@ pub(crate) fn deliver_page(
         _ => None,
     };
     match answer {
-        Some(Ok(filled)) => {
-            write_out(page, filled);
-            OK
-        }
+        Some(Ok(filled)) => c_answer(write_struct(page, filled)),
         Some(Err(code)) => c_status(code),
         None => c_status(StatusCode::InvalidState),
     }
@@ -403,8 +402,9 @@ pub(crate) extern "C" fn get_graph(
     out: *mut ffi::LinkPhaseGraphInfo,
 ) -> ffi::Status {
     guarded(|| {
-        let Some(frame) = read_in(frame) else {
-            return c_status(StatusCode::InvalidArgument);
+        let frame = match read_struct(frame) {
+            Ok(frame) => frame,
+            Err(code) => return c_status(code),
         };
         let mut request = FrameRequest::PhaseGraph(None);
         if let Err(code) = ask(frame.task.0, &mut request) {
@@ -413,11 +413,7 @@ pub(crate) extern "C" fn get_graph(
         let FrameRequest::PhaseGraph(Some(answer)) = request else {
             return c_status(StatusCode::InvalidState);
         };
-        if write_out(out, answer) {
-            OK
-        } else {
-            c_status(StatusCode::InvalidArgument)
-        }
+        c_answer(write_struct(out, answer))
     })
 }
 
@@ -439,13 +435,7 @@ pub(crate) extern "C" fn get_graph_info(
         match request {
             FrameRequest::GraphInfo {
                 answer: Some(Ok(info)), ..
-            } => {
-                if write_out(out, info) {
-                    OK
-                } else {
-                    c_status(StatusCode::InvalidArgument)
-                }
-            }
+            } => c_answer(write_struct(out, info)),
             FrameRequest::GraphInfo {
                 answer: Some(Err(code)),
                 ..

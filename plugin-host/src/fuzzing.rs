@@ -16,6 +16,9 @@
 //! The slot list is written by hand over the generated tables (one entry a slot, in declaration order); a
 //! test checks it has as many entries as the generated `LinkApi` has slots, so a slot added to the
 //! declaration fails the test until it is listed.
+// The driver plays the plugin: it writes its own out-structures and pages into its own arena, as a C plugin
+// would, not through the host's `memory` module.
+#![allow(clippy::disallowed_methods)]
 
 use std::any::Any;
 use std::cell::RefCell;
@@ -956,7 +959,19 @@ where
         panic!("a null slot in a table the host hands out");
     };
     let arguments = F::Arguments::fuzzed(source);
-    slot.call(arguments)
+    slot.call(driver(), arguments)
+}
+
+/// The driver as the caller of the host's slots: it plays the plugin, so a crash report would name it.
+fn driver() -> neverc_sys::crash::Callee<'static> {
+    static NAME: std::sync::OnceLock<neverc_sys::crash::PluginName> = std::sync::OnceLock::new();
+    neverc_sys::crash::Callee {
+        plugin: NAME.get_or_init(|| {
+            neverc_sys::crash::PluginName::new("the link_api fuzzing driver", std::ffi::OsStr::new(file!()))
+        }),
+        what: "call of a host slot",
+        subject: "",
+    }
 }
 
 /// Calls a slot with the arguments given; a null slot answers CAPABILITY_UNAVAILABLE.
@@ -965,7 +980,7 @@ where
     F: CFunction<Output = ffi::Status>,
 {
     slot.map_or(crate::status::c_status(StatusCode::CapabilityUnavailable), |slot| {
-        slot.call(arguments)
+        slot.call(driver(), arguments)
     })
 }
 

@@ -3,7 +3,9 @@
 //! interface lookup, and the phase registrar through which a plugin asks for phases — every request checked
 //! by `check_phase_request`, the same function Rust plugins and manifests go through.
 //!
-//! Every crossing into C goes through `neverc_sys::plugin`; this crate has no `unsafe` code. The contexts the
+//! Every crossing into C goes through `neverc_sys::plugin` (every call naming its callee, for the line a crash
+//! writes: `neverc_sys::crash`), and every write into a plugin's memory through `memory`, which checks a
+//! structure's `StructSize` first; this crate has no `unsafe` code. The contexts the
 //! host hands to C are tokens looked up in a per-thread table, never pointers: a forged or stale context is
 //! refused with a status, and a callback from another thread finds nothing.
 
@@ -16,6 +18,7 @@ pub mod fuzzing;
 mod link;
 mod load;
 mod lto;
+mod memory;
 mod registrar;
 mod status;
 mod views;

@@ -8,6 +8,7 @@ use std::ffi::c_void;
 
 use neverc_link::frame::PhaseFrame;
 use neverc_link::plugin::{LinkPlugin, Registrar};
+use neverc_sys::crash::{Callee, PluginName};
 use neverc_sys::plugin::CFunction;
 use neverc_tables::plugin_abi::ffi;
 use neverc_tables::policy::Request;
@@ -69,17 +70,24 @@ fn answer(plugin: &str, what: &str, status: ffi::Status) -> Result<(), Status> {
     ))
 }
 
-/// Lends `frame` (and an interceptor's `next`) for one call into C, which gets the C frame and the token;
-/// returns what C returned and the chain's result if the continuation ran.
+/// Lends `frame` (and an interceptor's `next`) for one call into C, which gets the C frame and the token
+/// and calls the plugin's callback as `what` of the frame's phase (the callee a crash report names); returns
+/// what C returned and the chain's result if the continuation ran.
 fn with_frame(
     frame: &mut PhaseFrame<'_>,
-    service: Service,
+    (service, name, what): (Service, &PluginName, &str),
     mut next: Option<neverc_link::plugin::Continuation<'_>>,
-    call: impl FnOnce(&ffi::PhaseFrame, u64) -> ffi::Status,
+    call: impl FnOnce(Callee<'_>, &ffi::PhaseFrame, u64) -> ffi::Status,
 ) -> (ffi::Status, Option<Result<(), Status>>) {
+    let phase_name = frame.phase();
+    let callee = Callee {
+        plugin: name,
+        what,
+        subject: phase_name,
+    };
     let phase = service
         .tables
-        .phase_by_name(frame.phase())
+        .phase_by_name(phase_name)
         .map(|record| ffi::InterfaceId {
             high: record.id.high,
             low: record.id.low,
@@ -94,7 +102,7 @@ fn with_frame(
                 chain.get_or_insert(result);
             }
         };
-        neverc_sys::scoped::lend(&mut body, |token| call(&c_frame(phase, token), token))
+        neverc_sys::scoped::lend(&mut body, |token| call(callee, &c_frame(phase, token), token))
     };
     // What the callback left open is abandoned; what it staged in the image is published.
     state.finish(frame);
@@ -118,7 +126,7 @@ impl LinkPlugin for CPlugin {
             let Some(record) = tables.phase_by_name(&asked.phase) else {
                 continue;
             };
-            let (phase, id) = (record.name, self.plugin.id.clone());
+            let (phase, id, name) = (record.name, self.plugin.id.clone(), self.plugin.name.clone());
             match (asked.request, hook) {
                 (Some(Request::Observe(point)), Hook::Observer(Some(observer), user_data)) => {
                     registrar.observe(
@@ -126,7 +134,9 @@ impl LinkPlugin for CPlugin {
                         point,
                         Box::new(move |frame| {
                             let status =
-                                with_frame(frame, service, None, |c_frame, _| observer.call((user_data, c_frame)));
+                                with_frame(frame, (service, &name, "observer of "), None, |callee, c_frame, _| {
+                                    observer.call(callee, (user_data, c_frame))
+                                });
                             answer(&id, "observer", status.0)
                         }),
                     )?;
@@ -136,7 +146,9 @@ impl LinkPlugin for CPlugin {
                         phase,
                         Box::new(move |frame| {
                             let status =
-                                with_frame(frame, service, None, |c_frame, _| provider.call((user_data, c_frame)));
+                                with_frame(frame, (service, &name, "provider of "), None, |callee, c_frame, _| {
+                                    provider.call(callee, (user_data, c_frame))
+                                });
                             answer(&id, "provider", status.0)
                         }),
                     )?;
@@ -145,9 +157,16 @@ impl LinkPlugin for CPlugin {
                     registrar.intercept(
                         phase,
                         Box::new(move |frame, next| {
-                            let (status, chain) = with_frame(frame, service, Some(next), |c_frame, token| {
+                            let site = (service, &name, "interceptor of ");
+                            let (status, chain) = with_frame(frame, site, Some(next), |callee, c_frame, token| {
                                 let continuation: ffi::PhaseContinueFn = Some(continue_chain);
-                                interceptor.call((user_data, c_frame, continuation, token as usize as *mut c_void))
+                                let arguments = (
+                                    user_data,
+                                    c_frame as *const ffi::PhaseFrame,
+                                    continuation,
+                                    token as usize as *mut c_void,
+                                );
+                                interceptor.call(callee, arguments)
                             });
                             match (answer(&id, "interceptor", status), chain) {
                                 (Ok(()), _) => Ok(()),
@@ -172,9 +191,10 @@ impl LinkPlugin for CPlugin {
                                 None => ffi::Handle::default(),
                             };
                             let mut claimed = ffi::Handle::default();
-                            let (status, _) = with_frame(frame, service, None, |c_frame, _| {
-                                skipper.call((user_data, c_frame, handle, &mut claimed as *mut ffi::Handle))
-                            });
+                            let (status, _) =
+                                with_frame(frame, (service, &name, "skipper of "), None, |callee, c_frame, _| {
+                                    skipper.call(callee, (user_data, c_frame, handle, &mut claimed as *mut ffi::Handle))
+                                });
                             // Only the handle offered in this call stands for the current proof.
                             offered.filter(|_| status.code == 0 && claimed == handle)
                         }),
@@ -189,14 +209,20 @@ impl LinkPlugin for CPlugin {
                                 owner: TASK_OWNER,
                                 value: token,
                             });
-                            verify.call((user_data, task, std::ptr::null::<ffi::LinkRequest>(), &info as *const _))
+                            let callee = Callee {
+                                plugin: &name,
+                                what: "image verifier",
+                                subject: "",
+                            };
+                            let arguments = (user_data, task, std::ptr::null::<ffi::LinkRequest>(), &info as *const _);
+                            verify.call(callee, arguments)
                         });
                         answer(&id, "image verifier", status)
                     }))?;
                 }
                 (None, Hook::LtoProvider(descriptor)) => {
                     let provider =
-                        crate::lto::CLtoProvider::bound(descriptor, self.plugin.alive(), self.plugin.library());
+                        crate::lto::CLtoProvider::bound(descriptor, self.plugin.alive(), self.plugin.library(), name);
                     registrar
                         .lto_code_generator(neverc_link::lto::provider::SharedProvider(std::rc::Rc::new(provider)))?;
                 }

@@ -5,7 +5,8 @@ use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use neverc_sys::plugin::{CFunction, PluginLibrary, copy_view, write_out};
+use neverc_sys::crash::{Callee, PluginName};
+use neverc_sys::plugin::{CFunction, PluginLibrary, copy_view};
 use neverc_tables::plugin_abi::ffi;
 use neverc_tables::plugin_abi::host::{ARTIFACT, HOST};
 use neverc_tables::plugin_abi::link::{LINK, LINK_PHASE, LINK_REGISTRAR};
@@ -14,7 +15,8 @@ use neverc_tables::plugin_abi::target::CALLING_CONVENTION;
 use neverc_tables::status::StatusCode;
 
 use crate::context::{self, Entry};
-use crate::status::{OK, c_status, code_of, describe, guarded};
+use crate::memory::write_plain;
+use crate::status::{OK, c_answer, c_status, code_of, describe, guarded};
 
 /// The symbol every plugin exports.
 pub const ENTRY_SYMBOL: &str = "neverc_plugin_entry";
@@ -57,8 +59,16 @@ pub enum PluginError {
         code: StatusCode,
         message: String,
     },
-    #[error("plugin `{plugin}`: its registration failed with {status}")]
-    Register { plugin: String, status: String },
+    #[error(
+        "plugin `{plugin}`: its registration failed with {status}{}",
+        refusal.as_ref().map(|refusal| format!(" after the host refused a request: {refusal}")).unwrap_or_default()
+    )]
+    Register {
+        plugin: String,
+        status: String,
+        /// The last request the host refused during the registration, in words.
+        refusal: Option<String>,
+    },
 }
 
 impl PluginError {
@@ -85,6 +95,8 @@ pub struct LoadedPlugin {
     pub id: String,
     pub version: String,
     pub path: PathBuf,
+    /// How a crash report names it.
+    pub(crate) name: PluginName,
     pub(crate) register: RegisterFn,
     pub(crate) user_data: *mut c_void,
     destroy: Option<DestroyFn>,
@@ -118,13 +130,22 @@ impl LoadedPlugin {
     pub(crate) fn library(&self) -> Rc<PluginLibrary> {
         Rc::clone(&self.library)
     }
+
+    /// A call into the plugin's code: its `what` about `subject` (named if the call crashes the process).
+    pub(crate) fn callee<'a>(&'a self, what: &'a str, subject: &'a str) -> Callee<'a> {
+        Callee {
+            plugin: &self.name,
+            what,
+            subject,
+        }
+    }
 }
 
 impl Drop for LoadedPlugin {
     fn drop(&mut self) {
         self.alive.set(false);
         if let Some(destroy) = self.destroy {
-            destroy.call((self.user_data,));
+            destroy.call(self.callee("DestroyUserData", ""), (self.user_data,));
         }
         context::remove(self.host_context);
     }
@@ -336,13 +357,10 @@ extern "C" fn query_interface(
         if major != record.major || minimum_minor > record.minor {
             return c_status(StatusCode::VersionMismatch);
         }
-        if !write_out(out_table, table as *mut c_void) {
-            return c_status(StatusCode::InvalidArgument);
-        }
-        OK
+        c_answer(write_plain(out_table, table as *mut c_void))
     });
     if status.code != OK.code {
-        write_out(out_table, std::ptr::null_mut());
+        let _ = write_plain(out_table, std::ptr::null_mut());
     }
     status
 }
@@ -392,7 +410,8 @@ impl DescriptorBuffer {
         };
         let header = header::<ffi::PluginDescriptor>(1, 0);
         let capacity = u32::try_from(buffer.words.len() * 8).unwrap_or(u32::MAX);
-        write_out(
+        // The buffer is the host's own, at least a descriptor large: the write cannot fail.
+        let _ = write_plain(
             buffer.pointer().cast::<ffi::AbiTableHeader>(),
             ffi::AbiTableHeader {
                 struct_size: capacity,
@@ -474,8 +493,14 @@ pub fn load(path: &Path, arguments: &[PluginArgument]) -> Result<LoadedPlugin, P
         context::remove(host_context);
         error
     };
+    // The plugin has not said its id yet: its entry point is named by the library's path.
+    let callee = Callee {
+        plugin: library.name(),
+        what: ENTRY_SYMBOL,
+        subject: "",
+    };
     let mut buffer = DescriptorBuffer::new(0);
-    let mut status = entry.call((&bootstrap, buffer.pointer()));
+    let mut status = entry.call(callee, (&bootstrap, buffer.pointer()));
     let asked = buffer
         .read()
         .map_or(0, |descriptor| descriptor.header.struct_size as usize);
@@ -487,7 +512,7 @@ pub fn load(path: &Path, arguments: &[PluginArgument]) -> Result<LoadedPlugin, P
             )));
         }
         buffer = DescriptorBuffer::new(asked);
-        status = entry.call((&bootstrap, buffer.pointer()));
+        status = entry.call(callee, (&bootstrap, buffer.pointer()));
     }
     if status.code != OK.code {
         return Err(release(PluginError::Entry {
@@ -529,6 +554,7 @@ pub fn load(path: &Path, arguments: &[PluginArgument]) -> Result<LoadedPlugin, P
         ))
     })?;
     Ok(LoadedPlugin {
+        name: PluginName::new(&id, path.as_os_str()),
         id,
         version,
         path: path.to_path_buf(),

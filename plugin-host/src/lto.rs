@@ -13,15 +13,15 @@ use std::rc::Rc;
 use neverc_link::lto::ProviderFlags;
 use neverc_link::lto::provider::{KeySize, LtoCandidate, LtoObject, LtoProvider, ProviderError};
 use neverc_link::lto::request::LtoRequest;
-use neverc_sys::plugin::{
-    CFunction, PluginLibrary, copy_view, fill_buffer, read_elements, read_in, write_element, write_out,
-};
+use neverc_sys::crash::{Callee, PluginName};
+use neverc_sys::plugin::{CFunction, PluginLibrary, copy_view, fill_buffer, read_elements, write_element};
 use neverc_sys::scoped::CallError;
 use neverc_tables::plugin_abi::ffi;
 use neverc_tables::status::StatusCode;
 use sha2::{Digest as _, Sha256};
 
-use crate::status::{OK, c_status, describe, guarded};
+use crate::memory::{read_struct, write_plain, write_struct};
+use crate::status::{OK, c_answer, describe, guarded};
 use crate::views::{NO_BYTES, NO_ELEMENTS, header, view};
 
 /// The longest provider id, compatibility key, object name or cache key the host reads.
@@ -79,10 +79,7 @@ pub(crate) struct LtoDescriptor {
 /// Reads a descriptor a plugin handed to `RegisterProvider`: ABI_MISMATCH for one smaller than this host's,
 /// INVALID_DESCRIPTOR for texts that are not views of UTF-8.
 pub(crate) fn read_descriptor(descriptor: *const ffi::LtoProviderDescriptor) -> Result<LtoDescriptor, StatusCode> {
-    let descriptor = read_in(descriptor).ok_or(StatusCode::InvalidArgument)?;
-    if (descriptor.header.struct_size as usize) < std::mem::size_of::<ffi::LtoProviderDescriptor>() {
-        return Err(StatusCode::AbiMismatch);
-    }
+    let descriptor = read_struct(descriptor)?;
     let text = |view: ffi::StringView| {
         copy_view(view.data.cast(), view.length, TEXT_LIMIT)
             .and_then(|bytes| String::from_utf8(bytes).ok())
@@ -104,43 +101,65 @@ pub(crate) fn read_descriptor(descriptor: *const ffi::LtoProviderDescriptor) -> 
 pub(crate) struct CLtoProvider {
     descriptor: LtoDescriptor,
     target: String,
-    alive: Option<Rc<Cell<bool>>>,
-    _library: Option<Rc<PluginLibrary>>,
+    /// The plugin, when the provider may call it.
+    plugin: Option<Bound>,
+}
+
+/// The plugin a provider calls: whether it is still loaded, its library (kept loaded) and its name.
+struct Bound {
+    alive: Rc<Cell<bool>>,
+    _library: Rc<PluginLibrary>,
+    name: PluginName,
 }
 
 impl CLtoProvider {
     /// The provider as registration checks it: nothing is called and nothing is released.
     pub(crate) fn unbound(descriptor: LtoDescriptor) -> CLtoProvider {
-        CLtoProvider::new(descriptor, None, None)
+        CLtoProvider::new(descriptor, None)
     }
 
     /// The provider of a loaded plugin: it may be called while the plugin is loaded, and releases its user
     /// data when dropped.
-    pub(crate) fn bound(descriptor: LtoDescriptor, alive: Rc<Cell<bool>>, library: Rc<PluginLibrary>) -> CLtoProvider {
-        CLtoProvider::new(descriptor, Some(alive), Some(library))
+    pub(crate) fn bound(
+        descriptor: LtoDescriptor,
+        alive: Rc<Cell<bool>>,
+        library: Rc<PluginLibrary>,
+        name: PluginName,
+    ) -> CLtoProvider {
+        let plugin = Bound {
+            alive,
+            _library: library,
+            name,
+        };
+        CLtoProvider::new(descriptor, Some(plugin))
     }
 
-    fn new(
-        descriptor: LtoDescriptor,
-        alive: Option<Rc<Cell<bool>>>,
-        library: Option<Rc<PluginLibrary>>,
-    ) -> CLtoProvider {
+    fn new(descriptor: LtoDescriptor, plugin: Option<Bound>) -> CLtoProvider {
         let target = format!("{:#018x}:{:#018x}", descriptor.target.high, descriptor.target.low);
         CLtoProvider {
             descriptor,
             target,
-            alive,
-            _library: library,
+            plugin,
         }
     }
 
-    fn loaded(&self) -> Result<(), ProviderError> {
-        match &self.alive {
-            Some(alive) if alive.get() => Ok(()),
+    /// The plugin's name, while it is loaded.
+    fn loaded(&self) -> Result<&PluginName, ProviderError> {
+        match &self.plugin {
+            Some(plugin) if plugin.alive.get() => Ok(&plugin.name),
             _ => Err(ProviderError::new(format!(
                 "the plugin of LTO provider `{}` is not loaded",
                 self.descriptor.id
             ))),
+        }
+    }
+
+    /// A call of the provider's `what` (named if the call crashes the process).
+    fn callee<'a>(name: &'a PluginName, what: &'a str) -> Callee<'a> {
+        Callee {
+            plugin: name,
+            what,
+            subject: "",
         }
     }
 }
@@ -167,10 +186,11 @@ pub(crate) fn lend<R>(
 
 impl Drop for CLtoProvider {
     fn drop(&mut self) {
-        if self.alive.as_ref().is_some_and(|alive| alive.get()) {
-            if let Some(destroy) = self.descriptor.destroy {
-                destroy.call((self.descriptor.user_data,));
-            }
+        if let (Ok(name), Some(destroy)) = (self.loaded(), self.descriptor.destroy) {
+            destroy.call(
+                CLtoProvider::callee(name, "LTO provider's DestroyUserData"),
+                (self.descriptor.user_data,),
+            );
         }
     }
 }
@@ -197,7 +217,7 @@ impl LtoProvider for CLtoProvider {
     }
 
     fn build_cache_key(&self, request: &LtoRequest, buffer: &mut [u8]) -> Result<KeySize, ProviderError> {
-        self.loaded()?;
+        let name = self.loaded()?;
         let build = self
             .descriptor
             .build_cache_key
@@ -208,13 +228,16 @@ impl LtoProvider for CLtoProvider {
         };
         let mut size = 0u64;
         let (status, _, _) = lend(request, |_, task, c_request| {
-            build.call((
-                self.descriptor.user_data,
-                task,
-                c_request as *const _,
-                key,
-                &mut size as *mut u64,
-            ))
+            build.call(
+                CLtoProvider::callee(name, "LTO provider's BuildCacheKey"),
+                (
+                    self.descriptor.user_data,
+                    task,
+                    c_request as *const _,
+                    key,
+                    &mut size as *mut u64,
+                ),
+            )
         });
         if status.code != OK.code {
             return Err(ProviderError::new(format!(
@@ -231,7 +254,7 @@ impl LtoProvider for CLtoProvider {
     }
 
     fn codegen(&self, request: &LtoRequest) -> Result<LtoCandidate, ProviderError> {
-        self.loaded()?;
+        let name = self.loaded()?;
         let codegen = self
             .descriptor
             .codegen
@@ -247,12 +270,15 @@ impl LtoProvider for CLtoProvider {
             producer_route_digest: [0; 32],
         };
         let (status, token, created) = lend(request, |_, task, c_request| {
-            codegen.call((
-                self.descriptor.user_data,
-                task,
-                c_request as *const _,
-                &mut candidate as *mut ffi::LtoProductCandidate,
-            ))
+            codegen.call(
+                CLtoProvider::callee(name, "LTO provider's Codegen"),
+                (
+                    self.descriptor.user_data,
+                    task,
+                    c_request as *const _,
+                    &mut candidate as *mut ffi::LtoProductCandidate,
+                ),
+            )
         });
         if status.code != OK.code {
             return Err(ProviderError::new(format!("its Codegen returned {}", describe(status))));
@@ -571,17 +597,7 @@ fn ask(task: ffi::TaskHandle, call: &mut LtoCall) -> Result<u64, StatusCode> {
 
 /// Runs a slot: the status of its result.
 fn slot(body: impl FnOnce() -> Result<(), StatusCode>) -> ffi::Status {
-    guarded(|| match body() {
-        Ok(()) => OK,
-        Err(code) => c_status(code),
-    })
-}
-
-/// Writes an out-parameter: INVALID_ARGUMENT when it is null.
-fn out<T: Copy>(pointer: *mut T, value: T) -> Result<(), StatusCode> {
-    write_out(pointer, value)
-        .then_some(())
-        .ok_or(StatusCode::InvalidArgument)
+    guarded(|| c_answer(body()))
 }
 
 pub(crate) extern "C" fn get_request(
@@ -597,12 +613,12 @@ pub(crate) extern "C" fn get_request(
         let LtoCall::Request(Some(answer)) = call else {
             return Err(StatusCode::InvalidState);
         };
-        out(out_request, answer)
+        write_struct(out_request, answer)
     })
 }
 
 /// Reads one element a handle of `kind` names: `make` asks for it, `take` finds the answer in the call.
-fn info_slot<T: Copy>(
+fn info_slot<T: ffi::Versioned>(
     task: ffi::TaskHandle,
     (entity, kind): (ffi::Handle, Kind),
     out_info: *mut T,
@@ -612,7 +628,7 @@ fn info_slot<T: Copy>(
     slot(|| {
         let mut call = make(index_of(entity, task.0.owner, kind)?);
         ask(task, &mut call)?;
-        out(out_info, take(call).ok_or(StatusCode::InvalidState)??)
+        write_struct(out_info, take(call).ok_or(StatusCode::InvalidState)??)
     })
 }
 
@@ -661,7 +677,7 @@ fn page_slot(
 ) -> ffi::Status {
     slot(|| {
         index_of(request.0, task.0.owner, Kind::Request)?;
-        let caller = read_in(page.cast_const()).ok_or(StatusCode::InvalidArgument)?;
+        let caller = read_struct(page.cast_const())?;
         let mut call = make(caller);
         ask(task, &mut call)?;
         let (LtoCall::ModulePage {
@@ -673,7 +689,7 @@ fn page_slot(
         else {
             return Err(StatusCode::InvalidState);
         };
-        out(page, answer?)
+        write_struct(page, answer?)
     })
 }
 
@@ -728,7 +744,7 @@ pub(crate) extern "C" fn read_artifact(
         else {
             return Err(StatusCode::InvalidState);
         };
-        out(out_size, answer?)
+        write_plain(out_size, answer?)
     })
 }
 
@@ -750,7 +766,7 @@ pub(crate) extern "C" fn create_artifact(
         else {
             return Err(StatusCode::InvalidState);
         };
-        out(out_artifact, ffi::ArtifactHandle(artifact))
+        write_plain(out_artifact, ffi::ArtifactHandle(artifact))
     })
 }
 

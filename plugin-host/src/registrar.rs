@@ -3,6 +3,7 @@
 
 use std::ffi::c_void;
 
+use neverc_link::plugin::check_interceptor_bound;
 use neverc_sys::plugin::CFunction;
 use neverc_tables::PhaseTables;
 use neverc_tables::plugin_abi::ffi;
@@ -122,7 +123,21 @@ fn ask(
                 StatusCode::InvalidArgument,
                 format!("a request on `{text}` without a callback"),
             )),
-            (Ok(request), Some(name)) => check_phase_request(tables, name, *request).map(|_| ()),
+            (Ok(request), Some(name)) => check_phase_request(tables, name, *request).and_then(|_| {
+                if *request != Request::Intercept {
+                    return Ok(());
+                }
+                // The bound on a chain, for the interceptors this registration asked for so far (the link's
+                // registrar checks it again over every plugin's).
+                let chain = registration
+                    .asked
+                    .iter()
+                    .filter(|(asked, _)| {
+                        asked.phase == text && asked.request == Some(Request::Intercept) && asked.answer.is_ok()
+                    })
+                    .count();
+                check_interceptor_bound(name, chain)
+            }),
         };
         let status = c_result(&answer);
         registration.asked.push((
@@ -226,12 +241,10 @@ pub(crate) extern "C" fn register_binary_image_verifier(
     descriptor: *const ffi::BinaryImageVerifierDescriptor,
 ) -> ffi::Status {
     guarded(|| {
-        let Some(descriptor) = neverc_sys::plugin::read_in(descriptor) else {
-            return c_status(StatusCode::InvalidArgument);
+        let descriptor = match crate::memory::read_struct(descriptor) {
+            Ok(descriptor) => descriptor,
+            Err(code) => return c_status(code),
         };
-        if (descriptor.header.struct_size as usize) < std::mem::size_of::<ffi::BinaryImageVerifierDescriptor>() {
-            return c_status(StatusCode::AbiMismatch);
-        }
         let (phase, request) = ProviderKind::ImageVerifier.request();
         // The phase's id in the tables this registration checks against (an unknown context finds none and
         // is refused by `ask`).
@@ -319,7 +332,7 @@ pub(crate) fn run_registration(
     let (registered, status) = registration_of(plugin, tables)?;
     let mut asked = registered.asked;
     // A link or an audit uses no calling convention: they are listed, and their user data is released.
-    for (name, answer) in registered.conventions.release() {
+    for (name, answer) in registered.conventions.release(plugin) {
         asked.push((
             AskedPhase {
                 phase: String::new(),
@@ -333,9 +346,16 @@ pub(crate) fn run_registration(
         ));
     }
     if status.code != 0 {
+        // A registration that fails after a refusal most likely fails because of it: the refusal says why.
+        let refusal = asked
+            .iter()
+            .rev()
+            .find_map(|(asked, _)| asked.answer.as_ref().err())
+            .map(|refused| refused.message.clone());
         return Err(PluginError::Register {
             plugin: plugin.id.clone(),
             status: describe(status),
+            refusal,
         });
     }
     Ok(asked)
@@ -367,11 +387,14 @@ pub(crate) fn registration_of(
         replace: Some(replace),
         skip_with_proof: Some(skip_with_proof),
     };
-    let status = plugin.register.call((plugin.user_data, &table, registration));
+    let status = plugin
+        .register
+        .call(plugin.callee("Register", ""), (plugin.user_data, &table, registration));
     let Some(Entry::Registration(registered)) = context::remove(registration) else {
         return Err(PluginError::Register {
             plugin: plugin.id.clone(),
             status: "a registration the host lost track of".to_string(),
+            refusal: None,
         });
     };
     Ok((registered, status))

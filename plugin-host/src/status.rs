@@ -27,6 +27,14 @@ pub(crate) fn c_result(result: &Result<(), Status>) -> ffi::Status {
     }
 }
 
+/// The C status of a host answer that is a code or nothing.
+pub(crate) fn c_answer(result: Result<(), StatusCode>) -> ffi::Status {
+    match result {
+        Ok(()) => OK,
+        Err(code) => c_status(code),
+    }
+}
+
 /// The code a plugin returned: one the ABI declares, or `None`.
 pub(crate) fn code_of(status: ffi::Status) -> Option<StatusCode> {
     StatusCode::from_raw(status.code)

@@ -1,7 +1,8 @@
 //! The only crate of neverc-spec with `unsafe` code; every other crate forbids it.
 //!
 //! It maps input files into memory ([`MappedFile`]), and it crosses into plugins written in C ([`plugin`]:
-//! loading their libraries, calling their functions, reading and writing the memory they point at). Input
+//! loading their libraries, calling their functions, reading and writing the memory they point at), naming
+//! the plugin that was running when a fatal signal ends the process ([`crash`]). Input
 //! files are mapped read-only: an input that is mapped is neither zeroed, nor copied,
 //! nor freed, and only the pages the link touches are ever read (an archive's unused members never are).
 //! On the real-programs benchmark this took a glibc static link from 59 to ~50 ms (BENCHMARKS.md).
@@ -9,6 +10,7 @@
 //! Every `unsafe` block carries a `// SAFETY:` line; `unsafe_op_in_unsafe_fn` is denied.
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod crash;
 pub mod plugin;
 pub mod scoped;
 

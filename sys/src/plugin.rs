@@ -5,13 +5,19 @@
 //! declared type, a pointer to as many bytes as it says): a plugin that breaks the ABI can crash the process,
 //! as with any host of native plugins. What the host can check — null pointers, lengths beyond a limit — is
 //! checked here, and the callers check everything else (sizes, versions, handles) before they trust a value.
+//! Every call into a plugin's code (its library's initializers and finalizers, every function pointer) runs
+//! under `crash::enter`, so that a plugin that crashes the process is named first.
 
 use std::ffi::OsStr;
 use std::fmt;
 
+use crate::crash::{Callee, PluginName, enter};
+
 /// A plugin's shared library, loaded for as long as the value lives.
 pub struct PluginLibrary {
-    library: libloading::Library,
+    /// Taken when the value is dropped, to be unloaded under `crash::enter`.
+    library: Option<libloading::Library>,
+    name: PluginName,
 }
 
 /// Why a library or one of its functions could not be loaded.
@@ -32,24 +38,55 @@ impl std::error::Error for LibraryError {}
 impl PluginLibrary {
     /// Loads the shared library at `path` (with `RTLD_NOW`, through `dlopen`).
     pub fn open(path: &OsStr) -> Result<PluginLibrary, LibraryError> {
+        let name = PluginName::of_library(path);
+        let callee = Callee {
+            plugin: &name,
+            what: "library's initializers",
+            subject: "",
+        };
         // SAFETY: loading a library runs its initializers. The user named this library as a plugin, which
         // is their statement that it is one, as for any host of native plugins.
-        let library = unsafe { libloading::Library::new(path) }.map_err(|error| LibraryError {
+        let library = enter(callee, || unsafe { libloading::Library::new(path) }).map_err(|error| LibraryError {
             message: error.to_string(),
         })?;
-        Ok(PluginLibrary { library })
+        Ok(PluginLibrary {
+            library: Some(library),
+            name,
+        })
+    }
+
+    /// The library's name in a crash report: its path (the plugin has not said its id yet).
+    pub fn name(&self) -> &PluginName {
+        &self.name
     }
 
     /// The exported function `name`, as the function pointer type `F` the plugin ABI declares for it.
     pub fn function<F: CFunction>(&self, name: &str) -> Result<F, LibraryError> {
+        let library = self.library.as_ref().ok_or_else(|| LibraryError {
+            message: "the library is being unloaded".to_string(),
+        })?;
         let mut symbol = name.as_bytes().to_vec();
         symbol.push(0);
         // SAFETY: `F` is a function pointer type (`CFunction` is implemented for nothing else), and the
         // plugin ABI declares the symbol's type; a library exporting the name with another type breaks it.
-        let found = unsafe { self.library.get::<F>(&symbol) };
+        let found = unsafe { library.get::<F>(&symbol) };
         found.map(|function| *function).map_err(|error| LibraryError {
             message: error.to_string(),
         })
+    }
+}
+
+impl Drop for PluginLibrary {
+    fn drop(&mut self) {
+        if let Some(library) = self.library.take() {
+            let callee = Callee {
+                plugin: &self.name,
+                what: "library's finalizers",
+                subject: "",
+            };
+            // Unloading runs the library's finalizers.
+            enter(callee, || drop(library));
+        }
     }
 }
 
@@ -59,8 +96,9 @@ pub trait CFunction: Copy + private::Sealed {
     type Arguments;
     /// What the function returns.
     type Output;
-    /// Calls the function.
-    fn call(self, arguments: Self::Arguments) -> Self::Output;
+    /// Calls the function, a plugin's, with `callee` saying whose and for what (named if the call crashes
+    /// the process).
+    fn call(self, callee: Callee<'_>, arguments: Self::Arguments) -> Self::Output;
 }
 
 mod private {
@@ -76,11 +114,11 @@ macro_rules! c_function {
             type Output = R;
 
             #[allow(non_snake_case)]
-            fn call(self, ($($argument,)*): Self::Arguments) -> R {
+            fn call(self, callee: Callee<'_>, ($($argument,)*): Self::Arguments) -> R {
                 // SAFETY: the pointer is a function of this type that a plugin exported or handed over (the
                 // ABI declares its type), called with arguments of the declared types; what the plugin
                 // does with them is its side of the ABI.
-                unsafe { self($($argument),*) }
+                enter(callee, || unsafe { self($($argument),*) })
             }
         }
     };
@@ -113,7 +151,9 @@ pub fn copy_view(data: *const u8, length: u64, limit: usize) -> Option<Vec<u8>> 
     Some(bytes.to_vec())
 }
 
-/// Writes `value` through an out-parameter a plugin passed; `false` when the pointer is null.
+/// Writes `value` through an out-parameter a plugin passed; `false` when the pointer is null. It writes
+/// `size_of::<T>()` bytes: for a structure with a header, the caller first checks that the header's
+/// `StructSize` holds that many (plugin-host's `memory` module, the one caller).
 // The pointers come from plugins, across the trust boundary this module documents: the functions are not
 // `unsafe fn` so that the crates that call them keep forbidding `unsafe` code; the plugin ABI is the contract.
 #[allow(clippy::not_unsafe_ptr_arg_deref)]

@@ -16,7 +16,7 @@ use std::ffi::c_void;
 
 use neverc_link::frame::PhaseFrame;
 use neverc_link::image::{BoundedImageWriter, ImageLayout, SectionFlags, SegmentFlags, WriterError};
-use neverc_sys::plugin::{copy_view, write_out};
+use neverc_sys::plugin::copy_view;
 use neverc_tables::plugin_abi::ffi;
 use neverc_tables::plugin_abi::link::{BinaryImageState, BinarySegmentFlags, LinkOutputKind};
 use neverc_tables::plugin_abi::object::ObjectSectionFlags;
@@ -24,7 +24,8 @@ use neverc_tables::status::StatusCode;
 
 use super::infos::Place;
 use super::{Asked, FrameRequest, FrameState, NO_EXTENSIONS, answer_of, ask, deliver_page, flag, header, view};
-use crate::status::{OK, c_status, guarded};
+use crate::memory::{read_struct, write_plain, write_struct};
+use crate::status::{OK, c_answer, c_status, guarded};
 
 /// The owner of image handles handed to verifiers.
 pub(crate) const IMAGE_OWNER: u64 = 0x4e43_494d_4147_0001;
@@ -458,21 +459,16 @@ pub(crate) extern "C" fn get_image(
     out: *mut ffi::LinkPhaseImageInfo,
 ) -> ffi::Status {
     guarded(|| {
-        let Some(frame) = neverc_sys::plugin::read_in(frame) else {
-            return c_status(StatusCode::InvalidArgument);
+        let frame = match read_struct(frame) {
+            Ok(frame) => frame,
+            Err(code) => return c_status(code),
         };
         let mut request = FrameRequest::PhaseImage(None);
         if let Err(code) = ask(frame.task.0, &mut request) {
             return c_status(code);
         }
         match request {
-            FrameRequest::PhaseImage(Some(Ok(info))) => {
-                if write_out(out, info) {
-                    OK
-                } else {
-                    c_status(StatusCode::InvalidArgument)
-                }
-            }
+            FrameRequest::PhaseImage(Some(Ok(info))) => c_answer(write_struct(out, info)),
             FrameRequest::PhaseImage(Some(Err(code))) => c_status(code),
             _ => c_status(StatusCode::InvalidState),
         }
@@ -569,8 +565,8 @@ pub(crate) extern "C" fn binary_tell(
     out: *mut u64,
 ) -> ffi::Status {
     guarded(|| match operate(task, builder, BinaryOperation::Tell) {
-        Ok(BinaryAnswer::Position(position)) if write_out(out, position) => OK,
-        Ok(_) => c_status(StatusCode::InvalidArgument),
+        Ok(BinaryAnswer::Position(position)) => c_answer(write_plain(out, position)),
+        Ok(_) => c_status(StatusCode::InvalidState),
         Err(code) => c_status(code),
     })
 }
@@ -587,8 +583,8 @@ pub(crate) extern "C" fn binary_read_at(
 ) -> ffi::Status {
     guarded(
         || match operate(task, builder, BinaryOperation::ReadAt(offset, length)) {
-            Ok(BinaryAnswer::View(data, length)) if write_out(out, ffi::ByteView { data, length }) => OK,
-            Ok(_) => c_status(StatusCode::InvalidArgument),
+            Ok(BinaryAnswer::View(data, length)) => c_answer(write_plain(out, ffi::ByteView { data, length })),
+            Ok(_) => c_status(StatusCode::InvalidState),
             Err(code) => c_status(code),
         },
     )

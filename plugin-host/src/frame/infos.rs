@@ -5,13 +5,14 @@
 use std::ffi::c_void;
 
 use neverc_link::graph::{EntityKind, LinkGraph, MaterializationReason, Origin, SyntheticRole};
-use neverc_sys::plugin::{read_in, write_element, write_out};
+use neverc_sys::plugin::write_element;
 use neverc_tables::PhaseTables;
-use neverc_tables::plugin_abi::ffi;
+use neverc_tables::plugin_abi::ffi::{self, Versioned};
 use neverc_tables::status::StatusCode;
 
 use super::handles::Scope;
 use super::{NO_EXTENSIONS, empty_view, flag, header, view};
+use crate::memory::write_struct;
 
 /// Where an info goes: an element of a caller-owned page, or a caller's out-parameter (whose header's
 /// `StructSize` says how large it is).
@@ -22,25 +23,14 @@ pub(crate) enum Place {
 }
 
 impl Place {
-    /// Writes `value` there: INVALID_ARGUMENT for a null pointer, ABI_MISMATCH for an out-parameter whose
-    /// `StructSize` is smaller than the structure.
-    pub(crate) fn put<T: Copy>(self, value: T) -> Result<(), StatusCode> {
-        let written = match self {
-            Place::Element { data, stride, slot } => write_element(data, stride, slot, value),
-            Place::Out(out) => {
-                let Some(given) = read_in(out.cast_const().cast::<ffi::AbiTableHeader>()) else {
-                    return Err(StatusCode::InvalidArgument);
-                };
-                if (given.struct_size as usize) < std::mem::size_of::<T>() {
-                    return Err(StatusCode::AbiMismatch);
-                }
-                write_out(out.cast::<T>(), value)
-            }
-        };
-        if written {
-            Ok(())
-        } else {
-            Err(StatusCode::InvalidArgument)
+    /// Writes `value` there: INVALID_ARGUMENT for a null pointer or a stride smaller than the structure,
+    /// ABI_MISMATCH for an out-parameter whose `StructSize` is smaller than the structure.
+    pub(crate) fn put<T: Versioned>(self, value: T) -> Result<(), StatusCode> {
+        match self {
+            Place::Element { data, stride, slot } => write_element(data, stride, slot, value)
+                .then_some(())
+                .ok_or(StatusCode::InvalidArgument),
+            Place::Out(out) => write_struct(out.cast::<T>(), value),
         }
     }
 }

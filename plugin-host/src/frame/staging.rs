@@ -9,12 +9,13 @@ use std::ffi::c_void;
 
 use neverc_link::frame::{Mutation, PhaseFrame};
 use neverc_link::graph::EntityKind;
-use neverc_sys::plugin::{copy_view, read_in, write_out};
+use neverc_sys::plugin::copy_view;
 use neverc_tables::plugin_abi::ffi;
 use neverc_tables::status::{Status, StatusCode};
 
 use super::handles::Scope;
 use super::{FrameRequest, ask};
+use crate::memory::{read_struct, write_plain};
 use crate::status::{OK, c_status, guarded};
 
 /// The largest content `ReplaceAtomContent` takes (the content and its zero fill).
@@ -330,7 +331,7 @@ pub(crate) extern "C" fn begin_mutation(
     if status.code != OK.code {
         return status;
     }
-    if write_out(out, ffi::LinkMutationHandle(handle)) {
+    if write_plain(out, ffi::LinkMutationHandle(handle)).is_ok() {
         OK
     } else {
         // Nobody can name the mutation: it is abandoned at once.
@@ -452,12 +453,14 @@ pub(crate) extern "C" fn replace_atom_content(
     change(task, change_of).0
 }
 
-/// A constraint descriptor with its kind read, or `None` when either cannot be read.
-fn constraint_of(descriptor: *const ffi::LinkConstraintInfo) -> Option<(ffi::LinkConstraintInfo, String)> {
-    let descriptor = read_in(descriptor)?;
+/// A constraint descriptor with its kind read: INVALID_ARGUMENT when either cannot be read (ABI_MISMATCH for
+/// a short descriptor).
+fn constraint_of(descriptor: *const ffi::LinkConstraintInfo) -> Result<(ffi::LinkConstraintInfo, String), StatusCode> {
+    let descriptor = read_struct(descriptor)?;
     let kind = copy_view(descriptor.kind.data.cast(), descriptor.kind.length, KIND_LIMIT)
-        .and_then(|bytes| String::from_utf8(bytes).ok())?;
-    Some((descriptor, kind))
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .ok_or(StatusCode::InvalidArgument)?;
+    Ok((descriptor, kind))
 }
 
 /// `NevercLinkAPI.CreateConstraint`: the descriptor's `SubjectID` is the value of the constrained atom's
@@ -470,8 +473,9 @@ pub(crate) extern "C" fn create_constraint(
     descriptor: *const ffi::LinkConstraintInfo,
     out: *mut ffi::LinkConstraintHandle,
 ) -> ffi::Status {
-    let Some((descriptor, kind)) = constraint_of(descriptor) else {
-        return c_status(StatusCode::InvalidArgument);
+    let (descriptor, kind) = match constraint_of(descriptor) {
+        Ok(read) => read,
+        Err(code) => return c_status(code),
     };
     let (status, _) = change(
         task,
@@ -483,7 +487,7 @@ pub(crate) extern "C" fn create_constraint(
             required: descriptor.required != 0,
         },
     );
-    write_out(out, ffi::LinkConstraintHandle::default());
+    let _ = write_plain(out, ffi::LinkConstraintHandle::default());
     status
 }
 
@@ -498,12 +502,10 @@ pub(crate) extern "C" fn set_symbol_resolution(
     update: *const ffi::LinkSymbolResolutionUpdate,
 ) -> ffi::Status {
     use neverc_link::graph::{Binding, Definition, Visibility};
-    let Some(update) = read_in(update) else {
-        return c_status(StatusCode::InvalidArgument);
+    let update = match read_struct(update) {
+        Ok(update) => update,
+        Err(code) => return c_status(code),
     };
-    if (update.header.struct_size as usize) < std::mem::size_of::<ffi::LinkSymbolResolutionUpdate>() {
-        return c_status(StatusCode::AbiMismatch);
-    }
     let values = (
         Binding::from_raw(update.binding),
         Visibility::from_raw(update.visibility),
@@ -546,10 +548,7 @@ pub(crate) extern "C" fn retarget_edge(
 
 /// The role, section and atom of a synthetic's descriptor, or INVALID_ARGUMENT (ABI_MISMATCH for a short one).
 fn synthetic_of(descriptor: *const ffi::LinkSyntheticInfo) -> Result<(String, ffi::Handle, ffi::Handle), StatusCode> {
-    let descriptor = read_in(descriptor).ok_or(StatusCode::InvalidArgument)?;
-    if (descriptor.header.struct_size as usize) < std::mem::size_of::<ffi::LinkSyntheticInfo>() {
-        return Err(StatusCode::AbiMismatch);
-    }
+    let descriptor = read_struct(descriptor)?;
     let role = copy_view(descriptor.role.data.cast(), descriptor.role.length, KIND_LIMIT)
         .and_then(|bytes| String::from_utf8(bytes).ok())
         .filter(|role| !role.is_empty())
@@ -579,7 +578,7 @@ pub(crate) extern "C" fn create_synthetic(
         }
         Err(code) => c_status(code),
     };
-    write_out(out, ffi::LinkSyntheticHandle::default());
+    let _ = write_plain(out, ffi::LinkSyntheticHandle::default());
     status
 }
 
@@ -629,8 +628,9 @@ pub(crate) extern "C" fn replace_constraint(
     constraint: ffi::LinkConstraintHandle,
     descriptor: *const ffi::LinkConstraintInfo,
 ) -> ffi::Status {
-    let Some((descriptor, kind)) = constraint_of(descriptor) else {
-        return c_status(StatusCode::InvalidArgument);
+    let (descriptor, kind) = match constraint_of(descriptor) {
+        Ok(read) => read,
+        Err(code) => return c_status(code),
     };
     let change_of = Change::ReplaceConstraint {
         mutation: mutation.0,
