@@ -492,6 +492,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+    use std::sync::{Mutex, PoisonError};
 
     /// The tests that write outputs run one at a time: the registry of live temporaries is the process's.
     static SERIAL: Mutex<()> = Mutex::new(());
