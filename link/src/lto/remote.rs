@@ -60,8 +60,8 @@ const COPY_LIMIT: usize = 64 << 10;
 pub enum RemoteError {
     #[error("no Redis server was given (--lto-cache-url)")]
     NoServer,
-    #[error("`{url}` is not a Redis URL this client takes: {problem}")]
-    Url { url: String, problem: String },
+    #[error("not a Redis URL this client takes: {0}")]
+    Url(String),
     #[error("cannot resolve `{host}`: {source}")]
     Resolve { host: String, source: std::io::Error },
     #[error("`{host}` resolves to no address")]
@@ -113,10 +113,7 @@ struct Server {
 impl Server {
     /// The server `url` names.
     fn parse(url: &str) -> Result<Server, RemoteError> {
-        Server::parse_parts(url).map_err(|problem| RemoteError::Url {
-            url: shown_url(url),
-            problem,
-        })
+        Server::parse_parts(url).map_err(RemoteError::Url)
     }
 
     fn parse_parts(url: &str) -> Result<Server, String> {
@@ -349,13 +346,15 @@ fn connect(server: &Server, deadline: Instant) -> Result<TcpStream, RemoteError>
         host: server.host.clone(),
     });
     for address in addresses {
-        let Some(left) = limit
+        // An address there is no time left for fails as a connection that timed out.
+        let result = match limit
             .checked_duration_since(Instant::now())
             .filter(|left| !left.is_zero())
-        else {
-            break;
+        {
+            Some(left) => TcpStream::connect_timeout(&address, left),
+            None => Err(std::io::ErrorKind::TimedOut.into()),
         };
-        match TcpStream::connect_timeout(&address, left) {
+        match result {
             Ok(stream) => return Ok(stream),
             Err(source) => last = Err(RemoteError::Connect { address, source }),
         }
