@@ -129,3 +129,13 @@ printf '%s\n' 'OUTPUT_FORMAT(elf64-x86-64)' \
     > "$fuzz_dir/corpus/linker_script/libc.so"
 printf '%s\n' 'INPUT(-lfoo, "bar baz.o"); GROUP(a.a b.a)' > "$fuzz_dir/corpus/linker_script/mixed"
 printf '%s\n' '-o out "a b.o" '"'"'c\'"'"'d'"'"' e\ f @nested -lm' > "$fuzz_dir/corpus/response_file/quoted"
+
+# Redis replies, as the LTO cache's client reads them: three control bytes (the piece size, whether the limit is
+# small, the small limit) and then what a server sends: the replies to AUTH, SELECT, GET and SET, errors, nested
+# arrays, and a header that claims more than the limit.
+mkdir -p "$fuzz_dir/corpus/redis_reply"
+printf '\000\000\000+OK\r\n$5\r\nhello\r\n$-1\r\n' > "$fuzz_dir/corpus/redis_reply/get"
+printf '\003\000\000-WRONGPASS invalid username-password pair\r\n-NOAUTH Authentication required.\r\n' \
+    > "$fuzz_dir/corpus/redis_reply/errors"
+printf '\001\000\000*3\r\n:-9223372036854775808\r\n*2\r\n$0\r\n\r\n*-1\r\n*0\r\n:42\r\n' > "$fuzz_dir/corpus/redis_reply/arrays"
+printf '\007\001\004$2147483648\r\nAAAA' > "$fuzz_dir/corpus/redis_reply/claim"

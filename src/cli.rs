@@ -211,8 +211,9 @@ pub(crate) struct LtoArgs {
     /// or by an HMAC with --lto-cache-hmac-key-file).
     #[arg(long, value_name = "DIR", conflicts_with = "lto_cache_url")]
     pub(crate) lto_cache_dir: Option<PathBuf>,
-    /// Cache LTO products in this Redis server, shared by machines (`redis://HOST:PORT/`); a server that
-    /// cannot be reached is a warning, not an error.
+    /// Cache LTO products in this Redis server, shared by machines
+    /// (`redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`); a server that cannot be reached, takes more than 10 s
+    /// for a request or sends a malformed reply or one over 512 MiB is a warning, not an error.
     #[arg(long, value_name = "URL")]
     pub(crate) lto_cache_url: Option<String>,
     /// The namespace of the cache's keys (so that projects sharing a server do not share entries).

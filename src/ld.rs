@@ -263,8 +263,9 @@ llvm-lto2-14):
                                    is the module ending in NEW (a thin link of -fthin-link-bitcode= files
                                    naming the full bitcode); ignored by other links, as by lld
   --thinlto-emit-imports-files     accepted: an index-only link always writes the .imports lists
-  --lto-cache-url=redis://HOST:PORT/  cache LTO products in a Redis server shared by machines; a server that
-                                   cannot be reached is a warning
+  --lto-cache-url=redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]  cache LTO products in a Redis server shared
+                                   by machines; a server that cannot be reached, takes more than 10 s for a
+                                   request or sends a malformed reply or one over 512 MiB is a warning
   --lto-cache-namespace=NAME       the namespace of the cache's keys
   --lto-cache-hmac-key-file=FILE   seal and check the shared cache's entries with an HMAC-SHA256 under the key
                                    in FILE (at least 16 bytes; or $NEVERC_LTO_CACHE_HMAC_KEY); without a key,

@@ -5,14 +5,19 @@
 //! the same objects: the programs print the same, the symbol resolutions equal the resolution file lld writes
 //! with `--save-temps`, symbol by symbol, a call across modules is inlined and an unused external dropped.
 //!
+//! The LTO caches: a directory, a real redis-server (shared, corrupted, killed), and hostile Redis servers
+//! (slow, huge, lying) that cost a link a warning and a bounded time only.
+//!
 //! The fixtures are `tests/fixtures/lto/` (built once per run by its `build.sh`).
 
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+use neverc_test_support::redis::{FakeRedis, RedisServer, flood, trickle};
 use neverc_test_support::{fresh_dir, repo, run_script, succeeded, text};
 
 const BIN: &str = env!("CARGO_BIN_EXE_neverc-spec");
@@ -322,6 +327,19 @@ fn counting_llvm_lto2() -> &'static Path {
 /// links in two directories make the same request), with `cache` options for the linker; returns the
 /// program and what clang printed.
 fn cached_link(dir: &Path, output: &str, cache: &[String], log: &Path, kill: Option<u32>) -> (PathBuf, Output) {
+    cached_link_within(dir, output, cache, log, kill, None)
+}
+
+/// [`cached_link`], with clang and everything it runs (the linker among them) limited to `memory_kib` KiB of
+/// address space (`ulimit -v`) when it is given: a linker that tries to hold more fails.
+fn cached_link_within(
+    dir: &Path,
+    output: &str,
+    cache: &[String],
+    log: &Path,
+    kill: Option<u32>,
+    memory_kib: Option<u64>,
+) -> (PathBuf, Output) {
     for input in INPUTS {
         if !dir.join(input).exists() {
             std::fs::copy(fixtures().join("full").join(input), dir.join(input)).unwrap();
@@ -337,7 +355,17 @@ fn cached_link(dir: &Path, output: &str, cache: &[String], log: &Path, kill: Opt
     args.extend(INPUTS.iter().map(|input| input.to_string()));
     args.extend(["-o".into(), output.into()]);
     let output_path = dir.join(output);
-    let result = Command::new("clang-14")
+    let mut command = match memory_kib {
+        Some(kib) => {
+            let mut shell = Command::new("sh");
+            shell
+                .args(["-c", &format!("ulimit -v {kib}; exec \"$0\" \"$@\"")])
+                .arg("clang-14");
+            shell
+        }
+        None => Command::new("clang-14"),
+    };
+    let result = command
         .args(&args)
         .current_dir(dir)
         .env("NEVERC_LLVM_LTO2", counting_llvm_lto2())
@@ -395,70 +423,10 @@ fn a_cache_directory_skips_code_generation_and_rebuilds_a_corrupt_entry() {
     assert_eq!(runs(&log), 2, "the rebuilt entry is used");
 }
 
-/// A Redis server on a free loopback port, stopped when dropped.
-struct RedisServer {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl RedisServer {
-    fn start(dir: &Path) -> RedisServer {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .current_dir(dir)
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .expect("redis-server is installed (scripts/test.sh installs it)");
-        for _ in 0..100 {
-            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return RedisServer { child, port };
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("redis-server did not start on port {port}");
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    fn cli(&self, args: &[&str]) -> String {
-        let port = self.port.to_string();
-        let mut all = vec!["-p", port.as_str()];
-        all.extend(args);
-        let output = run("redis-cli", Path::new("/"), &all);
-        succeeded(&output, "redis-cli");
-        text(&output.stdout)
-    }
-}
-
-impl Drop for RedisServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn a_redis_cache_is_shared_between_directories_and_a_lost_server_is_only_a_warning() {
     let root = fresh_dir(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("lto-cache-redis"));
-    let server = RedisServer::start(&root);
+    let server = RedisServer::start(&root, &[]);
     let log = root.join("runs.log");
     let options = [
         format!("--lto-cache-url={}", server.url()),
@@ -508,6 +476,85 @@ fn a_redis_cache_is_shared_between_directories_and_a_lost_server_is_only_a_warni
     succeeded(&output, "the link with no Redis server");
     assert!(text(&output.stderr).contains("goes on without it"));
     assert_eq!(outcome(&gone), EXPECTED);
+}
+
+/// Links the fixtures with the LTO cache in the Redis server at `url` in a fresh directory `name`, within
+/// `memory_kib` of address space when given; the link must succeed with the cache's warning (which must be
+/// short: nothing of a reply echoed), generate its code itself and make the program it always makes.
+/// Returns how long the link took and what it printed.
+fn link_with_hostile_redis(name: &str, url: &str, memory_kib: Option<u64>) -> (std::time::Duration, String) {
+    let dir =
+        fresh_dir(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("lto-hostile-{}", name.replace(' ', "-"))));
+    let log = dir.join("runs.log");
+    let options = [
+        format!("--lto-cache-url={url}"),
+        "--lto-cache-namespace=hostile".to_string(),
+    ];
+    let started = std::time::Instant::now();
+    let (program, output) = cached_link_within(&dir, "prog", &options, &log, None, memory_kib);
+    let elapsed = started.elapsed();
+    let stderr = text(&output.stderr);
+    eprintln!(
+        "item 7, {name}: the link took {elapsed:.2?} and printed {} bytes: {stderr:.1000}",
+        stderr.len()
+    );
+    succeeded(&output, &format!("the link against {name}"));
+    assert!(
+        stderr.contains("LTO cache:") && stderr.contains("goes on without it"),
+        "{stderr:.2000}"
+    );
+    assert!(
+        stderr.len() < 1000 && !stderr.contains(&"A".repeat(64)),
+        "{stderr:.2000}"
+    );
+    assert_eq!(runs(&log), 1, "the link generated its code");
+    assert_eq!(outcome(&program), EXPECTED);
+    (elapsed, stderr)
+}
+
+#[test]
+fn item_7_redis_a_trickling_server_costs_a_link_its_deadline_and_a_warning() {
+    // A byte of the reply to GET every 4 s (the reply is complete after 108 s); the rest is answered at once.
+    let server = FakeRedis::start(|command, stream| {
+        if command.first().is_some_and(|word| word.as_slice() == b"GET") {
+            trickle(
+                stream,
+                b"$20\r\nAAAAAAAAAAAAAAAAAAAA\r\n",
+                std::time::Duration::from_secs(4),
+            )
+        } else {
+            stream.write_all(b"+OK\r\n")
+        }
+    });
+    let (elapsed, stderr) = link_with_hostile_redis("a trickling server", &server.url(), None);
+    assert!(stderr.contains("deadline"), "{stderr}");
+    // The lookup's 10 s and the link's own few seconds.
+    assert!(elapsed < std::time::Duration::from_secs(30), "{elapsed:?}");
+}
+
+#[test]
+fn item_7_redis_a_50_mb_reply_is_neither_slow_nor_echoed() {
+    const SIZE: u64 = 50 << 20;
+    let server = FakeRedis::start(|_, stream| {
+        flood(stream, b"+", b'A', SIZE)?;
+        stream.write_all(b"\r\n")
+    });
+    let (elapsed, stderr) = link_with_hostile_redis("a 50 MB reply", &server.url(), None);
+    assert!(stderr.contains("line is longer than 65536 bytes"), "{stderr}");
+    assert!(elapsed < std::time::Duration::from_secs(20), "{elapsed:?}");
+}
+
+#[test]
+fn item_7_redis_a_2_gb_reply_is_refused_and_the_link_stays_small() {
+    // The header claims 2 GiB and the bytes follow as fast as the linker takes them; the link runs in 1 GiB
+    // of address space, which holding the reply would exceed.
+    let server = FakeRedis::start(|_, stream| flood(stream, b"$2147483648\r\n", b'A', 2 << 30));
+    let (elapsed, stderr) = link_with_hostile_redis("a 2 GB reply", &server.url(), Some(1 << 20));
+    assert!(
+        stderr.contains("a bulk string of 2147483648 bytes is more than"),
+        "{stderr}"
+    );
+    assert!(elapsed < std::time::Duration::from_secs(20), "{elapsed:?}");
 }
 
 /// Distributed ThinLTO as LLVM does it: `--thinlto-index-only=FILE` writes each bitcode file's index and

@@ -64,7 +64,8 @@ pub struct LinkOptions {
     /// How the cache directory is pruned after the link (`--thinlto-cache-policy=`,
     /// `-plugin-opt=cache-policy=`); it is not pruned without a policy.
     pub lto_cache_policy: Option<crate::lto::prune::CachePolicy>,
-    /// The Redis server of the LTO cache of scope REMOTE_SHARED (`--lto-cache-url=redis://HOST:PORT/`).
+    /// The Redis server of the LTO cache of scope REMOTE_SHARED
+    /// (`--lto-cache-url=redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`; see `lto::remote`).
     pub lto_cache_url: Option<String>,
     /// How the entries of the shared LTO caches (directory and Redis) are sealed and checked: a digest, or an
     /// HMAC under the user's key (`--lto-cache-hmac-key-file`, `$NEVERC_LTO_CACHE_HMAC_KEY`).

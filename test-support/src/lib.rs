@@ -1,7 +1,7 @@
 //! Helpers shared by the tests of the workspace, so that each exists once: where the workspace is, fresh
 //! scratch directories, reading files and running programs with useful failure messages, building the link
 //! fixture programs, NeverC's published schema history, adding a phase to a schema copy, and a deterministic
-//! random number generator.
+//! random number generator; Redis servers for the LTO cache's tests (`redis`).
 //!
 //! Crates use this crate only as a dev-dependency; it is never published. Everything here fails by panicking
 //! with a message that names what went wrong, since a failing helper means a failing test.
@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
+
+pub mod redis;
 
 /// Returns the root of the workspace, the directory that holds `PhaseSchema.json`, `targets/` and every crate.
 ///
