@@ -139,3 +139,9 @@ printf '\003\000\000-WRONGPASS invalid username-password pair\r\n-NOAUTH Authent
     > "$fuzz_dir/corpus/redis_reply/errors"
 printf '\001\000\000*3\r\n:-9223372036854775808\r\n*2\r\n$0\r\n\r\n*-1\r\n*0\r\n:42\r\n' > "$fuzz_dir/corpus/redis_reply/arrays"
 printf '\007\001\004$2147483648\r\nAAAA' > "$fuzz_dir/corpus/redis_reply/claim"
+
+# The ld front end's expansions: files f0..f7 separated by NUL bytes (response files, scripts, objects).
+mkdir -p "$fuzz_dir/corpus/ld_expansion"
+printf -- '-o prog start.o @f1 f2\0-lf3 @f4\0INPUT(f5 f5 -lf3)\0GROUP(f5)\0@f1\0\177ELF\2\1\1' > "$fuzz_dir/corpus/ld_expansion/chain"
+printf -- '@f1 @f1\0@f2 @f2\0@f3 @f3\0@f1' > "$fuzz_dir/corpus/ld_expansion/fan-out"
+printf -- 'f1\0INPUT(f2 f2 f2)\0INPUT(f3 f3 f3)\0INPUT(f1)' > "$fuzz_dir/corpus/ld_expansion/scripts"

@@ -193,7 +193,8 @@ Inputs, in order:
   --start-group, -(  ... --end-group, -)
                         accepted; every archive is searched as if all were in one group (see below)
   --                    everything after it is an input file
-  @FILE                 read arguments from FILE (GNU quoting: quotes, backslash; nested, at most 32 deep)
+  @FILE                 read arguments from FILE (GNU quoting: quotes, backslash; nested at most 32 deep, at
+                        most 2000 files and 4,194,304 arguments in all, as libiberty bounds them)
   --sysroot=DIR         the sysroot for `=` paths, the default directories and absolute names in scripts
   -nostdlib             search only the -L directories, not the default ones (GNU ld's for elf_x86_64,
                         whatever -m says)
@@ -287,7 +288,8 @@ libm.a and libc.so are). GROUP(...), INPUT(...), AS_NEEDED(...) (its files are i
 -lNAME inside them, OUTPUT_FORMAT(elf64-x86-64) and /* */ comments are supported; any other command is an
 error naming it, the script, and the line. A name starting with `=` is under the sysroot; an absolute name in
 a script inside the sysroot is looked for there; a relative name not found is looked for in the library
-directories.
+directories. Scripts nest at most 16 deep, and one link expands at most 1000 scripts (256 MiB of them) and
+1,048,576 inputs: scripts that name each other many times over are an error naming the script.
 
 Archives: neverc-spec searches archives as lld does, not as GNU ld does. GNU ld pulls a member from an
 archive only to define a symbol that is undefined when it reaches that archive, so archives that need each
@@ -301,5 +303,6 @@ Exit status:
   1  the link failed (an undefined symbol, a library not found, a shared object where a static link needs
      an archive, a phase error)
   2  usage error: an unknown or unsupported option or value, a linker script command that is not supported,
-     an output that is also an input; nothing is written
-  3  a file could not be read or written";
+     response files or scripts beyond their bounds, an output that is also an input; nothing is written
+  3  a file could not be read or written, or an output would replace a file the link read (a thin-archive
+     member, a linker script, a response file); nothing is written";

@@ -465,8 +465,12 @@ pub fn lookup(options: &LinkOptions, key: &[u8]) -> Lookup {
 /// Stores the entry for `key` on the server.
 pub fn store(options: &LinkOptions, key: &[u8], candidate: &LtoCandidate) -> Result<(), String> {
     let name = redis_key(&options.lto.cache_namespace, key);
-    set(options, &name, &encode_entry(candidate, &entry_name(key), &options.lto_cache_integrity))
-        .map_err(|error| format!("Redis server `{}`: SET `{name}`: {error}", server_name(options)))
+    set(
+        options,
+        &name,
+        &encode_entry(candidate, &entry_name(key), &options.lto_cache_integrity),
+    )
+    .map_err(|error| format!("Redis server `{}`: SET `{name}`: {error}", server_name(options)))
 }
 
 #[cfg(test)]
