@@ -354,3 +354,40 @@ fn an_x86_64_object_among_aarch64_objects_is_refused_naming_it_and_nothing_is_wr
     assert!(stderr.contains("x86.o"), "{stderr}");
     assert!(!output.exists());
 }
+
+/// `e_machine` of an ELF file's header (little-endian).
+fn e_machine(path: &Path) -> u16 {
+    let bytes = std::fs::read(path).unwrap();
+    u16::from_le_bytes([bytes[18], bytes[19]])
+}
+
+#[test]
+fn the_image_is_for_the_links_target_whatever_its_first_input_is() {
+    // The freestanding C case's code in an archive named first, its start file after it: the first input
+    // names no machine, and the image still is the link target's (aarch64's declared machine).
+    let case = fixtures().join("free-c");
+    let dir = scratch!("aarch64-archive-first");
+    let inputs = lines(&case, "inputs.txt");
+    let (start, rest): (Vec<&String>, Vec<&String>) = inputs.iter().partition(|input| input.ends_with("start.o"));
+    let archive = dir.join("libcode.a");
+    let status = Command::new("aarch64-linux-gnu-ar")
+        .arg("rcs")
+        .arg(&archive)
+        .args(&rest)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let program = dir.join("prog");
+    let output = Command::new(BIN)
+        .args(["link", "-static", "-o"])
+        .arg(&program)
+        .args(lines(&case, "flags.txt"))
+        .arg(&archive)
+        .args(start)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let aarch64 = neverc_tables::generated::targets::aarch64::TARGET.elf.unwrap().machine;
+    assert_eq!(e_machine(&program), aarch64);
+    assert_eq!(run(&program), expected(&case));
+}

@@ -244,10 +244,11 @@ pub struct LinkContext {
     pub got_atom: Option<AtomId>,
     /// The slot of each symbol of `got`, built with it by `set_got` (see [`LinkContext::got_slot_of`]).
     got_slots: FxHashMap<SymbolId, usize>,
-    /// Indirect functions: the synthetic `.plt` atom and each resolved IFUNC symbol's entry in it. Every
+    /// Indirect functions: the synthetic `.plt` atom, the size of one entry (the architecture's template) and
+    /// each resolved IFUNC symbol's entry in it. Every
     /// reference to such a symbol means its PLT entry, which jumps through a slot that an `IRELATIVE`
     /// relocation fills at start-up.
-    pub(crate) iplt: Option<(AtomId, FxHashMap<SymbolId, u32>)>,
+    pub(crate) iplt: Option<(AtomId, u64, FxHashMap<SymbolId, u32>)>,
     /// Range-extension thunks (`relax_thunks`), each placed right after the atom whose branches it serves.
     pub(crate) thunks: Vec<Thunk>,
     /// The `.eh_frame_hdr` atom (`--eh-frame-hdr`), which relocation fills in.

@@ -801,16 +801,8 @@ pub(crate) fn current_proof(context: &LinkContext, execution: &ExecutionState) -
         context.graph.constraints.len().hash(&mut hasher);
         *digest = hasher.finish();
     }
-    let machine = context
-        .graph
-        .inputs
-        .iter()
-        .find_map(|input| input.machine)
-        .map_or(0, |machine| match machine {
-            crate::graph::Machine::X86_64 => 62,
-            crate::graph::Machine::Aarch64 => 183,
-            crate::graph::Machine::Other(other) => other,
-        });
+    // The link target's ELF machine (`e_machine`), as its file declares it; 0 before the target is known.
+    let machine = context.graph.machine().map_or(0, |machine| u32::from(machine.0));
     Proof {
         state: execution.state,
         generation: execution.generation,
@@ -819,5 +811,26 @@ pub(crate) fn current_proof(context: &LinkContext, execution: &ExecutionState) -
         format: 1,
         image_base: context.options.image_base,
         entry: context.layout().map_or(0, |layout| layout.entry),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::LinkOptions;
+    use crate::graph::LinkTarget;
+
+    #[test]
+    fn the_proof_names_the_link_targets_declared_machine_as_its_elf_number() {
+        for target in neverc_tables::generated::targets::TARGETS {
+            let mut context = LinkContext::new(LinkOptions::new(Vec::new(), "out".into()));
+            context.graph.target = LinkTarget::Fixed { target, set_by: None };
+            let proof = current_proof(&context, &ExecutionState::new(1));
+            let declared = target.elf.map_or(0, |elf| u32::from(elf.machine));
+            assert_eq!(proof.target, declared, "{}", target.name);
+        }
+        // Before the target is known, the machine is EM_NONE.
+        let context = LinkContext::new(LinkOptions::new(Vec::new(), "out".into()));
+        assert_eq!(current_proof(&context, &ExecutionState::new(1)).target, 0);
     }
 }

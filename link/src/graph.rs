@@ -149,12 +149,18 @@ pub enum ObjectFormat {
     MachO,
 }
 
-/// The machine of an object input.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Machine {
-    X86_64,
-    Aarch64,
-    Other(u32),
+/// An architecture, named by its ELF machine number (`e_machine`): the one vocabulary for machines. Targets
+/// declare theirs (`[elf] machine` in `targets/*.toml`); an ELF input carries it in its header, and a COFF or
+/// Mach-O input (read for inspection) is given the number of the declared target of its architecture, or
+/// `EM_NONE` (0) when no target declares one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Machine(pub u16);
+
+impl Machine {
+    /// x86-64, as `targets/x86_64.toml` declares it.
+    pub const X86_64: Machine = crate::arch::declared_machine(&neverc_tables::generated::targets::x86_64::TARGET);
+    /// AArch64, as `targets/aarch64.toml` declares it.
+    pub const AARCH64: Machine = crate::arch::declared_machine(&neverc_tables::generated::targets::aarch64::TARGET);
 }
 
 #[derive(Clone, Debug)]
@@ -522,13 +528,6 @@ pub struct Constraint {
     pub origin: Origin,
 }
 
-/// The instruction sets the linker has per-architecture code for (see [`LinkGraph::isa`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Isa {
-    X86_64,
-    Aarch64,
-}
-
 /// The field of an instruction (or data word) that a relocation the linker makes itself writes: `size` bits
 /// of the place, the value shifted right by `shift` and written into `bits` (empty: the whole place), as the
 /// target file declares its relocations.
@@ -727,15 +726,16 @@ impl LinkGraph {
             .map(|relocation| relocation.number)
     }
 
-    /// The instruction set of the link's target, which picks the per-architecture code (relaxations, the
-    /// entries of indirect functions, range-extension thunks); `None` before the target is known or for a
-    /// target the linker has no such code for.
-    pub fn isa(&self) -> Option<Isa> {
-        match self.target_record()?.elf?.machine {
-            object::elf::EM_X86_64 => Some(Isa::X86_64),
-            object::elf::EM_AARCH64 => Some(Isa::Aarch64),
-            _ => None,
-        }
+    /// The machine of the link's target, as its file declares it; `None` before the target is known.
+    pub fn machine(&self) -> Option<Machine> {
+        self.target_record()?.elf.map(|elf| Machine(elf.machine))
+    }
+
+    /// The per-architecture code of the link's target (relaxations, the entries of indirect functions,
+    /// range-extension thunks): its architecture's table, or the generic one before the target is known or
+    /// for a target the linker has no such code for.
+    pub(crate) fn arch(&self) -> &'static crate::arch::Arch {
+        crate::arch::Arch::of(self.target_record())
     }
 
     /// The declared kind of an edge's relocation, if it is declared.

@@ -3,9 +3,7 @@
 //! executable, and plugins that observe, intercept, replace or skip phases exactly as the declared policy
 //! allows.
 
-mod aarch64;
-mod aarch64_thunks;
-mod aarch64_tls;
+mod arch;
 mod build_id;
 pub mod context;
 mod eh_frame;
@@ -25,5 +23,3 @@ pub mod response_file;
 pub mod script;
 pub mod search;
 pub use neverc_tables::status;
-mod x86_64;
-mod x86_64_tls;

@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use neverc_link::image::{
-    BoundedImageWriter, EM_AARCH64, EM_X86_64, ElfError, ImageFinding, ImageLayout, MapFile, MapFinding, MapInputPiece,
-    MapOutputSection, MapSymbol, SectionFlags, SectionKind, SectionLayout, SegmentFlags, SegmentLayout, SymbolBinding,
-    SymbolKind, SymbolLayout, WriterError, WriterOperation, elf_file_size, elf_headers_size, parse_map_file,
-    verify_image, verify_map_file, write_elf, write_elf_into, write_map_file,
+    BoundedImageWriter, ElfError, ImageFinding, ImageLayout, MapFile, MapFinding, MapInputPiece, MapOutputSection,
+    MapSymbol, SectionFlags, SectionKind, SectionLayout, SegmentFlags, SegmentLayout, SymbolBinding, SymbolKind,
+    SymbolLayout, WriterError, WriterOperation, elf_file_size, elf_headers_size, parse_map_file, verify_image,
+    verify_map_file, write_elf, write_elf_into, write_map_file,
 };
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol};
 
@@ -105,7 +105,7 @@ fn program(code: &[u8]) -> ImageLayout {
     let data = 35u64.to_le_bytes();
     ImageLayout {
         entry: 0x401000,
-        machine: EM_X86_64,
+        machine: neverc_link::graph::Machine::X86_64.0,
         segments: vec![
             segment("headers", read, 0x400000, 0, headers, headers),
             segment(
@@ -512,7 +512,7 @@ fn the_object_crate_reads_back_what_was_laid_out() {
 #[test]
 fn aarch64_is_a_parameter() {
     let mut layout = program(&[0x40, 0x05, 0x80, 0xd2, 0xa8, 0x0b, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4]);
-    layout.machine = EM_AARCH64;
+    layout.machine = neverc_link::graph::Machine::AARCH64.0;
     let image = write(&layout);
     assert_eq!(verify_image(&image.clone().into(), &layout), Vec::new());
     let file = object::File::parse(&*image).unwrap();

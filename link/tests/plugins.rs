@@ -648,8 +648,7 @@ fn a_valid_proof_skips_a_phase_and_a_stale_one_makes_it_run() {
 #[test]
 fn a_linker_provider_replaces_the_whole_link_and_the_sealed_gates_still_run() {
     use neverc_link::image::{
-        EM_X86_64, ImageLayout, SectionFlags, SectionKind, SectionLayout, SegmentFlags, SegmentLayout, elf_file_size,
-        write_elf,
+        ImageLayout, SectionFlags, SectionKind, SectionLayout, SegmentFlags, SegmentLayout, elf_file_size, write_elf,
     };
     let out = scratch!("plugins-provider");
     let output = out.join("a.out");
@@ -659,7 +658,7 @@ fn a_linker_provider_replaces_the_whole_link_and_the_sealed_gates_still_run() {
             let code = vec![0xb8, 0x3c, 0, 0, 0, 0xbf, 0x2a, 0, 0, 0, 0x0f, 0x05];
             let layout = ImageLayout {
                 entry: 0x401000,
-                machine: EM_X86_64,
+                machine: neverc_link::graph::Machine::X86_64.0,
                 // One segment maps the headers (the gate insists: `AT_PHDR` must point at them) and the code.
                 segments: vec![SegmentLayout {
                     name: "RX".into(),

@@ -139,7 +139,7 @@ fn check_elf_object(graph: &LinkGraph, input: InputId, path: &Path) -> Counts {
     let expected_machine = if machine.contains("Advanced Micro Devices X86-64") {
         Machine::X86_64
     } else if machine.contains("AArch64") {
-        Machine::Aarch64
+        Machine::AARCH64
     } else {
         panic!("{label}: unexpected machine in readelf -h")
     };
@@ -922,10 +922,10 @@ fn foreign_objects_read_into_one_graph() {
     let graph = read_files_for(LinkTarget::AnyMachine, &files);
     assert_eq!(graph.inputs.len(), 5);
     let expectations = [
-        (ObjectFormat::Elf, Machine::Aarch64),
+        (ObjectFormat::Elf, Machine::AARCH64),
         (ObjectFormat::Coff, Machine::X86_64),
         (ObjectFormat::MachO, Machine::X86_64),
-        (ObjectFormat::MachO, Machine::Aarch64),
+        (ObjectFormat::MachO, Machine::AARCH64),
         (ObjectFormat::Elf, Machine::X86_64),
     ];
     for (index, (format, machine)) in expectations.iter().enumerate() {

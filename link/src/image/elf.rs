@@ -36,11 +36,6 @@ use std::ops::BitOr;
 use super::sparse::SparseBytes;
 use super::writer::{BoundedImageWriter, WriterError};
 
-/// `e_machine` for x86-64.
-pub const EM_X86_64: u16 = 62;
-/// `e_machine` for AArch64.
-pub const EM_AARCH64: u16 = 183;
-
 /// The size of the ELF64 file header.
 pub(crate) const FILE_HEADER_SIZE: u64 = 64;
 /// The size of one ELF64 program header.
@@ -362,7 +357,7 @@ pub struct SymbolLayout {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ImageLayout {
     pub entry: u64,
-    /// `e_machine`, e.g. [`EM_X86_64`] or [`EM_AARCH64`].
+    /// `e_machine`: the target's declared machine (`crate::graph::Machine`).
     pub machine: u16,
     /// In ascending address order.
     pub segments: Vec<SegmentLayout>,

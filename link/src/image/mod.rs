@@ -24,9 +24,9 @@ mod verify;
 mod writer;
 
 pub use elf::{
-    EM_AARCH64, EM_X86_64, ElfError, ImageLayout, ProgramHeaderKind, ProgramHeaderLayout, SectionFlags, SectionKind,
-    SectionLayout, SegmentFlags, SegmentLayout, SymbolBinding, SymbolKind, SymbolLayout, elf_file_size,
-    elf_headers_size, write_elf, write_elf_into,
+    ElfError, ImageLayout, ProgramHeaderKind, ProgramHeaderLayout, SectionFlags, SectionKind, SectionLayout,
+    SegmentFlags, SegmentLayout, SymbolBinding, SymbolKind, SymbolLayout, elf_file_size, elf_headers_size, write_elf,
+    write_elf_into,
 };
 pub use map_file::{
     MapFile, MapFinding, MapInputPiece, MapOutputSection, MapParseError, MapSymbol, parse_map_file, verify_map_file,

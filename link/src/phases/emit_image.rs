@@ -4,7 +4,7 @@
 use rustc_hash::FxHashMap;
 
 use crate::context::{LinkContext, PhaseError};
-use crate::graph::{Binding, Definition, Machine, SymbolType};
+use crate::graph::{Binding, Definition, SymbolType};
 use crate::image::{
     ImageLayout, SectionFlags, SectionKind, SectionLayout, SegmentLayout, SparseBytes, SymbolBinding, SymbolKind,
     SymbolLayout, elf_file_size, write_elf,
@@ -32,10 +32,12 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
 fn image_layout(context: &mut LinkContext) -> Result<ImageLayout, PhaseError> {
     let mut buffers = context.take_section_bytes(PHASE)?;
     let layout = context.required_layout(PHASE)?;
-    let machine = match context.graph.inputs.iter().find_map(|input| input.machine) {
-        Some(Machine::Aarch64) => object::elf::EM_AARCH64,
-        _ => object::elf::EM_X86_64,
-    };
+    // The link's target, whatever its first input is (an archive, bitcode): its declared machine.
+    let machine = context
+        .graph
+        .machine()
+        .ok_or_else(|| PhaseError::new(PHASE, "the link's target is not known: no input named one"))?
+        .0;
     let segments = layout
         .segments
         .iter()

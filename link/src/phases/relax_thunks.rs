@@ -1,25 +1,26 @@
 //! `neverc.link.relax_thunks`: range-extension thunks. A branch whose declared field cannot reach its target
 //! (AArch64 `CALL26`/`JUMP26`: ±128 MiB) is sent to a thunk placed right after the atom it is in, which
-//! reaches the target from there (`aarch64_thunks.rs` has the instructions); layout puts every thunk after
+//! reaches the target from there (the architecture's table has the instructions: `arch/aarch64/thunks.rs`); layout puts every thunk after
 //! its caller's atom.
 //!
 //! Whether a branch reaches needs addresses, which layout makes after this phase: when the live atoms could
 //! span more than the shortest branch reaches, this phase lays the output out provisionally, adds the thunks
 //! the out-of-range branches need, and lays out again until no branch needs a new one (adding thunks moves
 //! code). Branches to the same target from the same atom share a thunk. An image smaller than a branch's
-//! reach needs no layout here at all. Targets without a thunk template (x86-64, whose branches reach the
-//! whole 4 GiB output limit's ±2 GiB) make none: a branch that does not reach is then relocation's error.
+//! reach needs no layout here at all. Targets whose architecture has no thunk template (x86-64, whose
+//! branches reach the whole 4 GiB output limit's ±2 GiB) make none: a branch that does not reach is then
+//! relocation's error.
 
 use rustc_hash::FxHashMap;
 
 use neverc_tables::{RelocationBase, RelocationKind};
 
+use crate::arch::ThunkTemplate;
 use crate::context::{Destination, LinkContext, PhaseError, Thunk};
-use crate::graph::{Atom, AtomId, Edge, EdgeId, EdgeKind, Isa, ObjectFormat, Origin, RelocationType};
+use crate::graph::{Atom, AtomId, Edge, EdgeId, EdgeKind, ObjectFormat, Origin, RelocationType};
 use crate::phases::LinkPhase;
 use crate::phases::layout;
 use crate::phases::relocate::target_value;
-use crate::phases::synthesize::PltField;
 
 const PHASE: LinkPhase = LinkPhase::RelaxThunks;
 
@@ -27,19 +28,9 @@ const PHASE: LinkPhase = LinkPhase::RelaxThunks;
 /// branches that did not reach in the one before).
 const MAX_ROUNDS: usize = 8;
 
-/// The code of a thunk for one instruction set and the fields that address its target.
-pub(crate) struct ThunkTemplate {
-    /// The thunk atom's name is this followed by the target's name.
-    pub(crate) name_prefix: &'static str,
-    pub(crate) code: &'static [u8],
-    pub(crate) alignment: u64,
-    pub(crate) fields: &'static [PltField],
-}
-
 pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseError> {
-    let template = match context.graph.isa() {
-        Some(Isa::Aarch64) => &crate::aarch64_thunks::VENEER,
-        Some(Isa::X86_64) | None => return Ok(()),
+    let Some(template) = context.graph.arch().thunk else {
+        return Ok(());
     };
     context.resolve_page_size();
     let Some(reach) = shortest_reach(context) else {
@@ -136,6 +127,7 @@ fn add_thunks(
     far: Vec<(EdgeId, AtomId)>,
 ) -> Result<(), PhaseError> {
     let fields = template
+        .code
         .fields
         .iter()
         .map(|field| {
@@ -192,7 +184,7 @@ fn add_thunks(
                     Some(section),
                     &format!("{}{target_name}", template.name_prefix),
                     template.alignment,
-                    template.code.to_vec(),
+                    template.code.code.to_vec(),
                     origin,
                 ));
                 for (field, raw) in &fields {

@@ -7,23 +7,15 @@
 //! naming the input, the section, the offset and the symbol (a branch that does not reach went through a
 //! range-extension thunk, made by `relax_thunks`).
 
-use crate::aarch64::{self, UndefinedWeak};
-use crate::aarch64_tls;
+use crate::arch::{TlsAccess, TlsRelaxed, UndefinedWeak};
 use crate::context::{Layout, LinkContext, OutputSection, PhaseError};
 use crate::eh_frame;
-use crate::graph::{AtomId, Binding, Definition, Edge, Isa, SymbolId, SymbolType, atom_flags};
+use crate::graph::{AtomId, Binding, Definition, Edge, SymbolId, SymbolType, atom_flags};
 use crate::image::SparseBytes;
 use crate::phases::LinkPhase;
 use crate::phases::layout::EH_FRAME_HDR;
 use crate::phases::layout::merged_location;
-use crate::phases::synthesize::IPLT_ENTRY_SIZE;
 use neverc_tables::{RelocationBase, RelocationKind, RelocationRecord};
-
-use crate::x86_64::{relax_gotpcrelx, relaxation};
-use crate::x86_64_tls::{
-    relax_gottpoff_to_le, relax_tlsdesc_call_to_le, relax_tlsdesc_to_le, relax_tlsgd_to_le, relax_tlsld_to_le,
-    relaxed_sequence,
-};
 
 const PHASE: LinkPhase = LinkPhase::Relocate;
 
@@ -40,10 +32,10 @@ fn atom_address(context: &LinkContext, atom: AtomId) -> u64 {
 pub(crate) fn symbol_address(context: &LinkContext, symbol: SymbolId) -> Option<u64> {
     let resolved = context.graph.resolved(symbol);
     // An indirect function is its PLT entry, wherever it is referred to.
-    if let Some((plt, entries)) = &context.iplt
+    if let Some((plt, entry_size, entries)) = &context.iplt
         && let Some(entry) = entries.get(&resolved)
     {
-        return atom_address(context, *plt).checked_add(u64::from(*entry) * IPLT_ENTRY_SIZE);
+        return atom_address(context, *plt).checked_add(u64::from(*entry) * entry_size);
     }
     let symbol = &context.graph.symbols[resolved.index()];
     match (symbol.definition, symbol.atom) {
@@ -180,13 +172,20 @@ fn place_atom(
     let mut messages = Vec::new();
     // A TLS relaxation rewrites a whole code sequence; the relocations inside it (the call of
     // `__tls_get_addr`) go with it.
+    let arch = context.graph.arch();
+    let sequence_of = |edge: &Edge| {
+        context
+            .graph
+            .relocation_kind(edge)
+            .and_then(|kind| (arch.rewritten_sequence)(kind, edge.offset))
+    };
     let rewritten: Vec<std::ops::Range<u64>> = context
         .graph
         .edges_of(atom)
-        .filter_map(|(_, edge)| relaxed_sequence(context.graph.relocation_kind(edge), edge.offset))
+        .filter_map(|(_, edge)| sequence_of(edge))
         .collect();
     for (_, edge) in context.graph.edges_of(atom) {
-        let sequence = relaxed_sequence(context.graph.relocation_kind(edge), edge.offset).is_some();
+        let sequence = sequence_of(edge).is_some();
         if !sequence && rewritten.iter().any(|range| range.contains(&edge.offset)) {
             continue;
         }
@@ -254,23 +253,22 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
         let address = u64::try_from(address).map_err(|_| format!("`{}` has no TLS address", name()))?;
         Ok(tls.tp_offset(address) + i128::from(edge.addend))
     };
-    // The relaxed sequences hold the offset of S itself: their addend was the PC-relative bias.
-    let tp_offset_of_symbol = || -> Result<i128, String> { Ok(tp_offset()? - i128::from(edge.addend)) };
-    let isa = graph.isa();
-    let unsupported = || {
-        format!(
-            "{}: relaxing this TLS model is not supported for this target yet",
-            what()
-        )
-    };
-    // A static executable has no undefined symbols but weak ones, which are 0; on AArch64 a call of one
-    // becomes a `nop` and a PC-relative reference resolves to the place, as ld.bfd has it.
-    if isa == Some(Isa::Aarch64)
-        && is_undefined_weak(context, edge)
-        && let Some(weak) = aarch64::undefined_weak(record.kind, record.relative_to, place)
+    let arch = graph.arch();
+    // A static executable has no undefined symbols but weak ones, which are 0, unless the architecture says
+    // otherwise (on AArch64 a call of one becomes a `nop` and a PC-relative reference resolves to the place,
+    // as ld.bfd has it).
+    if is_undefined_weak(context, edge)
+        && let Some(weak) = (arch.undefined_weak)(record.kind, record.relative_to, place)
     {
         match weak {
-            UndefinedWeak::Nop => return aarch64::write_instruction(buffer, at, aarch64::NOP),
+            UndefinedWeak::Instruction(instruction) => {
+                let field = at
+                    .checked_add(4)
+                    .and_then(|end| buffer.get_mut(at..end))
+                    .ok_or_else(|| format!("{}: an instruction lies past the end of its section", what()))?;
+                field.copy_from_slice(&instruction.to_le_bytes());
+                return Ok(());
+            }
             UndefinedWeak::Value(value) => {
                 let relative = match record.relative_to {
                     RelocationBase::Page => (value & !0xfff) - (place & !0xfff),
@@ -280,13 +278,26 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
             }
         }
     }
+    // Sequences of the other TLS models are relaxed to local-exec by the architecture's rewrites.
+    let relax_tls = |buffer: &mut [u8]| -> Result<(), String> {
+        let access = TlsAccess {
+            kind: record.kind,
+            at,
+            tp_offset: tp_offset()?,
+            addend: edge.addend,
+        };
+        match (arch.relax_tls)(buffer, access).map_err(|message| format!("{}: {message}", what()))? {
+            TlsRelaxed::Done => Ok(()),
+            TlsRelaxed::Signed32 { at, value } => write_signed32(buffer, at, value, &what),
+        }
+    };
     let total = match record.kind {
         RelocationKind::None => return Ok(()),
         RelocationKind::Symbol | RelocationKind::Branch => value()?,
         RelocationKind::GotEntry => got_entry()?,
-        RelocationKind::GotEntryRelaxable => match relaxation(graph, edge) {
+        RelocationKind::GotEntryRelaxable => match (arch.got_relaxation)(graph, edge) {
             Some(relaxation) => {
-                let (field, bias) = relax_gotpcrelx(buffer, at, relaxation)?;
+                let (field, bias) = (arch.relax_got_load)(buffer, at, relaxation)?;
                 return write_signed32(buffer, field, value()? + bias - place, &what);
             }
             None => got_entry()?,
@@ -302,49 +313,11 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
         // A static executable relaxes every local-dynamic sequence, after which the register holds the
         // thread pointer: offsets within the block are offsets from it.
         RelocationKind::TlsLe | RelocationKind::TlsDtpOffset => tp_offset()?,
-        RelocationKind::TlsIe => {
-            return match isa {
-                Some(Isa::X86_64) => {
-                    relax_gottpoff_to_le(buffer, at)?;
-                    write_signed32(buffer, at, tp_offset_of_symbol()?, &what)
-                }
-                // The addend of an AArch64 relocation is the variable's, not a PC bias.
-                Some(Isa::Aarch64) => aarch64_tls::relax_initial_exec_to_le(buffer, at, tp_offset()?)
-                    .map_err(|message| format!("{}: {message}", what())),
-                None => Err(unsupported()),
-            };
-        }
-        RelocationKind::TlsGd => {
-            if isa != Some(Isa::X86_64) {
-                return Err(unsupported());
-            }
-            let (_, field) = relax_tlsgd_to_le(buffer, at)?;
-            return write_signed32(buffer, field, tp_offset_of_symbol()?, &what);
-        }
-        RelocationKind::TlsLd => {
-            if isa != Some(Isa::X86_64) {
-                return Err(unsupported());
-            }
-            return relax_tlsld_to_le(buffer, at).map(|_| ());
-        }
-        RelocationKind::TlsDesc => {
-            return match isa {
-                Some(Isa::X86_64) => {
-                    relax_tlsdesc_to_le(buffer, at)?;
-                    write_signed32(buffer, at, tp_offset_of_symbol()?, &what)
-                }
-                Some(Isa::Aarch64) => aarch64_tls::relax_descriptor_to_le(buffer, at, tp_offset()?)
-                    .map_err(|message| format!("{}: {message}", what())),
-                None => Err(unsupported()),
-            };
-        }
-        RelocationKind::TlsDescCall => {
-            return match isa {
-                Some(Isa::X86_64) => relax_tlsdesc_call_to_le(buffer, at),
-                Some(Isa::Aarch64) => aarch64_tls::relax_descriptor_call_to_le(buffer, at),
-                None => Err(unsupported()),
-            };
-        }
+        RelocationKind::TlsIe
+        | RelocationKind::TlsGd
+        | RelocationKind::TlsLd
+        | RelocationKind::TlsDesc
+        | RelocationKind::TlsDescCall => return relax_tls(buffer),
         RelocationKind::TlsModule | RelocationKind::TlsDescriptor | RelocationKind::Irelative => {
             return Err(format!("{}: a dynamic relocation in a relocatable input", what()));
         }

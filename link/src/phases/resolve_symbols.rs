@@ -15,7 +15,6 @@ use crate::graph::{
 use crate::linker_defined::linker_defined;
 use crate::phases::LinkPhase;
 use crate::read::extract_member;
-use crate::x86_64_tls::relaxed_sequence;
 
 const PHASE: LinkPhase = LinkPhase::ResolveSymbols;
 
@@ -171,9 +170,15 @@ fn gnu_warnings(graph: &LinkGraph) -> Vec<String> {
 /// relaxes to local-exec (the call of `__tls_get_addr` disappears with it, so a static link never needs the
 /// function, which glibc's `libc.a` does not have). Only asked when a name is undefined.
 fn names_needed_outside_tls_sequences(graph: &LinkGraph) -> FxHashSet<&str> {
+    let arch = graph.arch();
+    let relaxed_sequence = |edge: &crate::graph::Edge| {
+        graph
+            .relocation_kind(edge)
+            .and_then(|kind| (arch.rewritten_sequence)(kind, edge.offset))
+    };
     let mut sequences: FxHashMap<AtomId, Vec<std::ops::Range<u64>>> = FxHashMap::default();
     for edge in &graph.edges {
-        if let Some(range) = relaxed_sequence(graph.relocation_kind(edge), edge.offset) {
+        if let Some(range) = relaxed_sequence(edge) {
             sequences.entry(edge.source).or_default().push(range);
         }
     }
@@ -181,7 +186,7 @@ fn names_needed_outside_tls_sequences(graph: &LinkGraph) -> FxHashSet<&str> {
         .edges
         .iter()
         .filter(|edge| {
-            relaxed_sequence(graph.relocation_kind(edge), edge.offset).is_some()
+            relaxed_sequence(edge).is_some()
                 || !sequences
                     .get(&edge.source)
                     .is_some_and(|ranges| ranges.iter().any(|range| range.contains(&edge.offset)))

@@ -17,34 +17,14 @@ use neverc_tables::{RelocationBase, RelocationKind};
 
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{
-    Atom, AtomId, Edge, EdgeKind, InstructionField, Isa, ObjectFormat, Origin, RelocationType, SymbolId, SymbolType,
-    Synthetic, SyntheticRole,
+    Atom, AtomId, Edge, EdgeKind, LinkGraph, ObjectFormat, Origin, RelocationType, SymbolId, SymbolType, Synthetic,
+    SyntheticRole,
 };
 use crate::phases::LinkPhase;
-use crate::x86_64::{relaxation, uses_got};
 
 pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseError> {
     synthesize_iplt(context, phase)?;
     synthesize_got(context, phase)
-}
-
-/// The size of one PLT entry of an indirect function (every instruction set's [`PltEntry`] has it).
-pub(crate) const IPLT_ENTRY_SIZE: u64 = 16;
-
-/// The code of one PLT entry of an indirect function, for one instruction set, and the fields in it that
-/// address the entry's `.got.plt` slot.
-pub(crate) struct PltEntry {
-    pub(crate) code: &'static [u8; IPLT_ENTRY_SIZE as usize],
-    pub(crate) fields: &'static [PltField],
-}
-
-/// A field of a PLT entry: at `offset` in the entry, the slot's address plus `bias` relative to `base`,
-/// written as `field` says (a relocation the target declares for it is found by what it does).
-pub(crate) struct PltField {
-    pub(crate) offset: u64,
-    pub(crate) base: RelocationBase,
-    pub(crate) field: InstructionField,
-    pub(crate) bias: i64,
 }
 
 fn synthesize_iplt(context: &mut LinkContext, phase: u16) -> Result<(), PhaseError> {
@@ -85,16 +65,13 @@ fn synthesize_iplt(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErr
     }
     // The entry the target's instruction set jumps through, its relocated fields, the slot's 64-bit address
     // and the start-up relocation that fills the slot.
-    let template = match graph.isa() {
-        Some(Isa::Aarch64) => &crate::aarch64::IPLT_ENTRY,
-        Some(Isa::X86_64) => &crate::x86_64::IPLT_ENTRY,
-        None => {
-            return Err(PhaseError::new(
-                LinkPhase::Synthesize,
-                "indirect functions (STT_GNU_IFUNC) are not supported for this target",
-            ));
-        }
+    let Some(template) = graph.arch().iplt_entry else {
+        return Err(PhaseError::new(
+            LinkPhase::Synthesize,
+            "indirect functions (STT_GNU_IFUNC) are not supported for this target",
+        ));
     };
+    let entry_size = template.size();
     let absolute = declared(graph, RelocationKind::Symbol, RelocationBase::Nothing, 64)?;
     let fields = template
         .fields
@@ -120,7 +97,7 @@ fn synthesize_iplt(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErr
         ..Origin::default()
     };
     let count = functions.len() as u64;
-    let mut plt = Vec::with_capacity((count * IPLT_ENTRY_SIZE) as usize);
+    let mut plt = Vec::with_capacity((count * entry_size) as usize);
     let mut rela = Vec::with_capacity((count * 24) as usize);
     for _ in 0..count {
         plt.extend_from_slice(template.code);
@@ -166,7 +143,7 @@ fn synthesize_iplt(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErr
             graph.edges.push(Edge {
                 kind: EdgeKind::Relocation,
                 source: plt_atom,
-                offset: entry * IPLT_ENTRY_SIZE + field.offset,
+                offset: entry * entry_size + field.offset,
                 relocation: RelocationType {
                     format: ObjectFormat::Elf,
                     raw: *raw,
@@ -194,8 +171,16 @@ fn synthesize_iplt(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErr
         });
     }
     graph.index_edges();
-    context.iplt = Some((plt_atom, index));
+    context.iplt = Some((plt_atom, entry_size, index));
     Ok(())
+}
+
+/// Whether the edge loads an address through the GOT (its declared kind says so).
+fn uses_got(graph: &LinkGraph, edge: &Edge) -> bool {
+    matches!(
+        graph.relocation_kind(edge),
+        Some(RelocationKind::GotEntry | RelocationKind::GotEntryRelaxable)
+    )
 }
 
 /// The number of the target's relocation of `kind`, `base` and `size`, or an error naming what is missing.
@@ -236,7 +221,7 @@ fn synthesize_got(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     let mut uses: Vec<((u32, u32), usize, SymbolId)> = Vec::new();
     for (position, edge) in graph.edges.iter().enumerate() {
         let source = &graph.atoms[edge.source.index()];
-        if !uses_got(graph, edge) || !source.is_live() || relaxation(graph, edge).is_some() {
+        if !uses_got(graph, edge) || !source.is_live() || (graph.arch().got_relaxation)(graph, edge).is_some() {
             continue;
         }
         let Some(symbol) = edge.target_symbol.map(|symbol| graph.resolved(symbol)) else {

@@ -35,10 +35,9 @@ pub(crate) fn read_object(graph: &mut LinkGraph, input: InputId, phase: u16) -> 
         object::BinaryFormat::MachO => ObjectFormat::MachO,
         other => return Err(ReadError::new(&name, format!("unsupported object format {other:?}"))),
     };
-    let machine = match file.architecture() {
-        object::Architecture::X86_64 => Machine::X86_64,
-        object::Architecture::Aarch64 => Machine::Aarch64,
-        other => Machine::Other(other as u32),
+    let machine = match format {
+        ObjectFormat::Elf => ElfIdentity::read(bytes).map_or(Machine(0), |identity| Machine(identity.machine)),
+        ObjectFormat::Coff | ObjectFormat::MachO => machine_of(file.architecture()),
     };
     if file.kind() != object::ObjectKind::Relocatable {
         return Err(ReadError::new(&name, "not a relocatable object"));
@@ -313,6 +312,23 @@ pub(crate) fn read_object(graph: &mut LinkGraph, input: InputId, phase: u16) -> 
     }
     read_eh_frame_records(graph, input, &section_ids, phase, member, first_edge);
     Ok(())
+}
+
+/// The machine of a COFF or Mach-O object's architecture: the declared `[elf] machine` of the bundled target
+/// whose triple names that architecture (`x86_64-...`, `aarch64-...`), or `EM_NONE` (0).
+fn machine_of(architecture: object::Architecture) -> Machine {
+    // The triple's name of each architecture the `object` crate reads and a target may declare.
+    let name = match architecture {
+        object::Architecture::X86_64 => "x86_64",
+        object::Architecture::Aarch64 => "aarch64",
+        object::Architecture::Riscv64 => "riscv64",
+        _ => return Machine(0),
+    };
+    neverc_tables::generated::targets::TARGETS
+        .iter()
+        .find(|target| target.triple.split('-').next() == Some(name))
+        .and_then(|target| target.elf)
+        .map_or(Machine(0), |elf| Machine(elf.machine))
 }
 
 /// What an ELF header says: `e_machine`, the class in bits and whether the file is little-endian.

@@ -1,39 +1,72 @@
-//! AArch64 specifics: the instructions the linker writes itself (the PLT entries of indirect functions) and
-//! what a static executable makes of references to undefined weak symbols. Which relocation writes which
-//! field is the target file's business: the fields here are found among its declarations by what they do
+//! AArch64: the instructions the linker writes itself (the PLT entries of indirect functions, the
+//! range-extension veneer of `thunks.rs`), the TLS relaxations to local-exec (`tls.rs`) and what a static
+//! executable makes of references to undefined weak symbols. Which relocation writes which field is the
+//! target file's business: the fields here are found among its declarations by what they do
 //! (`LinkGraph::declared_field`), never by number.
+
+mod thunks;
+mod tls;
 
 use neverc_tables::{BitRange, RelocationBase, RelocationKind};
 
+use crate::arch::{Arch, CodeField, CodeTemplate, TlsAccess, TlsRelaxed, UndefinedWeak, declared_machine};
 use crate::graph::InstructionField;
-use crate::phases::synthesize::{PltEntry, PltField};
+
+/// The table of AArch64, bound to `targets/aarch64.toml` by its declared machine.
+pub(crate) static ARCH: Arch = Arch {
+    machine: declared_machine(&neverc_tables::generated::targets::aarch64::TARGET),
+    iplt_entry: Some(&IPLT_ENTRY),
+    thunk: Some(&thunks::VENEER),
+    // AArch64 GOT loads are not relaxed in a static executable (the target declares none relaxable).
+    got_relaxation: |_, _| None,
+    relax_got_load: |_, _, _| Err("AArch64 relaxes no GOT load".to_string()),
+    // Every instruction of a sequence carries its own relocation: nothing is rewritten around them.
+    rewritten_sequence: |_, _| None,
+    relax_tls,
+    undefined_weak,
+};
+
+/// Relaxes a TLS access to local-exec (the addend of an AArch64 relocation is the variable's, not a PC bias,
+/// so the offset is `S + A`'s).
+fn relax_tls(code: &mut [u8], access: TlsAccess) -> Result<TlsRelaxed, String> {
+    let TlsAccess {
+        kind, at, tp_offset, ..
+    } = access;
+    match kind {
+        RelocationKind::TlsIe => tls::relax_initial_exec_to_le(code, at, tp_offset)?,
+        RelocationKind::TlsDesc => tls::relax_descriptor_to_le(code, at, tp_offset)?,
+        RelocationKind::TlsDescCall => tls::relax_descriptor_call_to_le(code, at)?,
+        _ => return Err("relaxing this TLS model is not supported for this target yet".to_string()),
+    }
+    Ok(TlsRelaxed::Done)
+}
 
 /// `nop`.
-pub(crate) const NOP: u32 = 0xd503_201f;
+const NOP: u32 = 0xd503_201f;
 
 /// The 21-bit page offset of `adrp` (immlo at bit 29, immhi at bit 5), in pages of 4 KiB.
-pub(crate) const ADRP_PAGE: InstructionField = InstructionField {
+const ADRP_PAGE: InstructionField = InstructionField {
     size: 32,
     shift: 12,
     bits: &[BitRange { lsb: 29, width: 2 }, BitRange { lsb: 5, width: 19 }],
 };
 
 /// The low 12 bits of an address in the immediate of `add` (bit 10).
-pub(crate) const ADD_LO12: InstructionField = InstructionField {
+const ADD_LO12: InstructionField = InstructionField {
     size: 32,
     shift: 0,
     bits: &[BitRange { lsb: 10, width: 12 }],
 };
 
 /// Bits 11:3 of an address in the scaled offset of a 64-bit `ldr` (bit 10).
-pub(crate) const LDST64_LO12: InstructionField = InstructionField {
+const LDST64_LO12: InstructionField = InstructionField {
     size: 32,
     shift: 3,
     bits: &[BitRange { lsb: 10, width: 9 }],
 };
 
 /// Little-endian bytes of instructions, for templates.
-pub(crate) const fn code<const N: usize, const B: usize>(instructions: [u32; N]) -> [u8; B] {
+const fn code<const N: usize, const B: usize>(instructions: [u32; N]) -> [u8; B] {
     let mut bytes = [0u8; B];
     let mut index = 0;
     while index < N {
@@ -51,7 +84,7 @@ pub(crate) const fn code<const N: usize, const B: usize>(instructions: [u32; N])
 /// `adrp x16, slot; ldr x17, [x16, :lo12:slot]; add x16, x16, :lo12:slot; br x17`.
 const IPLT_CODE: [u8; 16] = code([0x9000_0010, 0xf940_0211, 0x9100_0210, 0xd61f_0220]);
 
-pub(crate) const IPLT_ENTRY: PltEntry = PltEntry {
+const IPLT_ENTRY: CodeTemplate = CodeTemplate {
     code: &IPLT_CODE,
     fields: &[
         page_of_target(0),
@@ -61,8 +94,8 @@ pub(crate) const IPLT_ENTRY: PltEntry = PltEntry {
 };
 
 /// The `adrp` at `offset` of linker-made code: the page of its target.
-pub(crate) const fn page_of_target(offset: u64) -> PltField {
-    PltField {
+const fn page_of_target(offset: u64) -> CodeField {
+    CodeField {
         offset,
         base: RelocationBase::Page,
         field: ADRP_PAGE,
@@ -71,8 +104,8 @@ pub(crate) const fn page_of_target(offset: u64) -> PltField {
 }
 
 /// The `add` or `ldr` at `offset` of linker-made code: the low 12 bits of its target, written as `field`.
-pub(crate) const fn low_12_bits_of_target(offset: u64, field: InstructionField) -> PltField {
-    PltField {
+const fn low_12_bits_of_target(offset: u64, field: InstructionField) -> CodeField {
+    CodeField {
         offset,
         base: RelocationBase::Nothing,
         field,
@@ -83,25 +116,16 @@ pub(crate) const fn low_12_bits_of_target(offset: u64, field: InstructionField) 
 /// What a relocation against an undefined weak symbol becomes in a static executable, as ld.bfd makes it:
 /// a call or jump (`bl`, `b`) becomes a `nop`, and a PC- or page-relative reference resolves to the place
 /// itself (an `adrp` of the place's own page); `None`: the symbol is 0 as everywhere else.
-pub(crate) fn undefined_weak(kind: RelocationKind, base: RelocationBase, place: i128) -> Option<UndefinedWeak> {
+fn undefined_weak(kind: RelocationKind, base: RelocationBase, place: i128) -> Option<UndefinedWeak> {
     match (kind, base) {
-        (RelocationKind::Branch, _) => Some(UndefinedWeak::Nop),
+        (RelocationKind::Branch, _) => Some(UndefinedWeak::Instruction(NOP)),
         (RelocationKind::Symbol, RelocationBase::Place | RelocationBase::Page) => Some(UndefinedWeak::Value(place)),
         _ => None,
     }
 }
 
-/// See [`undefined_weak`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum UndefinedWeak {
-    /// The instruction becomes a `nop`.
-    Nop,
-    /// `S + A` is this value.
-    Value(i128),
-}
-
 /// Replaces the 32-bit instruction at `at` by `instruction`.
-pub(crate) fn write_instruction(code: &mut [u8], at: usize, instruction: u32) -> Result<(), String> {
+fn write_instruction(code: &mut [u8], at: usize, instruction: u32) -> Result<(), String> {
     code.get_mut(at..at.saturating_add(4))
         .filter(|place| place.len() == 4)
         .ok_or_else(|| "an instruction lies past the end of its section".to_string())?
@@ -110,7 +134,7 @@ pub(crate) fn write_instruction(code: &mut [u8], at: usize, instruction: u32) ->
 }
 
 /// The 32-bit instruction at `at`.
-pub(crate) fn read_instruction(code: &[u8], at: usize) -> Result<u32, String> {
+fn read_instruction(code: &[u8], at: usize) -> Result<u32, String> {
     code.get(at..at.saturating_add(4))
         .and_then(|bytes| bytes.try_into().ok())
         .map(u32::from_le_bytes)
@@ -136,7 +160,7 @@ mod tests {
     fn undefined_weak_calls_become_nops_and_addresses_the_place() {
         assert_eq!(
             undefined_weak(RelocationKind::Branch, RelocationBase::Place, 8),
-            Some(UndefinedWeak::Nop)
+            Some(UndefinedWeak::Instruction(NOP))
         );
         assert_eq!(
             undefined_weak(RelocationKind::Symbol, RelocationBase::Page, 0x40_1234),

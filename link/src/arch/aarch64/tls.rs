@@ -7,10 +7,10 @@
 //! Which relocation starts which sequence is its declared kind; which instruction of the sequence a
 //! relocation marks is read from the instruction itself (as the x86-64 relaxations read theirs).
 
-use crate::aarch64::{NOP, read_instruction, write_instruction};
+use super::{NOP, read_instruction, write_instruction};
 
 /// Why a code sequence cannot be relaxed.
-pub(crate) type RelaxError = String;
+pub(super) type RelaxError = String;
 
 /// `adrp xd, ...`.
 fn is_adrp(instruction: u32) -> bool {
@@ -52,7 +52,7 @@ fn unsigned32(offset: i128, what: &str) -> Result<u64, RelaxError> {
 /// Initial-exec to local-exec: `adrp xd, :gottprel:x` becomes `movz xd, #:tprel_g1:x` and `ldr xd, [xn,
 /// :gottprel_lo12:x]` becomes `movk xd, #:tprel_g0_nc:x` (`R_AARCH64_TLSIE_ADR_GOTTPREL_PAGE21` and
 /// `R_AARCH64_TLSIE_LD64_GOTTPREL_LO12_NC`). `offset` is the variable's offset from the thread pointer.
-pub(crate) fn relax_initial_exec_to_le(code: &mut [u8], at: usize, offset: i128) -> Result<(), RelaxError> {
+pub(super) fn relax_initial_exec_to_le(code: &mut [u8], at: usize, offset: i128) -> Result<(), RelaxError> {
     let instruction = read_instruction(code, at)?;
     let offset = unsigned32(offset, "initial-exec TLS")?;
     let register = instruction & 0x1f;
@@ -73,7 +73,7 @@ pub(crate) fn relax_initial_exec_to_le(code: &mut [u8], at: usize, offset: i128)
 /// nop`, leaving the offset from the thread pointer in x0 as the descriptor call would. This rewrites the
 /// instruction one of the sequence's relocations marks (`R_AARCH64_TLSDESC_ADR_PAGE21`, `_LD64_LO12`,
 /// `_ADD_LO12`).
-pub(crate) fn relax_descriptor_to_le(code: &mut [u8], at: usize, offset: i128) -> Result<(), RelaxError> {
+pub(super) fn relax_descriptor_to_le(code: &mut [u8], at: usize, offset: i128) -> Result<(), RelaxError> {
     let instruction = read_instruction(code, at)?;
     let offset = unsigned32(offset, "TLS descriptor")?;
     let relaxed = if is_adrp(instruction) {
@@ -91,7 +91,7 @@ pub(crate) fn relax_descriptor_to_le(code: &mut [u8], at: usize, offset: i128) -
 }
 
 /// The descriptor call `blr x1` (`R_AARCH64_TLSDESC_CALL`) becomes a `nop`.
-pub(crate) fn relax_descriptor_call_to_le(code: &mut [u8], at: usize) -> Result<(), RelaxError> {
+pub(super) fn relax_descriptor_call_to_le(code: &mut [u8], at: usize) -> Result<(), RelaxError> {
     let instruction = read_instruction(code, at)?;
     if !is_blr(instruction) {
         return Err(format!(

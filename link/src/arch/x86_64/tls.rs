@@ -11,8 +11,8 @@ use neverc_tables::RelocationKind;
 
 /// The bytes of the code sequence a TLS relocation of `kind` at `offset` begins, which the relaxation to
 /// local-exec rewrites whole (with the call of `__tls_get_addr` in it); `None` for other relocations.
-pub(crate) fn relaxed_sequence(kind: Option<RelocationKind>, offset: u64) -> Option<Range<u64>> {
-    match kind? {
+pub(super) fn relaxed_sequence(kind: RelocationKind, offset: u64) -> Option<Range<u64>> {
+    match kind {
         RelocationKind::TlsGd => Some(offset.saturating_sub(4)..offset.saturating_add(12)),
         RelocationKind::TlsLd => Some(offset.saturating_sub(3)..offset.saturating_add(10)),
         _ => None,
@@ -23,13 +23,13 @@ pub(crate) fn relaxed_sequence(kind: Option<RelocationKind>, offset: u64) -> Opt
 const LOAD_THREAD_POINTER: [u8; 9] = [0x64, 0x48, 0x8b, 0x04, 0x25, 0x00, 0x00, 0x00, 0x00];
 
 /// Why a code sequence cannot be relaxed.
-pub(crate) type RelaxError = String;
+pub(super) type RelaxError = String;
 
 /// Initial-exec to local-exec: `movq x@gottpoff(%rip), %reg` becomes `movq $tpoff, %reg`, and
 /// `addq x@gottpoff(%rip), %reg` becomes `leaq tpoff(%reg), %reg` (or `addq $tpoff, %reg` for `%rsp` and
 /// `%r12`, whose `lea` would not fit). `at` is the field's index in `code`; the caller writes the offset
 /// from the thread pointer into the field.
-pub(crate) fn relax_gottpoff_to_le(code: &mut [u8], at: usize) -> Result<(), RelaxError> {
+pub(super) fn relax_gottpoff_to_le(code: &mut [u8], at: usize) -> Result<(), RelaxError> {
     let start = at
         .checked_sub(3)
         .ok_or_else(|| "a GOTTPOFF field at the start of its section has no instruction".to_string())?;
@@ -69,7 +69,7 @@ pub(crate) fn relax_gottpoff_to_le(code: &mut [u8], at: usize) -> Result<(), Rel
 /// General-dynamic to local-exec: `.byte 0x66; leaq x@tlsgd(%rip), %rdi; .word 0x6666; rex64; call
 /// __tls_get_addr@PLT` (16 bytes from the field less 4) becomes `mov %fs:0, %rax; leaq tpoff(%rax), %rax`.
 /// Returns the rewritten range and the index of the new 32-bit field for the offset from the thread pointer.
-pub(crate) fn relax_tlsgd_to_le(code: &mut [u8], at: usize) -> Result<(Range<usize>, usize), RelaxError> {
+pub(super) fn relax_tlsgd_to_le(code: &mut [u8], at: usize) -> Result<(Range<usize>, usize), RelaxError> {
     let sequence = at.checked_sub(4).map(|start| start..start + 16);
     let expected_prefix = [0x66, 0x48, 0x8d, 0x3d];
     let expected_call = [0x66, 0x66, 0x48, 0xe8];
@@ -93,7 +93,7 @@ pub(crate) fn relax_tlsgd_to_le(code: &mut [u8], at: usize) -> Result<(Range<usi
 /// Local-dynamic to local-exec: `leaq x@tlsld(%rip), %rdi; call __tls_get_addr@PLT` (12 bytes from the field
 /// less 3) or `... call *__tls_get_addr@GOTPCREL(%rip)` (13 bytes) becomes `mov %fs:0, %rax` padded with
 /// prefixes or a `nop`. The `DTPOFF` offsets that follow are then offsets from the thread pointer.
-pub(crate) fn relax_tlsld_to_le(code: &mut [u8], at: usize) -> Result<Range<usize>, RelaxError> {
+pub(super) fn relax_tlsld_to_le(code: &mut [u8], at: usize) -> Result<Range<usize>, RelaxError> {
     let start = at.checked_sub(3);
     let lea = start.and_then(|start| code.get(start..at)) == Some(&[0x48, 0x8d, 0x3d][..]);
     let call = code.get(at + 4..at + 6);
@@ -122,7 +122,7 @@ pub(crate) fn relax_tlsld_to_le(code: &mut [u8], at: usize) -> Result<Range<usiz
 
 /// TLS descriptors to local-exec: `leaq x@tlsdesc(%rip), %reg` becomes `movq $tpoff, %reg`; the caller
 /// writes the offset into the field.
-pub(crate) fn relax_tlsdesc_to_le(code: &mut [u8], at: usize) -> Result<(), RelaxError> {
+pub(super) fn relax_tlsdesc_to_le(code: &mut [u8], at: usize) -> Result<(), RelaxError> {
     let start = at
         .checked_sub(3)
         .ok_or_else(|| "a GOTPC32_TLSDESC field at the start of its section has no instruction".to_string())?;
@@ -138,7 +138,7 @@ pub(crate) fn relax_tlsdesc_to_le(code: &mut [u8], at: usize) -> Result<(), Rela
 }
 
 /// The descriptor call `call *x@tlscall(%rax)` becomes the two-byte `xchg %ax, %ax`.
-pub(crate) fn relax_tlsdesc_call_to_le(code: &mut [u8], at: usize) -> Result<(), RelaxError> {
+pub(super) fn relax_tlsdesc_call_to_le(code: &mut [u8], at: usize) -> Result<(), RelaxError> {
     match code.get_mut(at..at + 2) {
         Some(bytes) if bytes == [0xff, 0x10] => {
             bytes.copy_from_slice(&[0x66, 0x90]);

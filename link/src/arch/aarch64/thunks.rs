@@ -3,17 +3,19 @@
 //! :lo12:target; br x16` (ld.bfd's `aarch64_adrp_branch_stub`, lld's `AArch64ADRPThunk`). x16 (ip0) is the
 //! intra-procedure-call scratch register the AAPCS64 reserves for veneers.
 
-use crate::aarch64::{ADD_LO12, code, low_12_bits_of_target, page_of_target};
-use crate::phases::relax_thunks::ThunkTemplate;
+use super::{ADD_LO12, code, low_12_bits_of_target, page_of_target};
+use crate::arch::{CodeTemplate, ThunkTemplate};
 
 /// `adrp x16, target; add x16, x16, :lo12:target; br x16`.
 const VENEER_CODE: [u8; 12] = code([0x9000_0010, 0x9100_0210, 0xd61f_0200]);
 
-pub(crate) const VENEER: ThunkTemplate = ThunkTemplate {
+pub(super) const VENEER: ThunkTemplate = ThunkTemplate {
     name_prefix: "__AArch64ADRPThunk_",
-    code: &VENEER_CODE,
     alignment: 4,
-    fields: &[page_of_target(0), low_12_bits_of_target(4, ADD_LO12)],
+    code: CodeTemplate {
+        code: &VENEER_CODE,
+        fields: &[page_of_target(0), low_12_bits_of_target(4, ADD_LO12)],
+    },
 };
 
 #[cfg(test)]

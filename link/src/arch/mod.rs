@@ -1,0 +1,151 @@
+//! The architecture seam: everything the linker does differently per instruction set, behind one interface
+//! ([`Arch`], a `'static` table of templates and functions) picked once from the link target's declared ELF
+//! machine ([`Arch::of`]). Phases ask the table; none of them names an architecture.
+//!
+//! What is declared data stays in the target files: which relocation numbers exist, what each computes
+//! (`kind`, `relative_to`), which instruction field it writes and how it overflows. What is here is what
+//! cannot be data: the code the linker writes itself (the PLT entry of an indirect function, a
+//! range-extension thunk) as templates whose fields are found among the target's declared relocations by what
+//! they do, and the instruction rewrites of relaxations (a GOT load that becomes an address, a TLS sequence
+//! that becomes local-exec), which read and rewrite instruction bytes.
+//!
+//! A target without code here (a new target file, whose e_machine no module below claims) links with
+//! [`GENERIC`]: every relocation by its declared kind, and an error naming what it cannot do (indirect
+//! functions, TLS sequences of other models than local-exec); it never gets another architecture's rewrites.
+//!
+//! The interface is where riscv64 will add what it needs, as further entries of the table read by the phases
+//! that need them: relocations that come in pairs (a `LO12` whose value is its `HI20` partner's, which
+//! relocation asks the table to find), and relaxations that change section sizes (run where thunks are made,
+//! with layout run again after them, as it is after thunks).
+
+pub(crate) mod aarch64;
+pub(crate) mod x86_64;
+
+use std::ops::Range;
+
+use neverc_tables::{RelocationBase, RelocationKind, TargetRecord};
+
+use crate::graph::{Edge, InstructionField, LinkGraph, Machine};
+
+/// The per-architecture part of a link.
+pub(crate) struct Arch {
+    /// The machine this table is for: the declared `[elf] machine` of its target file.
+    pub(crate) machine: Machine,
+    /// The PLT entry of an indirect function (`STT_GNU_IFUNC`); `None`: indirect functions are refused.
+    pub(crate) iplt_entry: Option<&'static CodeTemplate>,
+    /// The range-extension thunk branches that do not reach go through; `None`: branches reach the whole
+    /// output, or an out-of-range branch is relocation's error.
+    pub(crate) thunk: Option<&'static ThunkTemplate>,
+    /// Whether the GOT load of `edge` (a relocation of kind `GotEntryRelaxable`) can become a direct
+    /// reference, and how: read from the instruction and the target's definition.
+    pub(crate) got_relaxation: fn(&LinkGraph, &Edge) -> Option<GotRelaxation>,
+    /// Rewrites the instruction of a relaxable GOT load whose field is at `at`; returns where the direct
+    /// PC-relative 32-bit field now is and what to add to `S + A - P` for it.
+    pub(crate) relax_got_load: fn(&mut [u8], usize, GotRelaxation) -> Result<RelaxedField, String>,
+    /// The bytes of the code sequence a TLS relocation of this kind at this offset begins, which relaxation
+    /// rewrites whole (the relocations inside it, such as the call of `__tls_get_addr`, go with it).
+    pub(crate) rewritten_sequence: fn(RelocationKind, u64) -> Option<Range<u64>>,
+    /// Relaxes the TLS access a relocation of a TLS kind other than local-exec marks to local-exec.
+    pub(crate) relax_tls: fn(&mut [u8], TlsAccess) -> Result<TlsRelaxed, String>,
+    /// What a relocation against an undefined weak symbol becomes; `None`: the symbol is 0.
+    pub(crate) undefined_weak: fn(RelocationKind, RelocationBase, i128) -> Option<UndefinedWeak>,
+}
+
+/// Code the linker writes itself, and the fields in it that address what it reaches.
+pub(crate) struct CodeTemplate {
+    pub(crate) code: &'static [u8],
+    pub(crate) fields: &'static [CodeField],
+}
+
+impl CodeTemplate {
+    /// The size of one copy of the code.
+    pub(crate) const fn size(&self) -> u64 {
+        self.code.len() as u64
+    }
+}
+
+/// A field of linker-made code: at `offset`, the target's address plus `bias` relative to `base`, written as
+/// `field` says (the relocation the target declares for it is found by what it does:
+/// `LinkGraph::declared_field`).
+pub(crate) struct CodeField {
+    pub(crate) offset: u64,
+    pub(crate) base: RelocationBase,
+    pub(crate) field: InstructionField,
+    pub(crate) bias: i64,
+}
+
+/// A range-extension thunk.
+pub(crate) struct ThunkTemplate {
+    /// The thunk atom's name is this followed by the target's name.
+    pub(crate) name_prefix: &'static str,
+    pub(crate) alignment: u64,
+    pub(crate) code: CodeTemplate,
+}
+
+/// Where the direct PC-relative 32-bit field of a relaxed GOT load is, and what to add to `S + A - P` for it.
+pub(crate) type RelaxedField = (usize, i128);
+
+/// How an architecture rewrites one relaxable GOT load (its meaning is the architecture's own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct GotRelaxation(pub(crate) u8);
+
+/// A TLS access to relax: the relocation's kind, the index of its field in the section's bytes, and the
+/// offset of `S + A` from the thread pointer with the relocation's addend `A`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TlsAccess {
+    pub(crate) kind: RelocationKind,
+    pub(crate) at: usize,
+    pub(crate) tp_offset: i128,
+    pub(crate) addend: i64,
+}
+
+/// What is left to write after a TLS relaxation: a 32-bit signed field the relaxed code reads, or nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TlsRelaxed {
+    Done,
+    Signed32 { at: usize, value: i128 },
+}
+
+/// What a relocation against an undefined weak symbol becomes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum UndefinedWeak {
+    /// The instruction becomes this one (a `nop`).
+    Instruction(u32),
+    /// `S + A` is this value.
+    Value(i128),
+}
+
+/// The table of an architecture without code of its own: every relocation by its declared kind.
+pub(crate) static GENERIC: Arch = Arch {
+    machine: Machine(0),
+    iplt_entry: None,
+    thunk: None,
+    got_relaxation: |_, _| None,
+    relax_got_load: |_, _, _| Err("this target relaxes no GOT load".to_string()),
+    rewritten_sequence: |_, _| None,
+    relax_tls: |_, _| Err("relaxing this TLS model is not supported for this target yet".to_string()),
+    undefined_weak: |_, _, _| None,
+};
+
+/// The architectures with code of their own.
+static ARCHES: [&Arch; 2] = [&x86_64::ARCH, &aarch64::ARCH];
+
+impl Arch {
+    /// The table of the architecture of `target` (its declared ELF machine), or [`GENERIC`].
+    pub(crate) fn of(target: Option<&TargetRecord>) -> &'static Arch {
+        let machine = target.and_then(|target| target.elf).map(|elf| Machine(elf.machine));
+        ARCHES
+            .iter()
+            .copied()
+            .find(|arch| Some(arch.machine) == machine)
+            .unwrap_or(&GENERIC)
+    }
+}
+
+/// The declared ELF machine of a bundled target (for the tables above, which bind code to the target files).
+pub(crate) const fn declared_machine(target: &TargetRecord) -> Machine {
+    match target.elf {
+        Some(elf) => Machine(elf.machine),
+        None => Machine(0),
+    }
+}

@@ -1,0 +1,137 @@
+//! x86-64: the PLT entry of an indirect function, GOT relaxation (the psABI's GOTPCRELX rules, as GNU ld and
+//! lld apply them in static links) and the TLS relaxations to local-exec (`tls.rs`). Which relocations load
+//! through the GOT or may be relaxed is the declared kind's business.
+
+mod tls;
+
+use neverc_tables::{RelocationBase, RelocationKind};
+
+use crate::arch::{Arch, CodeField, CodeTemplate, GotRelaxation, TlsAccess, TlsRelaxed, declared_machine};
+use crate::graph::{Definition, Edge, InstructionField, LinkGraph};
+
+/// The table of x86-64, bound to `targets/x86_64.toml` by its declared machine.
+pub(crate) static ARCH: Arch = Arch {
+    machine: declared_machine(&neverc_tables::generated::targets::x86_64::TARGET),
+    iplt_entry: Some(&IPLT_ENTRY),
+    // A branch reaches ±2 GiB, the whole 4 GiB output limit: one that does not is relocation's error.
+    thunk: None,
+    got_relaxation: relaxation,
+    relax_got_load: relax_gotpcrelx,
+    rewritten_sequence: tls::relaxed_sequence,
+    relax_tls,
+    undefined_weak: |_, _, _| None,
+};
+
+/// The PLT entry of an indirect function, as ld.bfd writes them in a static executable: `jmp *slot(%rip)`,
+/// then an eight-byte and a two-byte `nop` to fill the 16 bytes.
+const IPLT_ENTRY: CodeTemplate = CodeTemplate {
+    code: &[0xff, 0x25, 0, 0, 0, 0, 0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0, 0x66, 0x90],
+    fields: &[CodeField {
+        offset: 2,
+        base: RelocationBase::Place,
+        // The jump's 32-bit displacement, from the end of the instruction (the field + 4).
+        field: InstructionField {
+            size: 32,
+            shift: 0,
+            bits: &[],
+        },
+        bias: -4,
+    }],
+};
+
+/// How a relaxable GOT load is rewritten (the meanings of this architecture's [`GotRelaxation`]s):
+/// `mov foo@GOTPCREL(%rip), %reg` → `lea foo(%rip), %reg`.
+const MOV_TO_LEA: GotRelaxation = GotRelaxation(0);
+/// `call *foo@GOTPCREL(%rip)` → `addr32 call foo`.
+const CALL: GotRelaxation = GotRelaxation(1);
+/// `jmp *foo@GOTPCREL(%rip)` → `jmp foo; nop`.
+const JUMP: GotRelaxation = GotRelaxation(2);
+
+/// The relaxation of a GOTPCRELX edge, if its instruction and target allow one: the target must be
+/// defined in the link (a weak undefined symbol needs a real slot holding 0).
+fn relaxation(graph: &LinkGraph, edge: &Edge) -> Option<GotRelaxation> {
+    if graph.relocation_kind(edge) != Some(RelocationKind::GotEntryRelaxable) || edge.addend != -4 {
+        return None;
+    }
+    let symbol = &graph.symbols[graph.resolved(edge.target_symbol?).index()];
+    if symbol.definition == Definition::Undefined {
+        return None;
+    }
+    let atom = &graph.atoms[edge.source.index()];
+    let bytes = graph.atom_bytes(atom);
+    let offset = usize::try_from(edge.offset).ok()?;
+    let opcode = *bytes.get(offset.checked_sub(2)?)?;
+    let modrm = *bytes.get(offset - 1)?;
+    match (opcode, modrm) {
+        (0x8b, _) => Some(MOV_TO_LEA),
+        (0xff, 0x15) => Some(CALL),
+        (0xff, 0x25) => Some(JUMP),
+        _ => None,
+    }
+}
+
+/// Rewrites the instruction of a relaxable GOT load whose field is at `at`; returns where the direct
+/// PC-relative field now is and what to add to `S + A - P` for it.
+fn relax_gotpcrelx(code: &mut [u8], at: usize, relaxation: GotRelaxation) -> Result<(usize, i128), String> {
+    let missing = || "a relaxable GOT load at the start of its section has no instruction to relax".to_string();
+    let byte = |code: &mut [u8], back: usize| -> Result<usize, String> {
+        at.checked_sub(back)
+            .filter(|index| *index < code.len())
+            .ok_or_else(missing)
+    };
+    match relaxation {
+        MOV_TO_LEA => {
+            let opcode = byte(code, 2)?;
+            code[opcode] = 0x8d;
+            Ok((at, 0))
+        }
+        CALL => {
+            let (prefix, opcode) = (byte(code, 2)?, byte(code, 1)?);
+            code[prefix] = 0x67;
+            code[opcode] = 0xe8;
+            Ok((at, 0))
+        }
+        JUMP => {
+            // `jmp rel32` is one byte shorter: the field moves back a byte and a `nop` fills the end.
+            let opcode = byte(code, 2)?;
+            code[opcode] = 0xe9;
+            if let Some(last) = code.get_mut(at + 3) {
+                *last = 0x90;
+            }
+            Ok((at - 1, 1))
+        }
+        GotRelaxation(other) => Err(format!("unknown GOT relaxation {other}")),
+    }
+}
+
+/// Relaxes a TLS access to local-exec. The relaxed sequences hold the offset of the variable itself from the
+/// thread pointer: the relocation's addend was the PC-relative bias of the field it replaced.
+fn relax_tls(code: &mut [u8], access: TlsAccess) -> Result<TlsRelaxed, String> {
+    let TlsAccess {
+        kind,
+        at,
+        tp_offset,
+        addend,
+    } = access;
+    let of_symbol = tp_offset - i128::from(addend);
+    match kind {
+        RelocationKind::TlsIe => {
+            tls::relax_gottpoff_to_le(code, at)?;
+            Ok(TlsRelaxed::Signed32 { at, value: of_symbol })
+        }
+        RelocationKind::TlsGd => {
+            let (_, field) = tls::relax_tlsgd_to_le(code, at)?;
+            Ok(TlsRelaxed::Signed32 {
+                at: field,
+                value: of_symbol,
+            })
+        }
+        RelocationKind::TlsLd => tls::relax_tlsld_to_le(code, at).map(|_| TlsRelaxed::Done),
+        RelocationKind::TlsDesc => {
+            tls::relax_tlsdesc_to_le(code, at)?;
+            Ok(TlsRelaxed::Signed32 { at, value: of_symbol })
+        }
+        RelocationKind::TlsDescCall => tls::relax_tlsdesc_call_to_le(code, at).map(|()| TlsRelaxed::Done),
+        _ => Err("relaxing this TLS model is not supported for this target yet".to_string()),
+    }
+}
