@@ -119,10 +119,15 @@ impl LinkOptions {
     }
 }
 
-/// An output section: a name, its flags and the atoms placed in it, in order.
+/// An output section: a name, its identity when the linker knows it by role, its type and flags and the
+/// atoms placed in it, in order.
 #[derive(Clone, Debug)]
 pub struct OutputSection {
     pub name: String,
+    /// Its row of `crate::sections`' table; `None` for a section of an input's own name.
+    pub id: Option<crate::sections::OutputSectionId>,
+    /// The ELF type it is written with (unless it has no file bytes: then `SHT_NOBITS`).
+    pub sh_type: crate::image::SectionKind,
     /// `section_flags` bits (allocated, writable, executable).
     pub flags: u64,
     pub alignment: u64,
@@ -207,15 +212,6 @@ pub(crate) struct Thunk {
     pub(crate) destination: Destination,
 }
 
-/// Mergeable string pieces: for a merged atom, where each input piece went.
-#[derive(Clone, Debug, Default)]
-pub struct MergedStrings {
-    /// For each merged input atom: (input offset of the piece, offset in the merged atom), sorted.
-    pub pieces: FxHashMap<AtomId, Vec<(u64, u64)>>,
-    /// The merged atom that holds the input atom's strings.
-    pub target: FxHashMap<AtomId, AtomId>,
-}
-
 /// What the builtin phases hand to each other. A phase that needs another's product asks for it by the
 /// phase that makes it, so a missing product is an error naming both phases, never a silent default.
 #[derive(Clone, Debug, Default)]
@@ -239,27 +235,13 @@ pub struct LinkContext {
     pub graph: LinkGraph,
     /// Global names to the prevailing symbol.
     pub global_symbols: FxHashMap<String, SymbolId>,
-    /// Global offset table slots: the symbol whose address each slot holds (see [`LinkContext::got`]).
-    got: Vec<SymbolId>,
-    pub got_atom: Option<AtomId>,
-    /// The slot of each symbol of `got`, built with it by `set_got` (see [`LinkContext::got_slot_of`]).
-    got_slots: FxHashMap<SymbolId, usize>,
-    /// Indirect functions: the synthetic `.plt` atom, the size of one entry (the architecture's template) and
-    /// each resolved IFUNC symbol's entry in it. Every
-    /// reference to such a symbol means its PLT entry, which jumps through a slot that an `IRELATIVE`
-    /// relocation fills at start-up.
-    pub(crate) iplt: Option<(AtomId, u64, FxHashMap<SymbolId, u32>)>,
+    /// What synthesis made: the GOT, the PLT of indirect functions, merged strings, the unwind tables' search
+    /// table, program properties and the build ID note.
+    pub synthesized: crate::synth::Synthesized,
     /// Range-extension thunks (`relax_thunks`), each placed right after the atom whose branches it serves.
     pub(crate) thunks: Vec<Thunk>,
-    /// The `.eh_frame_hdr` atom (`--eh-frame-hdr`), which relocation fills in.
-    pub(crate) eh_frame_hdr: Option<AtomId>,
-    /// Whether layout has merged the inputs' `.note.gnu.property` notes (once per link).
-    pub(crate) gnu_property_merged: bool,
-    /// Whether layout has made the `.note.gnu.build-id` atom (`--build-id`), which emission fills in.
-    pub(crate) build_id_made: bool,
     /// The proof digest's hashing of the inputs so far (see [`LinkContext::input_digest`]).
     input_digest: RefCell<Option<InputDigest>>,
-    pub merged_strings: MergedStrings,
     /// The products phases hand to each other, each set only by the phase that makes it.
     products: Products,
     pub warnings: Vec<String>,
@@ -286,16 +268,9 @@ impl LinkContext {
             },
             options,
             global_symbols: FxHashMap::default(),
-            got: Vec::new(),
-            got_atom: None,
-            got_slots: FxHashMap::default(),
-            iplt: None,
+            synthesized: crate::synth::Synthesized::default(),
             thunks: Vec::new(),
-            eh_frame_hdr: None,
-            gnu_property_merged: false,
-            build_id_made: false,
             input_digest: RefCell::new(None),
-            merged_strings: MergedStrings::default(),
             products: Products::default(),
             warnings: Vec::new(),
             incoming: OnceCell::new(),
@@ -462,22 +437,20 @@ impl PhaseError {
 }
 
 impl LinkContext {
-    /// The slot of `symbol` (a resolved symbol) in `got`, found in constant time through the index built
-    /// with the table when synthesize builds it. A table assigned directly (the field is public) has no index
-    /// of its length and is searched.
+    /// The slot of `symbol` (a resolved symbol) in the global offset table, found in constant time through
+    /// the index synthesis builds with the table.
     pub fn got_slot_of(&self, symbol: SymbolId) -> Option<usize> {
-        self.got_slots.get(&symbol).copied()
+        self.synthesized.got_slots.get(&symbol).copied()
     }
 
     /// The global offset table's slots: the symbol whose address each holds, in slot order.
     pub fn got(&self) -> &[SymbolId] {
-        &self.got
+        &self.synthesized.got
     }
 
-    /// Sets the GOT: its slots in order, and `index`, the slot of each of their symbols.
-    pub(crate) fn set_got(&mut self, slots: Vec<SymbolId>, index: FxHashMap<SymbolId, usize>) {
-        self.got = slots;
-        self.got_slots = index;
+    /// The synthetic `.got` atom, once synthesis made one.
+    pub fn got_atom(&self) -> Option<AtomId> {
+        self.synthesized.got_atom
     }
 
     /// The proof digest's two hashers (one per round) after the round number and every input's name and

@@ -726,6 +726,50 @@ impl LinkGraph {
             .map(|relocation| relocation.number)
     }
 
+    /// Whether an atom belongs to a group that lost COMDAT selection.
+    pub fn is_discarded(&self, atom: AtomId) -> bool {
+        self.atoms
+            .get(atom.index())
+            .and_then(|atom| atom.comdat)
+            .and_then(|comdat| self.comdats.get(comdat.index()).map(|entry| (comdat, entry.selected)))
+            .is_some_and(|(comdat, selected)| selected.is_some_and(|selected| selected != comdat))
+    }
+
+    /// For every input, its place in command-line order: (the position of the input, or of the archive it was
+    /// extracted from; 0 for a top-level input, 1 + the member's ordinal in its archive for a member). An object
+    /// LTO generated takes the place of the bitcode it was generated from (the first of them, for the merged
+    /// module of full LTO), as ld.bfd places a plugin's objects: before the start files' epilogues (`crtend.o`,
+    /// `crtn.o`) that must come last, and where a distributed ThinLTO build's final link puts its objects.
+    pub fn command_line_order(&self) -> Vec<(u32, u32)> {
+        let mut order: Vec<(u32, u32)> = self
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(index, input)| match input.member {
+                Some(member) => {
+                    let member = &self.archive_members[member.index()];
+                    let archive = &self.archives[member.archive.index()];
+                    (archive.input.0, member.ordinal.saturating_add(1))
+                }
+                None => (index as u32, 0),
+            })
+            .collect();
+        for module in &self.bitcode_modules {
+            let Some(&place) = order.get(module.input.index()) else {
+                continue;
+            };
+            for generated in &module.generated {
+                if let Some(slot) = order.get_mut(generated.index()) {
+                    // Bitcode inputs come before the objects generated from them, so the first module wins.
+                    if generated.index() > module.input.index() && *slot > place {
+                        *slot = place;
+                    }
+                }
+            }
+        }
+        order
+    }
+
     /// The machine of the link's target, as its file declares it; `None` before the target is known.
     pub fn machine(&self) -> Option<Machine> {
         self.target_record()?.elf.map(|elf| Machine(elf.machine))
@@ -827,4 +871,15 @@ impl LinkGraph {
 /// two it is a multiple of, as ld.bfd reads it.
 pub fn effective_alignment(raw: u64) -> u64 {
     if raw == 0 { 1 } else { raw & raw.wrapping_neg() }
+}
+
+/// How strongly a definition of `definition` and `binding` defines its name: strong 3, common 2, weak 1,
+/// undefined 0 (symbol resolution and LTO's resolution rank bitcode symbols the same way).
+pub fn strength(definition: Definition, binding: Binding) -> u8 {
+    match (definition, binding) {
+        (Definition::Undefined, _) => 0,
+        (_, Binding::Weak) => 1,
+        (Definition::Common, _) | (_, Binding::Common) => 2,
+        _ => 3,
+    }
 }

@@ -3,23 +3,24 @@
 //! executable, and plugins that observe, intercept, replace or skip phases exactly as the declared policy
 //! allows.
 
+mod address;
 mod arch;
-mod build_id;
 pub mod context;
-mod eh_frame;
 pub mod execute;
 pub mod frame;
-mod gnu_property;
 pub mod graph;
 pub mod image;
 mod linker_defined;
 pub mod lto;
 pub mod ordering;
 mod phases;
+mod place;
 pub use phases::{LinkPhase, lay_out_and_relocate};
 pub mod plugin;
 pub mod read;
 pub mod response_file;
 pub mod script;
 pub mod search;
+pub mod sections;
+mod synth;
 pub use neverc_tables::status;

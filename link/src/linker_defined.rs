@@ -1,12 +1,14 @@
 //! The names the linker defines (as GNU ld's default script and lld do), in one table: symbol resolution
 //! asks whether a name is one of them, layout asks what its value is.
 
+use crate::sections::OutputSectionId;
+
 /// Where the value of a linker-defined name comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum LinkerDefined<'n> {
     /// The start or the end of an output section holding an array (`.init_array`), or the start of the data
     /// segment if there is none.
-    ArrayBound { section: &'static str, end: bool },
+    ArrayBound { section: OutputSectionId, end: bool },
     /// The start of `.bss`, or the end of the data segment's file bytes.
     BssStart,
     /// The end of the data segment's file bytes.
@@ -28,42 +30,42 @@ const FIXED: [(&str, LinkerDefined<'static>); 18] = [
     (
         "__init_array_start",
         LinkerDefined::ArrayBound {
-            section: ".init_array",
+            section: OutputSectionId::InitArray,
             end: false,
         },
     ),
     (
         "__init_array_end",
         LinkerDefined::ArrayBound {
-            section: ".init_array",
+            section: OutputSectionId::InitArray,
             end: true,
         },
     ),
     (
         "__fini_array_start",
         LinkerDefined::ArrayBound {
-            section: ".fini_array",
+            section: OutputSectionId::FiniArray,
             end: false,
         },
     ),
     (
         "__fini_array_end",
         LinkerDefined::ArrayBound {
-            section: ".fini_array",
+            section: OutputSectionId::FiniArray,
             end: true,
         },
     ),
     (
         "__preinit_array_start",
         LinkerDefined::ArrayBound {
-            section: ".preinit_array",
+            section: OutputSectionId::PreinitArray,
             end: false,
         },
     ),
     (
         "__preinit_array_end",
         LinkerDefined::ArrayBound {
-            section: ".preinit_array",
+            section: OutputSectionId::PreinitArray,
             end: true,
         },
     ),
@@ -71,14 +73,14 @@ const FIXED: [(&str, LinkerDefined<'static>); 18] = [
     (
         "__rela_iplt_start",
         LinkerDefined::ArrayBound {
-            section: crate::phases::synthesize::IRELA,
+            section: OutputSectionId::RelaIplt,
             end: false,
         },
     ),
     (
         "__rela_iplt_end",
         LinkerDefined::ArrayBound {
-            section: crate::phases::synthesize::IRELA,
+            section: OutputSectionId::RelaIplt,
             end: true,
         },
     ),

@@ -74,7 +74,7 @@ fn got_slots_of_20000_symbols_follow_first_use_and_every_load_reads_its_own_slot
         .unwrap();
     let (text_address, text_offset) = (layout.sections[text].address, layout.sections[text].file_offset);
     let image = context.image().unwrap().to_vec().unwrap();
-    let got_address = context.graph.atoms[context.got_atom.unwrap().index()].address;
+    let got_address = context.graph.atoms[context.got_atom().unwrap().index()].address;
     let mut checked = 0;
     for edge in &context.graph.edges {
         if edge.relocation.raw != synthetic::R_X86_64_GOTPCREL {

@@ -3,6 +3,7 @@
 
 use rustc_hash::FxHashMap;
 
+use crate::address::symbol_address;
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{Binding, Definition, SymbolType};
 use crate::image::{
@@ -10,7 +11,7 @@ use crate::image::{
     SymbolLayout, elf_file_size, write_elf,
 };
 use crate::phases::LinkPhase;
-use crate::phases::relocate::symbol_address;
+use crate::sections::OutputSectionId;
 
 const PHASE: LinkPhase = LinkPhase::EmitImage;
 
@@ -18,12 +19,15 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
     let image_layout = image_layout(context)?;
     let bound = elf_file_size(&image_layout).map_err(|error| PhaseError::new(PHASE, error.to_string()))?;
     let mut bytes = write_elf(&image_layout, bound).map_err(|error| PhaseError::new(PHASE, error.to_string()))?;
-    if let Some(note) = image_layout
-        .sections
-        .iter()
-        .find(|section| section.name == crate::build_id::SECTION)
-    {
-        crate::build_id::fill(&mut bytes, note.file_offset).map_err(|error| PhaseError::new(PHASE, error))?;
+    // The image's sections are the layout's, in the same order.
+    let build_id = context.layout().and_then(|layout| {
+        layout
+            .sections
+            .iter()
+            .position(|section| section.id == Some(OutputSectionId::NoteGnuBuildId))
+    });
+    if let Some(note) = build_id.and_then(|index| image_layout.sections.get(index)) {
+        crate::synth::build_id::fill(&mut bytes, note.file_offset).map_err(|error| PhaseError::new(PHASE, error))?;
     }
     context.set_image(bytes, Some(image_layout));
     Ok(())
@@ -58,18 +62,8 @@ fn image_layout(context: &mut LinkContext) -> Result<ImageLayout, PhaseError> {
         .map(|(index, section)| {
             let kind = if section.file_size == 0 {
                 SectionKind::NoBits
-            } else if section.name == ".init_array" {
-                SectionKind::InitArray
-            } else if section.name == ".fini_array" {
-                SectionKind::FiniArray
-            } else if section.name == ".preinit_array" {
-                SectionKind::PreinitArray
-            } else if section.name == crate::phases::synthesize::IRELA {
-                SectionKind::Rela
-            } else if section.name.starts_with(".note") {
-                SectionKind::Note
             } else {
-                SectionKind::ProgBits
+                section.sh_type
             };
             let mut flags = SectionFlags::ALLOC;
             if section.flags & crate::graph::section_flags::WRITABLE != 0 {

@@ -7,7 +7,6 @@ use rustc_hash::FxHashMap;
 
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{AtomId, LinkGraph, SectionKind, atom_flags, section_flags};
-use crate::phases::select_comdat::is_discarded;
 
 pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseError> {
     let gc = context.options.gc_sections;
@@ -44,7 +43,7 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
                 mark(atom, &mut live, &mut work);
             }
         }
-        if let Some(got) = context.got_atom {
+        if let Some(got) = context.synthesized.got_atom {
             mark(got, &mut live, &mut work);
         }
         let (records_of, record_targets) = unwind_record_targets(graph);
@@ -152,7 +151,7 @@ fn is_placeable(graph: &LinkGraph, atom: AtomId) -> bool {
         }
         None => true,
     };
-    allocated && !is_discarded(graph, atom)
+    allocated && !graph.is_discarded(atom)
 }
 
 fn is_root(graph: &LinkGraph, atom: AtomId, started: &[String]) -> bool {

@@ -25,13 +25,13 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::context::{LinkContext, PhaseError};
+use crate::graph::strength;
 use crate::graph::{
     Binding, BitcodeModuleId, BitcodeSymbol, Definition, InputKind, LinkGraph, MaterializationReason, MemberId,
     SymbolId, SymbolType,
 };
 use crate::lto::{LtoResolution, ResolutionFlags};
 use crate::phases::LinkPhase;
-use crate::phases::resolve_symbols::strength;
 use crate::read::{extract_member, probe};
 
 const PHASE: LinkPhase = LinkPhase::LtoResolve;

@@ -13,14 +13,14 @@
 
 use rustc_hash::FxHashMap;
 
-use neverc_tables::{RelocationBase, RelocationKind};
+use neverc_tables::RelocationKind;
 
+use crate::address::target_value;
 use crate::arch::ThunkTemplate;
 use crate::context::{Destination, LinkContext, PhaseError, Thunk};
-use crate::graph::{Atom, AtomId, Edge, EdgeId, EdgeKind, ObjectFormat, Origin, RelocationType};
+use crate::graph::{Atom, AtomId, EdgeId, Origin};
 use crate::phases::LinkPhase;
-use crate::phases::layout;
-use crate::phases::relocate::target_value;
+use crate::synth::code::DeclaredFields;
 
 const PHASE: LinkPhase = LinkPhase::RelaxThunks;
 
@@ -40,7 +40,8 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         return Ok(());
     }
     for _ in 0..MAX_ROUNDS {
-        layout::run(context, phase)?;
+        let layout = crate::place::lay_out(context)?;
+        context.set_layout(layout);
         let far = out_of_range_branches(context);
         if far.is_empty() {
             return Ok(());
@@ -123,29 +124,11 @@ fn out_of_range_branches(context: &LinkContext) -> Vec<(EdgeId, AtomId)> {
 fn add_thunks(
     context: &mut LinkContext,
     phase: u16,
-    template: &ThunkTemplate,
+    template: &'static ThunkTemplate,
     far: Vec<(EdgeId, AtomId)>,
 ) -> Result<(), PhaseError> {
-    let fields = template
-        .code
-        .fields
-        .iter()
-        .map(|field| {
-            context
-                .graph
-                .declared_field(RelocationKind::Symbol, field.base, &field.field)
-                .map(|raw| (field, raw))
-                .ok_or_else(|| {
-                    PhaseError::new(
-                        PHASE,
-                        format!(
-                            "the target declares no `symbol` relocation relative to {:?} writing {:?}, which its thunks need",
-                            field.base, field.field
-                        ),
-                    )
-                })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let fields = DeclaredFields::of(&context.graph, &template.code, "its thunks")
+        .map_err(|error| PhaseError::new(PHASE, error))?;
     let mut existing: FxHashMap<(AtomId, Destination), AtomId> = context
         .thunks
         .iter()
@@ -187,24 +170,8 @@ fn add_thunks(
                     template.code.code.to_vec(),
                     origin,
                 ));
-                for (field, raw) in &fields {
-                    graph.edges.push(Edge {
-                        kind: EdgeKind::Relocation,
-                        source: thunk,
-                        offset: field.offset,
-                        relocation: RelocationType {
-                            format: ObjectFormat::Elf,
-                            raw: *raw,
-                        },
-                        width: field.field.size as u8,
-                        addend: destination.2.saturating_add(field.bias),
-                        pc_relative: field.base != RelocationBase::Nothing,
-                        signed: field.base != RelocationBase::Nothing,
-                        target_symbol: destination.0,
-                        target_atom: destination.1,
-                        origin,
-                    });
-                }
+                let edges = fields.edges(thunk, 0, (destination.0, destination.1), destination.2, origin);
+                graph.edges.extend(edges.collect::<Vec<_>>());
                 context.thunks.push(Thunk {
                     atom: thunk,
                     anchor,
@@ -223,57 +190,4 @@ fn add_thunks(
     graph.index_edges();
     context.invalidate_edge_index();
     Ok(())
-}
-
-/// `atoms` (of one output section, in order) with every thunk moved right after the atom whose branches
-/// it serves (a thunk whose caller is elsewhere stays where it is).
-pub(crate) fn place_after_callers(atoms: &mut Vec<AtomId>, thunks: &[Thunk]) {
-    if thunks.is_empty() {
-        return;
-    }
-    let mut after: FxHashMap<AtomId, Vec<AtomId>> = FxHashMap::default();
-    for thunk in thunks {
-        after.entry(thunk.anchor).or_default().push(thunk.atom);
-    }
-    let present: rustc_hash::FxHashSet<AtomId> = atoms.iter().copied().collect();
-    let placed: rustc_hash::FxHashSet<AtomId> = thunks
-        .iter()
-        .filter(|thunk| present.contains(&thunk.anchor))
-        .map(|thunk| thunk.atom)
-        .collect();
-    let mut ordered = Vec::with_capacity(atoms.len());
-    for atom in atoms.iter() {
-        if placed.contains(atom) {
-            continue;
-        }
-        ordered.push(*atom);
-        if let Some(thunks) = after.get(atom) {
-            ordered.extend(thunks.iter().filter(|thunk| present.contains(thunk)));
-        }
-    }
-    *atoms = ordered;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn thunks_go_right_after_their_callers() {
-        let thunk = |atom, anchor| Thunk {
-            atom: AtomId(atom),
-            anchor: AtomId(anchor),
-            destination: (None, Some(AtomId(0)), 0),
-        };
-        // Atoms 1, 2, 3 in a section, thunks 10 and 11 (for 1) and 12 (for 3) appended at its end as layout
-        // first collects them, and 13 for an atom of another section.
-        let mut atoms: Vec<AtomId> = [1, 2, 3, 10, 11, 12, 13].into_iter().map(AtomId).collect();
-        let thunks = [thunk(10, 1), thunk(11, 1), thunk(12, 3), thunk(13, 7)];
-        place_after_callers(&mut atoms, &thunks);
-        let order: Vec<u32> = atoms.iter().map(|atom| atom.0).collect();
-        assert_eq!(order, [1, 10, 11, 2, 3, 12, 13]);
-        let mut unchanged = vec![AtomId(4), AtomId(5)];
-        place_after_callers(&mut unchanged, &[]);
-        assert_eq!(unchanged, [AtomId(4), AtomId(5)]);
-    }
 }

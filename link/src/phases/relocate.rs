@@ -7,47 +7,17 @@
 //! naming the input, the section, the offset and the symbol (a branch that does not reach went through a
 //! range-extension thunk, made by `relax_thunks`).
 
+use crate::address::target_value;
 use crate::arch::{TlsAccess, TlsRelaxed, UndefinedWeak};
 use crate::context::{Layout, LinkContext, OutputSection, PhaseError};
-use crate::eh_frame;
-use crate::graph::{AtomId, Binding, Definition, Edge, SymbolId, SymbolType, atom_flags};
+use crate::graph::{AtomId, Binding, Definition, Edge};
 use crate::image::SparseBytes;
 use crate::phases::LinkPhase;
-use crate::phases::layout::EH_FRAME_HDR;
-use crate::phases::layout::merged_location;
+use crate::sections::OutputSectionId;
+use crate::synth::eh_frame;
 use neverc_tables::{RelocationBase, RelocationKind, RelocationRecord};
 
 const PHASE: LinkPhase = LinkPhase::Relocate;
-
-/// The address of an atom in the output (through folding).
-fn atom_address(context: &LinkContext, atom: AtomId) -> u64 {
-    let entry = &context.graph.atoms[atom.index()];
-    match entry.fold_leader {
-        Some(leader) if entry.flags & atom_flags::FOLDED != 0 => context.graph.atoms[leader.index()].address,
-        _ => entry.address,
-    }
-}
-
-/// The address a symbol stands for (0 for a weak undefined one).
-pub(crate) fn symbol_address(context: &LinkContext, symbol: SymbolId) -> Option<u64> {
-    let resolved = context.graph.resolved(symbol);
-    // An indirect function is its PLT entry, wherever it is referred to.
-    if let Some((plt, entry_size, entries)) = &context.iplt
-        && let Some(entry) = entries.get(&resolved)
-    {
-        return atom_address(context, *plt).checked_add(u64::from(*entry) * entry_size);
-    }
-    let symbol = &context.graph.symbols[resolved.index()];
-    match (symbol.definition, symbol.atom) {
-        (Definition::Undefined, _) => Some(0),
-        (_, Some(atom)) => match merged_location(context, atom, symbol.value) {
-            Some((merged, offset)) => atom_address(context, merged).checked_add(offset),
-            None => atom_address(context, atom).checked_add(symbol.value),
-        },
-        (Definition::Absolute, None) => Some(symbol.value),
-        _ => None,
-    }
-}
 
 /// Whether an edge refers to a weak symbol that nothing defines.
 fn is_undefined_weak(context: &LinkContext, edge: &Edge) -> bool {
@@ -55,30 +25,6 @@ fn is_undefined_weak(context: &LinkContext, edge: &Edge) -> bool {
         let symbol = &context.graph.symbols[context.graph.resolved(symbol).index()];
         symbol.definition == Definition::Undefined && symbol.binding == Binding::Weak
     })
-}
-
-/// `S + A` of an edge: the target's address plus the addend (a reference into merged strings through a
-/// section symbol finds its string by the addend).
-pub(crate) fn target_value(context: &LinkContext, edge: &Edge) -> Option<i128> {
-    let addend = i128::from(edge.addend);
-    if let Some(symbol) = edge.target_symbol {
-        let resolved = &context.graph.symbols[context.graph.resolved(symbol).index()];
-        if resolved.symbol_type == SymbolType::Section
-            && let Some(atom) = resolved.atom
-            && let Some(offset) = u64::try_from(edge.addend).ok()
-            && let Some((merged, at)) = merged_location(context, atom, offset)
-        {
-            return Some(i128::from(atom_address(context, merged)) + i128::from(at));
-        }
-        return symbol_address(context, symbol).map(|address| i128::from(address) + addend);
-    }
-    let atom = edge.target_atom?;
-    if let Some(offset) = u64::try_from(edge.addend).ok()
-        && let Some((merged, at)) = merged_location(context, atom, offset)
-    {
-        return Some(i128::from(atom_address(context, merged)) + i128::from(at));
-    }
-    Some(i128::from(atom_address(context, atom)) + addend)
 }
 
 pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseError> {
@@ -119,11 +65,14 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
 /// Writes `.eh_frame_hdr` from the relocated `.eh_frame`: the pointer to it and the sorted table of
 /// (function, FDE) pairs the unwinder searches.
 fn fill_eh_frame_header(layout: &Layout, buffers: &mut [SparseBytes]) -> Result<(), PhaseError> {
-    let position = |name: &str| layout.sections.iter().position(|section| section.name == name);
-    let (Some(header), Some(frames)) = (position(EH_FRAME_HDR), position(".eh_frame")) else {
+    let position = |id: OutputSectionId| layout.sections.iter().position(|section| section.id == Some(id));
+    let (Some(header), Some(frames)) = (
+        position(OutputSectionId::EhFrameHdr),
+        position(OutputSectionId::EhFrame),
+    ) else {
         return Ok(());
     };
-    let failed = |what: &str| PhaseError::new(PHASE, format!("{EH_FRAME_HDR}: {what}"));
+    let failed = |what: &str| PhaseError::new(PHASE, format!("{}: {what}", OutputSectionId::EhFrameHdr.name()));
     let frames_section = &layout.sections[frames];
     let bytes = buffers[frames]
         .read(0, frames_section.file_size)
@@ -334,7 +283,7 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
 
 /// The address of the global offset table (the start of `.got`, or of `.got.plt` when there is no `.got`).
 fn got_address(context: &LinkContext) -> Result<i128, String> {
-    let got = context.got_atom.ok_or_else(|| "no GOT".to_string())?;
+    let got = context.got_atom().ok_or_else(|| "no GOT".to_string())?;
     Ok(i128::from(context.graph.atoms[got.index()].address))
 }
 

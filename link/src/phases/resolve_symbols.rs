@@ -198,18 +198,7 @@ fn names_needed_outside_tls_sequences(graph: &LinkGraph) -> FxHashSet<&str> {
 
 /// How strongly a symbol defines its name.
 fn rank(symbol: &Symbol) -> u8 {
-    strength(symbol.definition, symbol.binding)
-}
-
-/// How strongly a definition of `definition` and `binding` defines its name: strong 3, common 2, weak 1,
-/// undefined 0 (shared with `lto_resolve`, which ranks bitcode symbols the same way).
-pub(crate) fn strength(definition: Definition, binding: Binding) -> u8 {
-    match (definition, binding) {
-        (Definition::Undefined, _) => 0,
-        (_, Binding::Weak) => 1,
-        (Definition::Common, _) | (_, Binding::Common) => 2,
-        _ => 3,
-    }
+    crate::graph::strength(symbol.definition, symbol.binding)
 }
 
 fn add_definition(

@@ -4,7 +4,7 @@
 use rustc_hash::FxHashMap;
 
 use crate::context::{LinkContext, PhaseError};
-use crate::graph::{AtomId, ComdatId, LinkGraph};
+use crate::graph::ComdatId;
 
 pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseError> {
     let graph = &mut context.graph;
@@ -18,14 +18,4 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
         comdat.selected = Some(selected);
     }
     Ok(())
-}
-
-/// Whether an atom belongs to a group that lost COMDAT selection.
-pub(crate) fn is_discarded(graph: &LinkGraph, atom: AtomId) -> bool {
-    graph
-        .atoms
-        .get(atom.index())
-        .and_then(|atom| atom.comdat)
-        .and_then(|comdat| graph.comdats.get(comdat.index()).map(|entry| (comdat, entry.selected)))
-        .is_some_and(|(comdat, selected)| selected.is_some_and(|selected| selected != comdat))
 }

@@ -4,10 +4,10 @@
 
 use sha1::{Digest, Sha1};
 
+use crate::context::LinkContext;
+use crate::graph::Origin;
 use crate::image::SparseBytes;
-
-/// The section (and atom) name.
-pub(crate) const SECTION: &str = ".note.gnu.build-id";
+use crate::sections::OutputSectionId;
 /// `NT_GNU_BUILD_ID`.
 const NT_GNU_BUILD_ID: u32 = 3;
 /// The size of a SHA-1 digest.
@@ -15,8 +15,24 @@ const DIGEST_SIZE: usize = 20;
 /// Where the description starts in the note: after namesz, descsz, type and "GNU\0".
 const DESCRIPTION: u64 = 16;
 
+/// Makes the `.note.gnu.build-id` atom with a zero description, once per link; emission fills it in.
+pub(super) fn make_note(context: &mut LinkContext, origin: Origin) {
+    if context.synthesized.build_id_made {
+        return;
+    }
+    context.synthesized.build_id_made = true;
+    super::new_atom(
+        &mut context.graph,
+        None,
+        OutputSectionId::NoteGnuBuildId.name(),
+        4,
+        empty_note(),
+        origin,
+    );
+}
+
 /// The note with a zero description, as layout places it.
-pub(crate) fn empty_note() -> Vec<u8> {
+fn empty_note() -> Vec<u8> {
     let mut note = Vec::with_capacity(DESCRIPTION as usize + DIGEST_SIZE);
     note.extend_from_slice(&4u32.to_le_bytes());
     note.extend_from_slice(&(DIGEST_SIZE as u32).to_le_bytes());
@@ -40,7 +56,7 @@ pub(crate) fn fill(image: &mut SparseBytes, note_offset: u64) -> Result<(), Stri
     let digest = hasher.finalize();
     image
         .write_at(note_offset + DESCRIPTION, &digest)
-        .map_err(|error| format!("{SECTION}: {error}"))
+        .map_err(|error| format!("{}: {error}", OutputSectionId::NoteGnuBuildId.name()))
 }
 
 fn feed_zeros(hasher: &mut Sha1, zeros: &[u8], mut count: u64) {

@@ -4,14 +4,17 @@
 //! An unwind table is a sequence of records, each a 4-byte length and that many bytes: a CIE (id 0) holds
 //! what its FDEs share (code alignment, augmentation, the pointer encoding of their addresses); an FDE
 //! (id ≠ 0, the distance from the id field back to its CIE) describes one function. Layout drops the FDEs
-//! of functions that are not in the output ([`compact_tables`]), as ld.bfd does; relocation then fills the
+//! of functions that are not in the output ([`compact_tables`]), as ld.bfd does, and makes room for the
+//! header ([`make_header`]); relocation then fills the
 //! header's table from the relocated bytes ([`header_table`]).
 
 use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::graph::{AtomId, Content, LinkGraph};
+use crate::context::LinkContext;
+use crate::graph::{AtomId, Content, LinkGraph, Origin, atom_flags};
+use crate::sections::OutputSectionId;
 
 /// One record of a table: its byte range, and for an FDE the start of its CIE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,6 +139,30 @@ const PE_SDATA8: u8 = 0x0c;
 const PE_PCREL: u8 = 0x10;
 const PE_DATAREL: u8 = 0x30;
 const PE_OMIT: u8 = 0xff;
+
+/// Makes (or, when synthesis runs again, resizes) the `.eh_frame_hdr` atom: room for one table entry per FDE
+/// of the live unwind tables; relocation fills it in. None when there are no unwind tables.
+pub(super) fn make_header(context: &mut LinkContext, origin: Origin) {
+    let graph = &mut context.graph;
+    let fdes = graph
+        .unwinds
+        .iter()
+        .filter(|unwind| graph.atoms[unwind.table.index()].is_live())
+        .count();
+    let any_table = graph
+        .atoms
+        .iter()
+        .any(|atom| atom.is_live() && atom.flags & atom_flags::UNWIND != 0);
+    let bytes = vec![0u8; header_size(fdes) as usize];
+    match context.synthesized.eh_frame_hdr {
+        Some(atom) => graph.atoms[atom.index()].content = Content::Owned(Arc::from(bytes)),
+        None if any_table => {
+            let atom = super::new_atom(graph, None, OutputSectionId::EhFrameHdr.name(), 4, bytes, origin);
+            context.synthesized.eh_frame_hdr = Some(atom);
+        }
+        None => {}
+    }
+}
 
 /// The size of `.eh_frame_hdr` for `fdes` FDEs: version, three encodings, the `.eh_frame` pointer, the
 /// count, and two 4-byte values per FDE.

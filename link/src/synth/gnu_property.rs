@@ -6,6 +6,12 @@
 
 use std::collections::BTreeMap;
 
+use rustc_hash::FxHashMap;
+
+use crate::context::LinkContext;
+use crate::graph::{Origin, atom_flags};
+use crate::sections::OutputSectionId;
+
 /// `NT_GNU_PROPERTY_TYPE_0`.
 const NT_GNU_PROPERTY_TYPE_0: u32 = 5;
 
@@ -29,7 +35,7 @@ fn rule(kind: u32) -> Option<Rule> {
 
 /// The 4-byte properties of one input's `.note.gnu.property` bytes, by type (later notes of the same type
 /// OR into earlier ones). Malformed notes end the reading.
-pub(crate) fn read(bytes: &[u8]) -> BTreeMap<u32, u32> {
+fn read(bytes: &[u8]) -> BTreeMap<u32, u32> {
     let mut properties = BTreeMap::new();
     let word = |at: usize| {
         bytes
@@ -69,7 +75,7 @@ pub(crate) fn read(bytes: &[u8]) -> BTreeMap<u32, u32> {
 
 /// The merged properties of all inputs (one map per input object; an input without the note is an empty
 /// map), encoded as one `NT_GNU_PROPERTY_TYPE_0` note; `None` when no property survives.
-pub(crate) fn merge(inputs: &[BTreeMap<u32, u32>]) -> Option<Vec<u8>> {
+fn merge(inputs: &[BTreeMap<u32, u32>]) -> Option<Vec<u8>> {
     let mut merged: BTreeMap<u32, u32> = BTreeMap::new();
     let kinds: std::collections::BTreeSet<u32> = inputs.iter().flat_map(|input| input.keys().copied()).collect();
     for kind in kinds {
@@ -103,6 +109,42 @@ pub(crate) fn merge(inputs: &[BTreeMap<u32, u32>]) -> Option<Vec<u8>> {
         note.extend_from_slice(&[0; 4]);
     }
     Some(note)
+}
+
+/// Replaces the inputs' `.note.gnu.property` notes by one note with their merged properties (or none);
+/// every input object counts, with or without a note of its own.
+pub(super) fn merge_notes(context: &mut LinkContext, origin: Origin) {
+    if context.synthesized.gnu_property_merged {
+        return;
+    }
+    context.synthesized.gnu_property_merged = true;
+    let graph = &mut context.graph;
+    let section_name = OutputSectionId::NoteGnuProperty.name();
+    let mut by_input: FxHashMap<u32, BTreeMap<u32, u32>> = FxHashMap::default();
+    let mut notes = Vec::new();
+    for (index, atom) in graph.atoms.iter().enumerate() {
+        let Some(input) = atom.origin.input.filter(|_| atom.is_live()) else {
+            continue;
+        };
+        let properties = by_input.entry(input.0).or_default();
+        let is_note = atom
+            .section
+            .is_some_and(|section| graph.sections[section.index()].name == section_name);
+        if is_note {
+            properties.extend(read(graph.atom_bytes(atom)));
+            notes.push(index);
+        }
+    }
+    if notes.is_empty() {
+        return;
+    }
+    for index in notes {
+        graph.atoms[index].flags &= !atom_flags::LIVE;
+    }
+    let inputs: Vec<_> = by_input.into_values().collect();
+    if let Some(note) = merge(&inputs) {
+        super::new_atom(graph, None, section_name, 8, note, origin);
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,71 @@
+//! Where things are in the laid-out output: the address of an atom (through folding), of a symbol (an
+//! indirect function's PLT entry, a string merged into another atom), and of what an edge refers to (`S + A`).
+//! Asked by layout (the entry point), relocation, thunk placement and emission alike, once layout has
+//! assigned atom addresses.
+
+use crate::context::LinkContext;
+use crate::graph::{AtomId, Definition, Edge, SymbolId, SymbolType, atom_flags};
+
+/// The address of an atom in the output (through folding).
+pub(crate) fn atom_address(context: &LinkContext, atom: AtomId) -> u64 {
+    let entry = &context.graph.atoms[atom.index()];
+    match entry.fold_leader {
+        Some(leader) if entry.flags & atom_flags::FOLDED != 0 => context.graph.atoms[leader.index()].address,
+        _ => entry.address,
+    }
+}
+
+/// The address a symbol stands for (0 for a weak undefined one).
+pub(crate) fn symbol_address(context: &LinkContext, symbol: SymbolId) -> Option<u64> {
+    let resolved = context.graph.resolved(symbol);
+    // An indirect function is its PLT entry, wherever it is referred to.
+    if let Some(iplt) = &context.synthesized.iplt
+        && let Some(entry) = iplt.entries.get(&resolved)
+    {
+        return atom_address(context, iplt.atom).checked_add(u64::from(*entry) * iplt.entry_size);
+    }
+    let symbol = &context.graph.symbols[resolved.index()];
+    match (symbol.definition, symbol.atom) {
+        (Definition::Undefined, _) => Some(0),
+        (_, Some(atom)) => match merged_location(context, atom, symbol.value) {
+            Some((merged, offset)) => atom_address(context, merged).checked_add(offset),
+            None => atom_address(context, atom).checked_add(symbol.value),
+        },
+        (Definition::Absolute, None) => Some(symbol.value),
+        _ => None,
+    }
+}
+
+/// `S + A` of an edge: the target's address plus the addend (a reference into merged strings through a
+/// section symbol finds its string by the addend).
+pub(crate) fn target_value(context: &LinkContext, edge: &Edge) -> Option<i128> {
+    let addend = i128::from(edge.addend);
+    if let Some(symbol) = edge.target_symbol {
+        let resolved = &context.graph.symbols[context.graph.resolved(symbol).index()];
+        if resolved.symbol_type == SymbolType::Section
+            && let Some(atom) = resolved.atom
+            && let Some(offset) = u64::try_from(edge.addend).ok()
+            && let Some((merged, at)) = merged_location(context, atom, offset)
+        {
+            return Some(i128::from(atom_address(context, merged)) + i128::from(at));
+        }
+        return symbol_address(context, symbol).map(|address| i128::from(address) + addend);
+    }
+    let atom = edge.target_atom?;
+    if let Some(offset) = u64::try_from(edge.addend).ok()
+        && let Some((merged, at)) = merged_location(context, atom, offset)
+    {
+        return Some(i128::from(atom_address(context, merged)) + i128::from(at));
+    }
+    Some(i128::from(atom_address(context, atom)) + addend)
+}
+
+/// The merged-string atom and offset that hold byte `offset` of mergeable atom `atom`.
+pub(crate) fn merged_location(context: &LinkContext, atom: AtomId, offset: u64) -> Option<(AtomId, u64)> {
+    let merged_strings = &context.synthesized.merged_strings;
+    let target = *merged_strings.target.get(&atom)?;
+    let pieces = merged_strings.pieces.get(&atom)?;
+    let index = pieces.partition_point(|(start, _)| *start <= offset).checked_sub(1)?;
+    let (start, at) = pieces[index];
+    Some((target, at.checked_add(offset - start)?))
+}

@@ -1,0 +1,300 @@
+//! The output sections the linker knows by role, in one table: for each, its typed id, name, the input
+//! sections that go to it, its ELF type, whether it belongs to the data that is read-only after start-up
+//! (RELRO), whether it is placed with the headers, and its rank among the sections of its permission group —
+//! what ld.bfd's default script says for a static executable. Layout, emission and the names the linker
+//! defines ask this table; nothing else compares section names.
+//!
+//! An input section no rule claims goes to an output section of its own name (rank [`OTHER_RANK`]), whose
+//! type follows the input's: a note stays a note, placed with the headers.
+
+use crate::image::SectionKind;
+
+/// An output section the linker knows by role.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum OutputSectionId {
+    Init,
+    Iplt,
+    Text,
+    Fini,
+    Rodata,
+    EhFrameHdr,
+    EhFrame,
+    GccExceptTable,
+    NoteGnuProperty,
+    NoteGnuBuildId,
+    RelaIplt,
+    Tdata,
+    Tbss,
+    PreinitArray,
+    InitArray,
+    FiniArray,
+    DataRelRo,
+    Jcr,
+    Got,
+    IgotPlt,
+    Data,
+    Bss,
+}
+
+/// Which input sections go to an output section.
+#[derive(Clone, Copy, Debug)]
+enum Inputs {
+    /// Sections of exactly these names.
+    Named(&'static [&'static str]),
+    /// Sections of these names or of these names followed by `.` and anything (`.text.hot`).
+    Families(&'static [&'static str]),
+    /// A family, or one of the names.
+    FamilyOrNamed(&'static str, &'static [&'static str]),
+}
+
+impl Inputs {
+    fn claims(self, name: &str) -> bool {
+        let family = |prefix: &str| {
+            name.strip_prefix(prefix)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+        };
+        match self {
+            Inputs::Named(names) => names.contains(&name),
+            Inputs::Families(families) => families.iter().any(|prefix| family(prefix)),
+            Inputs::FamilyOrNamed(prefix, names) => family(prefix) || names.contains(&name),
+        }
+    }
+}
+
+/// What the linker knows of one output section.
+#[derive(Debug)]
+pub struct OutputSectionKind {
+    pub id: OutputSectionId,
+    pub name: &'static str,
+    inputs: Inputs,
+    /// The ELF type (a section without file bytes is `SHT_NOBITS` whatever this says).
+    pub sh_type: SectionKind,
+    /// Written only by the start-up code (TLS templates, constructor arrays, GOT slots a static link fills at
+    /// link time): with `-z relro`, in the RELRO part of the writable data.
+    pub relro: bool,
+    /// Read-only data placed with the ELF headers (notes, the `IRELATIVE` relocations).
+    pub with_headers: bool,
+    /// The order among the sections of its permission group (lower first).
+    pub rank: u32,
+    /// The permissions (`section_flags` bits besides `ALLOCATED`) of what the linker makes for it (its own
+    /// atoms have no input section to say).
+    pub made_flags: u64,
+}
+
+/// The rank of an output section no rule names: after the known ones of its group, before `.bss`.
+pub const OTHER_RANK: u32 = 50;
+
+const fn kind(
+    id: OutputSectionId,
+    name: &'static str,
+    inputs: Inputs,
+    sh_type: SectionKind,
+    rank: u32,
+) -> OutputSectionKind {
+    OutputSectionKind {
+        id,
+        name,
+        inputs,
+        sh_type,
+        relro: false,
+        with_headers: false,
+        rank,
+        made_flags: 0,
+    }
+}
+
+const fn made(kind: OutputSectionKind, made_flags: u64) -> OutputSectionKind {
+    OutputSectionKind { made_flags, ..kind }
+}
+
+const fn relro(kind: OutputSectionKind) -> OutputSectionKind {
+    OutputSectionKind { relro: true, ..kind }
+}
+
+const fn with_headers(kind: OutputSectionKind) -> OutputSectionKind {
+    OutputSectionKind {
+        with_headers: true,
+        ..kind
+    }
+}
+
+use crate::graph::section_flags::{EXECUTABLE, WRITABLE};
+use OutputSectionId as Id;
+use SectionKind::{FiniArray, InitArray, Note, PreinitArray, ProgBits, Rela};
+
+/// The table, in the order its rules are tried: the first rule that claims an input section's name wins
+/// (`.data.rel.ro` before `.data`, `.init` before `.init_array`'s family).
+static OUTPUT_SECTIONS: [OutputSectionKind; 22] = [
+    kind(Id::Text, ".text", Inputs::Families(&[".text"]), ProgBits, 2),
+    kind(Id::Init, ".init", Inputs::Named(&[".init"]), ProgBits, 0),
+    made(
+        kind(Id::Iplt, ".plt", Inputs::Named(&[".plt"]), ProgBits, 1),
+        EXECUTABLE,
+    ),
+    kind(Id::Fini, ".fini", Inputs::Named(&[".fini"]), ProgBits, 3),
+    with_headers(kind(Id::RelaIplt, ".rela.plt", Inputs::Named(&[".rela.plt"]), Rela, 60)),
+    // The first note, as ld.bfd places it, then the build ID.
+    with_headers(kind(
+        Id::NoteGnuProperty,
+        ".note.gnu.property",
+        Inputs::Named(&[".note.gnu.property"]),
+        Note,
+        40,
+    )),
+    with_headers(kind(
+        Id::NoteGnuBuildId,
+        ".note.gnu.build-id",
+        Inputs::Named(&[".note.gnu.build-id"]),
+        Note,
+        45,
+    )),
+    kind(Id::Rodata, ".rodata", Inputs::Families(&[".rodata"]), ProgBits, 1),
+    kind(Id::EhFrame, ".eh_frame", Inputs::Named(&[".eh_frame"]), ProgBits, 3),
+    kind(
+        Id::GccExceptTable,
+        ".gcc_except_table",
+        Inputs::Families(&[".gcc_except_table"]),
+        ProgBits,
+        4,
+    ),
+    kind(
+        Id::EhFrameHdr,
+        ".eh_frame_hdr",
+        Inputs::Named(&[".eh_frame_hdr"]),
+        ProgBits,
+        2,
+    ),
+    relro(kind(Id::Tdata, ".tdata", Inputs::Families(&[".tdata"]), ProgBits, 0)),
+    relro(kind(
+        Id::Tbss,
+        ".tbss",
+        Inputs::FamilyOrNamed(".tbss", &[".tcommon"]),
+        ProgBits,
+        1,
+    )),
+    relro(kind(
+        Id::PreinitArray,
+        ".preinit_array",
+        Inputs::Families(&[".preinit_array"]),
+        PreinitArray,
+        2,
+    )),
+    relro(kind(
+        Id::InitArray,
+        ".init_array",
+        Inputs::Families(&[".init_array", ".ctors"]),
+        InitArray,
+        3,
+    )),
+    relro(kind(
+        Id::FiniArray,
+        ".fini_array",
+        Inputs::Families(&[".fini_array", ".dtors"]),
+        FiniArray,
+        4,
+    )),
+    relro(kind(
+        Id::DataRelRo,
+        ".data.rel.ro",
+        Inputs::Families(&[".data.rel.ro"]),
+        ProgBits,
+        5,
+    )),
+    made(
+        relro(kind(Id::Got, ".got", Inputs::Named(&[".got"]), ProgBits, 6)),
+        WRITABLE,
+    ),
+    made(
+        kind(Id::IgotPlt, ".got.plt", Inputs::Named(&[".got.plt"]), ProgBits, 7),
+        WRITABLE,
+    ),
+    kind(Id::Data, ".data", Inputs::Families(&[".data"]), ProgBits, 8),
+    // Common symbols are atoms of the linker's named `COMMON`.
+    made(
+        kind(
+            Id::Bss,
+            ".bss",
+            Inputs::FamilyOrNamed(".bss", &["COMMON"]),
+            ProgBits,
+            100,
+        ),
+        WRITABLE,
+    ),
+    relro(kind(Id::Jcr, ".jcr", Inputs::Named(&[".jcr"]), ProgBits, OTHER_RANK)),
+];
+
+impl OutputSectionId {
+    /// What the table says of this output section.
+    pub fn kind(self) -> &'static OutputSectionKind {
+        // Every id has exactly one row (a unit test checks it).
+        OUTPUT_SECTIONS
+            .iter()
+            .find(|kind| kind.id == self)
+            .unwrap_or(&OUTPUT_SECTIONS[0])
+    }
+
+    /// The output section's name.
+    pub fn name(self) -> &'static str {
+        self.kind().name
+    }
+
+    /// The output section an input section of this name goes to, if a rule claims it.
+    pub fn for_input(name: &str) -> Option<OutputSectionId> {
+        OUTPUT_SECTIONS
+            .iter()
+            .find(|kind| kind.inputs.claims(name))
+            .map(|kind| kind.id)
+    }
+}
+
+/// The name of the output section an input section of this name goes to.
+pub fn output_name(input: &str) -> &str {
+    match OutputSectionId::for_input(input) {
+        Some(id) => id.name(),
+        None => input,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_id_has_one_row_whose_name_its_own_rule_claims() {
+        for (index, kind) in OUTPUT_SECTIONS.iter().enumerate() {
+            assert_eq!(kind.id.kind().name, kind.name);
+            assert!(
+                OUTPUT_SECTIONS[index + 1..].iter().all(|other| other.id != kind.id),
+                "{:?} twice",
+                kind.id
+            );
+            assert_eq!(OutputSectionId::for_input(kind.name), Some(kind.id), "{}", kind.name);
+        }
+    }
+
+    #[test]
+    fn input_sections_go_where_ld_bfds_script_puts_them() {
+        for (input, output) in [
+            (".text.hot.f", Some(".text")),
+            (".init", Some(".init")),
+            (".init_array.00100", Some(".init_array")),
+            (".ctors", Some(".init_array")),
+            (".dtors.65535", Some(".fini_array")),
+            (".data.rel.ro.local", Some(".data.rel.ro")),
+            (".data.x", Some(".data")),
+            (".tdata.v", Some(".tdata")),
+            (".tcommon", Some(".tbss")),
+            ("COMMON", Some(".bss")),
+            (".rodata.str1.1", Some(".rodata")),
+            (".textual", None),
+            ("neverc_items", None),
+            (".note.ABI-tag", None),
+        ] {
+            assert_eq!(
+                OutputSectionId::for_input(input).map(OutputSectionId::name),
+                output,
+                "{input}"
+            );
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! The global offset table. A GOT load that cannot be relaxed into a direct address (plain `GOTPCREL`, an
+//! instruction the architecture does not rewrite, or a weak undefined target, whose slot must hold 0) gets a
+//! slot in a synthetic `.got` atom, filled by an absolute relocation. Slots come in the link (command-line)
+//! order of first use, as layout orders the code.
+
+use neverc_tables::{RelocationBase, RelocationKind};
+use rustc_hash::FxHashMap;
+
+use super::{absolute_edge, declared, new_atom};
+use crate::context::{LinkContext, PhaseError};
+use crate::graph::{Edge, LinkGraph, Origin, SymbolId, Synthetic, SyntheticRole};
+use crate::sections::OutputSectionId;
+
+pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), PhaseError> {
+    if context.synthesized.got_atom.is_some() {
+        return Ok(());
+    }
+    let graph = &mut context.graph;
+    let relaxation = graph.arch().got_relaxation;
+    // `index` holds the slot of each symbol already given one.
+    let mut slots: Vec<SymbolId> = Vec::new();
+    let mut index: FxHashMap<SymbolId, usize> = FxHashMap::default();
+    let order = graph.command_line_order();
+    let mut uses: Vec<((u32, u32), usize, SymbolId)> = Vec::new();
+    for (position, edge) in graph.edges.iter().enumerate() {
+        let source = &graph.atoms[edge.source.index()];
+        if !uses_got(graph, edge) || !source.is_live() || relaxation(graph, edge).is_some() {
+            continue;
+        }
+        let Some(symbol) = edge.target_symbol.map(|symbol| graph.resolved(symbol)) else {
+            continue;
+        };
+        let place = source.origin.input.map_or((u32::MAX, 0), |input| order[input.index()]);
+        uses.push((place, position, symbol));
+    }
+    uses.sort_unstable();
+    for (_, _, symbol) in uses {
+        index.entry(symbol).or_insert_with(|| {
+            slots.push(symbol);
+            slots.len() - 1
+        });
+    }
+    if slots.is_empty() {
+        return Ok(());
+    }
+    let absolute = declared(graph, RelocationKind::Symbol, RelocationBase::Nothing, 64)?;
+    let atom = new_atom(
+        graph,
+        None,
+        OutputSectionId::Got.name(),
+        8,
+        vec![0u8; slots.len() * 8],
+        origin,
+    );
+    for (slot, symbol) in slots.iter().enumerate() {
+        graph.edges.push(absolute_edge(
+            absolute,
+            atom,
+            slot as u64 * 8,
+            (Some(*symbol), None),
+            0,
+            origin,
+        ));
+        graph.synthetics.push(Synthetic {
+            role: SyntheticRole::GotEntry(*symbol),
+            section: None,
+            atom: Some(atom),
+            origin,
+        });
+    }
+    graph.index_edges();
+    let synthesized = &mut context.synthesized;
+    synthesized.got = slots;
+    synthesized.got_slots = index;
+    synthesized.got_atom = Some(atom);
+    Ok(())
+}
+
+/// Whether the edge loads an address through the GOT (its declared kind says so).
+fn uses_got(graph: &LinkGraph, edge: &Edge) -> bool {
+    matches!(
+        graph.relocation_kind(edge),
+        Some(RelocationKind::GotEntry | RelocationKind::GotEntryRelaxable)
+    )
+}

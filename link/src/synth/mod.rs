@@ -1,0 +1,151 @@
+//! What the linker makes itself, in the synthesize phase, after the live atoms are known (garbage collection
+//! and identical code folding are done) and before anything is laid out: each maker adds atoms, edges and
+//! synthetics to the graph and records what it made in the context's [`Synthesized`] product.
+//!
+//! In this order (so the atoms come in the order they always have, and the output is the same whoever asks):
+//! the PLT of indirect functions and its slots and `IRELATIVE` relocations (`iplt.rs`), the global offset
+//! table (`got.rs`), merged strings (`strings.rs`), the unwind tables without the records of dropped
+//! functions and their search table (`eh_frame.rs`), the merged program properties (`gnu_property.rs`) and
+//! the build ID note (`build_id.rs`). Linker-made code comes from the architecture's templates
+//! (`code.rs`). Every maker does nothing when it has made its product already, so a rerun of the phase adds
+//! nothing twice.
+
+pub(crate) mod build_id;
+pub(crate) mod code;
+pub(crate) mod eh_frame;
+pub(crate) mod gnu_property;
+mod got;
+mod iplt;
+mod strings;
+
+use neverc_tables::{RelocationBase, RelocationKind};
+use rustc_hash::FxHashMap;
+
+use crate::context::{LinkContext, PhaseError};
+use crate::graph::{
+    Atom, AtomId, Edge, EdgeKind, LinkGraph, ObjectFormat, Origin, RelocationType, SectionId, SymbolId,
+};
+use crate::phases::LinkPhase;
+
+const PHASE: LinkPhase = LinkPhase::Synthesize;
+
+/// What synthesis made, for the phases after it.
+#[derive(Clone, Debug, Default)]
+pub struct Synthesized {
+    /// Global offset table slots: the symbol whose address each slot holds.
+    pub(crate) got: Vec<SymbolId>,
+    /// The synthetic `.got` atom.
+    pub got_atom: Option<AtomId>,
+    /// The slot of each symbol of `got`.
+    pub(crate) got_slots: FxHashMap<SymbolId, usize>,
+    /// Indirect functions: the synthetic `.plt` atom, the size of one entry (the architecture's template) and
+    /// each resolved IFUNC symbol's entry in it. Every reference to such a symbol means its PLT entry, which
+    /// jumps through a slot that an `IRELATIVE` relocation fills at start-up.
+    pub(crate) iplt: Option<Iplt>,
+    /// Mergeable strings: where each input piece went.
+    pub merged_strings: MergedStrings,
+    /// The `.eh_frame_hdr` atom (`--eh-frame-hdr`), which relocation fills in.
+    pub(crate) eh_frame_hdr: Option<AtomId>,
+    /// Whether the inputs' `.note.gnu.property` notes were merged.
+    pub(crate) gnu_property_merged: bool,
+    /// Whether the `.note.gnu.build-id` atom (`--build-id`) was made; emission fills it in.
+    pub(crate) build_id_made: bool,
+}
+
+/// The PLT of indirect functions: its atom, the size of one entry, and each function's entry.
+#[derive(Clone, Debug)]
+pub(crate) struct Iplt {
+    pub(crate) atom: AtomId,
+    pub(crate) entry_size: u64,
+    pub(crate) entries: FxHashMap<SymbolId, u32>,
+}
+
+/// Mergeable string pieces: for a merged atom, where each input piece went.
+#[derive(Clone, Debug, Default)]
+pub struct MergedStrings {
+    /// For each merged input atom: (input offset of the piece, offset in the merged atom), sorted.
+    pub pieces: FxHashMap<AtomId, Vec<(u64, u64)>>,
+    /// The merged atom that holds the input atom's strings.
+    pub target: FxHashMap<AtomId, AtomId>,
+}
+
+/// Makes everything the linker makes itself (see the module documentation). `phase` is the synthesize
+/// phase's index, stamped on what is made.
+pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseError> {
+    let origin = Origin {
+        created_by_phase: Some(phase),
+        ..Origin::default()
+    };
+    iplt::make(context, origin)?;
+    got::make(context, origin)?;
+    strings::merge(context, origin);
+    if eh_frame::compact_tables(&mut context.graph) {
+        context.graph.index_edges();
+    }
+    if context.options.eh_frame_hdr {
+        eh_frame::make_header(context, origin);
+    }
+    gnu_property::merge_notes(context, origin);
+    if context.options.build_id {
+        build_id::make_note(context, origin);
+    }
+    Ok(())
+}
+
+/// Adds an atom the linker made (in no input section) and returns its id.
+fn new_atom(
+    graph: &mut LinkGraph,
+    section: Option<SectionId>,
+    name: &str,
+    alignment: u64,
+    bytes: Vec<u8>,
+    origin: Origin,
+) -> AtomId {
+    let atom = AtomId(graph.atoms.len() as u32);
+    graph
+        .atoms
+        .push(Atom::synthetic(section, name, alignment, bytes, origin));
+    atom
+}
+
+/// The number of the target's relocation of `kind`, `base` and `size`, or an error naming what is missing.
+fn declared(graph: &LinkGraph, kind: RelocationKind, base: RelocationBase, size: u32) -> Result<u32, PhaseError> {
+    graph.declared_relocation(kind, base, size).ok_or_else(|| {
+        PhaseError::new(
+            PHASE,
+            format!(
+                "the target declares no {}-bit `{}` relocation relative to {base:?}, which the linker's own entries need",
+                size,
+                kind.name()
+            ),
+        )
+    })
+}
+
+/// A 64-bit absolute relocation (relocation number `raw`) at `offset` of `source`, of the address of `target`
+/// (a symbol or an atom) plus `addend`.
+fn absolute_edge(
+    raw: u32,
+    source: AtomId,
+    offset: u64,
+    target: (Option<SymbolId>, Option<AtomId>),
+    addend: i64,
+    origin: Origin,
+) -> Edge {
+    Edge {
+        kind: EdgeKind::Relocation,
+        source,
+        offset,
+        relocation: RelocationType {
+            format: ObjectFormat::Elf,
+            raw,
+        },
+        width: 64,
+        addend,
+        pc_relative: false,
+        signed: false,
+        target_symbol: target.0,
+        target_atom: target.1,
+        origin,
+    }
+}
