@@ -18,6 +18,7 @@ use std::path::Path;
 use miette::MietteDiagnostic;
 use neverc_link::context::LinkOptions;
 use neverc_link::graph::LinkTarget;
+use neverc_link::output_kind::{OutputKind, OutputRequest};
 
 use crate::CommandError;
 use crate::link::{LinkRequest, link};
@@ -135,7 +136,13 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
     options.thinlto_index_only = command.thinlto_index_only;
     options.thinlto_naming = command.thinlto_naming;
     options.lto_cache_policy = command.lto_cache_policy;
-    options.relocatable = command.relocatable;
+    options.output_kind = OutputKind::decide(OutputRequest {
+        relocatable: command.relocatable,
+        // The driver refuses -shared, -pie and -static-pie by name (their outputs are not made yet).
+        shared: false,
+        pie: false,
+        static_link: true,
+    });
     if let Some(page_size) = command.page_size {
         options.page_size = page_size;
     }

@@ -36,8 +36,9 @@ pub struct LinkOptions {
     /// maximum page size (`[elf] max_page_size`: 4 KiB for x86-64, 64 KiB for AArch64, as ld.bfd's defaults),
     /// which layout resolves once the target is known.
     pub page_size: u64,
-    /// `-r`: merge the inputs into one relocatable object (an object-merge provider does the work).
-    pub relocatable: bool,
+    /// What the link makes (`-r` is a relocatable object, which an object-merge provider makes), decided once
+    /// from the command line.
+    pub output_kind: crate::output_kind::OutputKind,
     /// The largest image layout may lay out, in bytes from the image base, in the file and in memory
     /// ([`MAX_OUTPUT_SIZE`] by default). Every size and address derived from the inputs is checked against
     /// it before anything is allocated for it.
@@ -101,7 +102,7 @@ impl LinkOptions {
             map_file: None,
             image_base: 0x40_0000,
             page_size: 0,
-            relocatable: false,
+            output_kind: crate::output_kind::OutputKind::StaticExecutable,
             max_output_size: MAX_OUTPUT_SIZE,
             build_id: false,
             eh_frame_hdr: false,

@@ -124,7 +124,7 @@ pub fn run_link(
             .any(|registration| registration.phase == full && matches!(registration.hook, Hook::Replace(_)))
     });
     let merge = LinkPhase::ObjectMerge.index_in(tables);
-    let relocatable = context.options.relocatable;
+    let relocatable = context.options.output_kind == crate::output_kind::OutputKind::Relocatable;
     // The LTO code generators plugins registered reach the builtin `lto_generate` through the context.
     context.lto_providers.clone_from(&registry.lto_code_generators);
     let mut run = Run {

@@ -13,6 +13,7 @@ pub mod image;
 mod linker_defined;
 pub mod lto;
 pub mod ordering;
+pub mod output_kind;
 mod phases;
 mod place;
 pub use phases::{LinkPhase, lay_out_and_relocate};

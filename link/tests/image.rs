@@ -105,6 +105,7 @@ fn program(code: &[u8]) -> ImageLayout {
     let data = 35u64.to_le_bytes();
     ImageLayout {
         entry: 0x401000,
+        output_kind: neverc_link::output_kind::OutputKind::StaticExecutable,
         machine: neverc_link::graph::Machine::X86_64.0,
         segments: vec![
             segment("headers", read, 0x400000, 0, headers, headers),

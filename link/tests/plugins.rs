@@ -657,6 +657,7 @@ fn a_linker_provider_replaces_the_whole_link_and_the_sealed_gates_still_run() {
             // exit(42): mov eax, 60; mov edi, 42; syscall.
             let code = vec![0xb8, 0x3c, 0, 0, 0, 0xbf, 0x2a, 0, 0, 0, 0x0f, 0x05];
             let layout = ImageLayout {
+                output_kind: neverc_link::output_kind::OutputKind::StaticExecutable,
                 entry: 0x401000,
                 machine: neverc_link::graph::Machine::X86_64.0,
                 // One segment maps the headers (the gate insists: `AT_PHDR` must point at them) and the code.
@@ -731,7 +732,7 @@ fn an_object_merge_provider_does_minus_r_links_and_none_means_a_clear_error() {
     let out = scratch!("plugins-merge");
     let merged = out.join("merged.o");
     let mut options = options("basics", &merged);
-    options.relocatable = true;
+    options.output_kind = neverc_link::output_kind::OutputKind::Relocatable;
     let mut context = LinkContext::new(options.clone());
     let error = run_link(&mut context, tables(), &mut Registry::default()).unwrap_err();
     assert_eq!(error.code(), StatusCode::CapabilityUnavailable);

@@ -1,4 +1,5 @@
-//! Writing a static ELF64 little-endian executable (`ET_EXEC`) from an [`ImageLayout`] the caller computed.
+//! Writing an ELF64 little-endian executable (`ET_EXEC` for a static executable: the layout says) from an
+//! [`ImageLayout`] the caller computed.
 //!
 //! The caller lays out: it chooses every segment's and section's address and file offset, and the writer
 //! writes exactly what it is told, zero-filling the gaps. The file is, in order:
@@ -71,7 +72,6 @@ const SHT_RELA: u32 = 4;
 const SHN_ABS: u16 = 0xfff1;
 const SHN_LORESERVE: usize = 0xff00;
 const PN_XNUM: usize = 0xffff;
-const ET_EXEC: u16 = 2;
 
 /// The names of the sections the writer synthesises; layout sections may not use them.
 pub(crate) const SYNTHESIZED_SECTIONS: [&str; 3] = [".symtab", ".strtab", ".shstrtab"];
@@ -357,6 +357,8 @@ pub struct SymbolLayout {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ImageLayout {
     pub entry: u64,
+    /// What the image is (its `e_type` is the kind's, `ET_EXEC` for a static executable).
+    pub output_kind: crate::output_kind::OutputKind,
     /// `e_machine`: the target's declared machine (`crate::graph::Machine`).
     pub machine: u16,
     /// In ascending address order.
@@ -834,7 +836,7 @@ fn file_header(layout: &ImageLayout, plan: &Plan) -> Vec<u8> {
     let program_header_count =
         u16::try_from(layout.segments.len() + layout.program_headers.len() + 1).unwrap_or(u16::MAX);
     encoder
-        .u16(ET_EXEC)
+        .u16(layout.output_kind.elf_type())
         .u16(layout.machine)
         .u32(1)
         .u64(layout.entry)

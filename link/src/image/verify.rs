@@ -19,15 +19,12 @@ use super::elf::{
 };
 use super::sparse::SparseBytes;
 
-/// `e_type` of an executable.
-const ET_EXEC: u16 = 2;
-
 /// One violation of the image rules.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ImageFinding {
     /// The bytes are not a well-formed ELF64 little-endian file (or a header table cannot be read).
     Malformed { reason: String },
-    /// `e_type` is not `ET_EXEC`.
+    /// `e_type` is not the layout's.
     NotExecutable { e_type: u16 },
     /// A `PT_LOAD` starts below the one before it.
     SegmentsUnsorted {
@@ -358,7 +355,7 @@ fn parse(image: &SparseBytes, findings: &mut Vec<ImageFinding>) -> Option<Parsed
 
 /// The file type, machine and entry point.
 fn check_header(parsed: &ParsedImage, layout: &ImageLayout, findings: &mut Vec<ImageFinding>) {
-    if parsed.e_type != ET_EXEC {
+    if parsed.e_type != layout.output_kind.elf_type() {
         findings.push(ImageFinding::NotExecutable { e_type: parsed.e_type });
     }
     mismatch(

@@ -26,10 +26,10 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
             .collect();
         neverc_output::check_distinct(&outputs, &inputs)?;
         // `ld -r` output is not executable; a linked program is (both less the umask).
-        let mode = if options.relocatable {
-            Mode::Data
-        } else {
+        let mode = if options.output_kind.is_executable() {
             Mode::Executable
+        } else {
+            Mode::Data
         };
         // Holes in the image (alignment gaps inside a section) stay holes in the file.
         let extents = image.extents().iter().map(|extent| (extent.offset(), extent.bytes()));

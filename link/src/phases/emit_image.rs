@@ -94,6 +94,7 @@ fn image_layout(context: &mut LinkContext) -> Result<ImageLayout, PhaseError> {
         .collect();
     Ok(ImageLayout {
         entry: layout.entry,
+        output_kind: context.options.output_kind,
         machine,
         segments,
         program_headers: layout.program_headers.clone(),

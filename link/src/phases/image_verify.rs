@@ -2,13 +2,14 @@
 //! finding is reported and none may remain.
 
 use crate::context::{LinkContext, PhaseError};
+use crate::output_kind::OutputKind;
 use crate::phases::LinkPhase;
 use object::Object as _;
 
 use crate::image::verify_image;
 
 pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseError> {
-    if context.options.relocatable {
+    if context.options.output_kind == OutputKind::Relocatable {
         return verify_relocatable(context);
     }
     let image = context.required_image(LinkPhase::ImageVerify)?;

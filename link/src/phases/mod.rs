@@ -62,25 +62,38 @@ pub(crate) const fn builtin_for(phase: LinkPhase) -> Option<Builtin> {
 
 /// Runs the builtins from symbol resolution through relocation over `graph` (its inputs already read), with
 /// `options`, whose output limit bounds every size laid out: what a link does between reading its inputs and
-/// emitting the image, for fuzzing and tests. Returns the file size of the laid-out image.
+/// emitting the image, for fuzzing and tests, in the order the bundled link state machine declares (no
+/// plugins, no verifiers). Returns the file size of the laid-out image.
 pub fn lay_out_and_relocate(
     graph: crate::graph::LinkGraph,
     options: crate::context::LinkOptions,
 ) -> Result<u64, PhaseError> {
+    let tables = &neverc_tables::BUNDLED_PHASES;
+    let no_machine = || {
+        PhaseError::new(
+            LinkPhase::ResolveSymbols,
+            "the bundled tables declare no link state machine",
+        )
+    };
+    let machine = crate::execute::link_state_machine(tables).ok_or_else(no_machine)?;
+    let first = LinkPhase::ResolveSymbols.index_in(tables).ok_or_else(no_machine)?;
+    let last = LinkPhase::Relocate.index_in(tables).ok_or_else(no_machine)?;
     let mut context = LinkContext::new(options);
     context.graph = graph;
-    for phase in [
-        LinkPhase::ResolveSymbols,
-        LinkPhase::SelectComdat,
-        LinkPhase::Gc,
-        LinkPhase::Icf,
-        LinkPhase::Synthesize,
-        LinkPhase::RelaxThunks,
-        LinkPhase::Layout,
-        LinkPhase::Relocate,
-    ] {
-        if let Some(builtin) = builtin_for(phase) {
-            builtin(&mut context, 0)?;
+    let declared = machine
+        .transitions
+        .iter()
+        .map(|transition| transition.phase)
+        .skip_while(|phase| *phase != first);
+    for index in declared {
+        let phase = LinkPhase::ALL
+            .into_iter()
+            .find(|phase| phase.index_in(tables) == Some(index));
+        if let Some(builtin) = phase.and_then(builtin_for) {
+            builtin(&mut context, u16::try_from(index).unwrap_or(u16::MAX))?;
+        }
+        if index == last {
+            break;
         }
     }
     context

@@ -18,7 +18,7 @@ use neverc_link::frame::PhaseFrame;
 use neverc_link::image::{BoundedImageWriter, ImageLayout, SectionFlags, SegmentFlags, WriterError};
 use neverc_sys::plugin::copy_view;
 use neverc_tables::plugin_abi::ffi;
-use neverc_tables::plugin_abi::link::{BinaryImageState, BinarySegmentFlags, LinkOutputKind};
+use neverc_tables::plugin_abi::link::{BinaryImageState, BinarySegmentFlags};
 use neverc_tables::plugin_abi::object::ObjectSectionFlags;
 use neverc_tables::status::StatusCode;
 
@@ -52,7 +52,7 @@ fn summary(layout: &ImageLayout, size: u64, token: u64, writable: Option<()>) ->
             value: token,
         }),
         state: BinaryImageState::Candidate.raw(),
-        output_kind: LinkOutputKind::Executable.raw(),
+        output_kind: layout.output_kind.abi_kind().raw(),
         target_id: ffi::TargetId::default(),
         format_id: ffi::ObjectFormatId::default(),
         entry_address: layout.entry,
