@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# How link time grows with the link (criterion, link/benches/scale.rs), saved as a criterion baseline, and a
+# How link time grows with the link (criterion, runtime/link/benches/scale.rs), saved as a criterion baseline, and a
 # summary: for each case, the median and the fastest sample (time per link) at n and 4n, and their ratio.
 #
 # Usage (from anywhere): bash bench/link_scale.sh BASELINE [extra criterion args]
 #   BASELINE   a name for the run (`before`, `after`); the summary reads what this run saved under it.
-# To measure the code before a change, check out the old link/src first (the benchmark itself is new):
-#   git checkout COMMIT -- link/src && bash bench/link_scale.sh before; git checkout HEAD -- link/src
+# To measure the code before a change, check out the old runtime/link/src first (the benchmark itself is new):
+#   git checkout COMMIT -- runtime/link/src && bash bench/link_scale.sh before; git checkout HEAD -- runtime/link/src
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -35,7 +35,7 @@ def measure(directory):
     fastest = min(time / iters for time, iters in zip(sample["times"], sample["iters"]))
     return estimates["median"]["point_estimate"], fastest
 
-# Only the groups of link/benches/scale.rs (target/criterion is shared with other benches).
+# Only the groups of runtime/link/benches/scale.rs (target/criterion is shared with other benches).
 for group in ["got", "archive_chain", "proof"]:
     for case in sorted(path for path in (base / group).glob("*") if path.is_dir()):
         sizes = [path for path in case.glob("*") if (path / baseline / "sample.json").exists()]

@@ -519,7 +519,7 @@ pub(crate) struct ConformanceArgs {
     #[arg(long = "link-input", value_name = "FILE")]
     pub(crate) link_inputs: Vec<PathBuf>,
     /// Run the cases through this C plugin instead of Rust hooks: the generic conformance plugin
-    /// (`plugin-host/tests/fixtures/conform.c`, id `org.neverc.conformance`) is loaded for each case, told
+    /// (`runtime/plugin-host/tests/fixtures/conform.c`, id `org.neverc.conformance`) is loaded for each case, told
     /// what to ask for, and the case is judged from the answers it reports. Target cases are not applicable.
     #[arg(long, value_name = "PATH.so")]
     pub(crate) plugin: Option<PathBuf>,

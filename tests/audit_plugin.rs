@@ -12,10 +12,14 @@ fn run(args: &[&str]) -> Output {
     run_in(env!("CARGO_BIN_EXE_neverc-spec"), &repo(), args)
 }
 
-/// Builds a test plugin of `plugin-host/tests/fixtures/` with gcc into `dir`.
+/// Builds a test plugin of `runtime/plugin-host/tests/fixtures/` with gcc into `dir`.
 fn build(dir: &Path, source: &str) -> PathBuf {
     let output = dir.join(source.replace(".c", ".so"));
-    build_c_plugin(&repo().join("plugin-host/tests/fixtures").join(source), &output, &[]);
+    build_c_plugin(
+        &repo().join("runtime/plugin-host/tests/fixtures").join(source),
+        &output,
+        &[],
+    );
     output
 }
 
@@ -159,7 +163,7 @@ fn a_c_image_verifier_is_audited_as_the_image_verifier_provider() {
 #[test]
 fn a_c_lto_providers_descriptor_gets_the_registrars_verdict() {
     let dir = scratch!("audit-plugin-lto");
-    let source = repo().join("plugin-host/tests/fixtures/ltoprov.c");
+    let source = repo().join("runtime/plugin-host/tests/fixtures/ltoprov.c");
     let accepted = dir.join("lto2.so");
     build_c_plugin(&source, &accepted, &[]);
     let output = run(&["audit", "--plugin", accepted.to_str().unwrap(), "--format", "json"]);

@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! The generated conformance vectors run through a plugin written in C (`plugin-host/tests/fixtures/conform.c`,
+//! The generated conformance vectors run through a plugin written in C (`runtime/plugin-host/tests/fixtures/conform.c`,
 //! which asks for what each case asks and reports the host's answers): every case a plugin can ask gets the
 //! same verdict as from the Rust runner, and a vector changed to expect something else fails through both.
 
@@ -74,7 +74,11 @@ fn verdicts(vectors: &Path, plugin: Option<&Path>) -> (BTreeMap<String, String>,
 
 fn generic_plugin(dir: &Path) -> PathBuf {
     let plugin = dir.join("conform.so");
-    build_c_plugin(&repo().join("plugin-host/tests/fixtures/conform.c"), &plugin, &[]);
+    build_c_plugin(
+        &repo().join("runtime/plugin-host/tests/fixtures/conform.c"),
+        &plugin,
+        &[],
+    );
     plugin
 }
 

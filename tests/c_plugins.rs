@@ -18,7 +18,11 @@ const BIN: &str = env!("CARGO_BIN_EXE_neverc-spec");
 
 fn counter(dir: &Path, defines: &[&str]) -> PathBuf {
     let output = dir.join(format!("counter{}.so", defines.join("-")));
-    build_c_plugin(&repo().join("plugin-host/tests/fixtures/counter.c"), &output, defines);
+    build_c_plugin(
+        &repo().join("runtime/plugin-host/tests/fixtures/counter.c"),
+        &output,
+        defines,
+    );
     output
 }
 
@@ -122,7 +126,11 @@ fn a_c_plugin_that_crashes_the_linker_leaves_the_old_output() {
 
 fn chain(dir: &Path, defines: &[&str]) -> PathBuf {
     let output = dir.join(format!("chain{}.so", defines.join("-")));
-    build_c_plugin(&repo().join("plugin-host/tests/fixtures/chain.c"), &output, defines);
+    build_c_plugin(
+        &repo().join("runtime/plugin-host/tests/fixtures/chain.c"),
+        &output,
+        defines,
+    );
     output
 }
 
@@ -265,7 +273,7 @@ fn mutations_are_refused_to_observers_and_checked_for_interceptors() {
     let dir = scratch!("c-plugin-mutations");
     let observer = dir.join("counter-mutate.so");
     build_c_plugin(
-        &repo().join("plugin-host/tests/fixtures/counter.c"),
+        &repo().join("runtime/plugin-host/tests/fixtures/counter.c"),
         &observer,
         &["MODE_MUTATE"],
     );
@@ -304,7 +312,11 @@ fn a_c_image_verifier_pages_the_segments_and_can_refuse_the_image() {
     let dir = scratch!("c-plugin-verifier");
     let build = |defines: &[&str]| {
         let output = dir.join(format!("wx{}.so", defines.join("-")));
-        build_c_plugin(&repo().join("plugin-host/tests/fixtures/verifier.c"), &output, defines);
+        build_c_plugin(
+            &repo().join("runtime/plugin-host/tests/fixtures/verifier.c"),
+            &output,
+            defines,
+        );
         output
     };
     let output = dir.join("a.out");
@@ -338,7 +350,7 @@ fn a_c_image_verifier_pages_the_segments_and_can_refuse_the_image() {
 fn a_c_ordering_interceptor_gives_the_symbol_ordering_files_bytes() {
     let dir = scratch!("c-plugin-order");
     let plugin = dir.join("order.so");
-    build_c_plugin(&repo().join("plugin-host/tests/fixtures/order.c"), &plugin, &[]);
+    build_c_plugin(&repo().join("runtime/plugin-host/tests/fixtures/order.c"), &plugin, &[]);
     let inputs = neverc_conformance::fixture_link_inputs(Path::new(env!("CARGO_TARGET_TMPDIR"))).unwrap();
     // The functions of the gcc objects (nm reads no bitcode), in reverse order of their names: not the order
     // they would have.
@@ -408,7 +420,11 @@ fn a_c_ordering_interceptor_gives_the_symbol_ordering_files_bytes() {
     firsts.reverse();
     let backward = write_order("firsts-reversed.txt", &firsts);
     let stager = dir.join("stager.so");
-    build_c_plugin(&repo().join("plugin-host/tests/fixtures/stager.c"), &stager, &[]);
+    build_c_plugin(
+        &repo().join("runtime/plugin-host/tests/fixtures/stager.c"),
+        &stager,
+        &[],
+    );
     let both = |output: &str, change: &str| {
         link(
             output,
@@ -450,7 +466,11 @@ fn a_c_ordering_interceptor_gives_the_symbol_ordering_files_bytes() {
 
 fn lto_provider(dir: &Path, defines: &[&str]) -> PathBuf {
     let output = dir.join(format!("lto2{}.so", defines.join("-")));
-    build_c_plugin(&repo().join("plugin-host/tests/fixtures/ltoprov.c"), &output, defines);
+    build_c_plugin(
+        &repo().join("runtime/plugin-host/tests/fixtures/ltoprov.c"),
+        &output,
+        defines,
+    );
     output
 }
 
@@ -630,7 +650,11 @@ fn assert_narrow_answers(plugins: &[&Path], arguments: &[String], output: &Path,
 fn item_10_the_host_writes_nothing_past_the_struct_size_a_plugin_declares() {
     let dir = scratch!("c-plugin-narrow");
     let narrow = dir.join("narrow.so");
-    build_c_plugin(&repo().join("plugin-host/tests/fixtures/narrow.c"), &narrow, &[]);
+    build_c_plugin(
+        &repo().join("runtime/plugin-host/tests/fixtures/narrow.c"),
+        &narrow,
+        &[],
+    );
     // After emit_image the phase has an image; the verifier's image follows in image_verify.
     assert_narrow_answers(
         &[&narrow],
@@ -725,7 +749,11 @@ fn item_12_a_plugin_that_crashes_the_process_is_named_before_it_dies_of_the_sign
     use std::os::unix::process::ExitStatusExt as _;
     let dir = scratch!("c-plugin-crasher");
     let plugin = dir.join("crasher.so");
-    build_c_plugin(&repo().join("plugin-host/tests/fixtures/crasher.c"), &plugin, &[]);
+    build_c_plugin(
+        &repo().join("runtime/plugin-host/tests/fixtures/crasher.c"),
+        &plugin,
+        &[],
+    );
     let fatal = |output: &Output| -> Vec<String> {
         text(&output.stderr)
             .lines()

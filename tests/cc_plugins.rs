@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! `neverc-spec cc materialize --plugin PATH.so`: NeverC's custom-callconv example plugin written in C against
-//! the generated headers (`plugin-host/tests/fixtures/customcc.c`, fact sheet C.7), built by gcc, plans the
+//! the generated headers (`runtime/plugin-host/tests/fixtures/customcc.c`, fact sheet C.7), built by gcc, plans the
 //! functions of clang-14 modules; the module it gives is byte for byte the module of the built-in engine with
 //! the matching options (the four shuffle layouts, `--cc-all` with a prefix, a session spec, specs written in
 //! the source), and llvm-as-14 accepts it. Hostile builds of the same plugin: descriptors NeverC refuses,
@@ -20,7 +20,11 @@ const ID: &str = "org.neverc.example.custom-callconv";
 fn plugin(dir: &Path, define: Option<&str>) -> PathBuf {
     let output = dir.join(format!("customcc{}.so", define.unwrap_or_default()));
     let defines: Vec<&str> = define.into_iter().collect();
-    build_c_plugin(&repo().join("plugin-host/tests/fixtures/customcc.c"), &output, &defines);
+    build_c_plugin(
+        &repo().join("runtime/plugin-host/tests/fixtures/customcc.c"),
+        &output,
+        &defines,
+    );
     output
 }
 
@@ -29,7 +33,7 @@ fn module(dir: &Path, source: &str) -> PathBuf {
     let output = dir.join(source.replace(".c", ".ll"));
     let compiled = Command::new("clang-14")
         .args(["-S", "-emit-llvm", "-O2", "--target=x86_64-unknown-linux-gnu"])
-        .arg(repo().join("cc/tests/fixtures/cc").join(source))
+        .arg(repo().join("runtime/callconv/tests/fixtures/cc").join(source))
         .arg("-o")
         .arg(&output)
         .output()

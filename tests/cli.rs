@@ -605,7 +605,7 @@ fn cc_validate_gives_neverc_texts() {
 #[test]
 fn cc_materialize_writes_a_module_llvm_as_accepts_or_nothing() {
     let dir = scratch!("neverc-spec-cli-materialize");
-    let source = repo().join("cc/tests/fixtures/cc/sample.c");
+    let source = repo().join("runtime/callconv/tests/fixtures/cc/sample.c");
     let module = dir.join("sample.ll");
     let status = Command::new("clang-14")
         .args(["-S", "-emit-llvm", "-O2", "--target=x86_64-unknown-linux-gnu"])

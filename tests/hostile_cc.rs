@@ -254,7 +254,7 @@ fn a_spec_run_into_other_text_is_refused() {
 /// test reads the same inputs on every machine).
 fn ll_inputs(dir: &Path) -> Vec<(String, String)> {
     let mut inputs = Vec::new();
-    let fixtures = repo().join("cc/tests/fixtures/cc");
+    let fixtures = repo().join("runtime/callconv/tests/fixtures/cc");
     let option_sets: [&[&str]; 4] = [
         &["-O0"],
         &["-O2"],

@@ -65,13 +65,23 @@ fn write_if_changed(path: &Path, contents: &str) -> Result<(), String> {
 }
 
 /// The body of a build script that generates from the bundled declarations in the workspace root (the
-/// parent of the package): loads them, calls `generate` and writes each file it returns into `OUT_DIR`
+/// nearest directory above the package that holds `PhaseSchema.json` and `targets/`): loads them, calls `generate` and writes each file it returns into `OUT_DIR`
 /// (only when changed). A failure is reported to Cargo (first line as the error, the rest on stderr).
 pub fn run_build_script(generate: impl FnOnce(&Declarations, &Path) -> Result<Vec<GeneratedFile>, String>) -> ExitCode {
     let result = (|| -> Result<(), String> {
         let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").map_err(|e| e.to_string())?);
         let out_dir = PathBuf::from(std::env::var("OUT_DIR").map_err(|e| e.to_string())?);
-        let root = manifest_dir.join("..");
+        let root = manifest_dir
+            .ancestors()
+            .skip(1)
+            .find(|dir| dir.join("PhaseSchema.json").is_file() && dir.join("targets").is_dir())
+            .ok_or_else(|| {
+                format!(
+                    "no directory above {} holds the bundled declarations",
+                    manifest_dir.display()
+                )
+            })?
+            .to_path_buf();
         let declarations = load_bundled_declarations(&root)?;
         for file in generate(&declarations, &root)? {
             write_if_changed(&out_dir.join(&file.name), &file.contents)?;

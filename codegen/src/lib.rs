@@ -30,8 +30,8 @@ const RELOCATION_KINDS_TEMPLATE: &str = include_str!("../templates/relocation_ki
 /// Where the relocation-kind vocabulary is declared, and where the enum generated from it is committed
 /// (the records crate cannot be generated at build time: the generator depends on it). A test keeps the
 /// committed file fresh.
-pub const RELOCATION_KINDS_SOURCE: &str = "tables/records/relocation_kinds.toml";
-pub const RELOCATION_KINDS_OUTPUT: &str = "tables/records/src/relocation_kinds.rs";
+pub const RELOCATION_KINDS_SOURCE: &str = "runtime/tables/records/relocation_kinds.toml";
+pub const RELOCATION_KINDS_OUTPUT: &str = "runtime/tables/records/src/relocation_kinds.rs";
 
 /// Rust keywords, which cannot name a generated module.
 const RUST_KEYWORDS: &[&str] = &[

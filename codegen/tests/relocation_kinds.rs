@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 //! The `RelocationKind` enum committed in `neverc-records` is what the vocabulary generates now.
-//! Run with `NEVERC_BLESS=1` to rewrite it after changing `tables/records/relocation_kinds.toml`.
+//! Run with `NEVERC_BLESS=1` to rewrite it after changing `runtime/tables/records/relocation_kinds.toml`.
 
 use std::path::Path;
 

@@ -1,5 +1,5 @@
 //! Running the cases a plugin can ask for through a plugin written in C: a generic plugin
-//! (`plugin-host/tests/fixtures/conform.c`) is loaded for each case with arguments that say what to ask the
+//! (`runtime/plugin-host/tests/fixtures/conform.c`) is loaded for each case with arguments that say what to ask the
 //! host for and what its callbacks do, and reports every answer the host gave it. The case is judged from
 //! those reports with the same verdicts as the Rust runner's, so a C plugin and a Rust plugin are shown to
 //! get the same answers from the host.

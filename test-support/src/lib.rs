@@ -299,10 +299,10 @@ pub fn run_script(script: &Path, out: &Path) -> Result<(), String> {
     }
 }
 
-/// Builds the link fixture programs (`link/tests/fixtures/programs/build.sh`: objects, archives, ld.bfd
+/// Builds the link fixture programs (`runtime/link/tests/fixtures/programs/build.sh`: objects, archives, ld.bfd
 /// references and expected output) into `out`; a failure panics with the script's output.
 pub fn build_fixture_programs(out: &Path) {
-    let script = repo().join("link/tests/fixtures/programs/build.sh");
+    let script = repo().join("runtime/link/tests/fixtures/programs/build.sh");
     if let Err(message) = run_script(&script, out) {
         panic!("building the fixture programs failed (gcc, g++ and binutils are needed): {message}");
     }

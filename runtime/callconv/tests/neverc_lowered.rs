@@ -10,7 +10,7 @@
 //!
 //! Not here: the front-end tests (15, 16), which are about clang's attributes, and the hardening tests that
 //! expect a diagnostic (19, 20, 22–24, 26), which fail or warn before anything is lowered
-//! (`cc/tests/materialize.rs`, `tests/cli.rs`).
+//! (`runtime/callconv/tests/materialize.rs`, `tests/cli.rs`).
 
 use std::path::Path;
 use std::process::Command;

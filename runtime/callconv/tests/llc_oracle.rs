@@ -255,7 +255,7 @@ fn aarch64_standard_abi_matches_llc_14() {
 /// The deviation table lists exactly the quirks the oracle accepts.
 #[test]
 fn deviation_table_lists_every_quirk() {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join(DEVIATIONS);
+    let path = neverc_test_support::repo().join(DEVIATIONS);
     let text = read_text(&path);
     let listed: Vec<&str> = text
         .lines()
