@@ -12,6 +12,9 @@
 # what the ld.bfd build does, so no linker is timed on a link it gets wrong.
 #
 # Usage (from anywhere): bash bench/link.sh [RUNS]     (default RUNS=20)
+# With NEVERC_BASELINE=PATH, the neverc-spec binary at PATH (an earlier build) is timed too, as
+# `neverc-spec-before`, in the same run: a change is measured against the code before it under the same
+# conditions.
 # Needs hyperfine, mold, lld, GNU time (/usr/bin/time), python3, and what the fixtures need (cargo, gcc,
 # musl-tools, binutils). Results: target/bench/link/ (hyperfine JSON per case, summary.md, trace-phases.txt).
 set -euo pipefail
@@ -32,6 +35,9 @@ chmod +x "$out/record/ld"
 
 cases=(a-musl:all-musl-plain b-glibc:all-glibc-plain c-glibc-gc:all-glibc-sections-gc c-musl-gc:all-musl-sections-gc)
 linkers=(ld.bfd ld.lld mold neverc-spec)
+if [[ -n ${NEVERC_BASELINE:-} ]]; then
+    linkers+=(neverc-spec-before)
+fi
 
 # linker_command LINKER: the command that runs LINKER as ld.
 linker_command() {
@@ -40,6 +46,7 @@ linker_command() {
         ld.lld) echo "ld.lld" ;;
         mold) echo "mold" ;;
         neverc-spec) echo "$neverc ld" ;;
+        neverc-spec-before) echo "$NEVERC_BASELINE ld" ;;
     esac
 }
 
@@ -131,9 +138,12 @@ import json, pathlib, sys
 
 out = pathlib.Path(sys.argv[1])
 linkers = ["ld.bfd", "ld.lld", "mold", "neverc-spec"]
+before = (out / "a-musl" / "neverc-spec-before.rss").exists()
+if before:
+    linkers.append("neverc-spec-before")
 print("| case | output | " + " | ".join(f"{l} median (RSS)" for l in linkers)
-      + " | neverc-spec vs ld.bfd | vs ld.lld | vs mold |")
-print("| --- | --- | " + " | ".join("---" for _ in linkers) + " | --- | --- | --- |")
+      + " | neverc-spec vs ld.bfd | vs ld.lld | vs mold |" + (" vs before |" if before else ""))
+print("| --- | --- | " + " | ".join("---" for _ in linkers) + " | --- | --- | --- |" + (" --- |" if before else ""))
 for entry in sys.argv[2:]:
     label, name = entry.split(":")
     work = out / label
@@ -144,6 +154,8 @@ for entry in sys.argv[2:]:
     cells = [f"{median[l]:.1f} ms ({rss[l]:.0f} MiB)" for l in linkers]
     ours = median["neverc-spec"]
     ratios = [f"{ours / median[l]:.2f}×" for l in ["ld.bfd", "ld.lld", "mold"]]
+    if before:
+        ratios.append(f"{ours / median['neverc-spec-before']:.3f}×")
     print(f"| {label} `{name}` | {size:.2f} MB | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
 
 # CPU time (user + system, mean per link): less sensitive than wall time to other work on the machine, and it
