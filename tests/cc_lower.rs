@@ -158,6 +158,19 @@ fn modules_that_cannot_be_lowered_are_refused_and_nothing_is_written() {
         "holds `half`",
         &out,
     );
+    // A type llc-14 cannot pass at all on x86-64 (issue 24), also inside an array.
+    let bfloat = case(
+        "bfloat.ll",
+        &module(
+            "define dso_local cc 1000 void @b([2 x bfloat] %0) #0 {\n  ret void\n}\n\n\
+             attributes #0 = { \"neverc-cc-plan-v1\"=\"neverc-cc-plan-v1;schema=llvm-x86_64-unknown-linux-gnu;target=0:0;cc=0:0;stack=16;returns=;arguments=r,0,0,4,4,54,0,0;callee-saved=\" }\n",
+        ),
+    );
+    refused(
+        &cli(&dir, &["cc", "lower", &bfloat, "-o", "out.ll"]),
+        "holds `bfloat`",
+        &out,
+    );
     // A foreign plan.
     let foreign = case(
         "foreign.ll",
