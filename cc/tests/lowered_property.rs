@@ -40,8 +40,8 @@
 //! A third of the cases are written in IR instead (issue 24): parameters of `i32`, `i64`, `float`, `double`,
 //! `<4 x float>` (and `half` on aarch64) and arrays of 1 to 9 elements of `i8`, `i16`, `i32`, `i64`, `float`,
 //! `double`, `<2 x float>` and `<4 x float>` (and `i128` and `half` on aarch64: every kind of block and of
-//! element passed on its own; not `bfloat`, whose constants llc-14 cannot compile, while
-//! `tests/llc_oracle.rs` checks where its elements go), returning nothing, a scalar or an array the standard convention returns in
+//! element passed on its own; not `bfloat`, whose constants llc-14 cannot compile, while `tests/llc_oracle.rs`
+//! checks where its elements go), returning nothing, a scalar or an array the standard convention returns in
 //! registers. An incoming one stores its parameters into `neverc_record` and returns its marker, an outgoing
 //! one calls its plan callee with constants and stores what it returns; they are appended to clang's module.
 //! Functions take up to twelve parameters. Specs: integer and float pools under every key spelling
@@ -55,9 +55,9 @@
 //! Left out: `half` on x86_64 (LLVM 14 soft-promotes it to `i16` where the standard convention follows the
 //! psABI's SSE registers, `HalfAsI16` in `docs/standard-abi-deviations.md`, so an adapter and llc-14's body
 //! would disagree), `i128` on x86_64 (LLVM 14 splits it between registers and the stack, `I128AsTwoI64`),
-//! `bfloat` on x86_64 (llc-14 cannot pass it), `x86_fp80`
-//! (returned in x87 registers the target does not declare), variadic functions (they have no plan) and calls
-//! through pointers (lowering refuses them). Float markers are never NaN, so that no move could quieten them.
+//! `bfloat` on x86_64 (llc-14 cannot pass it), `x86_fp80` (returned in x87 registers the target does not
+//! declare), variadic functions (they have no plan) and calls through pointers (lowering refuses them). Float
+//! markers are never NaN, so that no move could quieten them.
 //!
 //! `issue_24_lowered_adapters_pass_arrays_as_llc_14_does_aarch64` runs the same harness over IR cases only,
 //! a quarter of them the issue's `void (float, float, float, float, [5 x float], float)` and another quarter
