@@ -10,6 +10,21 @@ use crate::spec_text::{Spec, SpecList, is_stack_token};
 use crate::target::{RegisterClassKind, RelocationDeclaration, TargetDeclaration, TlsVariantName};
 use neverc_records::{Overflow, RelocationBase, RelocationFormat, TemplatePart};
 
+/// Whether `ty` is an IR scalar type or a vector `<N x T>` of one (N from 1), as LLVM spells them.
+fn is_scalar_or_vector(ty: &str) -> bool {
+    if IR_SCALAR_TYPES.contains(&ty) {
+        return true;
+    }
+    let Some((count, element)) = ty
+        .strip_prefix('<')
+        .and_then(|rest| rest.strip_suffix('>'))
+        .and_then(|inner| inner.split_once(" x "))
+    else {
+        return false;
+    };
+    count.parse::<u32>().is_ok_and(|count| count > 0) && !count.starts_with('0') && IR_SCALAR_TYPES.contains(&element)
+}
+
 /// IR type spellings a `stack_only_types` or `standard_deviations` entry may name.
 const IR_SCALAR_TYPES: &[&str] = &[
     "i1",
@@ -1003,11 +1018,14 @@ impl Context<'_> {
         }
 
         for (index, ty) in lowering.standard_deviations.iter().enumerate() {
-            if !IR_SCALAR_TYPES.contains(&ty.as_str()) {
+            if !is_scalar_or_vector(ty) {
                 findings.push(Finding::error(
                     Rule::Lowering,
                     format!("/lowering/standard_deviations/{index}"),
-                    format!("`{ty}` is not an IR scalar type ({})", IR_SCALAR_TYPES.join(", ")),
+                    format!(
+                        "`{ty}` is not an IR scalar type ({}) nor a vector `<N x T>` of one",
+                        IR_SCALAR_TYPES.join(", ")
+                    ),
                 ));
             }
         }
