@@ -47,7 +47,7 @@ for signature in 'i32 (i32, i64, ptr byval(%struct.Q) align 8)' 'void (%struct.P
     printf '%s' "$signature" > "$fuzz_dir/corpus/cc_signature/signature$index"
 done
 if command -v clang-14 >/dev/null; then
-    for source in "$root"/cc/tests/fixtures/cc/*.c; do
+    for source in "$root"/runtime/callconv/tests/fixtures/cc/*.c; do
         clang-14 -S -emit-llvm -O2 --target=x86_64-unknown-linux-gnu "$source" -o "$fuzz_dir/corpus/ll_module/$(basename "$source" .c).ll"
     done
 fi
@@ -55,7 +55,7 @@ fi
 mkdir -p "$fuzz_dir/corpus/ll_lower"
 cp "$fuzz_dir"/corpus/ll_module/*.ll "$fuzz_dir/corpus/ll_lower/" 2>/dev/null || true
 if command -v clang-14 >/dev/null; then
-    for source in "$root"/cc/tests/fixtures/cc/*.c; do
+    for source in "$root"/runtime/callconv/tests/fixtures/cc/*.c; do
         clang-14 -S -emit-llvm -O2 --target=aarch64-unknown-linux-gnu "$source" -o "$fuzz_dir/corpus/ll_lower/$(basename "$source" .c)-aarch64.ll"
     done
 fi
@@ -64,8 +64,8 @@ fi
 mkdir -p "$fuzz_dir/corpus/link_inputs"
 if command -v gcc >/dev/null && command -v g++ >/dev/null; then
     out="$(mktemp -d)"
-    bash "$root/link/tests/fixtures/programs/build.sh" "$out" >/dev/null
-    bash "$root/link/tests/fixtures/programs/foreign/foreign.sh" "$out" >/dev/null || true
+    bash "$root/runtime/link/tests/fixtures/programs/build.sh" "$out" >/dev/null
+    bash "$root/runtime/link/tests/fixtures/programs/foreign/foreign.sh" "$out" >/dev/null || true
     for file in "$out"/*/*.o "$out"/*/*.a "$out"/foreign/*.obj; do
         [ -f "$file" ] && cp "$file" "$fuzz_dir/corpus/link_inputs/$(basename "$(dirname "$file")")-$(basename "$file")"
     done

@@ -7,7 +7,9 @@ use neverc_cc::assignment::{Decider, ValueRef};
 use neverc_cc::layout::TypeTable;
 use neverc_cc::plan::{LocationKind, Plan};
 use neverc_cc::plan_validation::{ValueSizes, check_plan_records, validate_plan};
-use neverc_cc::planner::{NoteSeverity, PlanNote, PlannedFunction, PlanningError, plan_from_spec, plan_standard};
+use neverc_cc::planner::{
+    NoteSeverity, PlanNote, PlannedFunction, PlanningError, assign, plan_from_spec, plan_standard,
+};
 use neverc_cc::signature::{Signature, parse_type_definition};
 use neverc_tables::TargetRecord;
 use neverc_tables::target_by_name;
@@ -309,11 +311,22 @@ fn validate(args: &CcValidateArgs) -> Result<(), CommandError> {
             return Err(CommandError::Request("the plan is malformed".into()));
         }
     };
-    let sizes = match &args.sig {
-        Some(text) => Some(value_sizes(target, &signature(text)?, &TypeTable::new())?),
+    let signature = args.sig.as_deref().map(signature).transpose()?;
+    let types = TypeTable::new();
+    let sizes = match &signature {
+        Some(signature) => Some(value_sizes(target, signature, &types)?),
         None => None,
     };
-    let result = validate_plan(&parsed, target, sizes.as_ref());
+    // With the signature, the plan is also read over it as every plan is used (`assign`), so that what the
+    // planner refuses for the signature (a return the target cannot make) is refused here too.
+    let result = validate_plan(&parsed, target, sizes.as_ref())
+        .map_err(|error| error.to_string())
+        .and_then(|()| match &signature {
+            Some(signature) => assign(target, &parsed, signature, &types)
+                .map(drop)
+                .map_err(|error| error.to_string()),
+            None => Ok(()),
+        });
     if json {
         let value = match &result {
             Ok(()) => serde_json::json!({ "valid": true, "plan": parsed.serialize() }),
@@ -340,7 +353,7 @@ fn validate(args: &CcValidateArgs) -> Result<(), CommandError> {
             }
             Ok(())
         }
-        Err(error) => Err(CommandError::Request(error.to_string())),
+        Err(error) => Err(CommandError::Request(error)),
     }
 }
 

@@ -400,7 +400,8 @@ pub(crate) struct CcPlanArgs {
 pub(crate) struct CcValidateArgs {
     #[command(flatten)]
     pub(crate) target: TargetChoice,
-    /// The IR signature the plan is for; enables the checks that need value sizes.
+    /// The IR signature the plan is for; enables the checks that need value sizes, and reads the plan over it
+    /// as the planner does (refusing, as it does, a return the target cannot make).
     #[arg(long, value_name = "SIG")]
     pub(crate) sig: Option<String>,
     /// The plan string.

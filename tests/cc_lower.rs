@@ -158,6 +158,39 @@ fn modules_that_cannot_be_lowered_are_refused_and_nothing_is_written() {
         "holds `half`",
         &out,
     );
+    // A type llc-14 cannot pass at all on x86-64 (issue 24), also inside an array.
+    let bfloat = case(
+        "bfloat.ll",
+        &module(
+            "define dso_local cc 1000 void @b([2 x bfloat] %0) #0 {\n  ret void\n}\n\n\
+             attributes #0 = { \"neverc-cc-plan-v1\"=\"neverc-cc-plan-v1;schema=llvm-x86_64-unknown-linux-gnu;target=0:0;cc=0:0;stack=16;returns=;arguments=r,0,0,4,4,54,0,0;callee-saved=\" }\n",
+        ),
+    );
+    refused(
+        &cli(&dir, &["cc", "lower", &bfloat, "-o", "out.ll"]),
+        "holds `bfloat`",
+        &out,
+    );
+    // A vector LLVM 14 legalizes on AArch64 where the standard convention keeps its bytes (issue 24's
+    // deviations): its lanes promoted, or split one a register.
+    for vector in ["<2 x i16>", "<4 x bfloat>"] {
+        let name = format!("narrow-{}.ll", vector.len());
+        let narrow = case(
+            &name,
+            &format!(
+                "target triple = \"aarch64-unknown-linux-gnu\"\n\n\
+                 define dso_local cc 1000 void @v({vector} %0) #0 {{\n  ret void\n}}\n\n\
+                 attributes #0 = {{ \"neverc-cc-plan-v1\"=\"neverc-cc-plan-v1;schema=dwarf+1-aarch64-unknown-linux-gnu;\
+                 target=5639443823411475457:1;cc=5639425114533934081:1;stack=16;returns=;arguments=r,0,0,4,4,65,0,0;\
+                 callee-saved=20,21,22,23,24,25,26,27,28,29,73,74,75,76,77,78,79,80\" }}\n"
+            ),
+        );
+        refused(
+            &cli(&dir, &["cc", "lower", &narrow, "-o", "out.ll"]),
+            &format!("holds `{vector}`"),
+            &out,
+        );
+    }
     // A foreign plan.
     let foreign = case(
         "foreign.ll",

@@ -167,3 +167,71 @@ fn bad_requests_are_refused_with_a_message_and_no_panic() {
         &["cannot be used with"],
     );
 }
+
+/// Issue 24: one rule for a returned `x86_fp80` on x86-64, which llc-14 returns in the x87 register `st0` (two of
+/// them in `st0` and `st1`) that the target does not declare. The standard convention, a spec naming a float
+/// return register (`ret_xmm:xmm1`) or an integer one (`ret:xmm0`), and `cc validate --sig` of a plan that
+/// returns it in `xmm1` all refuse it, inside an aggregate too; an `x86_fp80` argument still goes where a spec
+/// puts it, since an adapter can move it to the stack slot the standard convention gives it.
+#[test]
+fn issue_24_an_x86_fp80_return_is_refused_by_the_standard_convention_every_spec_and_validate() {
+    let spec_plan =
+        |spec: &'static str, sig: &'static str| ["cc", "plan", "--target", "x86_64", "--spec", spec, "--sig", sig];
+    let refused = |args: &[&str]| {
+        let output = run(args);
+        let stderr = text(&output.stderr);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{args:?} is accepted: {}",
+            text(&output.stdout)
+        );
+        assert!(
+            stderr.contains("x86_64 cannot return `") && stderr.contains("`x86_fp80` is passed only on the stack"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    };
+    for sig in ["x86_fp80 ()", "[1 x x86_fp80] (i32)", "{ i64, x86_fp80 } ()"] {
+        refused(&["cc", "plan", "--standard", "--target", "x86_64", "--sig", sig]);
+        for spec in ["ret_xmm:xmm1", "ret:xmm0", "gpr:rcx;ret:rax"] {
+            refused(&spec_plan(spec, sig));
+        }
+    }
+    // The plan `ret_xmm:xmm1` gives a `double` return, with the size of an `x86_fp80`: valid records, but no
+    // plan can return an `x86_fp80`.
+    let output = run(&spec_plan("ret_xmm:xmm1", "double ()"));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let plan = text(&output.stdout)
+        .lines()
+        .next()
+        .unwrap()
+        .replace("returns=r,0,0,8,8,", "returns=r,0,0,10,16,");
+    assert!(plan.contains("returns=r,0,0,10,16,"), "{plan}");
+    let output = run(&["cc", "validate", "--target", "x86_64", &plan]);
+    assert!(
+        output.status.success(),
+        "without a signature the records are valid: {}",
+        text(&output.stderr)
+    );
+    let validate = ["cc", "validate", "--target", "x86_64", "--sig", "x86_fp80 ()", &plan];
+    refused(&validate);
+    let output = run(&[&validate[..], &["--format", "json"]].concat());
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["valid"], false, "{report}");
+    assert!(
+        report["error"].as_str().unwrap().contains("cannot return `x86_fp80`"),
+        "{report}"
+    );
+
+    // Arguments: the standard convention passes an `x86_fp80` on the stack, a spec may name a register.
+    let report = standard("x86_64", "void (x86_fp80)");
+    assert_eq!(pieces(&report, "argument 0"), ["stack+0@0"]);
+    let output = run(&spec_plan("xmm:xmm3", "void (x86_fp80)"));
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stdout).contains("argument 0   plan      xmm3"),
+        "{}",
+        text(&output.stdout)
+    );
+}

@@ -58,8 +58,8 @@ pub use structural::{
     generated_plugin_abi_schema, generated_target_schema,
 };
 pub use target::{
-    AbiRules, ConventionDefaults, ElfFacts, Endianness, InstructionBits, InstructionField, Int128Registers, Register,
-    RegisterClass, RegisterClassKind, RegisterFlag, RelocationDeclaration, StackRules, StandardAbi, SubRegister,
-    TargetDeclaration, TargetIdentity, TlsFacts, TlsVariantName,
+    AbiRules, ArrayBlocks, ConventionDefaults, ElfFacts, Endianness, InstructionBits, InstructionField,
+    Int128Registers, Register, RegisterClass, RegisterClassKind, RegisterFlag, RelocationDeclaration, StackRules,
+    StandardAbi, SubRegister, TargetDeclaration, TargetIdentity, TlsFacts, TlsVariantName,
 };
 pub use target_checks::{DWARF_PLUS_ONE_DIGEST_PREFIX, LLVM_DIGEST_PREFIX};

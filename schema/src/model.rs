@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use bumpalo::Bump;
 use neverc_records::{
-    AbiRecordIn, BitRange, DirectivesIn, ElfRecordIn, Id128, InstructionsIn, LoweringRecordIn, MacrosIn,
+    AbiRecordIn, ArrayBlocksIn, BitRange, DirectivesIn, ElfRecordIn, Id128, InstructionsIn, LoweringRecordIn, MacrosIn,
     MemoryTemplatesIn, NameKind, RegisterClassKind as ClassKindRecord, RegisterClassRecordIn, RegisterNameIn,
     RegisterNumber, RegisterRecordIn, RegisterView, RelocationRecordIn, SubRegisterRecordIn, TargetRecordIn, Template,
     TemplatePart, TlsVariant,
@@ -203,8 +203,12 @@ pub fn lower_target<'a>(declaration: &TargetDeclaration, arena: &'a Bump) -> Res
             reuse_skipped_registers: rules.reuse_skipped_registers,
             vector_register_bytes: rules.vector_register_bytes,
             short_vectors_widen_to_register: rules.short_vectors_widen_to_register,
-            homogeneous_aggregate_max_members: rules.homogeneous_aggregate_max_members,
-            stack_aggregate_exhausts_float_registers: rules.stack_aggregate_exhausts_float_registers,
+            array_blocks: rules.array_blocks.as_ref().map(|blocks| ArrayBlocksIn {
+                integer_bits: arena.alloc_slice_copy(&blocks.integer_bits),
+                float_types: strs(arena, &blocks.float_types),
+                vector_bits: arena.alloc_slice_copy(&blocks.vector_bits),
+                stack_exhausts_registers: blocks.stack_exhausts_registers,
+            }),
             float_falls_back_to_integer_registers: rules.float_falls_back_to_integer_registers,
             stack_only_types: strs(arena, &rules.stack_only_types),
         },

@@ -322,16 +322,41 @@ pub struct AbiRules {
     /// stack it takes a `vector_register_bytes` slot (x86-64 `<2 x float>`), rather than a slot of its own
     /// size rounded up to a power of two (AArch64 `<2 x float>` in `d0` or 8 stack bytes).
     pub short_vectors_widen_to_register: bool,
-    /// Arrays of at most this many floating-point elements take consecutive vector registers or go wholly to
-    /// the stack (0: the rule does not apply and elements are assigned one by one).
-    pub homogeneous_aggregate_max_members: u32,
-    /// When a homogeneous aggregate goes to the stack, every later floating-point argument follows it there.
-    pub stack_aggregate_exhausts_float_registers: bool,
+    /// Which arrays are passed as one block of consecutive registers (AArch64); without it every array is
+    /// passed element by element (x86-64, RISC-V).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "ArrayBlocks")]
+    pub array_blocks: Option<ArrayBlocks>,
     /// When float registers run out, floating-point values take general registers before the stack (RISC-V).
     pub float_falls_back_to_integer_registers: bool,
     /// IR types that are always passed on the stack (x86-64 `x86_fp80`).
     #[serde(default)]
     pub stack_only_types: Vec<String>,
+}
+
+/// Arrays passed as one block (LLVM's `CC_AArch64_Custom_Block`): an IR array argument or return value whose
+/// scalars are all of one type, each of which splits into register pieces of the kinds listed here, takes
+/// consecutive registers of one class, one per piece, however long it is; when they are not free it goes
+/// wholly to the stack, packed, at its natural alignment clamped to the stack slot rules. Arrays of any
+/// other element, and arrays inside a struct or another array, are passed element by element.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArrayBlocks {
+    /// Widths in bits of the integer and pointer pieces that make a block, at the width a general register
+    /// holds them (`i8` to `i32` are 32-bit pieces, `i64` and pointers 64-bit ones, wider integers
+    /// pointer-size parts).
+    #[serde(default)]
+    pub integer_bits: Vec<u32>,
+    /// IR floating-point types whose elements make a block (AArch64: not `bfloat`, which LLVM 14 passes one
+    /// element at a time).
+    #[serde(default)]
+    pub float_types: Vec<String>,
+    /// Widths in bits of the vector pieces that make a block, at the width a vector register holds them.
+    #[serde(default)]
+    pub vector_bits: Vec<u32>,
+    /// When a block goes to the stack, no later value takes a register of its class (AAPCS64: NGRN or NSRN
+    /// is set to 8).
+    pub stack_exhausts_registers: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -10,6 +10,21 @@ use crate::spec_text::{Spec, SpecList, is_stack_token};
 use crate::target::{RegisterClassKind, RelocationDeclaration, TargetDeclaration, TlsVariantName};
 use neverc_records::{Overflow, RelocationBase, RelocationFormat, TemplatePart};
 
+/// Whether `ty` is an IR scalar type or a vector `<N x T>` of one (N from 1), as LLVM spells them.
+fn is_scalar_or_vector(ty: &str) -> bool {
+    if IR_SCALAR_TYPES.contains(&ty) {
+        return true;
+    }
+    let Some((count, element)) = ty
+        .strip_prefix('<')
+        .and_then(|rest| rest.strip_suffix('>'))
+        .and_then(|inner| inner.split_once(" x "))
+    else {
+        return false;
+    };
+    count.parse::<u32>().is_ok_and(|count| count > 0) && !count.starts_with('0') && IR_SCALAR_TYPES.contains(&element)
+}
+
 /// IR type spellings a `stack_only_types` or `standard_deviations` entry may name.
 const IR_SCALAR_TYPES: &[&str] = &[
     "i1",
@@ -27,6 +42,9 @@ const IR_SCALAR_TYPES: &[&str] = &[
     "x86_fp80",
     "ppc_fp128",
 ];
+
+/// IR floating-point type spellings an `[abi.rules.array_blocks]` `float_types` entry may name.
+const IR_FLOAT_TYPES: &[&str] = &["half", "bfloat", "float", "double", "fp128", "x86_fp80", "ppc_fp128"];
 
 /// Prefix of schema digests whose plan numbers are DWARF numbers plus one.
 pub const DWARF_PLUS_ONE_DIGEST_PREFIX: &str = "dwarf+1-";
@@ -685,6 +703,7 @@ impl Context<'_> {
                 ));
             }
         }
+        self.check_array_blocks(findings);
         if abi.sret_takes_argument_register
             && let (Some(sret), Some(first)) = (
                 self.names.get(&abi.sret_register.to_ascii_lowercase()),
@@ -697,6 +716,95 @@ impl Context<'_> {
                 "/abi/sret_register",
                 format!("the sret pointer takes an argument register, so it must be the first one, `{first}`"),
             ));
+        }
+    }
+
+    /// The widths the class of a pool's first register declares, when it resolves.
+    fn pool_widths(&self, pool: &[String]) -> Option<&[u32]> {
+        let entry = self.names.get(&pool.first()?.to_ascii_lowercase())?;
+        let class = &self.declaration.registers.get(entry.register)?.class;
+        self.declaration
+            .register_classes
+            .iter()
+            .find(|candidate| &candidate.name == class)
+            .map(|class| class.widths.as_slice())
+    }
+
+    /// `[abi.rules.array_blocks]`: every integer width one the integer argument registers hold and no wider
+    /// than a pointer, every vector width one the float argument registers hold and no wider than a vector
+    /// register, every float type an IR floating-point type, nothing listed twice, and at least one piece.
+    fn check_array_blocks(&self, findings: &mut Vec<Finding>) {
+        let abi = &self.declaration.abi;
+        let Some(blocks) = &abi.rules.array_blocks else {
+            return;
+        };
+        const BASE: &str = "/abi/rules/array_blocks";
+        if blocks.integer_bits.is_empty() && blocks.float_types.is_empty() && blocks.vector_bits.is_empty() {
+            findings.push(Finding::error(
+                Rule::AbiRule,
+                BASE,
+                "the table names no piece, so no array would be a block: leave it out".to_string(),
+            ));
+        }
+        let pointer_width = self.declaration.identity.pointer_width;
+        let vector_bits = abi.rules.vector_register_bytes.saturating_mul(8);
+        let widths = [
+            (
+                "integer_bits",
+                &blocks.integer_bits,
+                self.pool_widths(&abi.integer_arguments),
+                "the integer argument registers",
+                pointer_width,
+                "a pointer",
+            ),
+            (
+                "vector_bits",
+                &blocks.vector_bits,
+                self.pool_widths(&abi.float_arguments),
+                "the float argument registers",
+                vector_bits,
+                "a vector register (`vector_register_bytes`)",
+            ),
+        ];
+        for (key, list, held, holder, limit, limit_name) in widths {
+            for (index, bits) in list.iter().enumerate() {
+                let pointer = format!("{BASE}/{key}/{index}");
+                let problem = if list[..index].contains(bits) {
+                    Some(format!("{bits} is listed twice"))
+                } else if held.is_some_and(|widths| !widths.contains(bits)) {
+                    Some(format!(
+                        "{holder} hold no {bits}-bit piece: their class does not declare that width"
+                    ))
+                } else if *bits > limit {
+                    Some(format!(
+                        "no piece is {bits} bits wide: none is wider than {limit_name}, {limit} bits"
+                    ))
+                } else {
+                    None
+                };
+                if let Some(problem) = problem {
+                    findings.push(Finding::error(Rule::AbiRule, pointer, problem));
+                }
+            }
+        }
+        for (index, ty) in blocks.float_types.iter().enumerate() {
+            let pointer = format!("{BASE}/float_types/{index}");
+            if !IR_FLOAT_TYPES.contains(&ty.as_str()) {
+                findings.push(Finding::error(
+                    Rule::AbiRule,
+                    pointer,
+                    format!(
+                        "`{ty}` is not an IR floating-point type ({})",
+                        IR_FLOAT_TYPES.join(", ")
+                    ),
+                ));
+            } else if blocks.float_types[..index].contains(ty) {
+                findings.push(Finding::error(
+                    Rule::AbiRule,
+                    pointer,
+                    format!("`{ty}` is listed twice"),
+                ));
+            }
         }
     }
 
@@ -910,11 +1018,14 @@ impl Context<'_> {
         }
 
         for (index, ty) in lowering.standard_deviations.iter().enumerate() {
-            if !IR_SCALAR_TYPES.contains(&ty.as_str()) {
+            if !is_scalar_or_vector(ty) {
                 findings.push(Finding::error(
                     Rule::Lowering,
                     format!("/lowering/standard_deviations/{index}"),
-                    format!("`{ty}` is not an IR scalar type ({})", IR_SCALAR_TYPES.join(", ")),
+                    format!(
+                        "`{ty}` is not an IR scalar type ({}) nor a vector `<N x T>` of one",
+                        IR_SCALAR_TYPES.join(", ")
+                    ),
                 ));
             }
         }

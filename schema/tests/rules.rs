@@ -678,3 +678,59 @@ fn adapter_templates_are_checked_at_their_lines() {
     );
     assert_eq!(found.len(), 1, "{found:?}");
 }
+
+#[test]
+fn array_block_pieces_are_widths_the_pools_hold_and_floating_point_types() {
+    let (text, found) = target_text_with("aarch64.toml", |text| {
+        text.replacen("integer_bits = [64]", "integer_bits = [64, 16, 64, 128]", 1)
+            .replacen(
+                "float_types = [\"half\", \"float\", \"double\", \"fp128\"]",
+                "float_types = [\"half\", \"float\", \"i32\", \"float\"]",
+                1,
+            )
+            .replacen("vector_bits = [64, 128]", "vector_bits = [64, 256]", 1)
+    });
+    let narrow = find(&found, "abi-rule", "hold no 16-bit piece");
+    assert_eq!(narrow.pointer, "/abi/rules/array_blocks/integer_bits/1");
+    assert_eq!(narrow.line, line_of(&text, "integer_bits = [64, 16, 64, 128]"));
+    assert_eq!(
+        find(&found, "abi-rule", "64 is listed twice").pointer,
+        "/abi/rules/array_blocks/integer_bits/2"
+    );
+    // 128 bits is no width of `gpr` either; the first problem found is the one reported.
+    assert_eq!(
+        find(&found, "abi-rule", "hold no 128-bit piece").pointer,
+        "/abi/rules/array_blocks/integer_bits/3"
+    );
+    let not_float = find(&found, "abi-rule", "`i32` is not an IR floating-point type");
+    assert_eq!(not_float.pointer, "/abi/rules/array_blocks/float_types/2");
+    assert_eq!(
+        find(&found, "abi-rule", "`float` is listed twice").pointer,
+        "/abi/rules/array_blocks/float_types/3"
+    );
+    let wide = find(&found, "abi-rule", "the float argument registers hold no 256-bit piece");
+    assert_eq!(wide.pointer, "/abi/rules/array_blocks/vector_bits/1");
+    assert_eq!(wide.line, line_of(&text, "vector_bits = [64, 256]"));
+    assert_eq!(found.len(), 6, "{found:?}");
+
+    // Vectors are split into pieces of `vector_register_bytes`: none is wider.
+    let found = target_with("aarch64.toml", |text| {
+        text.replacen("vector_register_bytes = 16", "vector_register_bytes = 8", 1)
+    });
+    let wide = find(&found, "abi-rule", "no piece is 128 bits wide");
+    assert_eq!(wide.pointer, "/abi/rules/array_blocks/vector_bits/1");
+    assert_eq!(found.len(), 1, "{found:?}");
+
+    // A table that names no piece is refused; one with an unknown key is a structural error.
+    let found = target_with("aarch64.toml", |text| {
+        text.replacen("integer_bits = [64]\n", "", 1)
+            .replacen("float_types = [\"half\", \"float\", \"double\", \"fp128\"]\n", "", 1)
+            .replacen("vector_bits = [64, 128]\n", "", 1)
+    });
+    assert!(has(&found, "abi-rule", "names no piece"), "{found:?}");
+    assert_eq!(found.len(), 1, "{found:?}");
+    let found = target_with("aarch64.toml", |text| {
+        text.replacen("vector_bits = [64, 128]", "vector_bits = [64, 128]\nmax_members = 4", 1)
+    });
+    assert!(found.iter().any(|d| d.rule == "unknown-key"), "{found:?}");
+}

@@ -373,16 +373,18 @@ impl<'a> Writer<'a> {
             })
     }
 
-    /// The bits a piece of `size` bytes is moved with in `register`: a power of two, at least 32 for a
-    /// general register (so that the widening of a narrow value survives), at most the register's width.
-    fn piece_bits(&self, register: usize, size: u64) -> Result<u32, AdapterError> {
+    /// The bits a piece of `size` bytes of a value of `content_size` bytes is moved with in `register`: a
+    /// power of two, at most the register's width; at least 32 for a general register holding a whole value
+    /// (so that the widening of a narrow value survives). A narrow part of a larger value (an element of an
+    /// array) is moved at its own width: a wider access at its unaligned offset would reach past it.
+    fn piece_bits(&self, register: usize, size: u64, content_size: u64) -> Result<u32, AdapterError> {
         let width = self.full_width(register);
         let general = self
             .target
             .class_of(register)
             .is_some_and(|class| class.kind == RegisterClassKind::General);
         let needed = (size.max(1) * 8).next_power_of_two();
-        let floor = if general { 32 } else { 8 };
+        let floor = if general && size >= content_size { 32 } else { 8 };
         let bits = needed.max(floor).min(u64::from(width));
         if needed > u64::from(width) {
             return Err(AdapterError::PieceTooWide {
@@ -661,7 +663,7 @@ pub fn write_adapter(
             };
             match piece.role {
                 Role::Content => {
-                    let bits = writer.piece_bits(register, piece.size)?;
+                    let bits = writer.piece_bits(register, piece.size, value.content_size)?;
                     writer.store(register, bits, sp, frame.content_slots[index] + piece.offset)?;
                 }
                 Role::Address => {
@@ -767,7 +769,7 @@ pub fn write_adapter(
                 // A narrow value the callee relies on being widened is loaded at its own width, widening.
                 (Role::Content, Some((bits, access))) if piece.offset == 0 => LoadKind::Value { bits, access },
                 (Role::Content, _) => LoadKind::Value {
-                    bits: writer.piece_bits(register, piece.size)?,
+                    bits: writer.piece_bits(register, piece.size, value.content_size)?,
                     access: Access::Load,
                 },
             };
@@ -836,7 +838,7 @@ pub fn write_adapter(
             let Holder::Register(register) = piece.holder else {
                 return Err(unsupported("a return value on the stack".into()));
             };
-            let bits = writer.piece_bits(register, piece.size)?;
+            let bits = writer.piece_bits(register, piece.size, value.content_size)?;
             writer.store(register, bits, sp, frame.staging + piece.offset)?;
         }
         writer.load(base, writer.full_width(base), sp, frame.base_slot)?;
@@ -872,7 +874,7 @@ pub fn write_adapter(
             if let (0, Some((bits, access))) = (piece.offset, widening(value)) {
                 writer.memory(access, register, bits, sp, slot)?;
             } else {
-                let bits = writer.piece_bits(register, piece.size)?;
+                let bits = writer.piece_bits(register, piece.size, value.content_size)?;
                 writer.load(register, bits, sp, slot + piece.offset)?;
             }
         }

@@ -760,15 +760,20 @@ fn keep_bodies(
     Ok(())
 }
 
-/// The first scalar of `ty` (through aggregates and named types) that `deviations` names.
+/// The first scalar or vector of `ty` (through aggregates and named types) that `deviations` names.
 fn deviating_type(ty: &IrType, types: &TypeTable, deviations: &[&str], depth: usize) -> Option<String> {
     if depth > crate::signature::MAX_TYPE_NESTING {
         return None;
     }
     match ty {
-        IrType::Vector { element, .. } | IrType::Array { element, .. } => {
+        IrType::Vector { element, .. } => {
+            let spelled = ty.to_string();
+            if deviations.contains(&spelled.as_str()) {
+                return Some(spelled);
+            }
             deviating_type(element, types, deviations, depth + 1)
         }
+        IrType::Array { element, .. } => deviating_type(element, types, deviations, depth + 1),
         IrType::Struct { fields, .. } => fields
             .iter()
             .find_map(|field| deviating_type(field, types, deviations, depth + 1)),

@@ -10,7 +10,9 @@ use crate::assignment::{Decider, Piece, Place, ValueAssignment, ValueRef};
 use crate::layout::{LayoutError, TypeTable, layout_of};
 use crate::plan::{LOCATION_BYVAL, LOCATION_INDIRECT, Location, LocationKind, Plan, PlanId};
 use crate::signature::{IrType, Signature};
-use crate::standard_abi::{AbiState, StandardAbiError, standard_assignments, standard_return, value_width};
+use crate::standard_abi::{
+    AbiState, StandardAbiError, check_returnable, standard_assignments, standard_return, value_width,
+};
 use neverc_tables::{RegisterClassKind, ResolvedRegister, TargetRecord};
 
 /// NeverC's warning for a register that is both callee-saved and an argument or return register.
@@ -494,6 +496,8 @@ pub fn assign(
     signature: &Signature,
     types: &TypeTable,
 ) -> Result<Vec<ValueAssignment>, PlanningError> {
+    // Whatever the plan says, a value the target cannot return is refused, as the standard convention refuses it.
+    check_returnable(target, &signature.return_type, types)?;
     let mut state = AbiState::new(target);
     let mut assignments = Vec::new();
     let plan_place = |location: &Location| match location.kind {

@@ -7,17 +7,26 @@
 
 use std::collections::HashSet;
 
+use rustc_hash::FxHashMap;
+
 use crate::assignment::{Decider, Piece, Place, ValueAssignment, ValueRef};
 use crate::layout::{Layout, LayoutError, TypeTable, layout_of, resolve};
-use crate::signature::{IrType, Parameter, Signature};
+use crate::signature::{IrType, MAX_TYPE_NESTING, Parameter, Signature};
 use neverc_tables::{AbiRecord, TargetRecord};
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum StandardAbiError {
     #[error(transparent)]
     Layout(#[from] LayoutError),
-    #[error("the standard convention of {target} cannot return `{ty}` in registers it declares")]
-    UnsupportedReturn { target: &'static str, ty: String },
+    #[error(
+        "{target} cannot return `{ty}`: `{part}` is passed only on the stack there (`stack_only_types`), and \
+         LLVM returns it in registers the target does not declare"
+    )]
+    UnsupportedReturn {
+        target: &'static str,
+        ty: String,
+        part: String,
+    },
     #[error("a value passed directly splits into more than {} pieces", MAX_PIECES)]
     TooManyPieces,
 }
@@ -118,13 +127,19 @@ impl<'t> AbiState<'t> {
 
     /// Allocates a stack slot: at least a slot, aligned to the clamped natural alignment.
     pub fn stack_slot(&mut self, size: u64, alignment: u64) -> Place {
+        let (offset, size) = self.allocate_stack(size, alignment);
+        Place::Stack { offset, size }
+    }
+
+    /// The offset and size of a new stack slot for `size` bytes (see [`AbiState::stack_slot`]).
+    fn allocate_stack(&mut self, size: u64, alignment: u64) -> (u64, u64) {
         let abi = self.abi();
         let slot = u64::from(abi.stack_slot_size.max(1));
         let alignment = alignment.clamp(slot, u64::from(abi.stack_max_alignment.max(abi.stack_slot_size).max(1)));
         let size = size.max(1).div_ceil(slot) * slot;
         let offset = self.stack_size.div_ceil(alignment) * alignment;
         self.stack_size = offset + size;
-        Place::Stack { offset, size }
+        (offset, size)
     }
 
     /// Takes the register of an indirect return's hidden pointer away from the arguments, where the
@@ -180,13 +195,26 @@ impl<'t> AbiState<'t> {
                 decider: Decider::Standard,
             });
         }
-        let pieces = self.assign_type(&parameter.ty, types)?;
+        let pieces = self.assign_value(&parameter.ty, types)?;
         Ok(ValueAssignment {
             value,
             pieces,
             indirect: parameter.attributes.sret.is_some(),
             decider: Decider::Standard,
         })
+    }
+
+    /// A whole argument or returned value: an array the rules pass as one block, or else every part of it
+    /// by the rules of its type. Only the value itself may be a block: an array inside a struct or another
+    /// array is passed element by element, as LLVM decides on the type of the whole argument.
+    fn assign_value(&mut self, ty: &IrType, types: &TypeTable) -> Result<Vec<Piece>, StandardAbiError> {
+        let ty = resolve(ty, types)?;
+        if let IrType::Array { .. } = ty
+            && let Some(pieces) = self.assign_block(ty, types)?
+        {
+            return Ok(pieces);
+        }
+        self.assign_type(ty, types)
     }
 
     fn assign_type(&mut self, ty: &IrType, types: &TypeTable) -> Result<Vec<Piece>, StandardAbiError> {
@@ -211,7 +239,7 @@ impl<'t> AbiState<'t> {
             )]),
             _ if ty.is_floating_point() => Ok(vec![self.assign_float_scalar(layout, value_width(ty, self.target))]),
             IrType::Vector { .. } => Ok(self.assign_vector(layout)),
-            IrType::Array { length, element } => self.assign_array(*length, element, types),
+            IrType::Array { length, element } => self.assign_elements(*length, element, types),
             IrType::Struct { fields, packed } => {
                 let mut pieces = Vec::new();
                 let mut offset = 0u64;
@@ -430,9 +458,8 @@ impl<'t> AbiState<'t> {
         }
     }
 
-    /// An array: a homogeneous block in consecutive registers, or wholly on the stack; or, where the rule
-    /// does not apply, element by element.
-    fn assign_array(
+    /// An array passed element by element.
+    fn assign_elements(
         &mut self,
         length: u32,
         element: &IrType,
@@ -440,54 +467,296 @@ impl<'t> AbiState<'t> {
     ) -> Result<Vec<Piece>, StandardAbiError> {
         let element_type = resolve(element, types)?;
         let element_layout = layout_of(element_type, pointer_bytes(self.target), types)?;
-        let max_members = self.abi().homogeneous_aggregate_max_members;
-        let class = if element_type.is_fp_class() {
-            Class::Float
-        } else {
-            Class::Integer
-        };
-        let block_applies = max_members > 0
-            && length > 0
-            && length <= max_members
-            && !matches!(element_type, IrType::Array { .. } | IrType::Struct { .. });
-        if !block_applies {
-            let mut pieces = Vec::new();
-            // Elements without bytes take no place, however many there are.
-            if element_layout.alloc_size == 0 {
-                return Ok(pieces);
-            }
-            for index in 0..u64::from(length) {
-                for mut piece in self.assign_type(element_type, types)? {
-                    piece.offset += index * element_layout.alloc_size;
-                    pieces.push(piece);
-                }
-                if pieces.len() > MAX_PIECES {
-                    return Err(StandardAbiError::TooManyPieces);
-                }
-            }
+        let mut pieces = Vec::new();
+        // Elements without bytes take no place, however many there are.
+        if element_layout.alloc_size == 0 {
             return Ok(pieces);
         }
-        let width = value_width(element_type, self.target);
-        if let Some(block) = self.take_block(class, length as usize, false) {
-            return Ok(block
-                .into_iter()
-                .enumerate()
-                .map(|(index, register)| Piece {
-                    place: Place::Register { register, width },
-                    offset: index as u64 * element_layout.alloc_size,
-                    size: element_layout.store_size,
-                })
-                .collect());
+        for index in 0..u64::from(length) {
+            for mut piece in self.assign_type(element_type, types)? {
+                piece.offset += index * element_layout.alloc_size;
+                pieces.push(piece);
+            }
+            if pieces.len() > MAX_PIECES {
+                return Err(StandardAbiError::TooManyPieces);
+            }
         }
-        if class == Class::Float && self.abi().stack_aggregate_exhausts_float_registers
-            || class == Class::Integer && !self.abi().reuse_skipped_registers
+        Ok(pieces)
+    }
+
+    /// An array the target passes as one block (`[abi.rules.array_blocks]`): all its scalars of one type,
+    /// each splitting into register pieces of a kind the rules name. The block takes one register per piece,
+    /// consecutive registers of one class; when they are not free it goes wholly to the stack, its pieces one
+    /// after the other from an offset aligned like the array, and (where the rules say so) takes every
+    /// register of the class left. `None` when the array is no block.
+    fn assign_block(&mut self, array: &IrType, types: &TypeTable) -> Result<Option<Vec<Piece>>, StandardAbiError> {
+        let Some(blocks) = self.abi().array_blocks else {
+            return Ok(None);
+        };
+        let bytes = pointer_bytes(self.target);
+        let layout = layout_of(array, bytes, types)?;
+        if layout.alloc_size == 0 {
+            return Ok(None);
+        }
+        let Scalars::Uniform(scalar, count) =
+            scalars_of(array, types, self.target.pointer_width, &mut FxHashMap::default())
+        else {
+            return Ok(None);
+        };
+        let scalar_layout = layout_of(&scalar, bytes, types)?;
+        let shapes = self.register_shapes(&scalar, scalar_layout);
+        let scalar_name = scalar.to_string();
+        let in_block = |shape: &Shape| match shape.kind {
+            PieceKind::Integer => blocks.integer_bits.contains(&shape.width),
+            PieceKind::Float => blocks.float_types.contains(&scalar_name.as_str()),
+            PieceKind::Vector => blocks.vector_bits.contains(&shape.width),
+        };
+        let Some(first) = shapes.first() else {
+            return Ok(None);
+        };
+        if !shapes.iter().all(in_block) {
+            return Ok(None);
+        }
+        let class = match first.kind {
+            PieceKind::Integer => Class::Integer,
+            PieceKind::Float | PieceKind::Vector => Class::Float,
+        };
+        // A block of more pieces than the pool has registers goes to the stack without counting its scalars.
+        let registers = usize::try_from(count)
+            .ok()
+            .and_then(|count| count.checked_mul(shapes.len()))
+            .filter(|registers| *registers <= self.pool(class).len());
+        if let Some(registers) = registers
+            && let Some(block) = self.take_block(class, registers, false)
         {
+            let pieces = block_pieces(array, &shapes, bytes, types)?
+                .into_iter()
+                .zip(block)
+                .map(|((offset, shape), register)| Piece {
+                    place: Place::Register {
+                        register,
+                        width: shape.width,
+                    },
+                    offset,
+                    size: shape.size,
+                })
+                .collect();
+            return Ok(Some(pieces));
+        }
+        if blocks.stack_exhausts_registers {
             self.exhaust(class);
         }
-        let size = element_layout.alloc_size * u64::from(length);
-        let place = self.stack_slot(size, element_layout.alignment);
-        Ok(vec![Piece { place, offset: 0, size }])
+        // On the stack every piece takes the bytes of its register view, one after the other from an offset
+        // aligned like the array. Where that is the array's own layout (no padding between its scalars), the
+        // array is one piece.
+        let stride: u64 = shapes.iter().map(|shape| u64::from(shape.width / 8)).sum();
+        let packed = count.saturating_mul(stride);
+        let (start, slot) = self.allocate_stack(packed, layout.alignment);
+        if packed == layout.alloc_size {
+            return Ok(Some(vec![Piece {
+                place: Place::Stack {
+                    offset: start,
+                    size: slot,
+                },
+                offset: 0,
+                size: layout.store_size,
+            }]));
+        }
+        let mut at = start;
+        let pieces = block_pieces(array, &shapes, bytes, types)?
+            .into_iter()
+            .map(|(offset, shape)| {
+                let size = u64::from(shape.width / 8);
+                let place = Place::Stack { offset: at, size };
+                at += size;
+                Piece {
+                    place,
+                    offset,
+                    size: shape.size,
+                }
+            })
+            .collect();
+        Ok(Some(pieces))
     }
+
+    /// The register pieces a scalar or vector value splits into, by the rules that assign them (`assign_type`):
+    /// an integer wider than a pointer into pointer-size parts, a vector wider than a vector register into
+    /// pieces of the register's size (into pointer-size parts where vectors take no vector registers), any
+    /// other scalar or vector one piece. Empty for any other type.
+    fn register_shapes(&self, ty: &IrType, layout: Layout) -> Vec<Shape> {
+        let pointer = pointer_bytes(self.target).max(1);
+        let whole = |kind, width| {
+            vec![Shape {
+                kind,
+                width,
+                offset: 0,
+                size: layout.store_size,
+            }]
+        };
+        let parts = |kind, part: u64| {
+            let width = (part * 8) as u32;
+            (0..layout.store_size.div_ceil(part))
+                .map(|index| Shape {
+                    kind,
+                    width,
+                    offset: index * part,
+                    size: part.min(layout.store_size - index * part),
+                })
+                .collect()
+        };
+        let register_bytes = u64::from(self.abi().vector_register_bytes);
+        match ty {
+            IrType::Integer(_) if layout.store_size > pointer => parts(PieceKind::Integer, pointer),
+            IrType::Integer(_) | IrType::Pointer { .. } => whole(PieceKind::Integer, value_width(ty, self.target)),
+            _ if ty.is_floating_point() => whole(PieceKind::Float, value_width(ty, self.target)),
+            IrType::Vector { .. } if register_bytes == 0 => parts(PieceKind::Integer, pointer),
+            IrType::Vector { .. } if layout.store_size <= register_bytes => whole(
+                PieceKind::Vector,
+                (self.vector_view_bytes(layout.store_size) * 8) as u32,
+            ),
+            IrType::Vector { .. } => parts(PieceKind::Vector, register_bytes),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// The kind of register piece a scalar or vector splits into, as `[abi.rules.array_blocks]` names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PieceKind {
+    /// An integer or pointer (or a part of one) in a general register.
+    Integer,
+    /// A floating-point scalar.
+    Float,
+    /// A vector (or a part of one) in a vector register.
+    Vector,
+}
+
+/// One register piece of a scalar or vector: its kind, the width a register holds it at, and its bytes.
+#[derive(Clone, Copy, Debug)]
+struct Shape {
+    kind: PieceKind,
+    width: u32,
+    offset: u64,
+    size: u64,
+}
+
+/// The scalars and vectors inside a type, as far as the array block rule cares.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Scalars {
+    /// There are none (an empty struct, an array of length 0).
+    None,
+    /// All of them are of this type (a pointer seen as an integer of its width, as LLVM sees it), and there
+    /// are this many (saturating).
+    Uniform(IrType, u64),
+    /// They are not all of one type.
+    Mixed,
+}
+
+impl Scalars {
+    /// The scalars of two parts of a value together.
+    fn and(self, other: Scalars) -> Scalars {
+        match (self, other) {
+            (Scalars::None, other) | (other, Scalars::None) => other,
+            (Scalars::Uniform(first, count), Scalars::Uniform(second, more)) if first == second => {
+                Scalars::Uniform(first, count.saturating_add(more))
+            }
+            _ => Scalars::Mixed,
+        }
+    }
+}
+
+/// Memoized answers of [`scalars_of`] for the named types met, so that a named type used many times is
+/// looked at once.
+type NamedScalars<'a> = FxHashMap<&'a str, Scalars>;
+
+/// The scalars and vectors inside `ty`. `ty`'s layout must have been computed, so that its named types are
+/// defined and not recursive (an undefined one is taken as mixed).
+fn scalars_of<'a>(ty: &'a IrType, types: &'a TypeTable, pointer_width: u32, named: &mut NamedScalars<'a>) -> Scalars {
+    match ty {
+        IrType::Array { length: 0, .. } => Scalars::None,
+        IrType::Array { length, element } => match scalars_of(element, types, pointer_width, named) {
+            Scalars::Uniform(scalar, count) => Scalars::Uniform(scalar, count.saturating_mul(u64::from(*length))),
+            other => other,
+        },
+        IrType::Struct { fields, .. } => fields.iter().fold(Scalars::None, |scalars, field| match scalars {
+            Scalars::Mixed => Scalars::Mixed,
+            scalars => scalars.and(scalars_of(field, types, pointer_width, named)),
+        }),
+        IrType::Named(name) => {
+            if let Some(known) = named.get(name.as_str()) {
+                return known.clone();
+            }
+            let Some(defined) = types.get(name) else {
+                return Scalars::Mixed;
+            };
+            let answer = scalars_of(defined, types, pointer_width, named);
+            named.insert(name.as_str(), answer.clone());
+            answer
+        }
+        IrType::Pointer { .. } => Scalars::Uniform(IrType::Integer(pointer_width), 1),
+        IrType::Void => Scalars::Mixed,
+        other => Scalars::Uniform(other.clone(), 1),
+    }
+}
+
+/// Every register piece of a block, in order: its offset in the array and its shape (`shapes`, the pieces of
+/// one scalar). At most [`MAX_PIECES`].
+fn block_pieces(
+    array: &IrType,
+    shapes: &[Shape],
+    pointer_bytes: u64,
+    types: &TypeTable,
+) -> Result<Vec<(u64, Shape)>, StandardAbiError> {
+    let mut offsets = Vec::new();
+    scalar_offsets(
+        array,
+        0,
+        pointer_bytes,
+        types,
+        &mut offsets,
+        MAX_PIECES / shapes.len().max(1),
+    )?;
+    Ok(offsets
+        .into_iter()
+        .flat_map(|offset| shapes.iter().map(move |shape| (offset + shape.offset, *shape)))
+        .collect())
+}
+
+/// The byte offset of every scalar and vector inside `ty`, in order, each plus `base`; more than `limit` is
+/// [`StandardAbiError::TooManyPieces`]. Elements without bytes hold none and are skipped, so the walk is as
+/// long as the list it makes.
+fn scalar_offsets(
+    ty: &IrType,
+    base: u64,
+    pointer_bytes: u64,
+    types: &TypeTable,
+    offsets: &mut Vec<u64>,
+    limit: usize,
+) -> Result<(), StandardAbiError> {
+    match resolve(ty, types)? {
+        IrType::Array { length, element } => {
+            let element_layout = layout_of(element, pointer_bytes, types)?;
+            if element_layout.alloc_size > 0 {
+                for index in 0..u64::from(*length) {
+                    let at = base + index * element_layout.alloc_size;
+                    scalar_offsets(element, at, pointer_bytes, types, offsets, limit)?;
+                }
+            }
+        }
+        IrType::Struct { fields, packed } => {
+            let mut offset = 0u64;
+            for field in fields {
+                let field_layout = layout_of(field, pointer_bytes, types)?;
+                let alignment = if *packed { 1 } else { field_layout.alignment };
+                offset = offset.div_ceil(alignment) * alignment;
+                scalar_offsets(field, base + offset, pointer_bytes, types, offsets, limit)?;
+                offset += field_layout.alloc_size;
+            }
+        }
+        _ if offsets.len() >= limit => return Err(StandardAbiError::TooManyPieces),
+        _ => offsets.push(base),
+    }
+    Ok(())
 }
 
 /// The width in bits a register holding a value of this scalar type is viewed at (i1/i8/i16 promoted to 32).
@@ -524,6 +793,60 @@ pub fn standard_assignments(
     Ok(assignments)
 }
 
+/// Refuses a return type that holds a type the target passes only on the stack (`[abi.rules]
+/// stack_only_types`, x86-64 `x86_fp80`): LLVM returns such values in registers the target does not declare
+/// (the x87 stack), so neither the standard convention nor any plan can say where the value is. The one rule
+/// for returns, applied to the standard return and to every plan read over a signature ([`crate::planner::assign`]).
+pub fn check_returnable(target: &TargetRecord, ty: &IrType, types: &TypeTable) -> Result<(), StandardAbiError> {
+    if target.abi.stack_only_types.is_empty() {
+        return Ok(());
+    }
+    match stack_only_part(target, ty, types, 0, &mut HashSet::new()) {
+        Some(part) => Err(StandardAbiError::UnsupportedReturn {
+            target: target.name,
+            ty: ty.to_string(),
+            part,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The first stack-only scalar type inside `ty`, if any; each named type is looked into once (`seen`), and no
+/// deeper than types nest.
+fn stack_only_part<'a>(
+    target: &TargetRecord,
+    ty: &'a IrType,
+    types: &'a TypeTable,
+    depth: usize,
+    seen: &mut HashSet<&'a str>,
+) -> Option<String> {
+    if depth > MAX_TYPE_NESTING {
+        return None;
+    }
+    match ty {
+        IrType::Vector { element, .. } | IrType::Array { element, .. } => {
+            stack_only_part(target, element, types, depth + 1, seen)
+        }
+        IrType::Struct { fields, .. } => fields
+            .iter()
+            .find_map(|field| stack_only_part(target, field, types, depth + 1, seen)),
+        IrType::Named(name) => {
+            if !seen.insert(name.as_str()) {
+                return None;
+            }
+            stack_only_part(target, types.get(name)?, types, depth + 1, seen)
+        }
+        scalar => {
+            let spelled = scalar.to_string();
+            target
+                .abi
+                .stack_only_types
+                .contains(&spelled.as_str())
+                .then_some(spelled)
+        }
+    }
+}
+
 /// The standard return location of a type; values that do not fit the return registers are returned
 /// through a hidden pointer, which the caller passes like an sret argument.
 pub fn standard_return(
@@ -535,12 +858,7 @@ pub fn standard_return(
     if *ty == IrType::Void {
         return Ok(None);
     }
-    if target.abi.stack_only_types.iter().any(|name| *name == ty.to_string()) {
-        return Err(StandardAbiError::UnsupportedReturn {
-            target: target.name,
-            ty: ty.to_string(),
-        });
-    }
+    check_returnable(target, ty, types)?;
     let abi = &target.abi;
     let mut returns = AbiState::new(target);
     // Return registers play the part of argument registers for the assignment rules. LLVM starts no register
@@ -557,7 +875,7 @@ pub fn standard_return(
         ..*target
     };
     returns.target = &return_target;
-    let pieces = returns.assign_type(ty, types)?;
+    let pieces = returns.assign_value(ty, types)?;
     let value = ValueRef::Return;
     if pieces.iter().any(|piece| matches!(piece.place, Place::Stack { .. })) {
         let register = abi.sret_register;

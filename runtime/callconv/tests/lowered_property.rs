@@ -37,6 +37,13 @@
 //! double]` and `[3 x float]`. Returns: `void`, the same scalars and vector, the big structs through an `sret`
 //! pointer, and small structs the standard convention returns in two or three registers (`{ i64, i64 }`, `{
 //! double, double }`, `{ i64, double }` and `<2 x float>` on x86_64; `[2 x i64]` and the HFAs on aarch64).
+//! A third of the cases are written in IR instead (issue 24): parameters of `i32`, `i64`, `float`, `double`,
+//! `<4 x float>` (and `half` on aarch64) and arrays of 1 to 9 elements of `i8`, `i16`, `i32`, `i64`, `float`,
+//! `double`, `<2 x float>` and `<4 x float>` (and `i128` and `half` on aarch64: every kind of block and of
+//! element passed on its own; not `bfloat`, whose constants llc-14 cannot compile, while `tests/llc_oracle.rs`
+//! checks where its elements go), returning nothing, a scalar or an array the standard convention returns in
+//! registers. An incoming one stores its parameters into `neverc_record` and returns its marker, an outgoing
+//! one calls its plan callee with constants and stores what it returns; they are appended to clang's module.
 //! Functions take up to twelve parameters. Specs: integer and float pools under every key spelling
 //! (`gpr`/`arg_gpr`, `xmm`/`arg_xmm`/`fpr`), or a positional `args:` list of registers of either class and
 //! `stack`/`mem` tokens; `ret`/`ret_gpr` and `ret_xmm`/`ret_fpr`; `csr` sets of any registers (scratch,
@@ -47,11 +54,16 @@
 //!
 //! Left out: `half` on x86_64 (LLVM 14 soft-promotes it to `i16` where the standard convention follows the
 //! psABI's SSE registers, `HalfAsI16` in `docs/standard-abi-deviations.md`, so an adapter and llc-14's body
-//! would disagree), `i128` (LLVM 14 splits it between registers and the stack, `I128AsTwoI64`), `x86_fp80`
-//! (returned in x87 registers the target does not declare), variadic functions (they have no plan) and calls
-//! through pointers (lowering refuses them). Float markers are never NaN, so that no move could quieten them.
+//! would disagree), `i128` on x86_64 (LLVM 14 splits it between registers and the stack, `I128AsTwoI64`),
+//! `bfloat` on x86_64 (llc-14 cannot pass it), `x86_fp80` (returned in x87 registers the target does not
+//! declare), variadic functions (they have no plan) and calls through pointers (lowering refuses them). Float
+//! markers are never NaN, so that no move could quieten them.
 //!
-//! Each target runs one seed: a fixed default per target, or `NEVERC_LOWER_SEED=<n>` (decimal or `0x` hex) to
+//! `issue_24_lowered_adapters_pass_arrays_as_llc_14_does_aarch64` runs the same harness over IR cases only,
+//! a quarter of them the issue's `void (float, float, float, float, [5 x float], float)` and another quarter
+//! its `void (i64 x 6, [3 x i32], i64)`, each under a random spec.
+//!
+//! Each test runs one seed: a fixed default per test, or `NEVERC_LOWER_SEED=<n>` (decimal or `0x` hex) to
 //! reproduce a failure; `NEVERC_LOWER_CASES=<n>` sets the cases per direction. Every failure prints the seed.
 //! The tools are required: a missing `clang-14`, `llc-14`, `qemu-aarch64` or `aarch64-linux-gnu-gcc` fails
 //! the test (`scripts/test.sh` installs them).
@@ -71,7 +83,7 @@ use neverc_cc::signature::{IrType, Signature};
 use neverc_tables::{RegisterClassKind, TargetRecord, target_by_name};
 use neverc_test_support::{Bounds, Rng, run_bounded, scratch, seed_of, text};
 
-use generator::{Aggregate, CType, Case, Menus};
+use generator::{Aggregate, CType, Case, Element, Menus};
 use planned::{Argument, Image, Passing, Planned, Role, SeenLayout, incoming_images, plan_case};
 
 /// Cases per direction and target when `NEVERC_LOWER_CASES` does not say.
@@ -86,16 +98,77 @@ const RETURN_BYTES: usize = 64;
 
 #[test]
 fn lowered_adapters_x86_64() {
-    run_target(&x86_64::X86_64);
+    run_target(
+        &x86_64::X86_64,
+        "lowered_adapters_x86_64",
+        case_count(DEFAULT_CASES),
+        mixed_case,
+    );
 }
 
 #[test]
 fn lowered_adapters_aarch64() {
-    run_target(&aarch64::Aarch64);
+    run_target(
+        &aarch64::Aarch64,
+        "lowered_adapters_aarch64",
+        case_count(DEFAULT_CASES),
+        mixed_case,
+    );
 }
 
-/// The seed of a target's run: `NEVERC_LOWER_SEED`, or the target's fixed default.
-fn seed_for(target: &str) -> u64 {
+/// Issue 24, must-show 3: adapters of functions taking and returning arrays run under qemu-aarch64 as the plans
+/// and llc-14's bodies and callers say: the issue's two signatures (`[5 x float]` after four floats, which
+/// llc-14 passes wholly on the stack, and `[3 x i32]` after six `i64`s, split between `x6`, `x7` and the stack)
+/// under random specs, and random signatures with arrays of every element kind and length.
+#[test]
+fn issue_24_lowered_adapters_pass_arrays_as_llc_14_does_aarch64() {
+    run_target(
+        &aarch64::Aarch64,
+        "issue_24_lowered_adapters_pass_arrays_as_llc_14_does_aarch64",
+        case_count(ISSUE_24_CASES),
+        issue_24_case,
+    );
+}
+
+/// Cases per direction of the issue 24 run when `NEVERC_LOWER_CASES` does not say.
+const ISSUE_24_CASES: usize = 400;
+
+/// Makes the case of index `k`, named `name`.
+type Generate = fn(&mut Rng, &'static TargetRecord, &Menus, usize, String) -> Case;
+
+/// The property tests' cases: a third written in IR, with arrays (issue 24), the rest in C.
+fn mixed_case(rng: &mut Rng, target: &'static TargetRecord, menus: &Menus, k: usize, name: String) -> Case {
+    if rng.below(3) == 0 {
+        generator::ir_case(rng, target, menus, k, name)
+    } else {
+        generator::case(rng, target, menus, k, name)
+    }
+}
+
+/// Issue 24's cases: its two signatures, each a quarter of the cases, and random IR cases with arrays.
+fn issue_24_case(rng: &mut Rng, target: &'static TargetRecord, menus: &Menus, k: usize, name: String) -> Case {
+    use generator::CType::{Array, Float, Long};
+    match k % 4 {
+        0 => generator::with_parameters(
+            rng,
+            target,
+            k,
+            name,
+            vec![Float, Float, Float, Float, Array(Element::Float, 5), Float],
+        ),
+        1 => generator::with_parameters(
+            rng,
+            target,
+            k,
+            name,
+            vec![Long, Long, Long, Long, Long, Long, Array(Element::I32, 3), Long],
+        ),
+        _ => generator::ir_case(rng, target, menus, k, name),
+    }
+}
+
+/// The seed of a test's run: `NEVERC_LOWER_SEED`, or the test's fixed default.
+fn seed_for(test: &str) -> u64 {
     match std::env::var("NEVERC_LOWER_SEED") {
         Ok(value) => {
             let value = value.trim();
@@ -105,17 +178,18 @@ fn seed_for(target: &str) -> u64 {
             };
             parsed.unwrap_or_else(|_| panic!("NEVERC_LOWER_SEED={value} is not a number"))
         }
-        Err(_) => seed_of(&format!("lowered_property/{target}")),
+        Err(_) => seed_of(&format!("lowered_property/{test}")),
     }
 }
 
-fn case_count() -> usize {
+/// Cases per direction: `NEVERC_LOWER_CASES`, or `default`.
+fn case_count(default: usize) -> usize {
     match std::env::var("NEVERC_LOWER_CASES") {
         Ok(value) => value
             .trim()
             .parse()
             .unwrap_or_else(|_| panic!("NEVERC_LOWER_CASES={value} is not a number")),
-        Err(_) => DEFAULT_CASES,
+        Err(_) => default,
     }
 }
 
@@ -156,6 +230,8 @@ struct Context {
     seed: u64,
     /// Cases per direction.
     cases: usize,
+    /// The test's name.
+    test: &'static str,
     dir: PathBuf,
 }
 
@@ -164,10 +240,10 @@ impl Context {
     fn fail(&self, message: String) -> ! {
         panic!(
             "{message}\n(seed {seed}: rerun with NEVERC_LOWER_SEED={seed} NEVERC_LOWER_CASES={cases} \
-             cargo test -p neverc-cc --test lowered_property lowered_adapters_{target}; files in {dir})",
+             cargo test -p neverc-cc --test lowered_property {test}; files in {dir})",
             seed = self.seed,
             cases = self.cases,
-            target = self.target.name,
+            test = self.test,
             dir = self.dir.display()
         )
     }
@@ -273,7 +349,8 @@ fn compile_lowered(
 }
 
 /// One target's run: generate, compile, lower, write the harness and `main`, build, run, judge.
-fn run_target(isa: &dyn Isa) {
+/// One run of `count` cases per direction on a target (`test` names the test, to rerun it).
+fn run_target(isa: &dyn Isa, test: &'static str, count: usize, generate: Generate) {
     let started = std::time::Instant::now();
     require("clang-14");
     require("llc-14");
@@ -281,22 +358,24 @@ fn run_target(isa: &dyn Isa) {
         require(name);
     }
     let target = target_by_name(isa.name()).unwrap();
-    let seed = seed_for(isa.name());
-    let count = case_count();
+    let seed = seed_for(test);
     let context = Context {
         target,
         seed,
         cases: count,
-        dir: scratch!("lowered-property-{}", isa.name()),
+        test,
+        dir: scratch!("lowered-property-{test}"),
     };
     let mut rng = Rng::new(seed);
     let menus = isa.menus();
     let incoming: Vec<Case> = (0..count)
-        .map(|k| generator::case(&mut rng, target, &menus, k, format!("f{k}")))
+        .map(|k| generate(&mut rng, target, &menus, k, format!("f{k}")))
         .collect();
     let outgoing: Vec<Case> = (0..count)
-        .map(|k| generator::case(&mut rng, target, &menus, k, format!("g{k}")))
+        .map(|k| generate(&mut rng, target, &menus, k, format!("g{k}")))
         .collect();
+    let incoming_ir = checks::incoming_ir(&incoming, isa.opaque_incoming());
+    let outgoing_ir = checks::outgoing_ir(&outgoing, !isa.opaque_incoming());
 
     let (incoming_ir, incoming_plans) = compile_lowered(
         &context,
@@ -305,7 +384,7 @@ fn run_target(isa: &dyn Isa) {
         &checks::incoming_module(&incoming),
         &incoming,
         isa.opaque_incoming(),
-        str::to_string,
+        |text| format!("{text}{incoming_ir}"),
     );
     let (outgoing_ir, outgoing_plans) = compile_lowered(
         &context,
@@ -314,7 +393,7 @@ fn run_target(isa: &dyn Isa) {
         &checks::outgoing_module(&outgoing),
         &outgoing,
         !isa.opaque_incoming(),
-        |text| attach_specs(&context, text, &outgoing),
+        |text| attach_specs(&context, &format!("{text}{outgoing_ir}"), &outgoing),
     );
     let incoming_module = read_module(&incoming_ir).unwrap();
     let outgoing_module = read_module(&outgoing_ir).unwrap();
@@ -469,6 +548,58 @@ mod generator {
         /// `v4f`, a `float` vector of 16 bytes (`<4 x float>`).
         Vector,
         Struct(Aggregate),
+        /// An IR array of this many elements (issue 24), which no C type becomes: only in the cases written
+        /// in IR.
+        Array(Element, u32),
+    }
+
+    /// An element type of the IR arrays.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum Element {
+        I8,
+        I16,
+        I32,
+        I64,
+        I128,
+        Half,
+        Float,
+        Double,
+        /// `<2 x float>`.
+        V2F,
+        /// `<4 x float>`.
+        V4F,
+    }
+
+    impl Element {
+        pub fn ir(self) -> &'static str {
+            match self {
+                Element::I8 => "i8",
+                Element::I16 => "i16",
+                Element::I32 => "i32",
+                Element::I64 => "i64",
+                Element::I128 => "i128",
+                Element::Half => "half",
+                Element::Float => "float",
+                Element::Double => "double",
+                Element::V2F => "<2 x float>",
+                Element::V4F => "<4 x float>",
+            }
+        }
+
+        fn fields(self) -> Vec<Field> {
+            match self {
+                Element::I8 => vec![Field::Bytes(1)],
+                Element::I16 => vec![Field::Bytes(2)],
+                Element::I32 => vec![Field::Bytes(4)],
+                Element::I64 => vec![Field::Bytes(8)],
+                Element::I128 => vec![Field::Bytes(16)],
+                Element::Half => vec![Field::F16],
+                Element::Float => vec![Field::F32],
+                Element::Double => vec![Field::F64],
+                Element::V2F => vec![Field::F32; 2],
+                Element::V4F => vec![Field::F32; 4],
+            }
+        }
     }
 
     impl CType {
@@ -487,7 +618,22 @@ mod generator {
                 CType::Double => "double".into(),
                 CType::Vector => "v4f".into(),
                 CType::Struct(aggregate) => format!("struct {}", aggregate.tag()),
+                CType::Array(..) => self.ir().unwrap_or_default(),
             }
+        }
+
+        /// The IR type of a value of the types IR cases hold (`None` for the others).
+        pub fn ir(self) -> Option<String> {
+            Some(match self {
+                CType::Int => "i32".into(),
+                CType::Long => "i64".into(),
+                CType::Half => "half".into(),
+                CType::Float => "float".into(),
+                CType::Double => "double".into(),
+                CType::Vector => "<4 x float>".into(),
+                CType::Array(element, length) => format!("[{length} x {}]", element.ir()),
+                _ => return None,
+            })
         }
 
         fn fields(self) -> Vec<Field> {
@@ -502,6 +648,7 @@ mod generator {
                 CType::Double => vec![Field::F64],
                 CType::Vector => vec![Field::F32; 4],
                 CType::Struct(aggregate) => aggregate.fields(),
+                CType::Array(element, length) => (0..length).flat_map(|_| element.fields()).collect(),
             }
         }
 
@@ -552,6 +699,10 @@ mod generator {
     pub struct Menus {
         pub parameters: &'static [CType],
         pub returns: &'static [Option<CType>],
+        /// The scalar types of the cases written in IR, besides their arrays.
+        pub ir_scalars: &'static [CType],
+        /// The element types of those arrays.
+        pub elements: &'static [Element],
     }
 
     /// One generated function.
@@ -565,6 +716,8 @@ mod generator {
         pub arguments: Vec<Vec<u8>>,
         /// The marker bytes of the returned value (empty for `void`).
         pub return_content: Vec<u8>,
+        /// Whether the case is written in IR (it has arrays) rather than in C.
+        pub ir: bool,
     }
 
     impl Case {
@@ -608,7 +761,85 @@ mod generator {
             spec,
             arguments,
             return_content,
+            ir: false,
         }
+    }
+
+    /// The longest array of the IR cases.
+    const MAX_LENGTH: usize = 9;
+
+    /// A random array of the menus' elements.
+    fn array(rng: &mut Rng, menus: &Menus) -> CType {
+        CType::Array(*rng.pick(menus.elements), 1 + rng.below(MAX_LENGTH) as u32)
+    }
+
+    /// A case written in IR (issue 24): parameters of the IR scalars and arrays of every element and length,
+    /// and a return of either kind that the standard convention returns in registers (an adapter cannot
+    /// return what the standard callee returns through memory where the plan wants registers, and `plan_case`
+    /// holds every return to registers).
+    pub fn ir_case(rng: &mut Rng, target: &TargetRecord, menus: &Menus, index: usize, name: String) -> Case {
+        let count = rng.below(13);
+        let parameters: Vec<CType> = (0..count)
+            .map(|_| {
+                if rng.below(2) == 0 {
+                    array(rng, menus)
+                } else {
+                    *rng.pick(menus.ir_scalars)
+                }
+            })
+            .collect();
+        let returned = match rng.below(4) {
+            0 => None,
+            1 => Some(*rng.pick(menus.ir_scalars)),
+            _ => (0..8)
+                .map(|_| array(rng, menus))
+                .find(|ty| returned_in_registers(target, *ty)),
+        };
+        let spec = spec(rng, target, count);
+        let arguments = parameters.iter().map(|ty| ty.content(rng)).collect();
+        let return_content = returned.map_or_else(Vec::new, |ty| ty.content(rng));
+        Case {
+            index,
+            name,
+            returned,
+            parameters,
+            spec,
+            arguments,
+            return_content,
+            ir: true,
+        }
+    }
+
+    /// A case written in IR with these parameters, returning nothing, under a random spec.
+    pub fn with_parameters(
+        rng: &mut Rng,
+        target: &TargetRecord,
+        index: usize,
+        name: String,
+        parameters: Vec<CType>,
+    ) -> Case {
+        let spec = spec(rng, target, parameters.len());
+        let arguments = parameters.iter().map(|ty| ty.content(rng)).collect();
+        Case {
+            index,
+            name,
+            returned: None,
+            parameters,
+            spec,
+            arguments,
+            return_content: Vec::new(),
+            ir: true,
+        }
+    }
+
+    /// Whether the standard convention returns a value of `ty` in registers.
+    fn returned_in_registers(target: &TargetRecord, ty: CType) -> bool {
+        let text = ty.ir().unwrap();
+        let parsed = Signature::parse(&format!("{text} ()")).unwrap();
+        let returned = neverc_cc::standard_abi::standard_return(target, &parsed.return_type, &Default::default())
+            .unwrap()
+            .unwrap();
+        !returned.indirect
     }
 
     /// A target's registers of one kind of class.
@@ -841,6 +1072,13 @@ mod planned {
                 let c_index = index - usize::from(sret);
                 let ty = case.parameters[c_index];
                 let passing = match ty {
+                    // clang passes a small struct it would give registers `byval` when the registers have run
+                    // out (x86-64 `struct v2f` with no SSE register left).
+                    CType::Struct(aggregate)
+                        if parameter.attributes.byval.is_some() && isa.passing(aggregate) == Passing::Value =>
+                    {
+                        Passing::ByVal
+                    }
                     CType::Struct(aggregate) => isa.passing(aggregate),
                     _ => Passing::Value,
                 };
@@ -1125,11 +1363,12 @@ mod checks {
             .collect()
     }
 
-    /// The C callees of the incoming cases.
+    /// The C callees of the incoming cases (those written in C).
     pub fn incoming_module(cases: &[Case]) -> String {
         let mut out = prelude();
-        out.push_str("extern unsigned char neverc_record[];\n");
-        for case in cases {
+        // The IR cases store into `neverc_record` too: a use keeps its declaration in clang's module.
+        out.push_str("extern unsigned char neverc_record[];\nvoid *nc_keep_record(void) { return neverc_record; }\n");
+        for case in cases.iter().filter(|case| !case.ir) {
             let parameters = case.parameter_list(|index, ty| format!("{} a{index}", ty.spelling()));
             let returned = case.returned.map_or("void".into(), CType::spelling);
             writeln!(
@@ -1159,11 +1398,11 @@ mod checks {
         out
     }
 
-    /// The C callers of the outgoing cases, with plain declarations of the plan callees.
+    /// The C callers of the outgoing cases (those written in C), with plain declarations of the plan callees.
     pub fn outgoing_module(cases: &[Case]) -> String {
         let mut out = prelude();
-        out.push_str("extern unsigned char neverc_ret[];\n");
-        for case in cases {
+        out.push_str("extern unsigned char neverc_ret[];\nvoid *nc_keep_ret(void) { return neverc_ret; }\n");
+        for case in cases.iter().filter(|case| !case.ir) {
             let returned = case.returned.map_or("void".into(), CType::spelling);
             writeln!(
                 out,
@@ -1203,6 +1442,147 @@ mod checks {
                 },
             }
             out.push_str("}\n");
+        }
+        out
+    }
+
+    /// The IR value (after its type) of a value of `ty` holding `bytes`.
+    fn ir_value(ty: CType, bytes: &[u8]) -> String {
+        let element = match ty {
+            CType::Array(element, length) => {
+                let size = bytes.len() / length as usize;
+                let items: Vec<String> = bytes
+                    .chunks(size)
+                    .map(|chunk| format!("{} {}", element.ir(), element_value(element, chunk)))
+                    .collect();
+                return format!("[{}]", items.join(", "));
+            }
+            CType::Int => Element::I32,
+            CType::Long => Element::I64,
+            CType::Half => Element::Half,
+            CType::Float => Element::Float,
+            CType::Double => Element::Double,
+            CType::Vector => Element::V4F,
+            other => panic!("{other:?} is not written in IR"),
+        };
+        element_value(element, bytes)
+    }
+
+    /// The IR constant of an array element holding `bytes`.
+    fn element_value(element: Element, bytes: &[u8]) -> String {
+        match element {
+            Element::I8 | Element::I16 | Element::I32 | Element::I64 | Element::I128 => {
+                let mut value = [0u8; 16];
+                value[..bytes.len()].copy_from_slice(bytes);
+                let unused = 128 - 8 * bytes.len() as u32;
+                ((i128::from_le_bytes(value) << unused) >> unused).to_string()
+            }
+            Element::Half => format!("0xH{:04X}", u16::from_le_bytes([bytes[0], bytes[1]])),
+            // A float constant is written as the double of the same value, which holds it exactly.
+            Element::Float => format!(
+                "0x{:016X}",
+                f64::from(f32::from_le_bytes(bytes.try_into().unwrap())).to_bits()
+            ),
+            Element::Double => format!("0x{:016X}", u64::from_le_bytes(bytes.try_into().unwrap())),
+            Element::V2F | Element::V4F => {
+                let lanes: Vec<String> = bytes
+                    .chunks(4)
+                    .map(|lane| format!("float {}", element_value(Element::Float, lane)))
+                    .collect();
+                format!("<{}>", lanes.join(", "))
+            }
+        }
+    }
+
+    /// The address of byte `offset` of the byte array `symbol`, as a pointer to `ty` (typed or opaque).
+    fn ir_address(symbol: &str, offset: usize, ty: &str, opaque: bool) -> String {
+        if opaque {
+            format!("ptr getelementptr inbounds ([0 x i8], ptr @{symbol}, i64 0, i64 {offset})")
+        } else {
+            format!(
+                "{ty}* bitcast (i8* getelementptr inbounds ([0 x i8], [0 x i8]* @{symbol}, i64 0, i64 {offset}) to {ty}*)"
+            )
+        }
+    }
+
+    /// An IR case's type (its return type: `void` for none).
+    fn ir_type(ty: Option<CType>) -> String {
+        ty.map_or("void".into(), |ty| ty.ir().unwrap())
+    }
+
+    /// The attribute group that gives the function of case `k` its spec; past any number clang uses.
+    fn spec_group(k: usize) -> usize {
+        1_000_000 + k
+    }
+
+    /// The callees of the incoming cases written in IR, to append to clang's module: each stores its
+    /// parameters into `neverc_record` where `main` looks for them, and returns its marker.
+    pub fn incoming_ir(cases: &[Case], opaque: bool) -> String {
+        let mut out = String::new();
+        for case in cases.iter().filter(|case| case.ir) {
+            let parameters: Vec<String> = case
+                .parameters
+                .iter()
+                .enumerate()
+                .map(|(index, ty)| format!("{} %a{index}", ty.ir().unwrap()))
+                .collect();
+            let group = spec_group(case.index);
+            let returned = ir_type(case.returned);
+            writeln!(
+                out,
+                "\ndefine {returned} @{}({}) #{group} {{",
+                case.name,
+                parameters.join(", ")
+            )
+            .unwrap();
+            for (index, ((offset, _), ty)) in record_offsets(case).iter().zip(&case.parameters).enumerate() {
+                let ty = ty.ir().unwrap();
+                let address = ir_address("neverc_record", *offset, &ty, opaque);
+                writeln!(out, "  store {ty} %a{index}, {address}, align 1").unwrap();
+            }
+            match case.returned {
+                Some(ty) => writeln!(out, "  ret {returned} {}", ir_value(ty, &case.return_content)).unwrap(),
+                None => out.push_str("  ret void\n"),
+            }
+            writeln!(
+                out,
+                "}}\n\nattributes #{group} = {{ nounwind \"neverc-callconv\"=\"{}\" }}",
+                case.spec
+            )
+            .unwrap();
+        }
+        out
+    }
+
+    /// The callers of the outgoing cases written in IR, with plain declarations of their plan callees, to
+    /// append to clang's module: each calls its callee with its markers and stores what it returns into
+    /// `neverc_ret`.
+    pub fn outgoing_ir(cases: &[Case], opaque: bool) -> String {
+        let mut out = String::new();
+        for case in cases.iter().filter(|case| case.ir) {
+            let returned = ir_type(case.returned);
+            let types: Vec<String> = case.parameters.iter().map(|ty| ty.ir().unwrap()).collect();
+            let arguments: Vec<String> = case
+                .parameters
+                .iter()
+                .zip(&case.arguments)
+                .map(|(ty, bytes)| format!("{} {}", ty.ir().unwrap(), ir_value(*ty, bytes)))
+                .collect();
+            writeln!(out, "\ndeclare {returned} @{}({})", case.name, types.join(", ")).unwrap();
+            writeln!(out, "\ndefine void @t_{}() {{", case.name).unwrap();
+            if case.returned.is_some() {
+                let address = ir_address("neverc_ret", 0, &returned, opaque);
+                writeln!(
+                    out,
+                    "  %r = call {returned} @{}({})\n  store {returned} %r, {address}, align 1",
+                    case.name,
+                    arguments.join(", ")
+                )
+                .unwrap();
+            } else {
+                writeln!(out, "  call void @{}({})", case.name, arguments.join(", ")).unwrap();
+            }
+            out.push_str("  ret void\n}\n");
         }
         out
     }
@@ -1634,6 +2014,19 @@ mod x86_64 {
         Some(Struct(Aggregate::M16)),
         Some(Struct(Aggregate::V2F)),
     ];
+    /// The scalars of the IR cases (not `half`, which LLVM 14 passes differently, `HalfAsI16`).
+    const IR_SCALARS: &[CType] = &[Int, Long, Float, Double, Vector];
+    /// The elements of their arrays (not `half` nor `i128`, `I128AsTwoI64`).
+    const ELEMENTS: &[Element] = &[
+        Element::I8,
+        Element::I16,
+        Element::I32,
+        Element::I64,
+        Element::Float,
+        Element::Double,
+        Element::V2F,
+        Element::V4F,
+    ];
     /// The System V callee-saved registers, which a hand-written caller saves and restores.
     const SAVED: [&str; 6] = ["rbp", "rbx", "r12", "r13", "r14", "r15"];
 
@@ -1713,6 +2106,8 @@ mod x86_64 {
             Menus {
                 parameters: PARAMETERS,
                 returns: RETURNS,
+                ir_scalars: IR_SCALARS,
+                elements: ELEMENTS,
             }
         }
 
@@ -1951,6 +2346,21 @@ mod aarch64 {
         Some(Struct(Aggregate::D16)),
         Some(Struct(Aggregate::F12)),
     ];
+    /// The scalars of the IR cases.
+    const IR_SCALARS: &[CType] = &[Int, Long, Half, Float, Double, Vector];
+    /// The elements of their arrays: every kind of block and of element passed on its own.
+    const ELEMENTS: &[Element] = &[
+        Element::I8,
+        Element::I16,
+        Element::I32,
+        Element::I64,
+        Element::I128,
+        Element::Half,
+        Element::Float,
+        Element::Double,
+        Element::V2F,
+        Element::V4F,
+    ];
 
     /// Whether `register` is a general one (else a vector register).
     fn general(target: &TargetRecord, register: usize) -> bool {
@@ -2027,6 +2437,8 @@ mod aarch64 {
             Menus {
                 parameters: PARAMETERS,
                 returns: RETURNS,
+                ir_scalars: IR_SCALARS,
+                elements: ELEMENTS,
             }
         }
 

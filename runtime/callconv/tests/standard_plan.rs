@@ -31,6 +31,13 @@ const PARAMETERS: &[&str] = &[
     "[2 x double]",
     "[4 x float]",
     "[2 x i64]",
+    "[5 x float]",
+    "[9 x double]",
+    "[3 x half]",
+    "[3 x i32]",
+    "[2 x i128]",
+    "[2 x <4 x float>]",
+    "[2 x [2 x i64]]",
     "ptr byval({ i64, i64, i64 }) align 8",
 ];
 const RETURNS: &[&str] = &[
@@ -46,6 +53,9 @@ const RETURNS: &[&str] = &[
     "{ i64, double }",
     "[9 x i64]",
     "[3 x double]",
+    "[5 x float]",
+    "[3 x i32]",
+    "[1 x i128]",
 ];
 
 /// One value's pieces (offset, size, place) and whether they hold its address.

@@ -330,10 +330,26 @@ pub struct AbiRecordIn<'a> {
     pub reuse_skipped_registers: bool,
     pub vector_register_bytes: u32,
     pub short_vectors_widen_to_register: bool,
-    pub homogeneous_aggregate_max_members: u32,
-    pub stack_aggregate_exhausts_float_registers: bool,
+    /// Which arrays are passed as one block of consecutive registers (`[abi.rules.array_blocks]`); `None`:
+    /// every array element by element.
+    pub array_blocks: Option<ArrayBlocksIn<'a>>,
     pub float_falls_back_to_integer_registers: bool,
     pub stack_only_types: &'a [&'a str],
+}
+
+/// The register pieces whose arrays are passed as one block (`[abi.rules.array_blocks]`,
+/// docs/target-format.md).
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArrayBlocksIn<'a> {
+    /// Widths in bits of integer and pointer pieces, as a general register holds them.
+    pub integer_bits: &'a [u32],
+    /// IR floating-point type names.
+    pub float_types: &'a [&'a str],
+    /// Widths in bits of vector pieces, as a vector register holds them.
+    pub vector_bits: &'a [u32],
+    /// Whether a block that goes to the stack takes every remaining register of its class.
+    pub stack_exhausts_registers: bool,
 }
 
 /// The object format whose relocation numbering a relocation belongs to.
@@ -897,6 +913,7 @@ pub type SubRegisterRecord = SubRegisterRecordIn<'static>;
 pub type RegisterRecord = RegisterRecordIn<'static>;
 pub type RegisterName = RegisterNameIn<'static>;
 pub type AbiRecord = AbiRecordIn<'static>;
+pub type ArrayBlocks = ArrayBlocksIn<'static>;
 pub type TargetRecord = TargetRecordIn<'static>;
 pub type ElfRecord = ElfRecordIn<'static>;
 pub type RelocationRecord = RelocationRecordIn<'static>;
