@@ -2,9 +2,8 @@
 //! the plugin C ABI (`abi/*.toml`).
 //!
 //! Loading goes in three steps and reports every problem it finds, each with its file, JSON pointer and
-//! line:column: syntax, structure (the committed JSON Schemas, checked by the validator of the JSON Schema
-//! subset they use, in `json_schema`), then the semantic rules in [`phase_checks`](crate) and
-//! [`target_checks`](crate).
+//! line:column: syntax, structure (the committed JSON Schemas, checked by the `jsonschema` crate in
+//! `structural`), then the semantic rules in [`phase_checks`](crate) and [`target_checks`](crate).
 
 mod abi;
 mod abi_checks;
@@ -13,15 +12,14 @@ pub mod abi_types;
 mod diagnostic;
 mod hex;
 mod json_map;
-mod json_schema;
 mod load;
 mod lowering;
 mod model;
-#[doc(hidden)]
-pub mod oracle;
 mod phase;
 mod phase_checks;
 mod phase_model;
+#[doc(hidden)]
+pub mod probe;
 mod rule;
 mod spec_text;
 mod structural;

@@ -1,11 +1,11 @@
-//! Internals that `tests/structural_oracle.rs` compares with the `jsonschema` crate; not a stable API.
+//! The structural findings of a JSON value, as the loader makes them, for the mutation corpus of
+//! `tests/structural_corpus.rs`, which also reaches values no declaration text can hold (a `null` in a target,
+//! a root that is not a table); not a stable API.
 
 use serde_json::Value;
 
 use crate::structural::{DocumentKind, structural_findings};
 use crate::toml_map::parse_toml;
-
-pub use crate::json_schema::{ErrorKind, SchemaError, Validator};
 
 /// One structural finding as `(rule, JSON pointer, message, points at the key)`.
 pub type FindingParts = (&'static str, String, String, bool);
