@@ -248,13 +248,9 @@ pub struct LinkContext {
     pub warnings: Vec<String>,
     /// Edges by target atom, built once when a verifier first needs it (for as many edges as there were).
     incoming: OnceCell<(usize, Vec<Vec<EdgeId>>)>,
-    /// The LTO code generators plugins registered, in order; `lto_generate` asks the first that does the
-    /// request's mode, or the default (`llvm-lto2`) when none does.
-    pub lto_providers: Vec<crate::lto::provider::SharedProvider>,
-    /// The LTO cache of scope TASK: products of this link, in memory.
-    pub lto_task_cache: crate::lto::cache::TaskCache,
-    /// What the LTO cache did in this link, for `--trace-phases` and tests: hits, misses, rebuilt entries.
-    pub lto_cache_events: Vec<crate::lto::cache::CacheEvent>,
+    /// What LTO keeps for the length of the link: registered code generators, the TASK-scope cache and
+    /// what the caches did.
+    pub lto: crate::lto::LtoRuntime,
     /// Set by a phase that ended the link early and successfully (`--thinlto-index-only`), saying what it
     /// did: the state machine stops after that phase, and nothing is emitted or written.
     pub stopped: Option<String>,
@@ -275,9 +271,7 @@ impl LinkContext {
             products: Products::default(),
             warnings: Vec::new(),
             incoming: OnceCell::new(),
-            lto_providers: Vec::new(),
-            lto_task_cache: crate::lto::cache::TaskCache::default(),
-            lto_cache_events: Vec::new(),
+            lto: crate::lto::LtoRuntime::default(),
             stopped: None,
         }
     }

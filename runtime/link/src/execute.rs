@@ -126,7 +126,7 @@ pub fn run_link(
     let merge = LinkPhase::ObjectMerge.index_in(tables);
     let relocatable = context.options.output_kind == crate::output_kind::OutputKind::Relocatable;
     // The LTO code generators plugins registered reach the builtin `lto_generate` through the context.
-    context.lto_providers.clone_from(&registry.lto_code_generators);
+    context.lto.providers.clone_from(&registry.lto_code_generators);
     let mut run = Run {
         context,
         registry,

@@ -21,6 +21,19 @@ pub use neverc_tables::plugin_abi::lto::{
     LtoProviderFlags as ProviderFlags, LtoSymbolResolutionFlags as ResolutionFlags, LtoType as LtoMode,
 };
 
+/// What LTO keeps for the length of one link, in the link's context.
+#[derive(Clone, Debug, Default)]
+pub struct LtoRuntime {
+    /// The LTO code generators plugins registered, in order; `lto_generate` asks the first that does the
+    /// request's mode, or the default (`llvm-lto2`) when none does.
+    pub providers: Vec<provider::SharedProvider>,
+    /// The LTO cache of scope TASK: products of this link, in memory.
+    pub task_cache: cache::TaskCache,
+    /// What the LTO caches did in this link, in order (hits, misses, rebuilt or unavailable entries), for
+    /// whoever embeds the link runtime.
+    pub cache_events: Vec<cache::CacheEvent>,
+}
+
 /// What the link decided about one symbol of a bitcode module.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LtoResolution {

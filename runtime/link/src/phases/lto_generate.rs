@@ -67,7 +67,8 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         _ => ProviderFlags::FULL,
     };
     let registered = context
-        .lto_providers
+        .lto
+        .providers
         .iter()
         .find(|provider| ProviderFlags::from_bits(provider.0.flags()).is_some_and(|flags| flags.contains(mode)));
     let provider: &dyn LtoProvider = match registered {
@@ -91,7 +92,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         integrity: context.options.lto_cache_integrity.clone(),
     });
     let found = match (&key, scope) {
-        (Some(key), CacheScope::Task) => context.lto_task_cache.lookup(key),
+        (Some(key), CacheScope::Task) => context.lto.task_cache.lookup(key),
         (Some(key), CacheScope::LocalShared) => match &directory {
             Some(directory) => directory.lookup(key),
             None => Lookup::Miss,
@@ -128,7 +129,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
             if let Some(key) = key.as_ref().filter(|_| usable) {
                 let stored = match scope {
                     CacheScope::Task => {
-                        context.lto_task_cache.store(key, &candidate);
+                        context.lto.task_cache.store(key, &candidate);
                         Ok(())
                     }
                     CacheScope::LocalShared => match &directory {
@@ -148,7 +149,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
             candidate
         }
     };
-    context.lto_cache_events.extend(events);
+    context.lto.cache_events.extend(events);
     if let (CacheScope::LocalShared, Some(directory), Some(policy)) =
         (scope, &directory, context.options.lto_cache_policy)
     {

@@ -9,11 +9,12 @@ use object::{
 
 use crate::graph::{
     Atom, AtomId, Binding, Comdat, ComdatId, ComdatSelection, Content, Definition, Edge, EdgeKind, InputId, LinkGraph,
-    LinkTarget, Machine, ObjectFormat, Origin, RelocationType, Section, SectionId, SectionKind, Symbol, SymbolId,
-    SymbolType, Unwind, Visibility, atom_flags, section_flags,
+    LinkTarget, Machine, MemberId, ObjectFormat, Origin, RelocationType, Section, SectionId, SectionKind, Symbol,
+    SymbolId, SymbolType, Unwind, Visibility, atom_flags, section_flags,
 };
 use neverc_tables::{RelocationFormat, TargetRecord, target_by_elf};
 use rustc_hash::FxHashMap;
+use std::ops::Range;
 
 use crate::read::ReadError;
 
@@ -52,266 +53,334 @@ pub(crate) fn read_object(graph: &mut LinkGraph, input: InputId, phase: u16) -> 
         ));
     }
     let declared = relocation_table(graph, &name, format, bytes)?;
-    let origin = |object_entity: usize| Origin {
-        input: Some(input),
-        member,
-        object_entity: object_entity as u32,
-        created_by_phase: Some(phase),
-        ..Origin::default()
-    };
     {
         let entry = &mut graph.inputs[input.index()];
         entry.format = Some(format);
         entry.machine = Some(machine);
     }
+    let mut reader = ObjectReader {
+        graph,
+        input,
+        phase,
+        member,
+        name,
+        range,
+        format,
+        declared,
+        section_ids: Vec::new(),
+        symbol_ids: Vec::new(),
+    };
+    reader.read_sections(&file)?;
+    reader.read_symbols(&file);
+    let first_edge = reader.graph.edges.len();
+    reader.read_relocations(&file)?;
+    reader.read_comdats(&file);
+    read_eh_frame_records(reader.graph, input, &reader.section_ids, phase, member, first_edge);
+    Ok(())
+}
 
-    // Sections, one atom each, indexed by the object's section index.
-    let section_count = file
-        .sections()
-        .map(|section| section.index().0)
-        .max()
-        .map_or(0, |max| max + 1);
-    let mut section_ids: Vec<Option<SectionId>> = vec![None; section_count];
-    for section in file.sections() {
-        let (kind, flags) = classify_section(&section);
-        if kind == SectionKind::Metadata && flags & section_flags::ALLOCATED == 0 {
-            // Symbol tables, string tables, relocation and group sections are structure, not content.
-            continue;
+/// One object being read: where it comes from, what it is, and the graph ids its sections and symbols got,
+/// indexed by their index in the object.
+struct ObjectReader<'g> {
+    graph: &'g mut LinkGraph,
+    input: InputId,
+    /// The reading phase's index, recorded in origins.
+    phase: u16,
+    member: Option<MemberId>,
+    /// The input's logical name, for errors.
+    name: String,
+    /// The object's bytes within the input's data.
+    range: Range<usize>,
+    format: ObjectFormat,
+    /// The target whose declared relocations the object's must be (see [`relocation_table`]).
+    declared: Option<&'static TargetRecord>,
+    section_ids: Vec<Option<SectionId>>,
+    symbol_ids: Vec<Option<SymbolId>>,
+}
+
+impl ObjectReader<'_> {
+    /// The origin of the object's entity `object_entity` (a section or symbol index, or a relocation's
+    /// offset).
+    fn origin(&self, object_entity: usize) -> Origin {
+        Origin {
+            input: Some(self.input),
+            member: self.member,
+            object_entity: object_entity as u32,
+            created_by_phase: Some(self.phase),
+            ..Origin::default()
         }
-        let section_name = section.name().unwrap_or("").to_string();
-        // `sh_addralign` 0 means no constraint; any other value must be a power of two. ld.bfd reads an odd
-        // value as its lowest set bit, ld.lld refuses the object: so do we, since such an object is broken
-        // and no reading of it is the one its producer meant.
-        let raw_alignment = section.align();
-        if raw_alignment > 1 && !raw_alignment.is_power_of_two() {
-            return Err(ReadError::new(
-                &name,
-                format!("section `{section_name}`: sh_addralign {raw_alignment} is not a power of 2"),
-            ));
-        }
-        let alignment = crate::graph::effective_alignment(raw_alignment);
-        let size = section.size();
-        let content = if matches!(kind, SectionKind::UninitializedData | SectionKind::UninitializedTls) {
-            Content::ZeroFill
-        } else {
-            match section.file_range() {
-                Some((offset, length)) => {
-                    let bounds = usize::try_from(offset)
-                        .ok()
-                        .and_then(|offset| range.start.checked_add(offset))
-                        .and_then(|start| Some((start, start.checked_add(usize::try_from(length).ok()?)?)));
-                    let Some((start, end)) = bounds.filter(|(_, end)| *end <= range.end) else {
-                        return Err(ReadError::new(
-                            &name,
-                            format!("section `{section_name}` extends past the end of the object"),
-                        ));
-                    };
-                    Content::Input {
-                        input,
-                        range: start..end,
-                    }
-                }
-                None => Content::ZeroFill,
+    }
+
+    /// The graph section of the object's section `index`, if it was placed.
+    fn section(&self, index: object::SectionIndex) -> Option<SectionId> {
+        self.section_ids.get(index.0).copied().flatten()
+    }
+
+    /// Sections, one atom each, indexed by the object's section index.
+    fn read_sections(&mut self, file: &object::File<'_>) -> Result<(), ReadError> {
+        let section_count = file
+            .sections()
+            .map(|section| section.index().0)
+            .max()
+            .map_or(0, |max| max + 1);
+        self.section_ids = vec![None; section_count];
+        for section in file.sections() {
+            let (kind, flags) = classify_section(&section);
+            if kind == SectionKind::Metadata && flags & section_flags::ALLOCATED == 0 {
+                // Symbol tables, string tables, relocation and group sections are structure, not content.
+                continue;
             }
-        };
-        let section_id = SectionId(graph.sections.len() as u32);
-        let atom_id = AtomId(graph.atoms.len() as u32);
-        let mut atom_bits = 0;
-        if flags & section_flags::TLS != 0 {
-            atom_bits |= atom_flags::TLS;
-        }
-        if kind == SectionKind::Unwind {
-            atom_bits |= atom_flags::UNWIND;
-        }
-        graph.atoms.push(Atom {
-            section: Some(section_id),
-            name: section_name.clone(),
-            flags: atom_bits,
-            alignment,
-            address: 0,
-            file_offset: 0,
-            zero_fill: if content == Content::ZeroFill { size } else { 0 },
-            content,
-            comdat: None,
-            fold_leader: None,
-            origin: origin(section.index().0),
-        });
-        graph.sections.push(Section {
-            input,
-            name: section_name,
-            kind,
-            flags,
-            alignment,
-            address: 0,
-            file_offset: 0,
-            size,
-            comdat: None,
-            entry_size: elf_entry_size(&file, section.index()),
-            atom: atom_id,
-            origin: origin(section.index().0),
-        });
-        section_ids[section.index().0] = Some(section_id);
-    }
-
-    // Symbols, indexed by the object's symbol index.
-    let symbol_count = file
-        .symbols()
-        .map(|symbol| symbol.index().0)
-        .max()
-        .map_or(0, |max| max + 1);
-    let mut symbol_ids: Vec<Option<SymbolId>> = vec![None; symbol_count];
-    for symbol in file.symbols() {
-        let symbol_name = symbol.name().unwrap_or("").to_string();
-        // Mach-O symbols hold addresses within the object; ELF and COFF ones offsets (their sections sit
-        // at address 0). The graph keeps offsets within the defining atom.
-        let section_address = symbol
-            .section_index()
-            .and_then(|index| file.section_by_index(index).ok())
-            .map_or(0, |section| section.address());
-        let (definition, atom) = match symbol.section() {
-            SymbolSection::Undefined => (Definition::Undefined, None),
-            SymbolSection::Absolute => (Definition::Absolute, None),
-            SymbolSection::Common => (Definition::Common, None),
-            SymbolSection::Section(index) => match section_ids.get(index.0).copied().flatten() {
-                Some(section) => (Definition::Defined, Some(graph.sections[section.index()].atom)),
-                // A symbol in a section we do not place (a group or a symbol table) is not linkable.
-                None => (Definition::Absolute, None),
-            },
-            SymbolSection::None | SymbolSection::Unknown => (Definition::Absolute, None),
-            _ => (Definition::Absolute, None),
-        };
-        let (binding, visibility) = binding_and_visibility(&symbol, definition);
-        let is_ifunc = matches!(
-            symbol.flags(),
-            object::SymbolFlags::Elf { st_info, .. } if st_info & 0xf == object::elf::STT_GNU_IFUNC
-        );
-        let symbol_type = match symbol.kind() {
-            _ if is_ifunc => SymbolType::Ifunc,
-            object::SymbolKind::Text => SymbolType::Function,
-            object::SymbolKind::Data => SymbolType::Object,
-            object::SymbolKind::Section => SymbolType::Section,
-            object::SymbolKind::File => SymbolType::File,
-            object::SymbolKind::Tls => SymbolType::Tls,
-            object::SymbolKind::Unknown => SymbolType::None,
-            _ => SymbolType::Other,
-        };
-        let id = SymbolId(graph.symbols.len() as u32);
-        graph.symbols.push(Symbol {
-            name: symbol_name,
-            version: None,
-            binding,
-            visibility,
-            definition,
-            symbol_type,
-            atom,
-            value: if atom.is_some() {
-                symbol.address().wrapping_sub(section_address)
-            } else {
-                symbol.address()
-            },
-            size: symbol.size(),
-            prevailing: false,
-            exported: false,
-            imported: false,
-            root: false,
-            resolution: None,
-            origin: origin(symbol.index().0),
-        });
-        if let Some(slot) = symbol_ids.get_mut(symbol.index().0) {
-            *slot = Some(id);
-        }
-    }
-
-    // Relocations become edges from the atom of the section they patch.
-    let first_edge = graph.edges.len();
-    for section in file.sections() {
-        let Some(section_id) = section_ids.get(section.index().0).copied().flatten() else {
-            continue;
-        };
-        let source = graph.sections[section_id.index()].atom;
-        for (offset, relocation) in section.relocations() {
-            let (target_symbol, target_atom) = match relocation.target() {
-                RelocationTarget::Symbol(index) => (symbol_ids.get(index.0).copied().flatten(), None),
-                RelocationTarget::Section(index) => (
-                    None,
-                    section_ids
-                        .get(index.0)
-                        .copied()
-                        .flatten()
-                        .map(|section| graph.sections[section.index()].atom),
-                ),
-                _ => (None, None),
-            };
-            let raw = match relocation.flags() {
-                RelocationFlags::Elf { r_type } => r_type,
-                RelocationFlags::Coff { typ } => u32::from(typ),
-                RelocationFlags::MachO { r_type, .. } => u32::from(r_type),
-                _ => 0,
-            };
-            if let Some(target) = declared
-                && target.relocation(RelocationFormat::Elf, raw).is_none()
-            {
+            let section_name = section.name().unwrap_or("").to_string();
+            // `sh_addralign` 0 means no constraint; any other value must be a power of two. ld.bfd reads an
+            // odd value as its lowest set bit, ld.lld refuses the object: so do we, since such an object is
+            // broken and no reading of it is the one its producer meant.
+            let raw_alignment = section.align();
+            if raw_alignment > 1 && !raw_alignment.is_power_of_two() {
                 return Err(ReadError::new(
-                    &name,
-                    format!(
-                        "section `{}`: unknown relocation type {raw} at offset {offset:#x} (target {} declares no \
-                         ELF relocation {raw})",
-                        section.name().unwrap_or("?"),
-                        target.name
-                    ),
+                    &self.name,
+                    format!("section `{section_name}`: sh_addralign {raw_alignment} is not a power of 2"),
                 ));
             }
-            graph.edges.push(Edge {
-                kind: EdgeKind::Relocation,
-                source,
-                offset,
-                relocation: RelocationType { format, raw },
-                width: relocation.size(),
-                addend: relocation.addend(),
-                pc_relative: matches!(
-                    relocation.kind(),
-                    RelocationKind::Relative | RelocationKind::PltRelative | RelocationKind::GotRelative
-                ),
-                signed: matches!(relocation.encoding(), object::RelocationEncoding::X86Signed),
-                target_symbol,
-                target_atom,
+            let alignment = crate::graph::effective_alignment(raw_alignment);
+            let size = section.size();
+            let content = if matches!(kind, SectionKind::UninitializedData | SectionKind::UninitializedTls) {
+                Content::ZeroFill
+            } else {
+                match section.file_range() {
+                    Some((offset, length)) => self.content(offset, length, &section_name)?,
+                    None => Content::ZeroFill,
+                }
+            };
+            let section_id = SectionId(self.graph.sections.len() as u32);
+            let atom_id = AtomId(self.graph.atoms.len() as u32);
+            let mut atom_bits = 0;
+            if flags & section_flags::TLS != 0 {
+                atom_bits |= atom_flags::TLS;
+            }
+            if kind == SectionKind::Unwind {
+                atom_bits |= atom_flags::UNWIND;
+            }
+            let origin = self.origin(section.index().0);
+            let graph = &mut *self.graph;
+            graph.atoms.push(Atom {
+                section: Some(section_id),
+                name: section_name.clone(),
+                flags: atom_bits,
+                alignment,
+                address: 0,
+                file_offset: 0,
+                zero_fill: if content == Content::ZeroFill { size } else { 0 },
+                content,
+                comdat: None,
+                fold_leader: None,
+                origin,
+            });
+            graph.sections.push(Section {
+                input: self.input,
+                name: section_name,
+                kind,
+                flags,
+                alignment,
+                address: 0,
+                file_offset: 0,
+                size,
+                comdat: None,
+                entry_size: elf_entry_size(file, section.index()),
+                atom: atom_id,
+                origin,
+            });
+            self.section_ids[section.index().0] = Some(section_id);
+        }
+        Ok(())
+    }
+
+    /// The content of a section at `offset`, `length` bytes long, within the object: a range of the input's
+    /// data, checked to lie within the object.
+    fn content(&self, offset: u64, length: u64, section_name: &str) -> Result<Content, ReadError> {
+        let bounds = usize::try_from(offset)
+            .ok()
+            .and_then(|offset| self.range.start.checked_add(offset))
+            .and_then(|start| Some((start, start.checked_add(usize::try_from(length).ok()?)?)));
+        let Some((start, end)) = bounds.filter(|(_, end)| *end <= self.range.end) else {
+            return Err(ReadError::new(
+                &self.name,
+                format!("section `{section_name}` extends past the end of the object"),
+            ));
+        };
+        Ok(Content::Input {
+            input: self.input,
+            range: start..end,
+        })
+    }
+
+    /// Symbols, indexed by the object's symbol index.
+    fn read_symbols(&mut self, file: &object::File<'_>) {
+        let symbol_count = file
+            .symbols()
+            .map(|symbol| symbol.index().0)
+            .max()
+            .map_or(0, |max| max + 1);
+        self.symbol_ids = vec![None; symbol_count];
+        for symbol in file.symbols() {
+            let symbol_name = symbol.name().unwrap_or("").to_string();
+            // Mach-O symbols hold addresses within the object; ELF and COFF ones offsets (their sections sit
+            // at address 0). The graph keeps offsets within the defining atom.
+            let section_address = symbol
+                .section_index()
+                .and_then(|index| file.section_by_index(index).ok())
+                .map_or(0, |section| section.address());
+            let (definition, atom) = match symbol.section() {
+                SymbolSection::Undefined => (Definition::Undefined, None),
+                SymbolSection::Absolute => (Definition::Absolute, None),
+                SymbolSection::Common => (Definition::Common, None),
+                SymbolSection::Section(index) => match self.section(index) {
+                    Some(section) => (Definition::Defined, Some(self.graph.sections[section.index()].atom)),
+                    // A symbol in a section we do not place (a group or a symbol table) is not linkable.
+                    None => (Definition::Absolute, None),
+                },
+                SymbolSection::None | SymbolSection::Unknown => (Definition::Absolute, None),
+                _ => (Definition::Absolute, None),
+            };
+            let (binding, visibility) = binding_and_visibility(&symbol, definition);
+            let is_ifunc = matches!(
+                symbol.flags(),
+                object::SymbolFlags::Elf { st_info, .. } if st_info & 0xf == object::elf::STT_GNU_IFUNC
+            );
+            let symbol_type = match symbol.kind() {
+                _ if is_ifunc => SymbolType::Ifunc,
+                object::SymbolKind::Text => SymbolType::Function,
+                object::SymbolKind::Data => SymbolType::Object,
+                object::SymbolKind::Section => SymbolType::Section,
+                object::SymbolKind::File => SymbolType::File,
+                object::SymbolKind::Tls => SymbolType::Tls,
+                object::SymbolKind::Unknown => SymbolType::None,
+                _ => SymbolType::Other,
+            };
+            let origin = self.origin(symbol.index().0);
+            let id = SymbolId(self.graph.symbols.len() as u32);
+            self.graph.symbols.push(Symbol {
+                name: symbol_name,
+                version: None,
+                binding,
+                visibility,
+                definition,
+                symbol_type,
+                atom,
+                value: if atom.is_some() {
+                    symbol.address().wrapping_sub(section_address)
+                } else {
+                    symbol.address()
+                },
+                size: symbol.size(),
+                prevailing: false,
+                exported: false,
+                imported: false,
+                root: false,
+                resolution: None,
+                origin,
+            });
+            if let Some(slot) = self.symbol_ids.get_mut(symbol.index().0) {
+                *slot = Some(id);
+            }
+        }
+    }
+
+    /// Relocations become edges from the atom of the section they patch; a relocation type the target
+    /// does not declare is refused.
+    fn read_relocations(&mut self, file: &object::File<'_>) -> Result<(), ReadError> {
+        for section in file.sections() {
+            let Some(section_id) = self.section(section.index()) else {
+                continue;
+            };
+            let source = self.graph.sections[section_id.index()].atom;
+            for (offset, relocation) in section.relocations() {
+                let (target_symbol, target_atom) = match relocation.target() {
+                    RelocationTarget::Symbol(index) => (self.symbol_ids.get(index.0).copied().flatten(), None),
+                    RelocationTarget::Section(index) => (
+                        None,
+                        self.section(index)
+                            .map(|section| self.graph.sections[section.index()].atom),
+                    ),
+                    _ => (None, None),
+                };
+                let raw = match relocation.flags() {
+                    RelocationFlags::Elf { r_type } => r_type,
+                    RelocationFlags::Coff { typ } => u32::from(typ),
+                    RelocationFlags::MachO { r_type, .. } => u32::from(r_type),
+                    _ => 0,
+                };
+                if let Some(target) = self.declared
+                    && target.relocation(RelocationFormat::Elf, raw).is_none()
+                {
+                    return Err(ReadError::new(
+                        &self.name,
+                        format!(
+                            "section `{}`: unknown relocation type {raw} at offset {offset:#x} (target {} declares \
+                             no ELF relocation {raw})",
+                            section.name().unwrap_or("?"),
+                            target.name
+                        ),
+                    ));
+                }
                 // For an edge, the object entity is the relocation's offset within its section.
-                origin: origin(offset as usize),
+                let origin = self.origin(offset as usize);
+                self.graph.edges.push(Edge {
+                    kind: EdgeKind::Relocation,
+                    source,
+                    offset,
+                    relocation: RelocationType {
+                        format: self.format,
+                        raw,
+                    },
+                    width: relocation.size(),
+                    addend: relocation.addend(),
+                    pc_relative: matches!(
+                        relocation.kind(),
+                        RelocationKind::Relative | RelocationKind::PltRelative | RelocationKind::GotRelative
+                    ),
+                    signed: matches!(relocation.encoding(), object::RelocationEncoding::X86Signed),
+                    target_symbol,
+                    target_atom,
+                    origin,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Section groups become COMDATs, their member sections and atoms marked.
+    fn read_comdats(&mut self, file: &object::File<'_>) {
+        for comdat in file.comdats() {
+            let comdat_id = ComdatId(self.graph.comdats.len() as u32);
+            let comdat_name = comdat.name().unwrap_or("").to_string();
+            let mut members = Vec::new();
+            for index in comdat.sections() {
+                if let Some(section) = self.section(index) {
+                    let graph = &mut *self.graph;
+                    graph.sections[section.index()].comdat = Some(comdat_id);
+                    let atom = graph.sections[section.index()].atom;
+                    graph.atoms[atom.index()].comdat = Some(comdat_id);
+                    members.push(section);
+                }
+            }
+            let origin = self.origin(0);
+            self.graph.comdats.push(Comdat {
+                name: comdat_name,
+                selection: match comdat.kind() {
+                    object::ComdatKind::ExactMatch => ComdatSelection::ExactMatch,
+                    object::ComdatKind::SameSize => ComdatSelection::SameSize,
+                    object::ComdatKind::Largest => ComdatSelection::Largest,
+                    object::ComdatKind::Newest => ComdatSelection::Newest,
+                    object::ComdatKind::NoDuplicates => ComdatSelection::NoDuplicates,
+                    _ => ComdatSelection::Any,
+                },
+                input: self.input,
+                sections: members,
+                selected: None,
+                origin,
             });
         }
     }
-
-    // Section groups.
-    for comdat in file.comdats() {
-        let comdat_id = ComdatId(graph.comdats.len() as u32);
-        let comdat_name = comdat.name().unwrap_or("").to_string();
-        let mut members = Vec::new();
-        for index in comdat.sections() {
-            if let Some(section) = section_ids.get(index.0).copied().flatten() {
-                graph.sections[section.index()].comdat = Some(comdat_id);
-                let atom = graph.sections[section.index()].atom;
-                graph.atoms[atom.index()].comdat = Some(comdat_id);
-                members.push(section);
-            }
-        }
-        graph.comdats.push(Comdat {
-            name: comdat_name,
-            selection: match comdat.kind() {
-                object::ComdatKind::ExactMatch => ComdatSelection::ExactMatch,
-                object::ComdatKind::SameSize => ComdatSelection::SameSize,
-                object::ComdatKind::Largest => ComdatSelection::Largest,
-                object::ComdatKind::Newest => ComdatSelection::Newest,
-                object::ComdatKind::NoDuplicates => ComdatSelection::NoDuplicates,
-                _ => ComdatSelection::Any,
-            },
-            input,
-            sections: members,
-            selected: None,
-            origin: origin(0),
-        });
-    }
-    read_eh_frame_records(graph, input, &section_ids, phase, member, first_edge);
-    Ok(())
 }
 
 /// The machine of a COFF or Mach-O object's architecture: the declared `[elf] machine` of the bundled target
@@ -590,7 +659,7 @@ fn read_eh_frame_records(
     input: InputId,
     section_ids: &[Option<SectionId>],
     phase: u16,
-    member: Option<crate::graph::MemberId>,
+    member: Option<MemberId>,
     first_edge: usize,
 ) {
     let tables: Vec<AtomId> = section_ids
