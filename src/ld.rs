@@ -129,6 +129,7 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
     options.build_id = command.build_id;
     options.eh_frame_hdr = command.eh_frame_hdr;
     options.relro = command.relro;
+    options.fix_erratum = command.fix_erratum;
     options.strip = command.strip;
     options.lto = command.lto;
     options.lto_cache_dir = command.lto_cache_dir;
@@ -232,6 +233,11 @@ Output:
   -r, -i, --relocatable           merge the inputs into one object; needs an object-merge provider
                                   (there is no builtin one yet, so this is a link failure naming it)
   --symbol-ordering-file FILE     place the symbols FILE names first, in that order
+  --fix-cortex-a53-843419[=full]  the AArch64 Cortex-A53 erratum 843419 workaround, as ld.bfd makes it (gcc's
+                                  AArch64 driver passes it unless given -mno-fix-cortex-a53-843419): an
+                                  `adrp` at page offset 0xff8 or 0xffc that starts an affected sequence
+                                  becomes an `adr` where one reaches, and elsewhere the sequence's load or
+                                  store moves to a veneer; modes adr and adrp are refused
   -t, --trace                     print every input file after -l and scripts are resolved
   --trace-phases                  print every link phase: policy, actor, states, duration
   -v, -V, --verbose               print the version first (--verbose also the SEARCH_DIRs); without
@@ -286,9 +292,8 @@ Ignored with a note on stderr:
 Refused (exit 2, naming the option), because neverc-spec does not implement what they would change:
   -pie, -static-pie, -shared, -T/--script, --whole-archive, -u/--undefined, --defsym, --wrap, --no-relax,
   --emit-relocs, -x/--discard-all, -N, -n, --fatal-warnings, -z execstack, -z noseparate-code, -m naming no
-  declared emulation, -EB or -EL for the other byte order, --fix-cortex-a53-843419 (the erratum workaround
-  gcc's AArch64 driver asks for unless given -mno-fix-cortex-a53-843419), --build-id=md5|uuid|0xHEX,
-  --icf=safe, any other -z keyword, and every option not listed here.
+  declared emulation, -EB or -EL for the other byte order, --build-id=md5|uuid|0xHEX, --icf=safe, any other
+  -z keyword, and every option not listed here.
 
 Linker scripts: a file that is text rather than ELF or an archive is a linker script, as with GNU ld (Debian's
 libm.a and libc.so are). GROUP(...), INPUT(...), AS_NEEDED(...) (its files are inputs like the others),

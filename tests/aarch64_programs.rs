@@ -300,13 +300,14 @@ fn aarch64_musl_gcc_links_a_tls_program_through_the_ld_driver_and_it_runs() {
 }
 
 #[test]
-fn aarch64_gcc_against_glibc_chooses_the_target_by_its_emulation_and_the_erratum_workaround_is_refused() {
+fn aarch64_gcc_against_glibc_chooses_the_target_by_its_emulation_and_gets_the_erratum_workaround_it_asks_for() {
     let dir = scratch!("aarch64-driver-glibc");
-    // Debian's cross gcc is built with --enable-fix-cortex-a53-843419: it asks ld for the workaround, which
-    // the driver refuses by name (exit 2, nothing written), after the emulation, byte order and -X.
-    let (refused, program) = gcc_tls_through_the_driver(&dir, &["-v"]);
-    let stderr = text(&refused.stderr);
-    assert!(!refused.status.success(), "{stderr}");
+    // Debian's cross gcc is built with --enable-fix-cortex-a53-843419: it asks ld for the workaround on every
+    // link, after the emulation, byte order and -X. `-maarch64linux` chooses the target, and the program runs
+    // like ld.bfd's build, with the workaround and without.
+    let (linked, program) = gcc_tls_through_the_driver(&dir, &["-v"]);
+    linked_by_the_driver(&linked);
+    let stderr = text(&linked.stderr);
     let collect2 = stderr
         .lines()
         .find(|line| line.contains("collect2") && line.contains("-plugin"))
@@ -315,15 +316,141 @@ fn aarch64_gcc_against_glibc_chooses_the_target_by_its_emulation_and_the_erratum
         collect2.contains(" -X -EL -maarch64linux --fix-cortex-a53-843419 "),
         "{collect2}"
     );
-    assert!(
-        stderr.contains("`--fix-cortex-a53-843419` is not supported") && stderr.contains("ld returned 2 exit status"),
-        "{stderr}"
-    );
-    assert!(!program.exists());
-    // Without it, `-maarch64linux` chooses the target, and the program runs like ld.bfd's build.
+    assert_eq!(run(&program), expected(&fixtures().join("glibc-tls-le")));
     let (linked, program) = gcc_tls_through_the_driver(&dir, &["-mno-fix-cortex-a53-843419"]);
     linked_by_the_driver(&linked);
     assert_eq!(run(&program), expected(&fixtures().join("glibc-tls-le")));
+}
+
+/// The instructions of an AArch64 program by address, and its symbols' addresses, as objdump shows them.
+struct Disassembly {
+    words: std::collections::BTreeMap<u64, u32>,
+    symbols: std::collections::BTreeMap<String, u64>,
+}
+
+impl Disassembly {
+    fn of(program: &Path) -> Disassembly {
+        let listing = Command::new("aarch64-linux-gnu-objdump")
+            .arg("-d")
+            .arg(program)
+            .output()
+            .unwrap();
+        assert!(listing.status.success(), "{}", text(&listing.stderr));
+        let mut words = std::collections::BTreeMap::new();
+        let mut symbols = std::collections::BTreeMap::new();
+        for line in text(&listing.stdout).lines() {
+            // `0000000000401ff8 <erratum_far>:` or `  401ff8:\tf0001081 \tadrp\tx1, ...`.
+            if let Some((address, rest)) = line.split_once(" <")
+                && let Some(name) = rest.strip_suffix(">:")
+            {
+                symbols.insert(name.to_string(), u64::from_str_radix(address, 16).unwrap());
+            } else if let Some((address, rest)) = line.trim_start().split_once(":\t")
+                && let Ok(address) = u64::from_str_radix(address, 16)
+                && let Some(word) = rest.split_whitespace().next()
+                && let Ok(word) = u32::from_str_radix(word, 16)
+            {
+                words.insert(address, word);
+            }
+        }
+        Disassembly { words, symbols }
+    }
+
+    fn word(&self, address: u64) -> u32 {
+        *self
+            .words
+            .get(&address)
+            .unwrap_or_else(|| panic!("no instruction at {address:#x}"))
+    }
+
+    fn symbol(&self, name: &str) -> u64 {
+        self.symbols[name]
+    }
+
+    /// Where the `b` at `address` goes.
+    fn branch_target(&self, address: u64) -> u64 {
+        let word = self.word(address);
+        assert_eq!(
+            word & 0xfc00_0000,
+            0x1400_0000,
+            "not a `b` at {address:#x}: {word:#010x}"
+        );
+        let offset = i64::from(((word & 0x3ff_ffff) << 6) as i32 >> 6) * 4;
+        address.wrapping_add_signed(offset)
+    }
+}
+
+/// What ld.bfd makes of `tests/fixtures/aarch64/erratum843419.s` with `--fix-cortex-a53-843419`, and what
+/// the program it is must do: `erratum_far`'s load moved to a veneer (its data is 2 MiB away, out of an
+/// `adr`'s reach), `erratum_near`'s `adrp` turned into an `adr` of the same page, exit status 42.
+fn erratum_workaround_as_ld_bfd_makes_it(program: &Path) {
+    let code = Disassembly::of(program);
+    let far = code.symbol("erratum_far");
+    assert_eq!(far & 0xfff, 0xff8);
+    assert_eq!(code.word(far) & 0x9f00_001f, 0x9000_0001, "adrp x1 stays");
+    let veneer = code.branch_target(far + 8);
+    // ldr x0, [x1, #:lo12:far_value], then back to the instruction after the one it replaces.
+    assert_eq!(
+        code.word(veneer) & 0xffc0_03ff,
+        0xf940_0020,
+        "{:#010x}",
+        code.word(veneer)
+    );
+    assert_eq!(code.word(veneer) & 0x003f_fc00, code.word(far + 4) & 0x003f_fc00);
+    assert_eq!(code.branch_target(veneer + 4), far + 12);
+    let near = code.symbol("erratum_near");
+    assert_eq!(near & 0xfff, 0xffc);
+    let adr = code.word(near);
+    assert_eq!(adr & 0x9f00_001f, 0x1000_0001, "adr x1: {adr:#010x}");
+    let immediate = (((adr >> 5) & 0x7_ffff) << 2) | ((adr >> 29) & 3);
+    let page = near.wrapping_add_signed(i64::from(((immediate << 11) as i32) >> 11));
+    assert_eq!(page & 0xfff, 0, "the `adr` names a page: {page:#x}");
+    assert_eq!(code.word(near + 12) & 0xffc0_03ff, 0xf940_0020, "the load stays");
+    let status = Command::new("qemu-aarch64").arg(program).status().unwrap();
+    assert_eq!(status.code(), Some(42));
+}
+
+#[test]
+fn the_cortex_a53_erratum_843419_workaround_makes_the_veneer_and_the_adr_ld_bfd_makes() {
+    let dir = scratch!("aarch64-erratum-843419");
+    let object = dir.join("erratum843419.o");
+    let assembled = Command::new("aarch64-linux-gnu-as")
+        .arg(repo().join("tests/fixtures/aarch64/erratum843419.s"))
+        .arg("-o")
+        .arg(&object)
+        .output()
+        .unwrap();
+    assert!(assembled.status.success(), "{}", text(&assembled.stderr));
+    // The oracle: ld.bfd's output has the shape the checks expect.
+    let reference = dir.join("bfd");
+    let linked = Command::new("aarch64-linux-gnu-ld")
+        .args(["-static", "--fix-cortex-a53-843419", "-o"])
+        .arg(&reference)
+        .arg(&object)
+        .output()
+        .unwrap();
+    assert!(linked.status.success(), "{}", text(&linked.stderr));
+    erratum_workaround_as_ld_bfd_makes_it(&reference);
+    let program = dir.join("ours");
+    let linked = Command::new(BIN)
+        .args(["ld", "-static", "--fix-cortex-a53-843419", "-o"])
+        .arg(&program)
+        .arg(&object)
+        .output()
+        .unwrap();
+    assert!(linked.status.success(), "{}", text(&linked.stderr));
+    erratum_workaround_as_ld_bfd_makes_it(&program);
+    // Without the option neither sequence is touched.
+    let untouched = dir.join("untouched");
+    let linked = Command::new(BIN)
+        .args(["ld", "-static", "-o"])
+        .arg(&untouched)
+        .arg(&object)
+        .output()
+        .unwrap();
+    assert!(linked.status.success(), "{}", text(&linked.stderr));
+    let code = Disassembly::of(&untouched);
+    assert_eq!(code.word(code.symbol("erratum_far") + 8) & 0xffc0_03ff, 0xf940_0020);
+    assert_eq!(code.word(code.symbol("erratum_near")) & 0x9f00_0000, 0x9000_0000);
 }
 
 #[test]

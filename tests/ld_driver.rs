@@ -649,10 +649,7 @@ fn unsupported_options_values_and_script_commands_are_refused_naming_them_and_no
     refused(&["-m", "armelf"], "emulation `armelf` is not declared by any target");
     refused(&["-EB"], "`-EB`: no declared target is big-endian");
     refused(&["-x"], "`-x` is not supported");
-    refused(
-        &["--fix-cortex-a53-843419"],
-        "`--fix-cortex-a53-843419` is not supported",
-    );
+    refused(&["--fix-cortex-a53-843419=adrp"], "mode `adrp` is not supported");
     refused(&["--build-id=md5"], "build-id style `md5` is not supported");
     refused(&["-z", "execstack"], "`-z execstack` is not supported");
     refused(&["-zfrobnicate"], "`-z frobnicate` is not supported");

@@ -32,6 +32,8 @@ pub(crate) struct LdCommand {
     pub(crate) build_id: bool,
     pub(crate) eh_frame_hdr: bool,
     pub(crate) relro: bool,
+    /// `--fix-cortex-a53-843419`.
+    pub(crate) fix_erratum: bool,
     pub(crate) strip: Strip,
     /// `-z max-page-size=`.
     pub(crate) page_size: Option<u64>,
@@ -193,10 +195,6 @@ const PIE: &str = "neverc-spec writes static executables at a fixed address, not
 const SHARED: &str = "neverc-spec writes static executables, not shared libraries";
 const SCRIPT: &str = "neverc-spec has no linker-script layout; a script of GROUP/INPUT/AS_NEEDED/OUTPUT_FORMAT \
                       commands may be given as an input file instead";
-const ERRATUM_843419: &str = "neverc-spec does not implement the Cortex-A53 erratum 843419 workaround, which \
-                              rewrites or veneers ADRP sequences at the end of a 4 KiB page; compile with \
-                              -mno-fix-cortex-a53-843419 (gcc then does not pass it) if the program will not run \
-                              on an affected core";
 
 /// Every option the driver knows, by what it does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -247,6 +245,8 @@ enum Opt {
     IgnoredWithValue,
     Sysroot,
     Relocatable,
+    /// `--fix-cortex-a53-843419[=full]`: the AArch64 erratum workaround, as ld.bfd makes it.
+    FixErratum,
     Trace,
     TracePhases,
     SymbolOrderingFile,
@@ -365,7 +365,7 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         | "format"
         | "oformat"
         | "relax-thunks" => (Opt::Unsupported(CHANGES_OUTPUT), Flag),
-        "fix-cortex-a53-843419" => (Opt::Unsupported(ERRATUM_843419), Flag),
+        "fix-cortex-a53-843419" => (Opt::FixErratum, Optional),
         _ => return None,
     };
     Some(found)
@@ -429,6 +429,7 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
             build_id: false,
             eh_frame_hdr: false,
             relro: true,
+            fix_erratum: false,
             strip: Strip::Nothing,
             page_size: None,
             common_page_size: None,
@@ -732,6 +733,19 @@ impl Parser {
             }
             Opt::Sysroot => command.sysroot = Some(path(value)?),
             Opt::Relocatable => command.relocatable = true,
+            Opt::FixErratum => match value.as_deref().map(|mode| mode.to_str()) {
+                // ld.bfd's default mode: an `adr` where one reaches, a veneer elsewhere.
+                None | Some(Some("full")) => command.fix_erratum = true,
+                Some(mode) => {
+                    let mode = mode.map_or_else(|| "(not UTF-8)".to_string(), str::to_string);
+                    return Err(bad(
+                        spelled,
+                        format!(
+                            "mode `{mode}` is not supported (full, the default, is: `adr` where it reaches, a veneer elsewhere)"
+                        ),
+                    ));
+                }
+            },
             Opt::Trace => command.trace_inputs = true,
             Opt::TracePhases => command.trace_phases = true,
             Opt::SymbolOrderingFile => command.symbol_ordering_file = Some(path(value)?),
@@ -1129,13 +1143,15 @@ mod tests {
         assert!(parse_link(&["-X", "--discard-locals", "x.o"]).is_ok());
         assert!(message(&["-x", "x.o"]).contains("`-x` is not supported"));
         assert!(message(&["--discard-all", "x.o"]).contains("`--discard-all` is not supported"));
-        // The erratum workaround is refused by name, saying how gcc is told not to ask for it.
-        let erratum = message(&["--fix-cortex-a53-843419", "x.o"]);
+        // The erratum workaround is ld.bfd's default mode; the others are refused by name.
+        assert!(parse_link(&["--fix-cortex-a53-843419", "x.o"]).unwrap().fix_erratum);
         assert!(
-            erratum.starts_with("`--fix-cortex-a53-843419` is not supported")
-                && erratum.contains("-mno-fix-cortex-a53-843419"),
-            "{erratum}"
+            parse_link(&["--fix-cortex-a53-843419=full", "x.o"])
+                .unwrap()
+                .fix_erratum
         );
+        assert!(!parse_link(&["x.o"]).unwrap().fix_erratum);
+        assert!(message(&["--fix-cortex-a53-843419=adr", "x.o"]).contains("mode `adr` is not supported"));
         // -z common-page-size is checked against the page size of the target -m names.
         assert!(parse_link(&["-maarch64linux", "-z", "common-page-size=0x10000", "x.o"]).is_ok());
         assert!(

@@ -49,6 +49,9 @@ pub struct LinkOptions {
     pub eh_frame_hdr: bool,
     /// `-z relro` (the default) or `-z norelro`: a `PT_GNU_RELRO` over the data that is read-only after start-up.
     pub relro: bool,
+    /// `--fix-cortex-a53-843419`: work around the core erratum of the target's architecture
+    /// ([`crate::arch::ErratumFix`]); an error on a target whose architecture has none.
+    pub fix_erratum: bool,
     /// `-s` / `-S`: which symbols the image keeps.
     pub strip: Strip,
     /// How bitcode inputs are optimized and compiled (`-plugin-opt=`, `--lto-*`, `--thinlto-*`).
@@ -107,6 +110,7 @@ impl LinkOptions {
             build_id: false,
             eh_frame_hdr: false,
             relro: true,
+            fix_erratum: false,
             strip: Strip::Nothing,
             lto: crate::lto::request::LtoOptions::default(),
             lto_cache_dir: None,
@@ -213,6 +217,18 @@ pub(crate) struct Thunk {
     pub(crate) destination: Destination,
 }
 
+/// A sequence a core erratum affects, found in a provisional layout (`relax_thunks`): its atom, the offsets
+/// in it of its first instruction and of the instruction its veneer holds, and the veneer's atom (placed
+/// right after the sequence's atom, as a thunk is). Relocation makes the sequence safe
+/// ([`crate::arch::ErratumFix::apply`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ErratumSite {
+    pub(crate) atom: AtomId,
+    pub(crate) first: u64,
+    pub(crate) moved: u64,
+    pub(crate) veneer: AtomId,
+}
+
 /// What the builtin phases hand to each other. A phase that needs another's product asks for it by the
 /// phase that makes it, so a missing product is an error naming both phases, never a silent default.
 #[derive(Clone, Debug, Default)]
@@ -241,6 +257,8 @@ pub struct LinkContext {
     pub synthesized: crate::synth::Synthesized,
     /// Range-extension thunks (`relax_thunks`), each placed right after the atom whose branches it serves.
     pub(crate) thunks: Vec<Thunk>,
+    /// The sequences a core erratum affects (`relax_thunks`), in atom and offset order.
+    pub(crate) erratum_sites: Vec<ErratumSite>,
     /// The proof digest's hashing of the inputs so far (see [`LinkContext::input_digest`]).
     input_digest: RefCell<Option<InputDigest>>,
     /// The products phases hand to each other, each set only by the phase that makes it.
@@ -267,6 +285,7 @@ impl LinkContext {
             global_symbols: FxHashMap::default(),
             synthesized: crate::synth::Synthesized::default(),
             thunks: Vec::new(),
+            erratum_sites: Vec::new(),
             input_digest: RefCell::new(None),
             products: Products::default(),
             warnings: Vec::new(),
@@ -274,6 +293,13 @@ impl LinkContext {
             lto: crate::lto::LtoRuntime::default(),
             stopped: None,
         }
+    }
+
+    /// The sequences a core erratum affects in `atom`, in offset order.
+    pub(crate) fn erratum_sites_of(&self, atom: AtomId) -> &[ErratumSite] {
+        let start = self.erratum_sites.partition_point(|site| site.atom < atom);
+        let end = self.erratum_sites.partition_point(|site| site.atom <= atom);
+        &self.erratum_sites[start..end]
     }
 
     /// Sets `options.page_size` to the target's declared maximum page size unless it was given (it is 0 by

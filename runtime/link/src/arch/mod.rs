@@ -49,6 +49,43 @@ pub(crate) struct Arch {
     pub(crate) relax_tls: fn(&mut [u8], TlsAccess) -> Result<TlsRelaxed, String>,
     /// What a relocation against an undefined weak symbol becomes; `None`: the symbol is 0.
     pub(crate) undefined_weak: fn(RelocationKind, RelocationBase, i128) -> Option<UndefinedWeak>,
+    /// The core erratum the linker can work around in this architecture's code when asked to
+    /// (`--fix-cortex-a53-843419`); `None`: the option names no erratum of this architecture.
+    pub(crate) erratum: Option<&'static ErratumFix>,
+}
+
+/// A core erratum worked around as ld.bfd does it: an affected instruction sequence is found in laid-out
+/// code, a veneer (the sequence's last instruction, then a branch back) is placed after the code, and once
+/// the code is relocated the sequence is made safe either by rewriting its first instruction (when a form
+/// that cannot trigger the erratum reaches as far) or by branching to the veneer in place of the moved
+/// instruction.
+pub(crate) struct ErratumFix {
+    /// The names of veneer atoms are this followed by the address of the sequence (of the layout that made
+    /// them).
+    pub(crate) veneer_prefix: &'static str,
+    /// The veneer's second instruction: a branch back to the instruction after the moved one.
+    pub(crate) branch: &'static CodeTemplate,
+    /// Whether a local symbol of this name marks the start of code (`Some(true)`) or of data
+    /// (`Some(false)`) in its section, as the ELF ABI's mapping symbols do; `None`: it marks nothing. Only
+    /// code is searched.
+    pub(crate) mapping_symbol: fn(&str) -> Option<bool>,
+    /// Where an affected sequence that starts with the word at `address` (the first of `code`, which runs
+    /// to the end of its code) has the instruction a veneer takes: its offset in `code`.
+    pub(crate) find: fn(address: u64, code: &[u8]) -> Option<usize>,
+    /// Makes a sequence safe in relocated code (see [`ErratumSequence`]), or leaves it when it is no
+    /// longer affected where it now lies.
+    pub(crate) apply: fn(&mut [u8], ErratumSequence) -> Result<(), String>,
+}
+
+/// An affected sequence in relocated code: the index in the section's bytes and the address of its first
+/// instruction and of the instruction its veneer holds, and the veneer's address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ErratumSequence {
+    pub(crate) first_at: usize,
+    pub(crate) first_place: u64,
+    pub(crate) moved_at: usize,
+    pub(crate) moved_place: u64,
+    pub(crate) veneer: u64,
 }
 
 /// Code the linker writes itself, and the fields in it that address what it reaches.
@@ -66,9 +103,10 @@ impl CodeTemplate {
 
 /// A field of linker-made code: at `offset`, the target's address plus `bias` relative to `base`, written as
 /// `field` says (the relocation the target declares for it is found by what it does:
-/// `LinkGraph::declared_field`).
+/// `LinkGraph::declared_field`, among those of kind `kind`).
 pub(crate) struct CodeField {
     pub(crate) offset: u64,
+    pub(crate) kind: RelocationKind,
     pub(crate) base: RelocationBase,
     pub(crate) field: InstructionField,
     pub(crate) bias: i64,
@@ -125,6 +163,7 @@ pub(crate) static GENERIC: Arch = Arch {
     rewritten_sequence: |_, _| None,
     relax_tls: |_, _| Err("relaxing this TLS model is not supported for this target yet".to_string()),
     undefined_weak: |_, _, _| None,
+    erratum: None,
 };
 
 /// The architectures with code of their own.

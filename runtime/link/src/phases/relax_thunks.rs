@@ -1,52 +1,101 @@
-//! `neverc.link.relax_thunks`: range-extension thunks. A branch whose declared field cannot reach its target
-//! (AArch64 `CALL26`/`JUMP26`: ±128 MiB) is sent to a thunk placed right after the atom it is in, which
-//! reaches the target from there (the architecture's table has the instructions: `arch/aarch64/thunks.rs`); layout puts every thunk after
-//! its caller's atom.
+//! `neverc.link.relax_thunks`: code the linker adds once it knows where code lies: range-extension thunks,
+//! and the veneers of a core erratum's workaround.
 //!
-//! Whether a branch reaches needs addresses, which layout makes after this phase: when the live atoms could
-//! span more than the shortest branch reaches, this phase lays the output out provisionally, adds the thunks
-//! the out-of-range branches need, and lays out again until no branch needs a new one (adding thunks moves
-//! code). Branches to the same target from the same atom share a thunk. An image smaller than a branch's
-//! reach needs no layout here at all. Targets whose architecture has no thunk template (x86-64, whose
-//! branches reach the whole 4 GiB output limit's ±2 GiB) make none: a branch that does not reach is then
-//! relocation's error.
+//! A branch whose declared field cannot reach its target (AArch64 `CALL26`/`JUMP26`: ±128 MiB) is sent to a
+//! thunk placed right after the atom it is in, which reaches the target from there (the architecture's table
+//! has the instructions: `arch/aarch64/thunks.rs`); layout puts every thunk after its caller's atom.
+//! Branches to the same target from the same atom share a thunk. Targets whose architecture has no thunk
+//! template (x86-64, whose branches reach the whole 4 GiB output limit's ±2 GiB) make none: a branch that
+//! does not reach is then relocation's error.
+//!
+//! With `--fix-cortex-a53-843419`, every instruction sequence the architecture's erratum affects
+//! ([`crate::arch::ErratumFix`]) gets a veneer after its atom, holding a copy of the instruction that may
+//! have to move (with its relocations) and a branch back; relocation then makes the sequence safe.
+//!
+//! Both need addresses, which layout makes after this phase: this phase lays the output out provisionally,
+//! adds what that layout calls for, and lays out again until nothing new is needed (what it adds moves
+//! code). An image smaller than a branch's reach needs no thunk, and without the erratum option no layout
+//! is made here at all.
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use neverc_tables::RelocationKind;
 
 use crate::address::target_value;
-use crate::arch::ThunkTemplate;
-use crate::context::{Destination, LinkContext, PhaseError, Thunk};
-use crate::graph::{Atom, AtomId, EdgeId, Origin};
+use crate::arch::{ErratumFix, ThunkTemplate};
+use crate::context::{Destination, ErratumSite, LinkContext, PhaseError, Thunk};
+use crate::graph::{Atom, AtomId, Binding, Edge, EdgeId, Origin, section_flags};
 use crate::phases::LinkPhase;
 use crate::synth::code::DeclaredFields;
 
 const PHASE: LinkPhase = LinkPhase::RelaxThunks;
 
-/// How many provisional layouts a link may need before every branch reaches (each adds thunks only for
-/// branches that did not reach in the one before).
+/// How many provisional layouts a link may need before every branch reaches and every affected sequence
+/// has its veneer (each round adds only what the layout before called for).
 const MAX_ROUNDS: usize = 8;
 
 pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseError> {
-    let Some(template) = context.graph.arch().thunk else {
-        return Ok(());
+    let arch = context.graph.arch();
+    let erratum = match (context.options.fix_erratum, arch.erratum) {
+        (false, _) => None,
+        (true, Some(fix)) => Some(fix),
+        (true, None) => {
+            let target = context.graph.target_record().map_or("?", |target| target.name);
+            return Err(PhaseError::new(
+                PHASE,
+                format!("--fix-cortex-a53-843419: the link target `{target}` has no erratum to work around"),
+            ));
+        }
     };
     context.resolve_page_size();
-    let Some(reach) = shortest_reach(context) else {
-        return Ok(());
-    };
-    if span_bound(context) < reach {
+    let thunk = arch
+        .thunk
+        .filter(|_| shortest_reach(context).is_some_and(|reach| span_bound(context) >= reach));
+    if thunk.is_none() && erratum.is_none() {
         return Ok(());
     }
-    for _ in 0..MAX_ROUNDS {
+    // The sequences that have a veneer (atom, offset of the first instruction): found again in every later
+    // layout, since the code itself does not change until relocation.
+    let mut fixed: FxHashSet<(AtomId, u64)> = FxHashSet::default();
+    for round in 0..=MAX_ROUNDS {
         let layout = crate::place::lay_out(context)?;
         context.set_layout(layout);
-        let far = out_of_range_branches(context);
-        if far.is_empty() {
+        let far = match thunk {
+            Some(_) => out_of_range_branches(context),
+            None => Vec::new(),
+        };
+        let sequences = match erratum {
+            Some(fix) => affected_sequences(context, fix, &fixed),
+            None => Vec::new(),
+        };
+        if far.is_empty() && sequences.is_empty() {
             return Ok(());
         }
-        add_thunks(context, phase, template, far)?;
+        if round == MAX_ROUNDS {
+            // A branch that still does not reach is relocation's error; a sequence left as it is would be a
+            // silent hazard.
+            return match sequences.first() {
+                None => Ok(()),
+                Some((atom, first, _)) => Err(PhaseError::new(
+                    PHASE,
+                    format!(
+                        "the erratum workaround did not settle in {MAX_ROUNDS} layouts: the sequence at `{}`+{first:#x} \
+                         has no veneer",
+                        context.graph.atoms[atom.index()].name
+                    ),
+                )),
+            };
+        }
+        if let Some(template) = thunk
+            && !far.is_empty()
+        {
+            add_thunks(context, phase, template, far)?;
+        }
+        if let Some(fix) = erratum
+            && !sequences.is_empty()
+        {
+            add_veneers(context, phase, fix, sequences, &mut fixed)?;
+        }
     }
     Ok(())
 }
@@ -188,6 +237,142 @@ fn add_thunks(
         edge.addend = 0;
     }
     graph.index_edges();
+    context.invalidate_edge_index();
+    Ok(())
+}
+
+/// The sequences of the current layout that the erratum affects and that have no veneer yet: (atom, offset
+/// of the first instruction, offset of the instruction a veneer takes). Only the code of executable sections
+/// is searched, the spans its mapping symbols mark as code.
+fn affected_sequences(
+    context: &LinkContext,
+    fix: &ErratumFix,
+    fixed: &FxHashSet<(AtomId, u64)>,
+) -> Vec<(AtomId, u64, u64)> {
+    let graph = &context.graph;
+    let Some(layout) = context.layout() else {
+        return Vec::new();
+    };
+    let mut marks: FxHashMap<AtomId, Vec<(u64, bool)>> = FxHashMap::default();
+    for symbol in &graph.symbols {
+        if symbol.binding != Binding::Local {
+            continue;
+        }
+        if let (Some(atom), Some(code)) = (symbol.atom, (fix.mapping_symbol)(&symbol.name)) {
+            marks.entry(atom).or_default().push((symbol.value, code));
+        }
+    }
+    let mut found = Vec::new();
+    for section in layout
+        .sections
+        .iter()
+        .filter(|section| section.flags & section_flags::EXECUTABLE != 0)
+    {
+        for atom in &section.atoms {
+            let Some(marks) = marks.get_mut(atom) else {
+                continue;
+            };
+            marks.sort_unstable();
+            let entry = &graph.atoms[atom.index()];
+            let bytes = graph.atom_bytes(entry);
+            for (index, (start, code)) in marks.iter().enumerate() {
+                if !code {
+                    continue;
+                }
+                let end = marks
+                    .get(index + 1)
+                    .map_or(bytes.len() as u64, |(next, _)| *next)
+                    .min(bytes.len() as u64);
+                let mut offset = start.next_multiple_of(4);
+                while offset + 4 <= end {
+                    let address = entry.address + offset;
+                    // Only the last words of a page can start a sequence: skip to them.
+                    let page_offset = address & 0xfff;
+                    if page_offset < 0xff8 {
+                        offset += 0xff8 - page_offset;
+                        continue;
+                    }
+                    if !fixed.contains(&(*atom, offset))
+                        && let Some(moved) = (fix.find)(address, &bytes[offset as usize..end as usize])
+                    {
+                        found.push((*atom, offset, offset + moved as u64));
+                    }
+                    offset += 4;
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Gives each of `sequences` a veneer after its atom: a copy of the instruction that may move, with copies
+/// of its relocations, then a branch back to the instruction after it.
+fn add_veneers(
+    context: &mut LinkContext,
+    phase: u16,
+    fix: &'static ErratumFix,
+    sequences: Vec<(AtomId, u64, u64)>,
+    fixed: &mut FxHashSet<(AtomId, u64)>,
+) -> Result<(), PhaseError> {
+    let back = DeclaredFields::of(&context.graph, fix.branch, "its erratum veneers")
+        .map_err(|error| PhaseError::new(PHASE, error))?;
+    for (atom, first, moved) in sequences {
+        fixed.insert((atom, first));
+        let graph = &mut context.graph;
+        let entry = &graph.atoms[atom.index()];
+        let Some(section) = entry.section else {
+            continue;
+        };
+        let origin = Origin {
+            input: entry.origin.input,
+            member: entry.origin.member,
+            created_by_phase: Some(phase),
+            ..Origin::default()
+        };
+        let name = format!("{}{:x}", fix.veneer_prefix, entry.address + first);
+        let mut code = graph
+            .atom_bytes(entry)
+            .get(moved as usize..moved as usize + 4)
+            .ok_or_else(|| {
+                PhaseError::new(
+                    PHASE,
+                    format!("`{}`: an erratum sequence lies past its end", entry.name),
+                )
+            })?
+            .to_vec();
+        code.extend_from_slice(fix.branch.code);
+        let veneer = AtomId(graph.atoms.len() as u32);
+        graph.atoms.push(Atom::synthetic(Some(section), &name, 4, code, origin));
+        let copies: Vec<Edge> = graph
+            .edges_of(atom)
+            .filter(|(_, edge)| edge.offset == moved)
+            .map(|(_, edge)| Edge {
+                source: veneer,
+                offset: 0,
+                origin,
+                ..edge.clone()
+            })
+            .collect();
+        graph.edges.extend(copies);
+        let after_moved = (None, Some(atom));
+        graph.edges.extend(
+            back.edges(veneer, 4, after_moved, moved as i64 + 4, origin)
+                .collect::<Vec<_>>(),
+        );
+        context.thunks.push(Thunk {
+            atom: veneer,
+            anchor: atom,
+            destination: (None, Some(atom), moved as i64 + 4),
+        });
+        context.erratum_sites.push(ErratumSite {
+            atom,
+            first,
+            moved,
+            veneer,
+        });
+    }
+    context.erratum_sites.sort_by_key(|site| (site.atom, site.first));
+    context.graph.index_edges();
     context.invalidate_edge_index();
     Ok(())
 }

@@ -8,7 +8,7 @@
 //! range-extension thunk, made by `relax_thunks`).
 
 use crate::address::target_value;
-use crate::arch::{TlsAccess, TlsRelaxed, UndefinedWeak};
+use crate::arch::{ErratumSequence, TlsAccess, TlsRelaxed, UndefinedWeak};
 use crate::context::{Layout, LinkContext, OutputSection, PhaseError};
 use crate::graph::{AtomId, Binding, Definition, Edge};
 use crate::image::SparseBytes;
@@ -141,6 +141,22 @@ fn place_atom(
         if let Err(message) = apply(context, edge, entry.address, stored, at) {
             let input = context.graph.input_name(entry.origin.input);
             messages.push(format!("{input}:{}+{:#x}: {message}", entry.name, edge.offset));
+        }
+    }
+    // Sequences a core erratum affects are made safe in the relocated code.
+    if let Some(fix) = arch.erratum {
+        for site in context.erratum_sites_of(atom) {
+            let sequence = ErratumSequence {
+                first_at: at + site.first as usize,
+                first_place: entry.address + site.first,
+                moved_at: at + site.moved as usize,
+                moved_place: entry.address + site.moved,
+                veneer: context.graph.atoms[site.veneer.index()].address,
+            };
+            if let Err(message) = (fix.apply)(stored, sequence) {
+                let input = context.graph.input_name(entry.origin.input);
+                messages.push(format!("{input}:{}+{:#x}: {message}", entry.name, site.first));
+            }
         }
     }
     if messages.is_empty() {

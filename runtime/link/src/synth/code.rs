@@ -2,7 +2,7 @@
 //! range-extension thunk) turned into edges: each field of a copy of the template becomes a relocation the
 //! target declares for what the field does, so relocation patches linker-made code like any other.
 
-use neverc_tables::{RelocationBase, RelocationKind};
+use neverc_tables::RelocationBase;
 
 use crate::arch::{CodeField, CodeTemplate};
 use crate::graph::{AtomId, Edge, EdgeKind, LinkGraph, ObjectFormat, Origin, RelocationType, SymbolId};
@@ -19,12 +19,12 @@ impl DeclaredFields {
             .iter()
             .map(|field| {
                 graph
-                    .declared_field(RelocationKind::Symbol, field.base, &field.field)
+                    .declared_field(field.kind, field.base, &field.field)
                     .map(|raw| (field, raw))
                     .ok_or_else(|| {
                         format!(
-                            "the target declares no `symbol` relocation relative to {:?} writing {:?}, which {what} need",
-                            field.base, field.field
+                            "the target declares no {:?} relocation relative to {:?} writing {:?}, which {what} need",
+                            field.kind, field.base, field.field
                         )
                     })
             })

@@ -4,6 +4,7 @@
 //! target file's business: the fields here are found among its declarations by what they do
 //! (`LinkGraph::declared_field`), never by number.
 
+mod erratum;
 mod thunks;
 mod tls;
 
@@ -24,6 +25,7 @@ pub(crate) static ARCH: Arch = Arch {
     rewritten_sequence: |_, _| None,
     relax_tls,
     undefined_weak,
+    erratum: Some(&erratum::CORTEX_A53_843419),
 };
 
 /// Relaxes a TLS access to local-exec (the addend of an AArch64 relocation is the variable's, not a PC bias,
@@ -97,6 +99,7 @@ const IPLT_ENTRY: CodeTemplate = CodeTemplate {
 const fn page_of_target(offset: u64) -> CodeField {
     CodeField {
         offset,
+        kind: RelocationKind::Symbol,
         base: RelocationBase::Page,
         field: ADRP_PAGE,
         bias: 0,
@@ -107,6 +110,7 @@ const fn page_of_target(offset: u64) -> CodeField {
 const fn low_12_bits_of_target(offset: u64, field: InstructionField) -> CodeField {
     CodeField {
         offset,
+        kind: RelocationKind::Symbol,
         base: RelocationBase::Nothing,
         field,
         bias: 0,

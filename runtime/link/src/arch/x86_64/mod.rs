@@ -20,6 +20,7 @@ pub(crate) static ARCH: Arch = Arch {
     rewritten_sequence: tls::relaxed_sequence,
     relax_tls,
     undefined_weak: |_, _, _| None,
+    erratum: None,
 };
 
 /// The PLT entry of an indirect function, as ld.bfd writes them in a static executable: `jmp *slot(%rip)`,
@@ -28,6 +29,7 @@ const IPLT_ENTRY: CodeTemplate = CodeTemplate {
     code: &[0xff, 0x25, 0, 0, 0, 0, 0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0, 0x66, 0x90],
     fields: &[CodeField {
         offset: 2,
+        kind: RelocationKind::Symbol,
         base: RelocationBase::Place,
         // The jump's 32-bit displacement, from the end of the instruction (the field + 4).
         field: InstructionField {
