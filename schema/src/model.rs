@@ -342,6 +342,7 @@ fn lower_elf<'a>(elf: &ElfFacts, arena: &'a Bump) -> Result<ElfRecordIn<'a>, Str
         max_page_size: elf.max_page_size,
         tls,
         emulations: strs(arena, &elf.emulations),
+        errata: strs(arena, &elf.errata),
     })
 }
 

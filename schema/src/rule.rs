@@ -38,6 +38,8 @@ pub enum Rule {
     DuplicateDwarfNumber,
     /// `duplicate-emulation`.
     DuplicateEmulation,
+    /// `duplicate-erratum`.
+    DuplicateErratum,
     /// `duplicate-family`.
     DuplicateFamily,
     /// `duplicate-flag`.
@@ -160,7 +162,7 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule.
-    pub const ALL: [Rule; 75] = [
+    pub const ALL: [Rule; 76] = [
         Rule::AbiDuplicateName,
         Rule::AbiDuplicateValue,
         Rule::AbiHeader,
@@ -177,6 +179,7 @@ impl Rule {
         Rule::DuplicateClass,
         Rule::DuplicateDwarfNumber,
         Rule::DuplicateEmulation,
+        Rule::DuplicateErratum,
         Rule::DuplicateFamily,
         Rule::DuplicateFlag,
         Rule::DuplicateId,
@@ -257,6 +260,7 @@ impl Rule {
             Rule::DuplicateClass => "duplicate-class",
             Rule::DuplicateDwarfNumber => "duplicate-dwarf-number",
             Rule::DuplicateEmulation => "duplicate-emulation",
+            Rule::DuplicateErratum => "duplicate-erratum",
             Rule::DuplicateFamily => "duplicate-family",
             Rule::DuplicateFlag => "duplicate-flag",
             Rule::DuplicateId => "duplicate-id",

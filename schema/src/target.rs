@@ -60,6 +60,12 @@ pub struct ElfFacts {
     /// used by no other target.
     #[schemars(length(min = 1), inner(regex(pattern = r"^[a-z][a-z0-9_]*$")))]
     pub emulations: Vec<String>,
+    /// Errata of the target's cores that the linker works around in code when asked, by the names of GNU
+    /// ld's options for them (`cortex-a53-843419`: `--fix-cortex-a53-843419`). The architecture's code in
+    /// the link runtime has the workaround; each listed once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(inner(regex(pattern = r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")))]
+    pub errata: Vec<String>,
 }
 
 /// Where an executable's TLS block lies relative to the thread pointer ("ELF Handling For Thread-Local

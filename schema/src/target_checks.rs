@@ -200,6 +200,16 @@ fn check_elf(declaration: &TargetDeclaration, findings: &mut Vec<Finding>) {
             ));
         }
     }
+    let mut errata = HashSet::new();
+    for (index, erratum) in elf.errata.iter().enumerate() {
+        if !errata.insert(erratum) {
+            findings.push(Finding::error(
+                Rule::DuplicateErratum,
+                format!("/elf/errata/{index}"),
+                format!("erratum `{erratum}` is listed twice"),
+            ));
+        }
+    }
 }
 
 fn check_relocations(declaration: &TargetDeclaration, findings: &mut Vec<Finding>) {

@@ -592,6 +592,34 @@ fn a_tls_variant_has_a_tcb_size_exactly_when_it_is_variant_i() {
 }
 
 #[test]
+fn errata_are_listed_once_and_well_formed() {
+    let (text, found) = target_text_with("aarch64.toml", |text| {
+        text.replacen(
+            "errata = [\"cortex-a53-843419\"]",
+            "errata = [\"cortex-a53-843419\",\n    \"cortex-a53-843419\"]",
+            1,
+        )
+    });
+    assert_eq!(found.len(), 1, "{found:?}");
+    let twice = find(
+        &found,
+        "duplicate-erratum",
+        "erratum `cortex-a53-843419` is listed twice",
+    );
+    assert_eq!(twice.pointer, "/elf/errata/1");
+    assert_eq!(twice.line, line_of(&text, "    \"cortex-a53-843419\"]"));
+    for erratum in ["\"Cortex-A53\"", "\"fix-\"", "\"\""] {
+        let (_, found) = target_text_with("aarch64.toml", |text| {
+            text.replacen("errata = [\"cortex-a53-843419\"]", &format!("errata = [{erratum}]"), 1)
+        });
+        assert!(
+            found.len() == 1 && found[0].rule == "schema" && found[0].pointer == "/elf/errata/0",
+            "{erratum}: {found:?}"
+        );
+    }
+}
+
+#[test]
 fn emulations_are_listed_once_and_well_formed() {
     let (text, found) = target_text_with("aarch64.toml", |text| {
         text.replacen(

@@ -32,7 +32,7 @@ pub(crate) struct LdCommand {
     pub(crate) build_id: bool,
     pub(crate) eh_frame_hdr: bool,
     pub(crate) relro: bool,
-    /// `--fix-cortex-a53-843419`.
+    /// `--fix-NAME` for an erratum a target declares (`--fix-cortex-a53-843419`).
     pub(crate) fix_erratum: bool,
     pub(crate) strip: Strip,
     /// `-z max-page-size=`.
@@ -245,7 +245,7 @@ enum Opt {
     IgnoredWithValue,
     Sysroot,
     Relocatable,
-    /// `--fix-cortex-a53-843419[=full]`: the AArch64 erratum workaround, as ld.bfd makes it.
+    /// `--fix-NAME[=full]` for an erratum a target declares: its workaround, as ld.bfd makes it.
     FixErratum,
     Trace,
     TracePhases,
@@ -365,10 +365,19 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         | "format"
         | "oformat"
         | "relax-thunks" => (Opt::Unsupported(CHANGES_OUTPUT), Flag),
-        "fix-cortex-a53-843419" => (Opt::FixErratum, Optional),
+        // `--fix-NAME` for every erratum a bundled target declares (`[elf] errata`).
+        _ if name.strip_prefix("fix-").is_some_and(is_declared_erratum) => (Opt::FixErratum, Optional),
         _ => return None,
     };
     Some(found)
+}
+
+/// Whether a bundled target declares the core erratum `name` (its `--fix-NAME` option).
+fn is_declared_erratum(name: &str) -> bool {
+    BUNDLED_TARGETS
+        .iter()
+        .filter_map(|target| target.elf)
+        .any(|elf| elf.errata.contains(&name))
 }
 
 /// The short options (`-x`, with a value attached or as the next argument).

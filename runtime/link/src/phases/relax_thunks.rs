@@ -36,14 +36,21 @@ const MAX_ROUNDS: usize = 8;
 
 pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseError> {
     let arch = context.graph.arch();
-    let erratum = match (context.options.fix_erratum, arch.erratum) {
-        (false, _) => None,
-        (true, Some(fix)) => Some(fix),
-        (true, None) => {
-            let target = context.graph.target_record().map_or("?", |target| target.name);
+    let target = context.graph.target_record();
+    let declared = target
+        .and_then(|target| target.elf)
+        .is_some_and(|elf| !elf.errata.is_empty());
+    let erratum = match (context.options.fix_erratum, declared, arch.erratum) {
+        (false, _, _) => None,
+        (true, true, Some(fix)) => Some(fix),
+        (true, _, _) => {
+            let target = target.map_or("?", |target| target.name);
             return Err(PhaseError::new(
                 PHASE,
-                format!("--fix-cortex-a53-843419: the link target `{target}` has no erratum to work around"),
+                format!(
+                    "an erratum workaround was asked for, but the link target `{target}` declares no erratum \
+                     (`[elf] errata`) that the linker has a workaround for"
+                ),
             ));
         }
     };

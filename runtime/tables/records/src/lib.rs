@@ -569,6 +569,9 @@ pub struct ElfRecordIn<'a> {
     /// GNU ld's emulation names for the target (`-m elf_x86_64`), in declaration order; exact spellings,
     /// unique across the targets of a registry.
     pub emulations: &'a [&'a str],
+    /// Errata of the target's cores the linker works around when asked (`--fix-NAME`), by the names of GNU
+    /// ld's options for them.
+    pub errata: &'a [&'a str],
 }
 
 impl ElfRecordIn<'_> {
