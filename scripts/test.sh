@@ -13,8 +13,8 @@ cd "$(dirname "$0")/.."
 # qemu-aarch64), g++-aarch64-linux-gnu (AArch64 C++ and its libstdc++.a), musl-dev:arm64 (musl's AArch64
 # libc.a and start files, from Debian's arm64 archive through multiarch; its aarch64-linux-musl-gcc specs drive
 # gcc-aarch64-linux-gnu), redis-server (the LTO cache of scope REMOTE_SHARED: tests/lto.rs starts its own
-# server on a loopback port and stops it).
-PACKAGES=(clang-14 llvm-14 g++ binutils gcc-aarch64-linux-gnu musl-tools lld chromium graphviz qemu-user redis-server
+# server on a loopback port and stops it), gdb (debugs the programs of tests/debug_info.rs by file and line).
+PACKAGES=(clang-14 llvm-14 g++ binutils gcc-aarch64-linux-gnu musl-tools lld chromium graphviz qemu-user redis-server gdb
     g++-aarch64-linux-gnu musl-dev:arm64)
 if ((${#PACKAGES[@]})); then
     missing=()

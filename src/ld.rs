@@ -130,6 +130,7 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
     options.eh_frame_hdr = command.eh_frame_hdr;
     options.relro = command.relro;
     options.fix_erratum = command.fix_erratum;
+    options.compress_debug_sections = command.compress_debug_sections;
     options.strip = command.strip;
     options.lto = command.lto;
     options.lto_cache_dir = command.lto_cache_dir;
@@ -229,7 +230,13 @@ Output:
                                   target's `[elf] max_page_size`)
   -z common-page-size=N           accepted when at most the maximum page size
   -s, --strip-all / -S, --strip-debug
-                                  drop the symbol table / debugging sections (the last one wins)
+                                  drop the symbol table and debugging sections / the debugging sections
+                                  (the last one wins); without them, debugging information (DWARF) and
+                                  the other sections no segment loads (.comment) are kept as GNU ld keeps
+                                  them, their strings merged
+  --compress-debug-sections=none|zlib|zlib-gabi
+                                  zlib: write the debugging sections zlib-compressed (SHF_COMPRESSED) where
+                                  that makes them smaller; zlib-gnu and zstd are refused
   -r, -i, --relocatable           merge the inputs into one object; needs an object-merge provider
                                   (there is no builtin one yet, so this is a link failure naming it)
   --symbol-ordering-file FILE     place the symbols FILE names first, in that order
@@ -249,7 +256,7 @@ Accepted, since they cannot change a static executable (or ask for what neverc-s
   -rpath DIR, -rpath-link DIR, -R DIR, --export-dynamic, -E, --no-undefined, --[no-]allow-shlib-undefined,
   --enable-new-dtags, --disable-new-dtags, --[no-]copy-dt-needed-entries, --relax, --no-whole-archive,
   --[no-]warn-rwx-segments, --[no-]warn-execstack, --no-fatal-warnings, --warn-common, --warn-once,
-  --no-warn-mismatch, --no-warn-search-mismatch, --compress-debug-sections=none, -g,
+  --no-warn-mismatch, --no-warn-search-mismatch, -g,
   -X and --discard-locals (temporary `.L` symbols are never written to the symbol table),
   -z now|lazy|noexecstack|separate-code|defs|text|notext
 

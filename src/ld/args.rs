@@ -34,6 +34,8 @@ pub(crate) struct LdCommand {
     pub(crate) relro: bool,
     /// `--fix-NAME` for an erratum a target declares (`--fix-cortex-a53-843419`).
     pub(crate) fix_erratum: bool,
+    /// `--compress-debug-sections=zlib`.
+    pub(crate) compress_debug_sections: bool,
     pub(crate) strip: Strip,
     /// `-z max-page-size=`.
     pub(crate) page_size: Option<u64>,
@@ -439,6 +441,7 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
             eh_frame_hdr: false,
             relro: true,
             fix_erratum: false,
+            compress_debug_sections: false,
             strip: Strip::Nothing,
             page_size: None,
             common_page_size: None,
@@ -760,12 +763,23 @@ impl Parser {
             Opt::SymbolOrderingFile => command.symbol_ordering_file = Some(path(value)?),
             Opt::CompressDebugSections => {
                 let how = text(&value)?;
-                if how != "none" {
-                    return Err(LdError::Unsupported {
-                        option: format!("{spelled}={how}"),
-                        reason: CHANGES_OUTPUT,
-                    });
-                }
+                command.compress_debug_sections = match how.as_str() {
+                    "none" => false,
+                    // zlib is the gABI's SHF_COMPRESSED form, as with GNU ld.
+                    "zlib" | "zlib-gabi" => true,
+                    "zlib-gnu" => {
+                        return Err(bad(
+                            spelled,
+                            "`zlib-gnu` (the legacy `.zdebug` sections) is not supported: use zlib",
+                        ));
+                    }
+                    "zstd" => {
+                        return Err(bad(spelled, "`zstd` is not supported yet: use zlib"));
+                    }
+                    other => {
+                        return Err(bad(spelled, format!("`{other}` is none of none, zlib, zlib-gabi")));
+                    }
+                };
             }
             Opt::Unsupported(reason) => {
                 return Err(LdError::Unsupported {

@@ -8,9 +8,16 @@ use crate::graph::{AtomId, Definition, Edge, SymbolId, SymbolType, atom_flags};
 
 /// The address of an atom in the output (through folding).
 pub(crate) fn atom_address(context: &LinkContext, atom: AtomId) -> u64 {
-    let entry = &context.graph.atoms[atom.index()];
+    let graph = &context.graph;
+    let entry = &graph.atoms[atom.index()];
     match entry.fold_leader {
-        Some(leader) if entry.flags & atom_flags::FOLDED != 0 => context.graph.atoms[leader.index()].address,
+        Some(leader) if entry.flags & atom_flags::FOLDED != 0 => graph.atoms[leader.index()].address,
+        // A discarded COMDAT copy is its kept copy; a section nothing placed is at 0 (the tombstone of what
+        // debugging information says about code that is not in the output).
+        _ if !entry.is_live() => match graph.kept_copy(atom) {
+            Some(kept) if graph.atoms[kept.index()].is_live() => graph.atoms[kept.index()].address,
+            _ => 0,
+        },
         _ => entry.address,
     }
 }

@@ -52,6 +52,9 @@ pub struct LinkOptions {
     /// `--fix-cortex-a53-843419`: work around the core erratum of the target's architecture
     /// ([`crate::arch::ErratumFix`]); an error on a target whose architecture has none.
     pub fix_erratum: bool,
+    /// `--compress-debug-sections=zlib`: debugging sections are written zlib-compressed where that makes
+    /// them smaller.
+    pub compress_debug_sections: bool,
     /// `-s` / `-S`: which symbols the image keeps.
     pub strip: Strip,
     /// How bitcode inputs are optimized and compiled (`-plugin-opt=`, `--lto-*`, `--thinlto-*`).
@@ -111,6 +114,7 @@ impl LinkOptions {
             eh_frame_hdr: false,
             relro: true,
             fix_erratum: false,
+            compress_debug_sections: false,
             strip: Strip::Nothing,
             lto: crate::lto::request::LtoOptions::default(),
             lto_cache_dir: None,
@@ -144,6 +148,30 @@ pub struct OutputSection {
     pub file_size: u64,
     pub atoms: Vec<AtomId>,
     pub segment: usize,
+}
+
+impl OutputSection {
+    /// An output section with nothing in it yet, not placed.
+    pub(crate) fn empty(
+        name: &str,
+        id: Option<crate::sections::OutputSectionId>,
+        sh_type: crate::image::SectionKind,
+        flags: u64,
+    ) -> OutputSection {
+        OutputSection {
+            name: name.to_string(),
+            id,
+            sh_type,
+            flags,
+            alignment: 1,
+            address: 0,
+            file_offset: 0,
+            size: 0,
+            file_size: 0,
+            atoms: Vec::new(),
+            segment: 0,
+        }
+    }
 }
 
 /// A loadable segment: a run of output sections with the same permissions.

@@ -726,6 +726,21 @@ impl LinkGraph {
             .map(|relocation| relocation.number)
     }
 
+    /// The atom that stands for `atom`, a section of a group that lost COMDAT selection: the section of the
+    /// same name and size in the group that won, as GNU ld redirects what refers to a discarded copy (the
+    /// debugging information of the unit whose copy was discarded).
+    pub fn kept_copy(&self, atom: AtomId) -> Option<AtomId> {
+        let entry = self.atoms.get(atom.index())?;
+        let comdat = self.comdats.get(entry.comdat?.index())?;
+        let kept = self.comdats.get(comdat.selected?.index())?;
+        let section = self.sections.get(entry.section?.index())?;
+        kept.sections
+            .iter()
+            .map(|kept| &self.sections[kept.index()])
+            .find(|kept| kept.name == section.name && kept.size == section.size)
+            .map(|kept| kept.atom)
+    }
+
     /// Whether an atom belongs to a group that lost COMDAT selection.
     pub fn is_discarded(&self, atom: AtomId) -> bool {
         self.atoms

@@ -50,6 +50,7 @@ pub(crate) fn lay_out(context: &mut LinkContext) -> Result<Layout, PhaseError> {
     // Output sections by name, in first-seen order; atoms in graph order (link order).
     let mut by_name: FxHashMap<String, usize> = FxHashMap::default();
     let mut sections: Vec<(OutputSection, u32)> = Vec::new();
+    let mut unallocated: Vec<OutputSection> = Vec::new();
     // Link order is command-line order: an archive member's sections go where its archive was named (so that
     // crtend.o's `.eh_frame` terminator ends the unwind tables, as with ld.bfd), not where it was extracted.
     // Output sections are made in that order too, so that sections no rule ranks (`neverc_items`,
@@ -85,6 +86,12 @@ pub(crate) fn lay_out(context: &mut LinkContext) -> Result<Layout, PhaseError> {
                 (atom.name.as_str(), None, section_flags::ALLOCATED | made)
             }
         };
+        // Sections that are not loaded (debugging information, `.comment`) go after the loaded ones in the
+        // file, by their inputs' names.
+        if flags & section_flags::ALLOCATED == 0 {
+            add_unallocated(&mut unallocated, input_name, input_kind, flags, atom, index);
+            continue;
+        }
         let id = OutputSectionId::for_input(input_name);
         let name = match id {
             Some(id) => id.name(),
@@ -100,19 +107,7 @@ pub(crate) fn lay_out(context: &mut LinkContext) -> Result<Layout, PhaseError> {
                     (None, _) => SectionKind::ProgBits,
                 };
                 sections.push((
-                    OutputSection {
-                        name: name.to_string(),
-                        id,
-                        sh_type,
-                        flags: 0,
-                        alignment: 1,
-                        address: 0,
-                        file_offset: 0,
-                        size: 0,
-                        file_size: 0,
-                        atoms: Vec::new(),
-                        segment: 0,
-                    },
+                    OutputSection::empty(name, id, sh_type, 0),
                     id.map_or(OTHER_RANK, |id| id.kind().rank),
                 ));
                 by_name.insert(name.to_string(), sections.len() - 1);
@@ -192,6 +187,7 @@ pub(crate) fn lay_out(context: &mut LinkContext) -> Result<Layout, PhaseError> {
             }
         }
     }
+    place_unallocated(graph, &mut layout, unallocated);
     // Input sections follow their atoms.
     for section in &mut graph.sections {
         let atom = &graph.atoms[section.atom.index()];
@@ -211,6 +207,65 @@ pub(crate) fn lay_out(context: &mut LinkContext) -> Result<Layout, PhaseError> {
         })?;
     layout.entry = entry;
     Ok(layout)
+}
+
+/// Adds the atom at `index` of an unallocated input section named `name` to its output section (made on
+/// first use, in first-seen order): debugging information and notes for tools, which no segment loads.
+fn add_unallocated(
+    unallocated: &mut Vec<OutputSection>,
+    name: &str,
+    kind: Option<crate::graph::SectionKind>,
+    flags: u64,
+    atom: &Atom,
+    index: usize,
+) {
+    let slot = match unallocated.iter().position(|section| section.name == name) {
+        Some(slot) => slot,
+        None => {
+            let sh_type = if kind == Some(crate::graph::SectionKind::Note) {
+                SectionKind::Note
+            } else {
+                SectionKind::ProgBits
+            };
+            let strings = flags & (section_flags::MERGEABLE | section_flags::STRINGS);
+            unallocated.push(OutputSection::empty(name, None, sh_type, strings));
+            unallocated.len() - 1
+        }
+    };
+    let output = &mut unallocated[slot];
+    // Strings stay mergeable only when every input is.
+    output.flags &= flags;
+    output.alignment = output.alignment.max(effective_alignment(atom.alignment));
+    output.atoms.push(AtomId(index as u32));
+}
+
+/// Places the unallocated output sections after everything loaded, in the file only: their addresses are
+/// 0, their atoms' addresses offsets within them (what a relocation of debugging information that names
+/// one of them, such as an offset into `.debug_str`, needs), and the layout's file size grows past them.
+fn place_unallocated(graph: &mut LinkGraph, layout: &mut Layout, mut unallocated: Vec<OutputSection>) {
+    // In GNU ld's order of the names it knows; the atoms are in link order already: they were added in it.
+    unallocated.sort_by_key(|section| crate::sections::unallocated_rank(&section.name));
+    for mut section in unallocated {
+        let mut offset: u64 = 0;
+        for atom in &section.atoms {
+            let entry = &mut graph.atoms[atom.index()];
+            offset = offset.next_multiple_of(effective_alignment(entry.alignment));
+            entry.address = offset;
+            offset += entry.size();
+        }
+        let file_offset = layout
+            .file_size
+            .next_multiple_of(effective_alignment(section.alignment));
+        for atom in &section.atoms {
+            let entry = &mut graph.atoms[atom.index()];
+            entry.file_offset = file_offset + entry.address;
+        }
+        section.file_offset = file_offset;
+        section.size = offset;
+        section.file_size = offset;
+        layout.file_size = file_offset + offset;
+        layout.sections.push(section);
+    }
 }
 
 /// The permission group (an index into [`SEGMENT_FLAGS`]) of an output section; `relro` is `-z relro`.

@@ -255,6 +255,62 @@ pub fn output_name(input: &str) -> &str {
     }
 }
 
+/// The sections no segment loads that GNU ld's default script names, in its order: the comment, then
+/// DWARF 1 to 5 debugging information. An unallocated output section goes by its position here (one not
+/// named after all of them, in first-seen order).
+const UNALLOCATED_ORDER: [&str; 32] = [
+    ".comment",
+    ".gnu.build.attributes",
+    ".debug",
+    ".line",
+    ".debug_srcinfo",
+    ".debug_sfnames",
+    ".debug_aranges",
+    ".debug_pubnames",
+    ".debug_info",
+    ".debug_abbrev",
+    ".debug_line",
+    ".debug_frame",
+    ".debug_str",
+    ".debug_loc",
+    ".debug_macinfo",
+    ".debug_weaknames",
+    ".debug_funcnames",
+    ".debug_typenames",
+    ".debug_varnames",
+    ".debug_pubtypes",
+    ".debug_ranges",
+    ".debug_addr",
+    ".debug_line_str",
+    ".debug_loclists",
+    ".debug_macro",
+    ".debug_names",
+    ".debug_rnglists",
+    ".debug_str_offsets",
+    ".debug_sup",
+    ".gnu.attributes",
+    ".stab",
+    ".stabstr",
+];
+
+/// The order of an unallocated output section (see [`UNALLOCATED_ORDER`]).
+pub fn unallocated_rank(name: &str) -> usize {
+    UNALLOCATED_ORDER
+        .iter()
+        .position(|known| *known == name)
+        .unwrap_or(UNALLOCATED_ORDER.len())
+}
+
+/// Whether an input section holds debugging information, which `-S` and `-s` drop: what GNU ld marks as
+/// such by name (DWARF's `.debug*` and `.zdebug*`, `.gnu.linkonce.wi.*`, `.line`, stabs).
+pub fn is_debugging(name: &str) -> bool {
+    name.starts_with(".debug")
+        || name.starts_with(".zdebug")
+        || name.starts_with(".gnu.linkonce.wi.")
+        || name == ".line"
+        || name.starts_with(".stab")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -61,6 +61,9 @@ pub(crate) const SHF_WRITE: u64 = 1;
 pub(crate) const SHF_ALLOC: u64 = 2;
 pub(crate) const SHF_EXECINSTR: u64 = 4;
 pub(crate) const SHF_TLS: u64 = 0x400;
+pub(crate) const SHF_MERGE: u64 = 0x10;
+pub(crate) const SHF_STRINGS: u64 = 0x20;
+pub(crate) const SHF_COMPRESSED: u64 = 0x800;
 const SHT_PROGBITS: u32 = 1;
 const SHT_SYMTAB: u32 = 2;
 const SHT_STRTAB: u32 = 3;
@@ -168,6 +171,11 @@ impl SectionFlags {
     pub const EXECUTE: SectionFlags = SectionFlags(4);
     /// The section is part of the thread-local storage template (`SHF_TLS`).
     pub const TLS: SectionFlags = SectionFlags(8);
+    /// The section is a table of NUL-terminated strings that a reader may merge (`SHF_MERGE | SHF_STRINGS`,
+    /// one-byte characters: `sh_entsize` 1), such as `.debug_str` and `.comment`.
+    pub const STRINGS: SectionFlags = SectionFlags(16);
+    /// The section holds a compression header and compressed bytes (`SHF_COMPRESSED`).
+    pub const COMPRESSED: SectionFlags = SectionFlags(32);
 
     /// No attribute at all.
     pub const fn empty() -> SectionFlags {
@@ -193,6 +201,12 @@ impl SectionFlags {
         }
         if self.contains(SectionFlags::TLS) {
             flags |= SHF_TLS;
+        }
+        if self.contains(SectionFlags::STRINGS) {
+            flags |= SHF_MERGE | SHF_STRINGS;
+        }
+        if self.contains(SectionFlags::COMPRESSED) {
+            flags |= SHF_COMPRESSED;
         }
         flags
     }
@@ -958,7 +972,11 @@ fn section_headers(layout: &ImageLayout, plan: &Plan) -> Vec<u8> {
             link: 0,
             info: 0,
             alignment: section.alignment,
-            entry_size: section.kind.entry_size(),
+            entry_size: if section.flags.contains(SectionFlags::STRINGS) {
+                1
+            } else {
+                section.kind.entry_size()
+            },
         }
         .encode(&mut encoder);
     }

@@ -17,12 +17,14 @@
 //! The caller lays out; the constraints the writer assumes are listed in the `elf` module documentation
 //! (see [`write_elf`]).
 
+mod compress;
 mod elf;
 mod map_file;
 mod sparse;
 mod verify;
 mod writer;
 
+pub use compress::{COMPRESSED_ALIGNMENT, compress_zlib};
 pub use elf::{
     ElfError, ImageLayout, ProgramHeaderKind, ProgramHeaderLayout, SectionFlags, SectionKind, SectionLayout,
     SegmentFlags, SegmentLayout, SymbolBinding, SymbolKind, SymbolLayout, elf_file_size, elf_headers_size, write_elf,

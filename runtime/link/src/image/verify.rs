@@ -14,8 +14,9 @@ use object::elf::FileHeader64;
 use object::read::elf::{FileHeader as _, ProgramHeader as _, SectionHeader as _};
 
 use super::elf::{
-    FILE_HEADER_SIZE, ImageLayout, PF_W, PF_X, PT_GNU_STACK, PT_LOAD, SECTION_HEADER_SIZE, SHF_ALLOC, SHF_EXECINSTR,
-    SHF_TLS, SHF_WRITE, SHT_NOBITS, SYNTHESIZED_SECTIONS, SegmentLayout, permission_string,
+    FILE_HEADER_SIZE, ImageLayout, PF_W, PF_X, PT_GNU_STACK, PT_LOAD, SECTION_HEADER_SIZE, SHF_ALLOC, SHF_COMPRESSED,
+    SHF_EXECINSTR, SHF_MERGE, SHF_STRINGS, SHF_TLS, SHF_WRITE, SHT_NOBITS, SYNTHESIZED_SECTIONS, SegmentLayout,
+    permission_string,
 };
 use super::sparse::SparseBytes;
 
@@ -608,7 +609,7 @@ fn compare_sections(
             *slot = true;
         }
         let item = format!("section {}", declared.name);
-        let attribute_mask = SHF_ALLOC | SHF_WRITE | SHF_EXECINSTR | SHF_TLS;
+        let attribute_mask = SHF_ALLOC | SHF_WRITE | SHF_EXECINSTR | SHF_TLS | SHF_MERGE | SHF_STRINGS | SHF_COMPRESSED;
         let pairs = [
             ("sh_type", u64::from(declared.kind.sh_type()), u64::from(section.kind)),
             ("sh_flags", declared.flags.to_elf(), section.flags & attribute_mask),

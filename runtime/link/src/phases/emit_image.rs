@@ -5,10 +5,10 @@ use rustc_hash::FxHashMap;
 
 use crate::address::symbol_address;
 use crate::context::{LinkContext, PhaseError};
-use crate::graph::{Binding, Definition, SymbolType};
+use crate::graph::{Binding, Definition, SymbolType, section_flags};
 use crate::image::{
-    ImageLayout, SectionFlags, SectionKind, SectionLayout, SegmentLayout, SparseBytes, SymbolBinding, SymbolKind,
-    SymbolLayout, elf_file_size, write_elf,
+    COMPRESSED_ALIGNMENT, ImageLayout, SectionFlags, SectionKind, SectionLayout, SegmentLayout, SparseBytes,
+    SymbolBinding, SymbolKind, SymbolLayout, compress_zlib, elf_file_size, write_elf,
 };
 use crate::phases::LinkPhase;
 use crate::sections::OutputSectionId;
@@ -55,7 +55,7 @@ fn image_layout(context: &mut LinkContext) -> Result<ImageLayout, PhaseError> {
             alignment: context.options.page_size,
         })
         .collect();
-    let sections = layout
+    let mut sections: Vec<SectionLayout> = layout
         .sections
         .iter()
         .enumerate()
@@ -65,7 +65,16 @@ fn image_layout(context: &mut LinkContext) -> Result<ImageLayout, PhaseError> {
             } else {
                 section.sh_type
             };
-            let mut flags = SectionFlags::ALLOC;
+            let allocated = section.flags & section_flags::ALLOCATED != 0;
+            let mut flags = if allocated {
+                SectionFlags::ALLOC
+            } else {
+                SectionFlags::empty()
+            };
+            let strings = section_flags::MERGEABLE | section_flags::STRINGS;
+            if !allocated && section.flags & strings == strings {
+                flags = flags | SectionFlags::STRINGS;
+            }
             if section.flags & crate::graph::section_flags::WRITABLE != 0 {
                 flags = flags | SectionFlags::WRITE;
             }
@@ -77,7 +86,7 @@ fn image_layout(context: &mut LinkContext) -> Result<ImageLayout, PhaseError> {
             }
             SectionLayout {
                 name: section.name.clone(),
-                segment: Some(section.segment),
+                segment: allocated.then_some(section.segment),
                 kind,
                 flags,
                 address: section.address,
@@ -92,6 +101,9 @@ fn image_layout(context: &mut LinkContext) -> Result<ImageLayout, PhaseError> {
             }
         })
         .collect();
+    if context.options.compress_debug_sections {
+        compress_debugging_sections(&mut sections)?;
+    }
     Ok(ImageLayout {
         entry: layout.entry,
         output_kind: context.options.output_kind,
@@ -103,8 +115,33 @@ fn image_layout(context: &mut LinkContext) -> Result<ImageLayout, PhaseError> {
     })
 }
 
-/// The symbols written to `.symtab`: named functions and objects of the output, sorted by address, then
-/// name (so that two links write the same table).
+/// Compresses the debugging sections that get smaller (as GNU ld does), then places the unallocated
+/// sections, which follow everything loaded in the file, again after one another with their new sizes.
+fn compress_debugging_sections(sections: &mut [SectionLayout]) -> Result<(), PhaseError> {
+    let failed = |error: crate::image::SparseError| PhaseError::new(PHASE, error.to_string());
+    let mut cursor = None;
+    for section in sections.iter_mut().filter(|section| section.segment.is_none()) {
+        // The unallocated sections start where the first of them does.
+        let start = *cursor.get_or_insert(section.file_offset);
+        if crate::sections::is_debugging(&section.name) && section.kind == SectionKind::ProgBits {
+            let bytes = section.contents.to_vec().map_err(failed)?;
+            if let Some(compressed) = compress_zlib(&bytes, section.alignment) {
+                let mut contents = SparseBytes::zeroed(compressed.len() as u64);
+                contents.write_at(0, &compressed).map_err(failed)?;
+                section.contents = contents;
+                section.size = compressed.len() as u64;
+                section.flags = section.flags | SectionFlags::COMPRESSED;
+                section.alignment = COMPRESSED_ALIGNMENT;
+            }
+        }
+        section.file_offset = start.next_multiple_of(section.alignment.max(1));
+        cursor = Some(section.file_offset + section.size);
+    }
+    Ok(())
+}
+
+/// The symbols written to `.symtab`: named functions, objects and untyped labels of the output, sorted by
+/// address, then name (so that two links write the same table).
 fn symbol_table(context: &LinkContext) -> Vec<SymbolLayout> {
     let Some(layout) = context.layout() else {
         return Vec::new();
@@ -126,7 +163,10 @@ fn symbol_table(context: &LinkContext) -> Vec<SymbolLayout> {
         let id = crate::graph::SymbolId(index as u32);
         if symbol.name.is_empty()
             || symbol.name.starts_with(".L")
-            || !matches!(symbol.symbol_type, SymbolType::Function | SymbolType::Object)
+            || !matches!(
+                symbol.symbol_type,
+                SymbolType::Function | SymbolType::Object | SymbolType::None
+            )
             || symbol.definition == Definition::Undefined
             || (symbol.binding != Binding::Local && context.graph.resolved(id) != id)
         {
@@ -145,10 +185,11 @@ fn symbol_table(context: &LinkContext) -> Vec<SymbolLayout> {
             name: symbol.name.clone(),
             value,
             size: symbol.size,
-            kind: if symbol.symbol_type == SymbolType::Function {
-                SymbolKind::Function
-            } else {
-                SymbolKind::Object
+            kind: match symbol.symbol_type {
+                SymbolType::Function => SymbolKind::Function,
+                SymbolType::Object => SymbolKind::Object,
+                // Labels of assembly without `.type` (and the mapping symbols `$x`, `$d`), as GNU ld keeps them.
+                _ => SymbolKind::NoType,
             },
             binding: match symbol.binding {
                 Binding::Local => SymbolBinding::Local,

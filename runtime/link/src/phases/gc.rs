@@ -2,10 +2,15 @@
 //! is. With it, liveness spreads along edges from the roots: the entry symbol, `.init` and `.fini`, the
 //! init/fini arrays, retained sections, sections named by a referenced `__start_X`/`__stop_X`, and unwind
 //! tables (whose own edges keep nothing alive: a function's unwind record does not make the function live).
+//!
+//! Sections that are not allocated but hold content the output keeps (debugging information, `.comment`,
+//! notes for tools) are live either way, as GNU ld keeps them, unless `-S` or `-s` strips debugging
+//! information; they keep nothing alive themselves (what their relocations name may be collected, and then
+//! reads as the tombstone value relocation gives it).
 
 use rustc_hash::FxHashMap;
 
-use crate::context::{LinkContext, PhaseError};
+use crate::context::{LinkContext, PhaseError, Strip};
 use crate::graph::{AtomId, LinkGraph, SectionKind, atom_flags, section_flags};
 
 pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseError> {
@@ -69,6 +74,12 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
             for target in targets {
                 mark(target, &mut live, &mut work);
             }
+        }
+    }
+    let strip_debug = context.options.strip != Strip::Nothing;
+    for (index, live) in live.iter_mut().enumerate() {
+        if !*live && is_kept_unallocated(graph, AtomId(index as u32), strip_debug) {
+            *live = true;
         }
     }
     for (atom, live) in graph.atoms.iter_mut().zip(live) {
@@ -152,6 +163,32 @@ fn is_placeable(graph: &LinkGraph, atom: AtomId) -> bool {
         None => true,
     };
     allocated && !graph.is_discarded(atom)
+}
+
+/// Whether `atom` is a section that is not allocated and whose content the output keeps, as GNU ld keeps
+/// orphan sections: debugging information (unless `strip_debug`), `.comment` and the like. Markers and what
+/// only the linker reads are not kept: `.note.GNU-stack`, `.gnu.warning*`, LTO and address-significance
+/// tables, and sections of groups that lost COMDAT selection.
+fn is_kept_unallocated(graph: &LinkGraph, atom: AtomId, strip_debug: bool) -> bool {
+    let entry = &graph.atoms[atom.index()];
+    let Some(section) = entry.section else {
+        return false;
+    };
+    let section = &graph.sections[section.index()];
+    let name = section.name.as_str();
+    let linker_only = name == ".note.GNU-stack"
+        || name.starts_with(".gnu.warning")
+        || name.starts_with(".gnu.lto_")
+        || name.starts_with(".llvm")
+        || name == ".gnu_debuglink";
+    section.flags & section_flags::ALLOCATED == 0
+        && matches!(
+            section.kind,
+            SectionKind::Debug | SectionKind::Other | SectionKind::Note
+        )
+        && !linker_only
+        && !(strip_debug && crate::sections::is_debugging(name))
+        && !graph.is_discarded(atom)
 }
 
 fn is_root(graph: &LinkGraph, atom: AtomId, started: &[String]) -> bool {
