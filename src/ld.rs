@@ -87,6 +87,9 @@ fn drive(arguments: Vec<OsString>) -> Result<(), Driven> {
             command.ignored_plugin_options
         );
     }
+    for note in &command.notes {
+        errln!("note: neverc-spec ld: {note}");
+    }
     if command.unclosed_group {
         errln!("warning: neverc-spec ld: missing --end-group; added as the last option");
     }
@@ -131,6 +134,11 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
     options.relro = command.relro;
     options.fix_erratum = command.fix_erratum;
     options.compress_debug_sections = command.compress_debug_sections;
+    options.print_gc_sections = command.print_gc_sections;
+    options.print_map = command.print_map;
+    if let Some(base) = command.image_base {
+        options.image_base = base;
+    }
     options.strip = command.strip;
     options.lto = command.lto;
     options.lto_cache_dir = command.lto_cache_dir;
@@ -159,6 +167,7 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
         lto_cache_hmac_key_file: command.lto_cache_hmac_key_file,
         symbol_ordering_file: command.symbol_ordering_file,
         trace_phases: command.trace_phases,
+        trace_symbols: command.trace_symbols,
         plugins: Vec::new(),
         plugin_args: Vec::new(),
     }
@@ -219,7 +228,9 @@ Target:
 
 Output:
   -o FILE, --output=FILE          the executable (default a.out), written completely or not at all
-  -e SYM, --entry=SYM             the entry symbol (default _start)
+  -e SYM, --entry=SYM             the entry symbol (default _start; it may be data); without it, a warning
+                                  and the start of .text, as GNU ld does
+  --image-base=ADDR               where the first segment goes (lld's option; page-aligned)
   --gc-sections, --no-gc-sections drop sections nothing live refers to
   --icf=all|none                  fold identical code whose address is not significant
   -Map FILE, -Map=FILE            write a link map
@@ -246,11 +257,17 @@ Output:
                                   becomes an `adr` where one reaches, and elsewhere the sequence's load or
                                   store moves to a veneer; modes adr and adrp are refused
   -t, --trace                     print every input file after -l and scripts are resolved
+  -y SYM, --trace-symbol=SYM      print every input that defines or refers to SYM, as GNU ld does
+  --print-gc-sections             print every section --gc-sections removes, as GNU ld does (the COMDAT
+                                  copies discarded before it are not listed)
+  -M, --print-map                 print the link map (what -Map writes) on standard output
   --trace-phases                  print every link phase: policy, actor, states, duration
   -v, -V, --verbose               print the version first (--verbose also the SEARCH_DIRs); without
                                   inputs, only that
 
 Accepted, since they cannot change a static executable (or ask for what neverc-spec does anyway):
+  --threads[=N], --no-threads (lld's; the link is not threaded yet); with a note: -Bsymbolic,
+  -Bsymbolic-functions, -Bno-symbolic, --exclude-libs=LIBS (a static executable has no dynamic symbols);
   --hash-style=sysv|gnu|both, -O LEVEL, --as-needed, --no-as-needed, -no-pie,
   --no-dynamic-linker, -dynamic-linker FILE and -I FILE (ignored for a static output, as ld.bfd does),
   -rpath DIR, -rpath-link DIR, -R DIR, --export-dynamic, -E, --no-undefined, --[no-]allow-shlib-undefined,

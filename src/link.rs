@@ -46,6 +46,7 @@ pub(crate) fn run(args: &LinkArgs) -> Result<(), CommandError> {
         lto_cache_hmac_key_file: args.lto.lto_cache_hmac_key_file.clone(),
         symbol_ordering_file: args.symbol_ordering_file.clone(),
         trace_phases: args.trace_phases,
+        trace_symbols: Vec::new(),
         plugins: args.plugins.clone(),
         plugin_args: args.plugin_args.clone(),
     })
@@ -60,6 +61,8 @@ pub(crate) struct LinkRequest {
     pub(crate) symbol_ordering_file: Option<PathBuf>,
     /// `--trace-phases`: print every phase as it ran.
     pub(crate) trace_phases: bool,
+    /// `-y SYM` (`ld`): print every input that defines or refers to these symbols.
+    pub(crate) trace_symbols: Vec<String>,
     /// `--plugin`: C plugins to load, in order.
     pub(crate) plugins: Vec<PathBuf>,
     /// `--plugin-arg ID:NAME[=VALUE]`, for every plugin.
@@ -96,6 +99,7 @@ pub(crate) fn link(request: LinkRequest) -> Result<(), CommandError> {
         lto_cache_hmac_key_file,
         symbol_ordering_file,
         trace_phases,
+        trace_symbols,
         plugins,
         plugin_args,
     } = request;
@@ -135,6 +139,12 @@ pub(crate) fn link(request: LinkRequest) -> Result<(), CommandError> {
     let mut context = LinkContext::new(options);
     let linked = run_link(&mut context, &neverc_tables::BUNDLED_PHASES, &mut registry);
     crate::plugins::print_reports(&c_plugins);
+    for line in traced_symbols(&context.graph, &trace_symbols) {
+        errln!("neverc-spec ld: {line}");
+    }
+    for note in &context.notes {
+        errln!("neverc-spec ld: {note}");
+    }
     let trace = linked.map_err(|error| match &error {
         // Files that cannot be read or written are I/O failures (exit status 3).
         LinkError::Phase(phase) if phase.io || matches!(phase.phase, LinkPhase::InputProbe | LinkPhase::Commit) => {
@@ -147,6 +157,12 @@ pub(crate) fn link(request: LinkRequest) -> Result<(), CommandError> {
     }
     if let Some(stopped) = &context.stopped {
         errln!("note: {stopped}");
+    }
+    // `-M`: the link map on standard output, as GNU ld prints it.
+    if context.options.print_map
+        && let Some(map) = context.map_text()
+    {
+        outln!("{map}");
     }
     if trace_phases {
         for entry in &trace {
@@ -170,4 +186,27 @@ pub(crate) fn link(request: LinkRequest) -> Result<(), CommandError> {
     // the memory at exit anyway, as lld and mold let it.
     std::mem::forget(context);
     Ok(())
+}
+
+/// What `-y SYM` prints, as GNU ld does: for every input, in the order they were read, whether it defines
+/// or refers to each traced symbol (`main.o: reference to printf`, `libc.a(printf.o): definition of printf`).
+fn traced_symbols(graph: &neverc_link::graph::LinkGraph, names: &[String]) -> Vec<String> {
+    use neverc_link::graph::{Binding, Definition};
+    if names.is_empty() {
+        return Vec::new();
+    }
+    graph
+        .symbols
+        .iter()
+        .filter(|symbol| symbol.binding != Binding::Local && symbol.origin.input.is_some())
+        .filter(|symbol| names.contains(&symbol.name))
+        .map(|symbol| {
+            let what = match symbol.definition {
+                Definition::Undefined => "reference to",
+                Definition::Common => "common of",
+                _ => "definition of",
+            };
+            format!("{}: {what} {}", graph.input_name(symbol.origin.input), symbol.name)
+        })
+        .collect()
 }

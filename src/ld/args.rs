@@ -36,6 +36,16 @@ pub(crate) struct LdCommand {
     pub(crate) fix_erratum: bool,
     /// `--compress-debug-sections=zlib`.
     pub(crate) compress_debug_sections: bool,
+    /// `--image-base=ADDR` (lld's): where the first segment goes.
+    pub(crate) image_base: Option<u64>,
+    /// `--print-gc-sections`.
+    pub(crate) print_gc_sections: bool,
+    /// `-M` / `--print-map`.
+    pub(crate) print_map: bool,
+    /// `-y SYM` / `--trace-symbol=SYM`, in order.
+    pub(crate) trace_symbols: Vec<String>,
+    /// Notes on options accepted although they cannot change a static executable (`-Bsymbolic`).
+    pub(crate) notes: Vec<String>,
     pub(crate) strip: Strip,
     /// `-z max-page-size=`.
     pub(crate) page_size: Option<u64>,
@@ -249,6 +259,14 @@ enum Opt {
     Relocatable,
     /// `--fix-NAME[=full]` for an erratum a target declares: its workaround, as ld.bfd makes it.
     FixErratum,
+    ImageBase,
+    PrintGcSections(bool),
+    PrintMap,
+    TraceSymbol,
+    /// `--threads[=N]`, `--no-threads` (lld's): accepted; the link's phases are not threaded yet.
+    Threads,
+    /// Accepted with a note: options about dynamic symbols, which a static executable has none of.
+    NoteNoEffect,
     Trace,
     TracePhases,
     SymbolOrderingFile,
@@ -305,6 +323,15 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         "trace" => (Opt::Trace, Flag),
         "trace-phases" => (Opt::TracePhases, Flag),
         "symbol-ordering-file" => (Opt::SymbolOrderingFile, Required),
+        "image-base" => (Opt::ImageBase, Required),
+        "print-gc-sections" => (Opt::PrintGcSections(true), Flag),
+        "no-print-gc-sections" => (Opt::PrintGcSections(false), Flag),
+        "print-map" => (Opt::PrintMap, Flag),
+        "trace-symbol" => (Opt::TraceSymbol, Required),
+        "threads" => (Opt::Threads, Optional),
+        "no-threads" => (Opt::Threads, Flag),
+        "Bsymbolic" | "Bsymbolic-functions" | "Bno-symbolic" => (Opt::NoteNoEffect, Flag),
+        "exclude-libs" => (Opt::NoteNoEffect, Required),
         "compress-debug-sections" => (Opt::CompressDebugSections, Required),
         // Nothing to do for a static executable: no dynamic section, no dynamic symbols, no shared libraries;
         // or what neverc-spec does anyway (undefined symbols are errors, GOTPCRELX is relaxed).
@@ -354,12 +381,10 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         | "discard-all"
         | "omagic"
         | "nmagic"
-        | "print-map"
         | "cref"
         | "fatal-warnings"
         | "sort-common"
         | "sort-section"
-        | "print-gc-sections"
         | "retain-symbols-file"
         | "strip-discarded"
         | "orphan-handling"
@@ -407,7 +432,9 @@ fn short_option(letter: u8) -> Option<(Opt, Arity)> {
         b'E' | b'g' | b'X' => (Opt::NoEffect, Flag),
         b'T' => (Opt::Unsupported(SCRIPT), Flag),
         b'h' => (Opt::Unsupported(SHARED), Flag),
-        b'u' | b'y' | b'x' | b'M' | b'N' | b'n' | b'q' | b'd' | b'c' | b'b' | b'F' | b'f' | b'A' => {
+        b'y' => (Opt::TraceSymbol, Required),
+        b'M' => (Opt::PrintMap, Flag),
+        b'u' | b'x' | b'N' | b'n' | b'q' | b'd' | b'c' | b'b' | b'F' | b'f' | b'A' => {
             (Opt::Unsupported(CHANGES_OUTPUT), Flag)
         }
         _ => return None,
@@ -442,6 +469,11 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
             relro: true,
             fix_erratum: false,
             compress_debug_sections: false,
+            image_base: None,
+            print_gc_sections: false,
+            print_map: false,
+            trace_symbols: Vec::new(),
+            notes: Vec::new(),
             strip: Strip::Nothing,
             page_size: None,
             common_page_size: None,
@@ -745,6 +777,21 @@ impl Parser {
             }
             Opt::Sysroot => command.sysroot = Some(path(value)?),
             Opt::Relocatable => command.relocatable = true,
+            Opt::ImageBase => {
+                let text = text(&value)?;
+                command.image_base = Some(
+                    parse_number(&text)
+                        .filter(|base| base % 0x1000 == 0)
+                        .ok_or_else(|| bad(spelled, format!("`{text}` is not a page-aligned address")))?,
+                );
+            }
+            Opt::PrintGcSections(print) => command.print_gc_sections = print,
+            Opt::PrintMap => command.print_map = true,
+            Opt::TraceSymbol => command.trace_symbols.push(text(&value)?),
+            Opt::Threads => {}
+            Opt::NoteNoEffect => command.notes.push(format!(
+                "`{spelled}` has no effect on a static executable, which has no dynamic symbols"
+            )),
             Opt::FixErratum => match value.as_deref().map(|mode| mode.to_str()) {
                 // ld.bfd's default mode: an `adr` where one reaches, a veneer elsewhere.
                 None | Some(Some("full")) => command.fix_erratum = true,
@@ -898,16 +945,20 @@ fn check_byte_order(little: bool, emulation: Option<&Emulation>) -> Result<(), L
     }
 }
 
-/// A page size: a power of two from 4 KiB to 1 GiB, in C notation (`0x200000`, `4096`, `010000`).
-fn page_size_value(option: &str, text: &str) -> Result<u64, LdError> {
-    let parsed = if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+/// A number in C notation (`0x200000`, `4096`, `010000`).
+fn parse_number(text: &str) -> Option<u64> {
+    if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         u64::from_str_radix(hex, 16).ok()
     } else if text.len() > 1 && text.starts_with('0') {
         u64::from_str_radix(&text[1..], 8).ok()
     } else {
         text.parse().ok()
-    };
-    match parsed {
+    }
+}
+
+/// A page size: a power of two from 4 KiB to 1 GiB, in C notation (`0x200000`, `4096`, `010000`).
+fn page_size_value(option: &str, text: &str) -> Result<u64, LdError> {
+    match parse_number(text) {
         Some(size) if size.is_power_of_two() && (0x1000..=1 << 30).contains(&size) => Ok(size),
         _ => Err(bad(
             option,

@@ -55,6 +55,10 @@ pub struct LinkOptions {
     /// `--compress-debug-sections=zlib`: debugging sections are written zlib-compressed where that makes
     /// them smaller.
     pub compress_debug_sections: bool,
+    /// `--print-gc-sections`: `gc` lists the sections it removes in [`LinkContext::notes`].
+    pub print_gc_sections: bool,
+    /// `-M` / `--print-map`: the link map is made (as for `-Map`) for the caller to print.
+    pub print_map: bool,
     /// `-s` / `-S`: which symbols the image keeps.
     pub strip: Strip,
     /// How bitcode inputs are optimized and compiled (`-plugin-opt=`, `--lto-*`, `--thinlto-*`).
@@ -115,6 +119,8 @@ impl LinkOptions {
             relro: true,
             fix_erratum: false,
             compress_debug_sections: false,
+            print_gc_sections: false,
+            print_map: false,
             strip: Strip::Nothing,
             lto: crate::lto::request::LtoOptions::default(),
             lto_cache_dir: None,
@@ -292,6 +298,8 @@ pub struct LinkContext {
     /// The products phases hand to each other, each set only by the phase that makes it.
     products: Products,
     pub warnings: Vec<String>,
+    /// What the link was asked to report besides warnings (`--print-gc-sections`), in order.
+    pub notes: Vec<String>,
     /// Edges by target atom, built once when a verifier first needs it (for as many edges as there were).
     incoming: OnceCell<(usize, Vec<Vec<EdgeId>>)>,
     /// What LTO keeps for the length of the link: registered code generators, the TASK-scope cache and
@@ -317,6 +325,7 @@ impl LinkContext {
             input_digest: RefCell::new(None),
             products: Products::default(),
             warnings: Vec::new(),
+            notes: Vec::new(),
             incoming: OnceCell::new(),
             lto: crate::lto::LtoRuntime::default(),
             stopped: None,

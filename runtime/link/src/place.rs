@@ -195,18 +195,32 @@ pub(crate) fn lay_out(context: &mut LinkContext) -> Result<Layout, PhaseError> {
         section.file_offset = atom.file_offset;
     }
     define_linker_symbol_values(context, &layout);
-    let entry = context
+    // Without its entry symbol the program starts where its code does, as GNU ld has it (with a warning, which
+    // the layout phase gives).
+    layout.entry = match entry_symbol_address(context) {
+        Some(entry) => entry,
+        None => code_start(&layout),
+    };
+    Ok(layout)
+}
+
+/// The address of the entry symbol (`-e`, `_start` by default), if it is defined.
+pub(crate) fn entry_symbol_address(context: &LinkContext) -> Option<u64> {
+    context
         .global_symbols
         .get(&context.options.entry)
         .and_then(|symbol| crate::address::symbol_address(context, *symbol))
-        .ok_or_else(|| {
-            PhaseError::new(
-                PHASE,
-                format!("entry symbol `{}` is not defined", context.options.entry),
-            )
-        })?;
-    layout.entry = entry;
-    Ok(layout)
+}
+
+/// Where the code starts: `.text`, else the first executable section, else 0.
+pub(crate) fn code_start(layout: &Layout) -> u64 {
+    let executable = |section: &&OutputSection| section.flags & section_flags::EXECUTABLE != 0;
+    layout
+        .sections
+        .iter()
+        .find(|section| section.id == Some(OutputSectionId::Text))
+        .or_else(|| layout.sections.iter().find(executable))
+        .map_or(0, |section| section.address)
 }
 
 /// Adds the atom at `index` of an unallocated input section named `name` to its output section (made on

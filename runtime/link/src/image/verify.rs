@@ -67,7 +67,7 @@ pub enum ImageFinding {
     /// a static libc looks for its TLS segment.
     ProgramHeadersNotLoaded { file_offset: u64, size: u64 },
     /// A nonzero entry point is not inside any executable segment.
-    EntryOutsideExecutable { entry: u64 },
+    EntryOutsideLoaded { entry: u64 },
     /// Bytes after every declared range.
     TrailingBytes { claimed_end: u64, image_size: u64 },
     /// An allocated section is not inside a segment, in memory or in the file.
@@ -103,7 +103,7 @@ impl ImageFinding {
             ImageFinding::WritableExecutable { .. } => "writable-executable segment is forbidden",
             ImageFinding::ExecutableStack => "executable stack is forbidden",
             ImageFinding::ProgramHeadersNotLoaded { .. } => "program headers lie outside every loaded segment",
-            ImageFinding::EntryOutsideExecutable { .. } => "entry point lies outside every executable segment",
+            ImageFinding::EntryOutsideLoaded { .. } => "entry point lies outside every loaded segment",
             ImageFinding::TrailingBytes { .. } => "unclaimed bytes trail the declared image ranges",
             ImageFinding::SectionOutsideSegment { .. } => "allocated section lies outside every segment",
             ImageFinding::SectionOutsideDeclaredSegment { .. } => "section lies outside its declared segment",
@@ -168,7 +168,7 @@ impl fmt::Display for ImageFinding {
             ImageFinding::ProgramHeadersNotLoaded { file_offset, size } => {
                 write!(formatter, "{rule}: {size:#x} bytes at file offset {file_offset:#x}")
             }
-            ImageFinding::EntryOutsideExecutable { entry } => write!(formatter, "{rule}: entry {entry:#x}"),
+            ImageFinding::EntryOutsideLoaded { entry } => write!(formatter, "{rule}: entry {entry:#x}"),
             ImageFinding::TrailingBytes {
                 claimed_end,
                 image_size,
@@ -467,16 +467,17 @@ fn check_program_headers_loaded(parsed: &ParsedImage, loads: &[&ParsedSegment], 
     }
 }
 
-/// A nonzero entry point must lie inside an executable `PT_LOAD`.
+/// A nonzero entry point must lie inside a `PT_LOAD`: GNU ld lets `-e` name a symbol in data (a program
+/// that is started some other way), but not an address nothing maps.
 fn check_entry(entry: u64, loads: &[&ParsedSegment], findings: &mut Vec<ImageFinding>) {
     if entry == 0 {
         return;
     }
     let inside = loads
         .iter()
-        .any(|segment| segment.flags & PF_X != 0 && contains(segment.address, segment.memory_size, entry, 1));
+        .any(|segment| contains(segment.address, segment.memory_size, entry, 1));
     if !inside {
-        findings.push(ImageFinding::EntryOutsideExecutable { entry });
+        findings.push(ImageFinding::EntryOutsideLoaded { entry });
     }
 }
 

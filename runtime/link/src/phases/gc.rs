@@ -76,6 +76,25 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
             }
         }
     }
+    if context.options.print_gc_sections {
+        let removed: Vec<String> = (0..count)
+            .filter(|index| placeable[*index] && !live[*index])
+            .filter_map(|index| {
+                let atom = &graph.atoms[index];
+                // Empty sections are not worth a line (GNU ld does not list them either).
+                let section = graph
+                    .sections
+                    .get(atom.section?.index())
+                    .filter(|section| section.size > 0)?;
+                Some(format!(
+                    "removing unused section '{}' in file '{}'",
+                    section.name,
+                    graph.input_name(atom.origin.input)
+                ))
+            })
+            .collect();
+        context.notes.extend(removed);
+    }
     let strip_debug = context.options.strip != Strip::Nothing;
     for (index, live) in live.iter_mut().enumerate() {
         if !*live && is_kept_unallocated(graph, AtomId(index as u32), strip_debug) {

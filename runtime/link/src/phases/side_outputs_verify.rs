@@ -1,5 +1,5 @@
-//! `neverc.link.side_outputs_verify` (a sealed gate): side outputs (the `-Map` file) are made from the final
-//! layout and checked against the image layout before anything is committed.
+//! `neverc.link.side_outputs_verify` (a sealed gate): side outputs (the `-Map` file, or the map `-M` prints)
+//! are made from the final layout and checked against the image layout before anything is committed.
 
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{LinkGraph, Symbol, SymbolType};
@@ -7,7 +7,7 @@ use crate::image::{MapFile, MapInputPiece, MapOutputSection, MapSymbol, verify_m
 use crate::phases::LinkPhase;
 
 pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseError> {
-    if context.options.map_file.is_none() {
+    if context.options.map_file.is_none() && !context.options.print_map {
         return Ok(());
     }
     let layout = context.required_layout(LinkPhase::SideOutputsVerify)?;
