@@ -51,6 +51,17 @@ fn squares() -> String {
     repo().join("tests/fixtures/debug/squares.c").display().to_string()
 }
 
+/// `squares.o` in `dir`, compiled from the fixture (a name that stays the same from link to link).
+fn compile_squares(dir: &Path) {
+    std::fs::copy(squares(), dir.join("squares.c")).unwrap();
+    let compiled = Command::new("gcc")
+        .args(["-c", "squares.c"])
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    assert!(compiled.success());
+}
+
 fn readelf(args: &[&str], program: &Path) -> String {
     text(&Command::new("readelf").args(args).arg(program).output().unwrap().stdout)
 }
@@ -107,13 +118,7 @@ fn print_gc_sections_lists_what_ld_bfd_lists() {
 #[test]
 fn trace_symbol_names_every_reference_and_definition_as_ld_bfd_does() {
     let dir = case_dir("trace-symbol");
-    std::fs::copy(squares(), dir.join("squares.c")).unwrap();
-    let compiled = Command::new("gcc")
-        .args(["-c", "squares.c"])
-        .current_dir(&dir)
-        .status()
-        .unwrap();
-    assert!(compiled.success());
+    compile_squares(&dir);
     let args = ["squares.o", "-Wl,-y,printf", "-Wl,--trace-symbol=main"];
     let (ours, _) = gcc(&dir, &args, "ours", true);
     assert!(ours.status.success(), "{}", text(&ours.stderr));
@@ -222,13 +227,7 @@ fn a_missing_entry_symbol_warns_and_starts_at_the_code_and_one_in_data_is_allowe
 fn print_map_image_base_and_options_without_effect() {
     let dir = case_dir("misc");
     // -M prints the link map on standard output: the one -Map writes (of the same inputs).
-    std::fs::copy(squares(), dir.join("squares.c")).unwrap();
-    let compiled = Command::new("gcc")
-        .args(["-c", "squares.c"])
-        .current_dir(&dir)
-        .status()
-        .unwrap();
-    assert!(compiled.success());
+    compile_squares(&dir);
     let (printed, _) = gcc(&dir, &["squares.o", "-Wl,-M"], "printed", true);
     assert!(printed.status.success(), "{}", text(&printed.stderr));
     let (mapped, _) = gcc(&dir, &["squares.o", "-Wl,-Map=squares.map"], "mapped", true);
