@@ -753,6 +753,13 @@ fn minus_r_asks_for_a_relocatable_link_which_needs_an_object_merge_provider() {
         "{}",
         text(&result.stderr)
     );
+    // In words, not as a status code.
+    assert!(
+        text(&result.stderr).contains("relocatable output (-r) is not made by neverc-spec itself yet")
+            && !text(&result.stderr).contains("CAPABILITY_UNAVAILABLE"),
+        "{}",
+        text(&result.stderr)
+    );
     assert!(!out.join("merged.o").exists());
 }
 

@@ -268,3 +268,18 @@ fn print_map_image_base_and_options_without_effect() {
     assert_eq!(notes.len(), 2, "{}", text(&accepted.stderr));
     assert_eq!(text(&Command::new(&program).output().unwrap().stdout), "total 14\n");
 }
+
+#[test]
+fn user_errors_name_the_input_and_not_the_internal_phase() {
+    let dir = case_dir("messages");
+    compile_squares(&dir);
+    // Binary (not text, which would be read as a linker script), and no object, archive or bitcode.
+    let junk: Vec<u8> = (0..64u32).map(|index| (index * 37 % 256) as u8).collect();
+    std::fs::write(dir.join("junk.bin"), junk).unwrap();
+    let (failed, program) = gcc(&dir, &["squares.o", "junk.bin"], "never", true);
+    let stderr = text(&failed.stderr);
+    assert!(!failed.status.success());
+    assert!(stderr.contains("link failed: junk.bin: unknown file type"), "{stderr}");
+    assert!(!stderr.contains("read_inputs"), "{stderr}");
+    assert!(!program.exists());
+}
