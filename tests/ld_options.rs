@@ -283,3 +283,27 @@ fn user_errors_name_the_input_and_not_the_internal_phase() {
     assert!(!stderr.contains("read_inputs"), "{stderr}");
     assert!(!program.exists());
 }
+
+#[test]
+fn large_code_model_objects_link_and_run_like_their_ld_bfd_builds() {
+    let dir = case_dir("large-model");
+    std::fs::copy(squares(), dir.join("squares.c")).unwrap();
+    let compiled = Command::new("gcc")
+        .args(["-c", "-O2", "-mcmodel=large", "squares.c"])
+        .current_dir(&dir)
+        .status()
+        .unwrap();
+    assert!(compiled.success());
+    // The large model reaches data through the GOT base and calls through PLTOFF64.
+    let relocations = readelf(&["-rW"], &dir.join("squares.o"));
+    for kind in ["R_X86_64_GOTPC64", "R_X86_64_GOTOFF64", "R_X86_64_PLTOFF64"] {
+        assert!(relocations.contains(kind), "{kind}: {relocations}");
+    }
+    let (ours, program) = gcc(&dir, &["squares.o"], "ours", true);
+    assert!(ours.status.success(), "{}", text(&ours.stderr));
+    let (reference, reference_program) = gcc(&dir, &["squares.o"], "bfd", false);
+    assert!(reference.status.success());
+    let run = |program: &Path| text(&Command::new(program).output().unwrap().stdout);
+    assert_eq!(run(&program), run(&reference_program));
+    assert_eq!(run(&program), "total 14\n");
+}
