@@ -136,6 +136,7 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
     options.compress_debug_sections = command.compress_debug_sections;
     options.print_gc_sections = command.print_gc_sections;
     options.print_map = command.print_map;
+    options.fatal_warnings = command.fatal_warnings;
     if let Some(base) = command.image_base {
         options.image_base = base;
     }
@@ -261,6 +262,8 @@ Output:
   --print-gc-sections             print every section --gc-sections removes, as GNU ld does (the COMDAT
                                   copies discarded before it are not listed)
   -M, --print-map                 print the link map (what -Map writes) on standard output
+  --fatal-warnings, --no-fatal-warnings
+                                  a link that warns fails and writes nothing (the last one wins)
   --trace-phases                  print every link phase: policy, actor, states, duration
   -v, -V, --verbose               print the version first (--verbose also the SEARCH_DIRs); without
                                   inputs, only that
@@ -272,7 +275,7 @@ Accepted, since they cannot change a static executable (or ask for what neverc-s
   --no-dynamic-linker, -dynamic-linker FILE and -I FILE (ignored for a static output, as ld.bfd does),
   -rpath DIR, -rpath-link DIR, -R DIR, --export-dynamic, -E, --no-undefined, --[no-]allow-shlib-undefined,
   --enable-new-dtags, --disable-new-dtags, --[no-]copy-dt-needed-entries, --relax, --no-whole-archive,
-  --[no-]warn-rwx-segments, --[no-]warn-execstack, --no-fatal-warnings, --warn-common, --warn-once,
+  --[no-]warn-rwx-segments, --[no-]warn-execstack, --warn-common, --warn-once,
   --no-warn-mismatch, --no-warn-search-mismatch, -g,
   -X and --discard-locals (temporary `.L` symbols are never written to the symbol table),
   -z now|lazy|noexecstack|separate-code|defs|text|notext
@@ -315,7 +318,7 @@ Ignored with a note on stderr:
 
 Refused (exit 2, naming the option), because neverc-spec does not implement what they would change:
   -pie, -static-pie, -shared, -T/--script, --whole-archive, -u/--undefined, --defsym, --wrap, --no-relax,
-  --emit-relocs, -x/--discard-all, -N, -n, --fatal-warnings, -z execstack, -z noseparate-code, -m naming no
+  --emit-relocs, -x/--discard-all, -N, -n, -z execstack, -z noseparate-code, -m naming no
   declared emulation, -EB or -EL for the other byte order, --build-id=md5|uuid|0xHEX, --icf=safe, any other
   -z keyword, and every option not listed here.
 

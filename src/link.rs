@@ -146,10 +146,14 @@ pub(crate) fn link(request: LinkRequest) -> Result<(), CommandError> {
     for note in &context.notes {
         errln!("neverc-spec ld: {note}");
     }
+    // Warnings are printed whether the link succeeded or not (with --fatal-warnings they are why it failed).
+    for warning in &context.warnings {
+        errln!("warning: {warning}");
+    }
     let trace = linked.map_err(|error| match &error {
         // Files that cannot be read or written are I/O failures (exit status 3). A builtin phase's message
         // names the input, symbol or site; which internal phase found it is not the user's business.
-        LinkError::Phase(phase) if phase.io || matches!(phase.phase, LinkPhase::InputProbe | LinkPhase::Commit) => {
+        LinkError::Phase(phase) if phase.io || phase.phase == LinkPhase::InputProbe => {
             CommandError::Io(format!("link failed: {}", phase.message))
         }
         LinkError::Phase(phase) => CommandError::Request(format!("link failed: {}", phase.message)),
@@ -164,9 +168,6 @@ pub(crate) fn link(request: LinkRequest) -> Result<(), CommandError> {
         }
         _ => CommandError::Request(format!("link failed: {error}")),
     })?;
-    for warning in &context.warnings {
-        errln!("warning: {warning}");
-    }
     if let Some(stopped) = &context.stopped {
         errln!("note: {stopped}");
     }

@@ -307,3 +307,41 @@ fn large_code_model_objects_link_and_run_like_their_ld_bfd_builds() {
     assert_eq!(run(&program), run(&reference_program));
     assert_eq!(run(&program), "total 14\n");
 }
+
+#[test]
+fn fatal_warnings_fail_the_link_and_write_nothing_as_with_ld_bfd() {
+    let dir = case_dir("fatal-warnings");
+    std::fs::write(dir.join("main.c"), "int main(void) { return 0; }\n").unwrap();
+    let compiled = Command::new("gcc")
+        .args(["-c", "main.c"])
+        .current_dir(&dir)
+        .status()
+        .unwrap();
+    assert!(compiled.success());
+    let link = |linker: &str, output: &str, extra: &[&str]| {
+        let mut command = Command::new(linker);
+        if linker == BIN {
+            command.arg("ld");
+        }
+        command
+            .args(["-static", "-e", "nosuch", "main.o", "-o", output])
+            .args(extra)
+            .current_dir(&dir)
+            .output()
+            .unwrap()
+    };
+    for (linker, name) in [(BIN, "ours"), ("ld.bfd", "bfd")] {
+        let failed = link(linker, name, &["--fatal-warnings"]);
+        assert_eq!(failed.status.code(), Some(1), "{linker}: {}", text(&failed.stderr));
+        assert!(
+            text(&failed.stderr).contains("cannot find entry symbol nosuch"),
+            "{}",
+            text(&failed.stderr)
+        );
+        assert!(!dir.join(name).exists(), "{linker} wrote its output");
+        // The last one wins.
+        let linked = link(linker, name, &["--fatal-warnings", "--no-fatal-warnings"]);
+        assert!(linked.status.success(), "{linker}: {}", text(&linked.stderr));
+        assert!(dir.join(name).exists());
+    }
+}

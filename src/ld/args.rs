@@ -42,6 +42,8 @@ pub(crate) struct LdCommand {
     pub(crate) print_gc_sections: bool,
     /// `-M` / `--print-map`.
     pub(crate) print_map: bool,
+    /// `--fatal-warnings` / `--no-fatal-warnings` (the last one wins).
+    pub(crate) fatal_warnings: bool,
     /// `-y SYM` / `--trace-symbol=SYM`, in order.
     pub(crate) trace_symbols: Vec<String>,
     /// Notes on options accepted although they cannot change a static executable (`-Bsymbolic`).
@@ -262,6 +264,7 @@ enum Opt {
     ImageBase,
     PrintGcSections(bool),
     PrintMap,
+    FatalWarnings(bool),
     TraceSymbol,
     /// `--threads[=N]`, `--no-threads` (lld's): accepted; the link's phases are not threaded yet.
     Threads,
@@ -327,6 +330,8 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         "print-gc-sections" => (Opt::PrintGcSections(true), Flag),
         "no-print-gc-sections" => (Opt::PrintGcSections(false), Flag),
         "print-map" => (Opt::PrintMap, Flag),
+        "fatal-warnings" => (Opt::FatalWarnings(true), Flag),
+        "no-fatal-warnings" => (Opt::FatalWarnings(false), Flag),
         "trace-symbol" => (Opt::TraceSymbol, Required),
         "threads" => (Opt::Threads, Optional),
         "no-threads" => (Opt::Threads, Flag),
@@ -353,7 +358,6 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         | "no-warn-rwx-segments"
         | "warn-execstack"
         | "no-warn-execstack"
-        | "no-fatal-warnings"
         | "no-whole-archive"
         | "relax"
         | "no-warn-symbol-ordering"
@@ -382,7 +386,6 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         | "omagic"
         | "nmagic"
         | "cref"
-        | "fatal-warnings"
         | "sort-common"
         | "sort-section"
         | "retain-symbols-file"
@@ -472,6 +475,7 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
             image_base: None,
             print_gc_sections: false,
             print_map: false,
+            fatal_warnings: false,
             trace_symbols: Vec::new(),
             notes: Vec::new(),
             strip: Strip::Nothing,
@@ -787,6 +791,7 @@ impl Parser {
             }
             Opt::PrintGcSections(print) => command.print_gc_sections = print,
             Opt::PrintMap => command.print_map = true,
+            Opt::FatalWarnings(fatal) => command.fatal_warnings = fatal,
             Opt::TraceSymbol => command.trace_symbols.push(text(&value)?),
             Opt::Threads => {}
             Opt::NoteNoEffect => command.notes.push(format!(

@@ -59,6 +59,8 @@ pub struct LinkOptions {
     pub print_gc_sections: bool,
     /// `-M` / `--print-map`: the link map is made (as for `-Map`) for the caller to print.
     pub print_map: bool,
+    /// `--fatal-warnings`: a link with warnings fails before anything is written.
+    pub fatal_warnings: bool,
     /// `-s` / `-S`: which symbols the image keeps.
     pub strip: Strip,
     /// How bitcode inputs are optimized and compiled (`-plugin-opt=`, `--lto-*`, `--thinlto-*`).
@@ -121,6 +123,7 @@ impl LinkOptions {
             compress_debug_sections: false,
             print_gc_sections: false,
             print_map: false,
+            fatal_warnings: false,
             strip: Strip::Nothing,
             lto: crate::lto::request::LtoOptions::default(),
             lto_cache_dir: None,

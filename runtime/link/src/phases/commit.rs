@@ -1,7 +1,8 @@
 //! `neverc.link.commit` (a sealed gate): the image (and the map file) are written through `neverc-output`, to
 //! temporary files beside their destinations renamed into place (a device or a FIFO is written in place); on
 //! any failure the previous files stay untouched and no temporary file remains. An output that is also an input
-//! or the other output is refused before anything is written.
+//! or the other output is refused before anything is written. With `--fatal-warnings`, a link that warned
+//! writes nothing.
 
 use std::path::Path;
 
@@ -13,6 +14,15 @@ use crate::phases::LinkPhase;
 const PHASE: LinkPhase = LinkPhase::Commit;
 
 pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseError> {
+    if context.options.fatal_warnings && !context.warnings.is_empty() {
+        return Err(PhaseError::new(
+            PHASE,
+            format!(
+                "{} warning(s) treated as errors (--fatal-warnings); nothing was written",
+                context.warnings.len()
+            ),
+        ));
+    }
     let image = context.required_image(PHASE)?;
     let options = &context.options;
     let map = options.map_file.as_deref().zip(context.map_text());
@@ -44,5 +54,5 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
         }
         image.commit()
     })();
-    result.map_err(|error| PhaseError::new(PHASE, error.to_string()))
+    result.map_err(|error| PhaseError::io(PHASE, error.to_string()))
 }
