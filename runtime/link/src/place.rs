@@ -159,8 +159,14 @@ pub(crate) fn lay_out(context: &mut LinkContext) -> Result<Layout, PhaseError> {
             .count();
     // Decided by permission group, before placing turns each section's group into its PT_LOAD's index.
     let others = other_program_headers(sections.iter().map(|(section, _)| section));
+    // Placing turns each section's group into the index of its `PT_LOAD`; a second try starts again from
+    // the groups.
+    let group_of_section: Vec<usize> = sections.iter().map(|(section, _)| section.segment).collect();
     let mut loads = groups;
     let layout = loop {
+        for ((section, _), group) in sections.iter_mut().zip(&group_of_section) {
+            section.segment = *group;
+        }
         let layout = place(context, &mut sections, loads + others.len())?;
         if layout.segments.len() <= loads {
             break layout;
@@ -357,8 +363,8 @@ fn place(
     let headers = elf_headers_size(headers);
     let mut address = limit.check(base.checked_add(headers), || "the image headers".to_string())?;
     // Where the next segment's file bytes may start: after each segment's file bytes. A segment's file offset
-    // only has to be congruent with its address modulo the page size, so the gap an aligned first section
-    // leaves in the address space costs nothing in the file.
+    // only has to be congruent with its address modulo the page size (and its group's strictest alignment,
+    // below), so the gap an aligned first section leaves in the address space costs little in the file.
     let mut file_cursor = 0;
     for (group, flags) in SEGMENT_FLAGS.into_iter().enumerate() {
         let members: Vec<usize> = (0..sections.len())
@@ -367,6 +373,13 @@ fn place(
         // The run of sections placed since the current `PT_LOAD` began: its start address, file offset and the
         // end of its file bytes. The first begins at the image base with the headers.
         let mut run: Option<(u64, u64, u64, Vec<usize>)> = (group == 0).then(|| (base, 0, address, Vec::new()));
+        // A segment's file offset is congruent with its address modulo the page size, and modulo the strictest
+        // alignment of the group's sections too (as ld.bfd places them), so that a section aligned beyond the
+        // page (a `.tdata` whose `PT_TLS` is aligned so) keeps its alignment in the file as in memory.
+        let modulus = members
+            .iter()
+            .map(|index| effective_alignment(sections[*index].0.alignment))
+            .fold(effective_alignment(page), u64::max);
         for index in members {
             // The output section is aligned as strictly as its most strictly aligned input section, which is
             // the one to blame when the alignment does not fit.
@@ -388,7 +401,8 @@ fn place(
             let aligned = limit.check(align(address, alignment), || blame(&sections[index].0))?;
             // A section that would leave more than a page of zeros after the one before starts a `PT_LOAD` of
             // its own (as does the first of each permission): its file offset is then only congruent with its
-            // address modulo the page size, so the gap costs nothing in the file.
+            // address modulo the page size and the group's strictest alignment, so the gap costs at most that
+            // in the file.
             let starts_segment = run.is_none() || aligned - address > page;
             if starts_segment {
                 if let Some(finished) = run.take() {
@@ -397,9 +411,17 @@ fn place(
                 address = limit.check(align(address, alignment.max(page)), || blame(&sections[index].0))?;
                 // A `.tbss` that starts a segment leaves the next section at the segment's start.
                 resume = address;
-                // File offsets never pass the addresses they map (each segment's is at most its address less
-                // the base), so this neither overflows nor passes the output limit.
-                let file_start = align(file_cursor, page).unwrap_or(file_cursor) + address % effective_alignment(page);
+                let file_start = align(file_cursor, modulus)
+                    .and_then(|start| start.checked_add(address % modulus))
+                    .ok_or_else(|| {
+                        PhaseError::new(
+                            PHASE,
+                            format!(
+                                "{}: the output's file offsets overflow 64 bits",
+                                blame(&sections[index].0)
+                            ),
+                        )
+                    })?;
                 run = Some((address, file_start, address, Vec::new()));
             } else {
                 address = aligned;
@@ -544,13 +566,20 @@ fn define_linker_symbol_values(context: &mut LinkContext, layout: &Layout) {
     let span = |section: &OutputSection| (section.address, section.address + section.size);
     let bounds = |name: &str| layout.sections.iter().find(|section| section.name == name).map(span);
     let bounds_of = |id: OutputSectionId| layout.sections.iter().find(|section| section.id == Some(id)).map(span);
-    let mut writable = layout
+    let writable: Vec<&OutputSegment> = layout
         .segments
         .iter()
-        .filter(|segment| segment.flags.contains(SegmentFlags::WRITE));
-    let first_writable = writable.next();
-    // The data's file bytes end with the last writable segment's (RELRO data has one of its own).
-    let last_writable = writable.next_back().or(first_writable);
+        .filter(|segment| segment.flags.contains(SegmentFlags::WRITE))
+        .collect();
+    let first_writable = writable.first().copied();
+    // The data's file bytes end with the last writable segment's that has any (RELRO data has a segment of
+    // its own, and a `.bss` aligned beyond the page may have one without file bytes).
+    let last_writable = writable
+        .iter()
+        .rev()
+        .find(|segment| segment.file_size > 0)
+        .or(writable.last())
+        .copied();
     let data_start = first_writable.map_or(context.options.image_base, |segment| segment.address);
     let data_file_end = last_writable.map_or(data_start, |segment| segment.address + segment.file_size);
     let memory_end = layout
