@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use neverc_test_support::{LinkCases, repo, run_script, text};
+use neverc_test_support::{LinkCases, program_headers, repo, run_script, text};
 
 const BIN: &str = env!("CARGO_BIN_EXE_neverc-spec");
 
@@ -126,6 +126,50 @@ fn check(names: &[String], also: impl Fn(&str, &Path, &Path) -> Option<String>) 
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+/// A number of a `readelf -lW` row.
+fn number(field: &str) -> u64 {
+    u64::from_str_radix(field.trim_start_matches("0x"), 16).unwrap_or_else(|_| panic!("`{field}` is no number"))
+}
+
+/// The program headers of a `readelf -lW` listing as (type, address, file size, memory size, alignment).
+fn headers(rows: &[Vec<String>]) -> Vec<(String, u64, u64, u64, u64)> {
+    rows.iter()
+        .filter(|row| row.len() >= 7 && row[1].starts_with("0x"))
+        .map(|row| {
+            (
+                row[0].clone(),
+                number(&row[2]),
+                number(&row[4]),
+                number(&row[5]),
+                number(row.last().unwrap()),
+            )
+        })
+        .collect()
+}
+
+/// A failure unless `PT_GNU_RELRO` lies in memory that `PT_LOAD`s map: inside one, or a run of them each
+/// beginning where the one before ends.
+fn relro_inside_loads(name: &str, program: &Path) -> Option<String> {
+    let headers = headers(&program_headers(program));
+    let (_, start, _, size, _) = headers.iter().find(|header| header.0 == "GNU_RELRO")?;
+    let end = start + size;
+    let mut loads: Vec<(u64, u64)> = headers
+        .iter()
+        .filter(|header| header.0 == "LOAD")
+        .map(|header| (header.1, header.1 + header.3))
+        .collect();
+    loads.sort();
+    let mut covered = *start;
+    for (load_start, load_end) in loads {
+        if load_start <= covered && covered < load_end {
+            covered = load_end;
+        }
+    }
+    (covered < end).then(|| {
+        format!("{name}: PT_GNU_RELRO [{start:#x}, {end:#x}) is mapped only up to {covered:#x}:\n{headers:#x?}")
+    })
+}
+
 /// The cases of `prefix` for both architectures.
 fn both(prefix: &str) -> Vec<String> {
     ["x86", "a64"].iter().map(|arch| format!("{prefix}-{arch}")).collect()
@@ -135,5 +179,12 @@ fn both(prefix: &str) -> Vec<String> {
 fn sections_aligned_beyond_the_page_size_link_and_run_like_ld_bfds_builds() {
     // .data, .bss and .tdata aligned to 64 KiB and 2 MiB.
     let names = [both("aligned-64k"), both("aligned-2m")].concat();
-    check(&names, |_, _, _| None);
+    check(&names, |name, _, program| relro_inside_loads(name, program));
+}
+
+#[test]
+fn relro_with_a_large_maximum_page_size_lies_in_mapped_memory_and_the_program_runs() {
+    // `-z max-page-size=0x10000` and `0x200000`; AArch64's default is 64 KiB already.
+    let names = [both("relro-64k"), both("relro-2m")].concat();
+    check(&names, |name, _, program| relro_inside_loads(name, program));
 }

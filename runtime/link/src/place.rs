@@ -21,8 +21,8 @@ const PHASE: LinkPhase = LinkPhase::Layout;
 /// The permission groups, in address order, as ld.bfd lays out a static executable (`-z separate-code`):
 /// the headers with the notes (R), code (R+X), read-only data (R), then the writable data that is
 /// read-only after start-up (RELRO) and the rest of the writable data, each R+W. As lld does, the RELRO
-/// part is a `PT_LOAD` of its own, so that the `PT_GNU_RELRO` over it can end on a page boundary without
-/// padding the file.
+/// part is a `PT_LOAD` of its own, padded in memory to the end of its page, so that the `PT_GNU_RELRO` over
+/// it can end on a page boundary inside mapped memory without padding the file.
 const SEGMENT_FLAGS: [SegmentFlags; 5] = [
     SegmentFlags::READ,
     SegmentFlags::READ.union(SegmentFlags::EXECUTE),
@@ -176,8 +176,7 @@ pub(crate) fn lay_out(context: &mut LinkContext) -> Result<Layout, PhaseError> {
     let mut layout = layout;
     layout.sections = sections.into_iter().map(|(section, _)| section).collect();
     let variant = TlsVariant::of(context.graph.target_record());
-    let (program_headers, tls) =
-        describe_program_headers(&layout.sections, others, context.options.page_size.max(1), variant);
+    let (program_headers, tls) = describe_program_headers(&layout.sections, &layout.segments, others, variant);
     layout.program_headers = program_headers;
     layout.tls = tls;
     let graph = &mut context.graph;
@@ -291,12 +290,13 @@ fn other_program_headers<'s>(
     headers
 }
 
-/// The program headers other than loads over the placed sections, and the TLS template. `PT_GNU_RELRO`
-/// extends to the end of its page: its `PT_LOAD` ends there, and the next one starts on a page of its own.
+/// The program headers other than loads over the placed sections and `PT_LOAD`s, and the TLS template.
+/// `PT_GNU_RELRO` ends where the memory of its sections' `PT_LOAD`s does: at the end of a page (see
+/// [`place`]), the next `PT_LOAD` starting on a page of its own.
 fn describe_program_headers(
     sections: &[OutputSection],
+    segments: &[OutputSegment],
     others: Vec<(ProgramHeaderKind, Vec<usize>)>,
-    page: u64,
     variant: TlsVariant,
 ) -> (Vec<ProgramHeaderLayout>, Option<TlsTemplate>) {
     let mut tls = None;
@@ -318,7 +318,11 @@ fn describe_program_headers(
             let mut alignment = covered().map(|section| section.alignment).max().unwrap_or(1);
             let (mut end, mut file_end) = (end, file_end);
             if kind == ProgramHeaderKind::GnuRelro {
-                end = align(end, page).unwrap_or(end);
+                end = covered()
+                    .filter_map(|section| segments.get(section.segment))
+                    .map(|segment| segment.address + segment.memory_size)
+                    .max()
+                    .unwrap_or(end);
                 file_end = end;
                 alignment = 1;
             }
@@ -405,10 +409,14 @@ fn place(
             // in the file.
             let starts_segment = run.is_none() || aligned - address > page;
             if starts_segment {
+                let next = limit.check(align(address, alignment.max(page)), || blame(&sections[index].0))?;
                 if let Some(finished) = run.take() {
-                    file_cursor = push_segment(&mut layout, sections, flags, finished, address);
+                    // The RELRO part is made read-only as one range, which must be mapped throughout: its
+                    // `PT_LOAD`s reach each other in memory.
+                    let end = if group == RELRO_GROUP { next } else { address };
+                    file_cursor = push_segment(&mut layout, sections, flags, finished, end);
                 }
-                address = limit.check(align(address, alignment.max(page)), || blame(&sections[index].0))?;
+                address = next;
                 // A `.tbss` that starts a segment leaves the next section at the segment's start.
                 resume = address;
                 let file_start = align(file_cursor, modulus)
@@ -464,6 +472,12 @@ fn place(
             run_members.push(index);
         }
         if let Some(finished) = run.take() {
+            // As lld pads it, the RELRO part's last `PT_LOAD` reaches the end of its page in memory, so that
+            // `PT_GNU_RELRO` can end on a page boundary (which `mprotect` needs) inside mapped memory whatever
+            // the page size of the system that runs the program, up to the maximum page size.
+            if group == RELRO_GROUP {
+                address = limit.check(align(address, page), || "the RELRO segment".to_string())?;
+            }
             file_cursor = push_segment(&mut layout, sections, flags, finished, address);
         }
     }
