@@ -1,0 +1,3 @@
+#include <stdio.h>
+__attribute__((aligned(2097152))) int big[4] = {1,2,3,4};
+int main(void) { printf("%d %lu\n", big[2], (unsigned long)big & 0x1fffff); return 0; }
