@@ -21,8 +21,8 @@ const PHASE: LinkPhase = LinkPhase::Layout;
 /// The permission groups, in address order, as ld.bfd lays out a static executable (`-z separate-code`):
 /// the headers with the notes (R), code (R+X), read-only data (R), then the writable data that is
 /// read-only after start-up (RELRO) and the rest of the writable data, each R+W. As lld does, the RELRO
-/// part is a `PT_LOAD` of its own, so that the `PT_GNU_RELRO` over it can end on a page boundary without
-/// padding the file.
+/// part is a `PT_LOAD` of its own, padded in memory to the end of its page, so that the `PT_GNU_RELRO` over
+/// it can end on a page boundary inside mapped memory without padding the file.
 const SEGMENT_FLAGS: [SegmentFlags; 5] = [
     SegmentFlags::READ,
     SegmentFlags::READ.union(SegmentFlags::EXECUTE),
@@ -154,8 +154,14 @@ pub(crate) fn lay_out(context: &mut LinkContext) -> Result<Layout, PhaseError> {
             .count();
     // Decided by permission group, before placing turns each section's group into its PT_LOAD's index.
     let others = other_program_headers(sections.iter().map(|(section, _)| section));
+    // Placing turns each section's group into the index of its `PT_LOAD`; a second try starts again from
+    // the groups.
+    let group_of_section: Vec<usize> = sections.iter().map(|(section, _)| section.segment).collect();
     let mut loads = groups;
     let layout = loop {
+        for ((section, _), group) in sections.iter_mut().zip(&group_of_section) {
+            section.segment = *group;
+        }
         let layout = place(context, &mut sections, loads + others.len())?;
         if layout.segments.len() <= loads {
             break layout;
@@ -165,8 +171,7 @@ pub(crate) fn lay_out(context: &mut LinkContext) -> Result<Layout, PhaseError> {
     let mut layout = layout;
     layout.sections = sections.into_iter().map(|(section, _)| section).collect();
     let variant = TlsVariant::of(context.graph.target_record());
-    let (program_headers, tls) =
-        describe_program_headers(&layout.sections, others, context.options.page_size.max(1), variant);
+    let (program_headers, tls) = describe_program_headers(&layout.sections, &layout.segments, others, variant);
     layout.program_headers = program_headers;
     layout.tls = tls;
     let graph = &mut context.graph;
@@ -354,12 +359,13 @@ fn other_program_headers<'s>(
     headers
 }
 
-/// The program headers other than loads over the placed sections, and the TLS template. `PT_GNU_RELRO`
-/// extends to the end of its page: its `PT_LOAD` ends there, and the next one starts on a page of its own.
+/// The program headers other than loads over the placed sections and `PT_LOAD`s, and the TLS template.
+/// `PT_GNU_RELRO` ends where the memory of its sections' `PT_LOAD`s does: at the end of a page (see
+/// [`place`]), the next `PT_LOAD` starting on a page of its own.
 fn describe_program_headers(
     sections: &[OutputSection],
+    segments: &[OutputSegment],
     others: Vec<(ProgramHeaderKind, Vec<usize>)>,
-    page: u64,
     variant: TlsVariant,
 ) -> (Vec<ProgramHeaderLayout>, Option<TlsTemplate>) {
     let mut tls = None;
@@ -381,7 +387,11 @@ fn describe_program_headers(
             let mut alignment = covered().map(|section| section.alignment).max().unwrap_or(1);
             let (mut end, mut file_end) = (end, file_end);
             if kind == ProgramHeaderKind::GnuRelro {
-                end = align(end, page).unwrap_or(end);
+                end = covered()
+                    .filter_map(|section| segments.get(section.segment))
+                    .map(|segment| segment.address + segment.memory_size)
+                    .max()
+                    .unwrap_or(end);
                 file_end = end;
                 alignment = 1;
             }
@@ -426,8 +436,8 @@ fn place(
     let headers = elf_headers_size(headers);
     let mut address = limit.check(base.checked_add(headers), || "the image headers".to_string())?;
     // Where the next segment's file bytes may start: after each segment's file bytes. A segment's file offset
-    // only has to be congruent with its address modulo the page size, so the gap an aligned first section
-    // leaves in the address space costs nothing in the file.
+    // only has to be congruent with its address modulo the page size (and its group's strictest alignment,
+    // below), so the gap an aligned first section leaves in the address space costs little in the file.
     let mut file_cursor = 0;
     for (group, flags) in SEGMENT_FLAGS.into_iter().enumerate() {
         let members: Vec<usize> = (0..sections.len())
@@ -436,6 +446,13 @@ fn place(
         // The run of sections placed since the current `PT_LOAD` began: its start address, file offset and the
         // end of its file bytes. The first begins at the image base with the headers.
         let mut run: Option<(u64, u64, u64, Vec<usize>)> = (group == 0).then(|| (base, 0, address, Vec::new()));
+        // A segment's file offset is congruent with its address modulo the page size, and modulo the strictest
+        // alignment of the group's sections too (as ld.bfd places them), so that a section aligned beyond the
+        // page (a `.tdata` whose `PT_TLS` is aligned so) keeps its alignment in the file as in memory.
+        let modulus = members
+            .iter()
+            .map(|index| effective_alignment(sections[*index].0.alignment))
+            .fold(effective_alignment(page), u64::max);
         for index in members {
             // The output section is aligned as strictly as its most strictly aligned input section, which is
             // the one to blame when the alignment does not fit.
@@ -457,18 +474,31 @@ fn place(
             let aligned = limit.check(align(address, alignment), || blame(&sections[index].0))?;
             // A section that would leave more than a page of zeros after the one before starts a `PT_LOAD` of
             // its own (as does the first of each permission): its file offset is then only congruent with its
-            // address modulo the page size, so the gap costs nothing in the file.
+            // address modulo the page size and the group's strictest alignment, so the gap costs at most that
+            // in the file.
             let starts_segment = run.is_none() || aligned - address > page;
             if starts_segment {
+                let next = limit.check(align(address, alignment.max(page)), || blame(&sections[index].0))?;
                 if let Some(finished) = run.take() {
-                    file_cursor = push_segment(&mut layout, sections, flags, finished, address);
+                    // The RELRO part is made read-only as one range, which must be mapped throughout: its
+                    // `PT_LOAD`s reach each other in memory.
+                    let end = if group == RELRO_GROUP { next } else { address };
+                    file_cursor = push_segment(&mut layout, sections, flags, finished, end);
                 }
-                address = limit.check(align(address, alignment.max(page)), || blame(&sections[index].0))?;
+                address = next;
                 // A `.tbss` that starts a segment leaves the next section at the segment's start.
                 resume = address;
-                // File offsets never pass the addresses they map (each segment's is at most its address less
-                // the base), so this neither overflows nor passes the output limit.
-                let file_start = align(file_cursor, page).unwrap_or(file_cursor) + address % effective_alignment(page);
+                let file_start = align(file_cursor, modulus)
+                    .and_then(|start| start.checked_add(address % modulus))
+                    .ok_or_else(|| {
+                        PhaseError::new(
+                            PHASE,
+                            format!(
+                                "{}: the output's file offsets overflow 64 bits",
+                                blame(&sections[index].0)
+                            ),
+                        )
+                    })?;
                 run = Some((address, file_start, address, Vec::new()));
             } else {
                 address = aligned;
@@ -511,6 +541,12 @@ fn place(
             run_members.push(index);
         }
         if let Some(finished) = run.take() {
+            // As lld pads it, the RELRO part's last `PT_LOAD` reaches the end of its page in memory, so that
+            // `PT_GNU_RELRO` can end on a page boundary (which `mprotect` needs) inside mapped memory whatever
+            // the page size of the system that runs the program, up to the maximum page size.
+            if group == RELRO_GROUP {
+                address = limit.check(align(address, page), || "the RELRO segment".to_string())?;
+            }
             file_cursor = push_segment(&mut layout, sections, flags, finished, address);
         }
     }
@@ -613,13 +649,20 @@ fn define_linker_symbol_values(context: &mut LinkContext, layout: &Layout) {
     let span = |section: &OutputSection| (section.address, section.address + section.size);
     let bounds = |name: &str| layout.sections.iter().find(|section| section.name == name).map(span);
     let bounds_of = |id: OutputSectionId| layout.sections.iter().find(|section| section.id == Some(id)).map(span);
-    let mut writable = layout
+    let writable: Vec<&OutputSegment> = layout
         .segments
         .iter()
-        .filter(|segment| segment.flags.contains(SegmentFlags::WRITE));
-    let first_writable = writable.next();
-    // The data's file bytes end with the last writable segment's (RELRO data has one of its own).
-    let last_writable = writable.next_back().or(first_writable);
+        .filter(|segment| segment.flags.contains(SegmentFlags::WRITE))
+        .collect();
+    let first_writable = writable.first().copied();
+    // The data's file bytes end with the last writable segment's that has any (RELRO data has a segment of
+    // its own, and a `.bss` aligned beyond the page may have one without file bytes).
+    let last_writable = writable
+        .iter()
+        .rev()
+        .find(|segment| segment.file_size > 0)
+        .or(writable.last())
+        .copied();
     let data_start = first_writable.map_or(context.options.image_base, |segment| segment.address);
     let data_file_end = last_writable.map_or(data_start, |segment| segment.address + segment.file_size);
     let memory_end = layout

@@ -7,9 +7,9 @@ use std::process::Command;
 
 use neverc_link::image::{
     BoundedImageWriter, ElfError, ImageFinding, ImageLayout, MapFile, MapFinding, MapInputPiece, MapOutputSection,
-    MapSymbol, SectionFlags, SectionKind, SectionLayout, SegmentFlags, SegmentLayout, SymbolBinding, SymbolKind,
-    SymbolLayout, WriterError, WriterOperation, elf_file_size, elf_headers_size, parse_map_file, verify_image,
-    verify_map_file, write_elf, write_elf_into, write_map_file,
+    MapSymbol, ProgramHeaderKind, ProgramHeaderLayout, SectionFlags, SectionKind, SectionLayout, SegmentFlags,
+    SegmentLayout, SymbolBinding, SymbolKind, SymbolLayout, WriterError, WriterOperation, elf_file_size,
+    elf_headers_size, parse_map_file, verify_image, verify_map_file, write_elf, write_elf_into, write_map_file,
 };
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol};
 
@@ -665,6 +665,38 @@ fn the_program_headers_must_be_loaded() {
         }]
     );
     assert_eq!(findings[0].rule(), "program headers lie outside every loaded segment");
+}
+
+#[test]
+fn relro_must_lie_in_memory_the_loads_map() {
+    let mut layout = program(&EXIT_42);
+    let headers = elf_headers_size(4);
+    layout.segments[0].file_size = headers;
+    layout.segments[0].memory_size = headers;
+    // RELRO over the data segment to the end of its page, which the segment maps only 0x20 bytes of (with a
+    // 64 KiB maximum page size, the rest of the range is unmapped on a system with 4 KiB pages).
+    layout.program_headers.push(ProgramHeaderLayout {
+        kind: ProgramHeaderKind::GnuRelro,
+        flags: SegmentFlags::READ,
+        virtual_address: 0x402000,
+        file_offset: 0x2000,
+        file_size: 0x1000,
+        memory_size: 0x1000,
+        alignment: 1,
+    });
+    let findings = verify_image(&write(&layout).into(), &layout);
+    assert_eq!(
+        findings,
+        [ImageFinding::RelroNotMapped {
+            address: 0x402000,
+            end: 0x403000,
+            mapped_end: 0x402020
+        }]
+    );
+    assert_eq!(findings[0].rule(), "PT_GNU_RELRO reaches past the mapped memory");
+    // The data segment padded in memory to the end of the page maps all of it.
+    layout.segments[2].memory_size = 0x1000;
+    assert_eq!(verify_image(&write(&layout).into(), &layout), Vec::new());
 }
 
 #[test]

@@ -14,9 +14,9 @@ use object::elf::FileHeader64;
 use object::read::elf::{FileHeader as _, ProgramHeader as _, SectionHeader as _};
 
 use super::elf::{
-    FILE_HEADER_SIZE, ImageLayout, PF_W, PF_X, PT_GNU_STACK, PT_LOAD, SECTION_HEADER_SIZE, SHF_ALLOC, SHF_COMPRESSED,
-    SHF_EXECINSTR, SHF_MERGE, SHF_STRINGS, SHF_TLS, SHF_WRITE, SHT_NOBITS, SYNTHESIZED_SECTIONS, SegmentLayout,
-    permission_string,
+    FILE_HEADER_SIZE, ImageLayout, PF_W, PF_X, PT_GNU_RELRO, PT_GNU_STACK, PT_LOAD, SECTION_HEADER_SIZE, SHF_ALLOC,
+    SHF_COMPRESSED, SHF_EXECINSTR, SHF_MERGE, SHF_STRINGS, SHF_TLS, SHF_WRITE, SHT_NOBITS, SYNTHESIZED_SECTIONS,
+    SegmentLayout, permission_string,
 };
 use super::sparse::SparseBytes;
 
@@ -68,6 +68,9 @@ pub enum ImageFinding {
     ProgramHeadersNotLoaded { file_offset: u64, size: u64 },
     /// A nonzero entry point is not inside any executable segment.
     EntryOutsideLoaded { entry: u64 },
+    /// `PT_GNU_RELRO` reaches past the memory the `PT_LOAD`s map from its start (one after the other, without
+    /// a gap): the C library's `mprotect` over it fails at start-up and the program does not run.
+    RelroNotMapped { address: u64, end: u64, mapped_end: u64 },
     /// Bytes after every declared range.
     TrailingBytes { claimed_end: u64, image_size: u64 },
     /// An allocated section is not inside a segment, in memory or in the file.
@@ -104,6 +107,7 @@ impl ImageFinding {
             ImageFinding::ExecutableStack => "executable stack is forbidden",
             ImageFinding::ProgramHeadersNotLoaded { .. } => "program headers lie outside every loaded segment",
             ImageFinding::EntryOutsideLoaded { .. } => "entry point lies outside every loaded segment",
+            ImageFinding::RelroNotMapped { .. } => "PT_GNU_RELRO reaches past the mapped memory",
             ImageFinding::TrailingBytes { .. } => "unclaimed bytes trail the declared image ranges",
             ImageFinding::SectionOutsideSegment { .. } => "allocated section lies outside every segment",
             ImageFinding::SectionOutsideDeclaredSegment { .. } => "section lies outside its declared segment",
@@ -169,6 +173,14 @@ impl fmt::Display for ImageFinding {
                 write!(formatter, "{rule}: {size:#x} bytes at file offset {file_offset:#x}")
             }
             ImageFinding::EntryOutsideLoaded { entry } => write!(formatter, "{rule}: entry {entry:#x}"),
+            ImageFinding::RelroNotMapped {
+                address,
+                end,
+                mapped_end,
+            } => write!(
+                formatter,
+                "{rule}: PT_GNU_RELRO covers {address:#x} to {end:#x}, the loads map it only up to {mapped_end:#x}"
+            ),
             ImageFinding::TrailingBytes {
                 claimed_end,
                 image_size,
@@ -220,6 +232,7 @@ pub fn verify_image(image: &SparseBytes, layout: &ImageLayout) -> Vec<ImageFindi
     check_stack(&parsed.segments, &mut findings);
     check_program_headers_loaded(&parsed, &loads, &mut findings);
     check_entry(parsed.entry, &loads, &mut findings);
+    check_relro(&parsed.segments, &loads, &mut findings);
     check_sections(&parsed.sections, &loads, image_size, &mut findings);
     check_trailing(&parsed, image_size, &mut findings);
     compare_segments(&loads, &layout.segments, &mut findings);
@@ -464,6 +477,32 @@ fn check_program_headers_loaded(parsed: &ParsedImage, loads: &[&ParsedSegment], 
         .any(|segment| contains(segment.file_offset, segment.file_size, file_offset, size));
     if !loaded {
         findings.push(ImageFinding::ProgramHeadersNotLoaded { file_offset, size });
+    }
+}
+
+/// `PT_GNU_RELRO` must lie in memory that `PT_LOAD`s map: from its start, one load after the other, each
+/// beginning inside (or where) the one before ends.
+fn check_relro(segments: &[ParsedSegment], loads: &[&ParsedSegment], findings: &mut Vec<ImageFinding>) {
+    let mut mapped: Vec<(u64, u64)> = loads
+        .iter()
+        .map(|load| (load.address, load.address.saturating_add(load.memory_size)))
+        .collect();
+    mapped.sort_unstable();
+    for relro in segments.iter().filter(|segment| segment.kind == PT_GNU_RELRO) {
+        let end = relro.address.saturating_add(relro.memory_size);
+        let mut mapped_end = relro.address;
+        for (start, stop) in &mapped {
+            if *start <= mapped_end && mapped_end < *stop {
+                mapped_end = *stop;
+            }
+        }
+        if mapped_end < end {
+            findings.push(ImageFinding::RelroNotMapped {
+                address: relro.address,
+                end,
+                mapped_end,
+            });
+        }
     }
 }
 
