@@ -29,6 +29,9 @@ pub(crate) fn read_object(graph: &mut LinkGraph, input: InputId, phase: u16) -> 
     let bytes = data
         .get(range.clone())
         .ok_or_else(|| ReadError::new(&name, "object range outside the file"))?;
+    // The `object` crate skips a relocation section whose links it cannot follow (and refuses some with a
+    // message naming no section), so the section headers are checked first.
+    check_relocation_sections(&name, bytes)?;
     let file = object::File::parse(bytes).map_err(|error| ReadError::new(&name, format!("not an object: {error}")))?;
     let format = match file.format() {
         object::BinaryFormat::Elf => ObjectFormat::Elf,
@@ -223,12 +226,17 @@ impl ObjectReader<'_> {
         self.symbol_ids = vec![None; symbol_count];
         for symbol in file.symbols() {
             let symbol_name = symbol.name().unwrap_or("").to_string();
-            // Mach-O symbols hold addresses within the object; ELF and COFF ones offsets (their sections sit
-            // at address 0). The graph keeps offsets within the defining atom.
-            let section_address = symbol
-                .section_index()
-                .and_then(|index| file.section_by_index(index).ok())
-                .map_or(0, |section| section.address());
+            // Mach-O symbols hold addresses within the object; ELF and COFF ones offsets within their section,
+            // whatever address the section header gives it (a relocatable ELF object's `sh_addr` is normally
+            // 0, but `ld -r` with a script or a patched object may set it: ld.bfd and ld.lld ignore it, and so
+            // do we). The graph keeps offsets within the defining atom.
+            let section_address = match self.format {
+                ObjectFormat::MachO => symbol
+                    .section_index()
+                    .and_then(|index| file.section_by_index(index).ok())
+                    .map_or(0, |section| section.address()),
+                ObjectFormat::Elf | ObjectFormat::Coff => 0,
+            };
             let (definition, atom) = match symbol.section() {
                 SymbolSection::Undefined => (Definition::Undefined, None),
                 SymbolSection::Absolute => (Definition::Absolute, None),
@@ -541,6 +549,86 @@ fn relocation_table(
             Ok(Some(target))
         }
     }
+}
+
+/// Refuses a relocatable ELF object with a relocation section whose links are broken: an `sh_link` that is
+/// not the object's symbol table (the relocations' symbol indices would index some other table), an
+/// `sh_info` that is 0 or names no section, or one that names another relocation section (no section to
+/// patch). Such relocations cannot be applied as their producer meant, and dropping them (as the `object`
+/// crate's reader would, and ld.bfd does) makes a program that crashes; ld.lld refuses the `sh_info` cases
+/// with the same words. Other files (not ELF, not relocatable, or too malformed to have section headers) are
+/// left to the object reader.
+fn check_relocation_sections(name: &str, bytes: &[u8]) -> Result<(), ReadError> {
+    match (bytes.get(..4), bytes.get(4)) {
+        (Some(b"\x7fELF"), Some(&object::elf::ELFCLASS64)) => {
+            check_relocation_sections_of::<object::elf::FileHeader64<object::Endianness>>(name, bytes)
+        }
+        (Some(b"\x7fELF"), Some(&object::elf::ELFCLASS32)) => {
+            check_relocation_sections_of::<object::elf::FileHeader32<object::Endianness>>(name, bytes)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// [`check_relocation_sections`] for one ELF class.
+fn check_relocation_sections_of<Elf>(name: &str, bytes: &[u8]) -> Result<(), ReadError>
+where
+    Elf: object::read::elf::FileHeader<Endian = object::Endianness>,
+{
+    use object::read::elf::SectionHeader as _;
+    let Ok(header) = Elf::parse(bytes) else {
+        return Ok(());
+    };
+    let Ok(endian) = header.endian() else {
+        return Ok(());
+    };
+    if header.e_type(endian) != object::elf::ET_REL {
+        return Ok(());
+    }
+    let Ok(sections) = header.sections(endian, bytes) else {
+        return Ok(());
+    };
+    let is_relocations = |sh_type: u32| {
+        matches!(
+            sh_type,
+            object::elf::SHT_REL | object::elf::SHT_RELA | object::elf::SHT_CREL
+        )
+    };
+    let symbol_table = sections
+        .iter()
+        .position(|section| section.sh_type(endian) == object::elf::SHT_SYMTAB);
+    for (index, section) in sections.iter().enumerate() {
+        if !is_relocations(section.sh_type(endian)) {
+            continue;
+        }
+        let section_name = sections
+            .section_name(endian, section)
+            .map_or_else(|_| "?".into(), String::from_utf8_lossy);
+        let what = format!("relocation section `{section_name}` (index {index})");
+        let link = section.sh_link(endian) as usize;
+        if Some(link) != symbol_table {
+            let table = symbol_table.map_or_else(
+                || "the object has no symbol table".to_string(),
+                |table| format!("the symbol table is section {table}"),
+            );
+            return Err(ReadError::new(
+                name,
+                format!("{what} has invalid sh_link ({link}): {table}"),
+            ));
+        }
+        let info = section.sh_info(endian) as usize;
+        let target = sections.section(object::SectionIndex(info)).ok().filter(|_| info != 0);
+        let Some(target) = target else {
+            return Err(ReadError::new(name, format!("{what} has invalid sh_info ({info})")));
+        };
+        if is_relocations(target.sh_type(endian)) {
+            return Err(ReadError::new(
+                name,
+                format!("{what} has invalid sh_info ({info}): section {info} is itself a relocation section"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The normalized kind and flags of a section.
