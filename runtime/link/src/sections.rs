@@ -1,7 +1,8 @@
 //! The output sections the linker knows by role, in one table: for each, its typed id, name, the input
 //! sections that go to it, its ELF type, whether it belongs to the data that is read-only after start-up
-//! (RELRO), whether it is placed with the headers, and its rank among the sections of its permission group —
-//! what ld.bfd's default script says for a static executable. Layout, emission and the names the linker
+//! (RELRO), whether it is placed with the headers, whether identical code folding must keep its inputs apart,
+//! and its rank among the sections of its permission group — what ld.bfd's default script says for a static
+//! executable. Layout, emission and the names the linker
 //! defines ask this table; nothing else compares section names.
 //!
 //! An input section no rule claims goes to an output section of its own name (rank [`OTHER_RANK`]), whose
@@ -74,6 +75,10 @@ pub struct OutputSectionKind {
     pub relro: bool,
     /// Read-only data placed with the ELF headers (notes, the `IRELATIVE` relocations).
     pub with_headers: bool,
+    /// Its input sections are pieces of one sequence whose every piece counts (the start-up and exit code
+    /// `.init` and `.fini` that `crti.o` opens and `crtn.o` closes, the arrays of constructors and
+    /// destructors): identical code folding never folds them, as ld.lld and GNU gold never do.
+    pub keep_unique: bool,
     /// The order among the sections of its permission group (lower first).
     pub rank: u32,
     /// The permissions (`section_flags` bits besides `ALLOCATED`) of what the linker makes for it (its own
@@ -98,6 +103,7 @@ const fn kind(
         sh_type,
         relro: false,
         with_headers: false,
+        keep_unique: false,
         rank,
         made_flags: 0,
     }
@@ -109,6 +115,13 @@ const fn made(kind: OutputSectionKind, made_flags: u64) -> OutputSectionKind {
 
 const fn relro(kind: OutputSectionKind) -> OutputSectionKind {
     OutputSectionKind { relro: true, ..kind }
+}
+
+const fn keep_unique(kind: OutputSectionKind) -> OutputSectionKind {
+    OutputSectionKind {
+        keep_unique: true,
+        ..kind
+    }
 }
 
 const fn with_headers(kind: OutputSectionKind) -> OutputSectionKind {
@@ -126,12 +139,12 @@ use SectionKind::{FiniArray, InitArray, Note, PreinitArray, ProgBits, Rela};
 /// (`.data.rel.ro` before `.data`, `.init` before `.init_array`'s family).
 static OUTPUT_SECTIONS: [OutputSectionKind; 22] = [
     kind(Id::Text, ".text", Inputs::Families(&[".text"]), ProgBits, 2),
-    kind(Id::Init, ".init", Inputs::Named(&[".init"]), ProgBits, 0),
+    keep_unique(kind(Id::Init, ".init", Inputs::Named(&[".init"]), ProgBits, 0)),
     made(
         kind(Id::Iplt, ".plt", Inputs::Named(&[".plt"]), ProgBits, 1),
         EXECUTABLE,
     ),
-    kind(Id::Fini, ".fini", Inputs::Named(&[".fini"]), ProgBits, 3),
+    keep_unique(kind(Id::Fini, ".fini", Inputs::Named(&[".fini"]), ProgBits, 3)),
     with_headers(kind(Id::RelaIplt, ".rela.plt", Inputs::Named(&[".rela.plt"]), Rela, 60)),
     // The first note, as ld.bfd places it, then the build ID.
     with_headers(kind(
@@ -172,27 +185,27 @@ static OUTPUT_SECTIONS: [OutputSectionKind; 22] = [
         ProgBits,
         1,
     )),
-    relro(kind(
+    keep_unique(relro(kind(
         Id::PreinitArray,
         ".preinit_array",
         Inputs::Families(&[".preinit_array"]),
         PreinitArray,
         2,
-    )),
-    relro(kind(
+    ))),
+    keep_unique(relro(kind(
         Id::InitArray,
         ".init_array",
         Inputs::Families(&[".init_array", ".ctors"]),
         InitArray,
         3,
-    )),
-    relro(kind(
+    ))),
+    keep_unique(relro(kind(
         Id::FiniArray,
         ".fini_array",
         Inputs::Families(&[".fini_array", ".dtors"]),
         FiniArray,
         4,
-    )),
+    ))),
     relro(kind(
         Id::DataRelRo,
         ".data.rel.ro",
@@ -245,6 +258,19 @@ impl OutputSectionId {
             .find(|kind| kind.inputs.claims(name))
             .map(|kind| kind.id)
     }
+}
+
+/// Whether identical code folding must keep an input section of this name apart from every other, as ld.lld
+/// decides it: its output section's row says so ([`OutputSectionKind::keep_unique`]), or the name is a C
+/// identifier, so that a program may walk the output section between its `__start_` and `__stop_` symbols and
+/// count on every piece being there.
+pub fn keeps_identity(input: &str) -> bool {
+    let c_identifier = input
+        .chars()
+        .next()
+        .is_some_and(|first| first == '_' || first.is_ascii_alphabetic())
+        && input.chars().all(|char| char == '_' || char.is_ascii_alphanumeric());
+    c_identifier || OutputSectionId::for_input(input).is_some_and(|id| id.kind().keep_unique)
 }
 
 /// The name of the output section an input section of this name goes to.
@@ -351,6 +377,24 @@ mod tests {
                 output,
                 "{input}"
             );
+        }
+    }
+
+    #[test]
+    fn folding_keeps_apart_what_lld_keeps_apart() {
+        for input in [
+            ".init",
+            ".fini",
+            ".init_array.00100",
+            ".ctors",
+            ".dtors.65535",
+            ".preinit_array",
+            "neverc_items",
+        ] {
+            assert!(keeps_identity(input), "{input}");
+        }
+        for input in [".text", ".text.twin", ".rodata.str1.1", ".initial", "9lives", ""] {
+            assert!(!keeps_identity(input), "{input}");
         }
     }
 }

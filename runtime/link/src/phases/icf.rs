@@ -1,7 +1,9 @@
 //! `neverc.link.icf`: identical code folding (`--icf=all`). Executable, read-only atoms whose address is not
 //! significant (nothing but direct calls refers to them) fold into one leader when their bytes and their
 //! relocations are equal, relocation targets compared through the folding found so far, until nothing
-//! changes.
+//! changes. Sections whose identity matters never fold, as ld.lld decides it (`crate::sections::keeps_identity`):
+//! the pieces of `.init` and `.fini` (`crtn.o`'s identical epilogues of both), constructor and destructor
+//! arrays, and sections named like C identifiers, which a program may walk between `__start_` and `__stop_`.
 
 use rustc_hash::FxHashMap;
 
@@ -9,6 +11,7 @@ use neverc_tables::RelocationKind;
 
 use crate::context::{IcfMode, LinkContext, PhaseError};
 use crate::graph::{AtomId, atom_flags, section_flags};
+use crate::sections::keeps_identity;
 
 /// What two atoms must share to fold: their bytes and their relocations (offset, type, addend, target
 /// leader, target symbol value).
@@ -46,8 +49,12 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
             entry.is_live()
                 && !significant[atom.index()]
                 && entry.section.is_some_and(|section| {
-                    let flags = graph.sections[section.index()].flags;
-                    flags & section_flags::EXECUTABLE != 0 && flags & section_flags::WRITABLE == 0
+                    let section = &graph.sections[section.index()];
+                    let flags = section.flags;
+                    flags & section_flags::ALLOCATED != 0
+                        && flags & section_flags::EXECUTABLE != 0
+                        && flags & section_flags::WRITABLE == 0
+                        && !keeps_identity(&section.name)
                 })
         })
         .collect();
