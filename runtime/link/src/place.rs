@@ -142,6 +142,20 @@ pub(crate) fn lay_out(context: &mut LinkContext) -> Result<Layout, PhaseError> {
     }
     // `.bss` is the last section of the writable segment (it takes no file bytes).
     sections.sort_by_key(|(section, rank)| (section.segment, *rank));
+    // The TLS template (`.tdata` then `.tbss`) starts aligned as strictly as its most strictly aligned
+    // section, `PT_TLS`'s `p_align` (ld.bfd raises the first TLS section's alignment so): the thread pointer
+    // offsets and the C library's copies of the template count from an aligned start.
+    let is_tls = |section: &OutputSection| section.flags & section_flags::TLS != 0;
+    let tls_alignment = sections
+        .iter()
+        .filter(|(section, _)| is_tls(section))
+        .map(|(section, _)| section.alignment)
+        .max();
+    if let (Some(alignment), Some((first, _))) =
+        (tls_alignment, sections.iter_mut().find(|(section, _)| is_tls(section)))
+    {
+        first.alignment = alignment;
+    }
 
     // The ELF header and the program headers are mapped by the first `PT_LOAD` (the kernel passes their
     // address as `AT_PHDR`, which a static libc reads to find its TLS segment), so their size must be known
@@ -467,9 +481,6 @@ fn place(
                         |atom| describe(graph, atom),
                     )
             };
-            // `.tbss` takes no room in the address space of the sections after it: its template lives only in
-            // each thread's block.
-            let mut resume = address;
             let alignment = sections[index].0.alignment;
             let aligned = limit.check(align(address, alignment), || blame(&sections[index].0))?;
             // A section that would leave more than a page of zeros after the one before starts a `PT_LOAD` of
@@ -486,8 +497,6 @@ fn place(
                     file_cursor = push_segment(&mut layout, sections, flags, finished, end);
                 }
                 address = next;
-                // A `.tbss` that starts a segment leaves the next section at the segment's start.
-                resume = address;
                 let file_start = align(file_cursor, modulus)
                     .and_then(|start| start.checked_add(address % modulus))
                     .ok_or_else(|| {
@@ -536,7 +545,10 @@ fn place(
             if !is_bss {
                 *file_end = address;
             } else if section.flags & section_flags::TLS != 0 {
-                address = resume;
+                // `.tbss` takes no room in the address space of the sections after it (its template lives
+                // only in each thread's block), but its alignment padding does, as ld.bfd places it: its start
+                // then lies in its segment.
+                address = section.address;
             }
             run_members.push(index);
         }

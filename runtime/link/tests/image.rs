@@ -700,6 +700,41 @@ fn relro_must_lie_in_memory_the_loads_map() {
 }
 
 #[test]
+fn the_tls_template_must_start_aligned() {
+    let mut layout = program(&EXIT_42);
+    let headers = elf_headers_size(4);
+    layout.segments[0].file_size = headers;
+    layout.segments[0].memory_size = headers;
+    // A template over `.data` (at 0x402000) aligned to 64 KiB.
+    let tls = ProgramHeaderLayout {
+        kind: ProgramHeaderKind::Tls,
+        flags: SegmentFlags::READ,
+        virtual_address: 0x402000,
+        file_offset: 0x2000,
+        file_size: 8,
+        memory_size: 8,
+        alignment: 0x10000,
+    };
+    layout.program_headers.push(tls);
+    let findings = verify_image(&write(&layout).into(), &layout);
+    assert_eq!(
+        findings,
+        [ImageFinding::TlsMisaligned {
+            address: 0x402000,
+            alignment: 0x10000
+        }]
+    );
+    assert_eq!(
+        findings[0].rule(),
+        "PT_TLS starts at an address its alignment does not divide"
+    );
+    if let Some(tls) = layout.program_headers.last_mut() {
+        tls.alignment = 0x1000;
+    }
+    assert_eq!(verify_image(&write(&layout).into(), &layout), Vec::new());
+}
+
+#[test]
 fn overlapping_segments_are_reported_in_memory_and_in_the_file() {
     let mut layout = program(&EXIT_42);
     layout.segments[1].file_size = 0x1010;

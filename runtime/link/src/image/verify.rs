@@ -14,9 +14,9 @@ use object::elf::FileHeader64;
 use object::read::elf::{FileHeader as _, ProgramHeader as _, SectionHeader as _};
 
 use super::elf::{
-    FILE_HEADER_SIZE, ImageLayout, PF_W, PF_X, PT_GNU_RELRO, PT_GNU_STACK, PT_LOAD, SECTION_HEADER_SIZE, SHF_ALLOC,
-    SHF_COMPRESSED, SHF_EXECINSTR, SHF_MERGE, SHF_STRINGS, SHF_TLS, SHF_WRITE, SHT_NOBITS, SYNTHESIZED_SECTIONS,
-    SegmentLayout, permission_string,
+    FILE_HEADER_SIZE, ImageLayout, PF_W, PF_X, PT_GNU_RELRO, PT_GNU_STACK, PT_LOAD, PT_TLS, SECTION_HEADER_SIZE,
+    SHF_ALLOC, SHF_COMPRESSED, SHF_EXECINSTR, SHF_MERGE, SHF_STRINGS, SHF_TLS, SHF_WRITE, SHT_NOBITS,
+    SYNTHESIZED_SECTIONS, SegmentLayout, permission_string,
 };
 use super::sparse::SparseBytes;
 
@@ -71,6 +71,9 @@ pub enum ImageFinding {
     /// `PT_GNU_RELRO` reaches past the memory the `PT_LOAD`s map from its start (one after the other, without
     /// a gap): the C library's `mprotect` over it fails at start-up and the program does not run.
     RelroNotMapped { address: u64, end: u64, mapped_end: u64 },
+    /// `PT_TLS` starts at an address that is not a multiple of its alignment: the thread pointer offsets the
+    /// link computed assume an aligned template, which the C library copies to an aligned block.
+    TlsMisaligned { address: u64, alignment: u64 },
     /// Bytes after every declared range.
     TrailingBytes { claimed_end: u64, image_size: u64 },
     /// An allocated section is not inside a segment, in memory or in the file.
@@ -108,6 +111,7 @@ impl ImageFinding {
             ImageFinding::ProgramHeadersNotLoaded { .. } => "program headers lie outside every loaded segment",
             ImageFinding::EntryOutsideLoaded { .. } => "entry point lies outside every loaded segment",
             ImageFinding::RelroNotMapped { .. } => "PT_GNU_RELRO reaches past the mapped memory",
+            ImageFinding::TlsMisaligned { .. } => "PT_TLS starts at an address its alignment does not divide",
             ImageFinding::TrailingBytes { .. } => "unclaimed bytes trail the declared image ranges",
             ImageFinding::SectionOutsideSegment { .. } => "allocated section lies outside every segment",
             ImageFinding::SectionOutsideDeclaredSegment { .. } => "section lies outside its declared segment",
@@ -181,6 +185,12 @@ impl fmt::Display for ImageFinding {
                 formatter,
                 "{rule}: PT_GNU_RELRO covers {address:#x} to {end:#x}, the loads map it only up to {mapped_end:#x}"
             ),
+            ImageFinding::TlsMisaligned { address, alignment } => {
+                write!(
+                    formatter,
+                    "{rule}: PT_TLS at {address:#x} with alignment {alignment:#x}"
+                )
+            }
             ImageFinding::TrailingBytes {
                 claimed_end,
                 image_size,
@@ -233,6 +243,7 @@ pub fn verify_image(image: &SparseBytes, layout: &ImageLayout) -> Vec<ImageFindi
     check_program_headers_loaded(&parsed, &loads, &mut findings);
     check_entry(parsed.entry, &loads, &mut findings);
     check_relro(&parsed.segments, &loads, &mut findings);
+    check_tls(&parsed.segments, &mut findings);
     check_sections(&parsed.sections, &loads, image_size, &mut findings);
     check_trailing(&parsed, image_size, &mut findings);
     compare_segments(&loads, &layout.segments, &mut findings);
@@ -501,6 +512,18 @@ fn check_relro(segments: &[ParsedSegment], loads: &[&ParsedSegment], findings: &
                 address: relro.address,
                 end,
                 mapped_end,
+            });
+        }
+    }
+}
+
+/// `PT_TLS` must start at a multiple of its alignment (its alignment itself is checked with the loads').
+fn check_tls(segments: &[ParsedSegment], findings: &mut Vec<ImageFinding>) {
+    for tls in segments.iter().filter(|segment| segment.kind == PT_TLS) {
+        if tls.alignment.is_power_of_two() && tls.address % tls.alignment != 0 {
+            findings.push(ImageFinding::TlsMisaligned {
+                address: tls.address,
+                alignment: tls.alignment,
             });
         }
     }
