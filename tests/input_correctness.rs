@@ -169,3 +169,31 @@ fn a_relocation_section_whose_links_are_broken_is_refused_naming_the_file_and_th
 fn section_addresses_in_a_relocatable_object_are_ignored_as_ld_bfd_ignores_them() {
     runs_like_ld_bfd(&["addresses", "data-address"]);
 }
+
+#[test]
+fn a_common_symbol_takes_the_archive_member_that_defines_it_as_ld_bfd_does() {
+    // GNU ld (and ld.lld, mold) load a member that defines a common symbol's name with initialized data, and
+    // its definition wins; a member with only another common, a weak or a function definition is not loaded.
+    runs_like_ld_bfd(&[
+        "common-data",
+        "common-bss",
+        "common-common",
+        "common-weak",
+        "common-func",
+    ]);
+}
+
+#[test]
+fn an_inline_variable_defined_weak_in_one_object_and_gnu_unique_in_another_is_one_variable() {
+    runs_like_ld_bfd(&["inline-ab", "inline-ba"]);
+}
+
+#[test]
+fn symbol_names_that_are_not_utf_8_are_resolved_as_the_bytes_they_are() {
+    runs_like_ld_bfd(&["badname-ok", "badname-archive"]);
+    refused("badname-undefined", &["undefined reference to `bad\u{fffd}name'"]);
+    refused(
+        "badname-duplicate",
+        &["bad\u{fffd}name", "bad_name_def.o", "bad_name_again.o"],
+    );
+}

@@ -148,7 +148,7 @@ fn an_undefined_symbol_names_the_referencing_input_and_nothing_is_written() {
     assert_eq!(result.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&result.stderr);
     assert!(
-        stderr.contains("undefined symbol: rt_") && stderr.contains("(referenced by main.o)"),
+        stderr.contains("main.o: in function `prog_main': undefined reference to `rt_"),
         "{stderr}"
     );
     assert_eq!(

@@ -23,5 +23,6 @@ pub mod response_file;
 pub mod script;
 pub mod search;
 pub mod sections;
+pub mod symbol_name;
 mod synth;
 pub use neverc_tables::status;

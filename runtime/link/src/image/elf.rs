@@ -807,7 +807,8 @@ impl<'a> StringTable<'a> {
             return offset;
         }
         let offset = u32::try_from(self.bytes.len()).unwrap_or(u32::MAX);
-        self.bytes.extend_from_slice(name.as_bytes());
+        // A symbol name that was not UTF-8 is written as the bytes it was read as.
+        self.bytes.extend_from_slice(&crate::symbol_name::to_bytes(name));
         self.bytes.push(0);
         self.offsets.insert(name, offset);
         offset

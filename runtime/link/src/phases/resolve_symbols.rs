@@ -15,6 +15,7 @@ use crate::graph::{
 use crate::linker_defined::linker_defined;
 use crate::phases::LinkPhase;
 use crate::read::extract_member;
+use crate::symbol_name;
 
 const PHASE: LinkPhase = LinkPhase::ResolveSymbols;
 
@@ -62,6 +63,25 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
                     .map(|member| (symbol.name.clone(), *member))
             })
             .collect();
+        // As GNU ld does, a common symbol also takes a member that defines its name as global data (not a
+        // function, not another common, not weak): that definition then prevails.
+        let wanted_by_commons: Vec<(String, MemberId)> = graph.symbols[first_new_reference..]
+            .iter()
+            .filter(|symbol| {
+                symbol.definition == Definition::Common
+                    && table
+                        .get(&symbol.name)
+                        .is_some_and(|prevailing| graph.symbols[prevailing.index()].definition == Definition::Common)
+            })
+            .filter_map(|symbol| {
+                providers
+                    .get(&symbol.name)
+                    .filter(|member| graph.archive_members[member.index()].materialized.is_none())
+                    .filter(|member| member_defines_global_data(graph, **member, &symbol.name))
+                    .map(|member| (symbol.name.clone(), *member))
+            })
+            .collect();
+        let wanted = [wanted, wanted_by_commons].concat();
         first_new_symbol = graph.symbols.len();
         first_new_reference = graph.symbols.len();
         if wanted.is_empty() {
@@ -84,7 +104,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     define_linker_symbols(graph, &mut table, phase);
 
     // Every reference resolves to the prevailing definition; strong references must find one.
-    let mut undefined: Vec<(String, String)> = Vec::new();
+    let mut undefined: Vec<(String, SymbolId)> = Vec::new();
     let mut reported = FxHashSet::default();
     for index in 0..graph.symbols.len() {
         let symbol = &graph.symbols[index];
@@ -100,14 +120,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
             None if symbol.binding == Binding::Weak => {}
             None => {
                 if reported.insert(symbol.name.clone()) {
-                    undefined.push((
-                        symbol.name.clone(),
-                        format!(
-                            "undefined symbol: {} (referenced by {})",
-                            symbol.name,
-                            graph.input_name(symbol.origin.input)
-                        ),
-                    ));
+                    undefined.push((symbol.name.clone(), SymbolId(index as u32)));
                 }
             }
         }
@@ -117,13 +130,93 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         undefined.retain(|(name, _)| needed.contains(name.as_str()));
     }
     if !undefined.is_empty() {
-        let messages: Vec<String> = undefined.into_iter().map(|(_, message)| message).collect();
-        return Err(PhaseError::new(PHASE, messages.join("\n")));
+        let references: Vec<SymbolId> = undefined.into_iter().map(|(_, reference)| reference).collect();
+        return Err(PhaseError::new(
+            PHASE,
+            undefined_references(graph, &references).join("\n"),
+        ));
     }
     context.global_symbols = table;
     let warnings = gnu_warnings(&context.graph);
     context.warnings.extend(warnings);
     Ok(())
+}
+
+/// Whether archive member `member` defines `name` as GNU ld's archive rule for common symbols wants it: a
+/// global (or GNU-unique) definition in a section, not a function and not common.
+fn member_defines_global_data(graph: &LinkGraph, member: MemberId, name: &str) -> bool {
+    use object::{Object as _, ObjectSymbol as _};
+    let entry = &graph.archive_members[member.index()];
+    let Some(bytes) = entry.data.get(entry.range.clone()) else {
+        return false;
+    };
+    let Ok(file) = object::File::parse(bytes) else {
+        return false;
+    };
+    let wanted = symbol_name::to_bytes(name);
+    file.symbols().any(|symbol| {
+        symbol.name_bytes().is_ok_and(|bytes| bytes == wanted.as_ref())
+            && symbol.is_global()
+            && !symbol.is_weak()
+            && !symbol.is_common()
+            && symbol.section_index().is_some()
+            && symbol.kind() != object::SymbolKind::Text
+    })
+}
+
+/// GNU ld's message for each undefined reference of `references` (tools grep for its words): the input
+/// holding the reference and, where the reference is a relocation inside a function, the function, as in
+/// "main.o: in function `main': undefined reference to `foo'".
+fn undefined_references(graph: &LinkGraph, references: &[SymbolId]) -> Vec<String> {
+    // The first relocation of each reference, in one pass over the edges.
+    let mut first_edge: FxHashMap<SymbolId, (AtomId, u64)> = references
+        .iter()
+        .map(|reference| (*reference, (AtomId(u32::MAX), 0)))
+        .collect();
+    for edge in &graph.edges {
+        if let Some(slot) = edge.target_symbol.and_then(|target| first_edge.get_mut(&target))
+            && slot.0 == AtomId(u32::MAX)
+        {
+            *slot = (edge.source, edge.offset);
+        }
+    }
+    // The function around each such relocation: a function symbol of the atom whose range holds it.
+    let mut functions: FxHashMap<(AtomId, u64), &str> = FxHashMap::default();
+    let mut sites: FxHashMap<AtomId, Vec<u64>> = FxHashMap::default();
+    for (atom, offset) in first_edge.values() {
+        sites.entry(*atom).or_default().push(*offset);
+    }
+    for symbol in &graph.symbols {
+        if symbol.symbol_type != SymbolType::Function || symbol.name.is_empty() {
+            continue;
+        }
+        let Some((atom, offsets)) = symbol
+            .atom
+            .and_then(|atom| sites.get(&atom).map(|offsets| (atom, offsets)))
+        else {
+            continue;
+        };
+        for offset in offsets {
+            if symbol.value <= *offset && *offset < symbol.value.saturating_add(symbol.size.max(1)) {
+                functions.entry((atom, *offset)).or_insert(&symbol.name);
+            }
+        }
+    }
+    references
+        .iter()
+        .map(|reference| {
+            let symbol = &graph.symbols[reference.index()];
+            let file = graph.input_name(symbol.origin.input);
+            let name = symbol_name::display(&symbol.name);
+            match first_edge.get(reference).and_then(|site| functions.get(site)) {
+                Some(function) => format!(
+                    "{file}: in function `{}': undefined reference to `{name}'",
+                    symbol_name::display(function)
+                ),
+                None => format!("{file}: undefined reference to `{name}'"),
+            }
+        })
+        .collect()
 }
 
 /// The warnings of `.gnu.warning.SYMBOL` sections (text the C library attaches to a function, such as
@@ -231,11 +324,12 @@ fn add_definition(
                         .is_some_and(|atom| atom.comdat.is_some())
                 };
                 if !(in_group(symbol) && in_group(current)) {
+                    // GNU ld's words, which tools grep for: the later definition, then the first.
                     duplicates.push(format!(
-                        "duplicate symbol: {} (defined in {} and {})",
-                        symbol.name,
+                        "{}: multiple definition of `{}'; {}: first defined here",
+                        graph.input_name(symbol.origin.input),
+                        symbol_name::display(&symbol.name),
                         graph.input_name(current.origin.input),
-                        graph.input_name(symbol.origin.input)
                     ));
                 }
             } else if new_rank > old_rank || (new_rank == 2 && old_rank == 2 && symbol.size > current.size) {

@@ -122,8 +122,7 @@ fn indexed_definitions(
     for symbol in symbols {
         let symbol = symbol.ok()?;
         let ordinal = *by_header.get(&symbol.offset().0)?;
-        let name = std::str::from_utf8(symbol.name()).ok()?;
-        defines[ordinal].push(name.to_string());
+        defines[ordinal].push(crate::symbol_name::from_bytes(symbol.name()).into_owned());
     }
     Some(defines)
 }
@@ -139,6 +138,11 @@ fn member_definitions(bytes: &[u8]) -> Vec<String> {
     };
     file.symbols()
         .filter(|symbol| symbol.is_global() && !symbol.is_undefined())
-        .filter_map(|symbol| symbol.name().ok().map(str::to_string))
+        .filter_map(|symbol| {
+            symbol
+                .name_bytes()
+                .ok()
+                .map(|name| crate::symbol_name::from_bytes(name).into_owned())
+        })
         .collect()
 }

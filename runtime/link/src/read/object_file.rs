@@ -225,7 +225,7 @@ impl ObjectReader<'_> {
             .map_or(0, |max| max + 1);
         self.symbol_ids = vec![None; symbol_count];
         for symbol in file.symbols() {
-            let symbol_name = symbol.name().unwrap_or("").to_string();
+            let symbol_name = crate::symbol_name::from_bytes(symbol.name_bytes().unwrap_or(b"")).into_owned();
             // Mach-O symbols hold addresses within the object; ELF and COFF ones offsets within their section,
             // whatever address the section header gives it (a relocatable ELF object's `sh_addr` is normally
             // 0, but `ld -r` with a script or a patched object may set it: ld.bfd and ld.lld ignore it, and so
@@ -360,7 +360,7 @@ impl ObjectReader<'_> {
     fn read_comdats(&mut self, file: &object::File<'_>) {
         for comdat in file.comdats() {
             let comdat_id = ComdatId(self.graph.comdats.len() as u32);
-            let comdat_name = comdat.name().unwrap_or("").to_string();
+            let comdat_name = crate::symbol_name::from_bytes(comdat.name_bytes().unwrap_or(b"")).into_owned();
             let mut members = Vec::new();
             for index in comdat.sections() {
                 if let Some(section) = self.section(index) {
