@@ -141,6 +141,7 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
         options.image_base = base;
     }
     options.strip = command.strip;
+    options.symbols = command.symbols;
     options.lto = command.lto;
     options.lto_cache_dir = command.lto_cache_dir;
     options.lto_cache_url = command.lto_cache_url;
@@ -169,6 +170,7 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
         symbol_ordering_file: command.symbol_ordering_file,
         trace_phases: command.trace_phases,
         trace_symbols: command.trace_symbols,
+        cref: command.cref,
         plugins: Vec::new(),
         plugin_args: Vec::new(),
     }
@@ -264,6 +266,27 @@ Output:
   -M, --print-map                 print the link map (what -Map writes) on standard output
   --fatal-warnings, --no-fatal-warnings
                                   a link that warns fails and writes nothing (the last one wins)
+
+Symbols (as GNU ld defines them):
+  -u SYM, --undefined=SYM         SYM is referred to: an archive member defining it is linked, and it is
+                                  kept by --gc-sections
+  --require-defined=SYM           as -u, and the link fails unless SYM is defined
+  --defsym=SYM=EXPR               define SYM: EXPR is a number, a symbol, or a symbol plus or minus a number
+                                  (other expressions are refused)
+  --wrap=SYM                      undefined references to SYM go to __wrap_SYM, those to __real_SYM to SYM
+  --allow-multiple-definition, -z muldefs
+                                  the first of several definitions is used, without an error
+  --unresolved-symbols=report-all|ignore-all|ignore-in-object-files|ignore-in-shared-libs
+  --warn-unresolved-symbols, --error-unresolved-symbols
+                                  an undefined reference is an error (the default), a warning, or nothing;
+                                  references let through are 0
+  --noinhibit-exec                write the executable even when references are undefined or defined twice
+                                  (the errors are printed; the exit status is 0, as with GNU ld)
+  --error-limit=N                 list at most N undefined references (lld's; 0, the default: all)
+  --retain-symbols-file=FILE      the symbol table keeps only the symbols FILE lists, one a line
+  --version-script=FILE           global symbols its `local:` patterns match (and no `global:` one) are
+                                  local in the symbol table, as ld.lld makes them (extern \"C++\" is refused)
+  --cref                          print GNU ld's cross reference table (appended to the -Map file if any)
   --trace-phases                  print every link phase: policy, actor, states, duration
   -v, -V, --verbose               print the version first (--verbose also the SEARCH_DIRs); without
                                   inputs, only that
@@ -317,7 +340,7 @@ Ignored with a note on stderr:
                                   link; GCC LTO objects without machine code are refused by name)
 
 Refused (exit 2, naming the option), because neverc-spec does not implement what they would change:
-  -pie, -static-pie, -shared, -T/--script, --whole-archive, -u/--undefined, --defsym, --wrap, --no-relax,
+  -pie, -static-pie, -shared, -T/--script, --whole-archive, --no-relax,
   --emit-relocs, -x/--discard-all, -N, -n, -z execstack, -z noseparate-code, -m naming no
   declared emulation, -EB or -EL for the other byte order, --build-id=md5|uuid|0xHEX, --icf=safe, any other
   -z keyword, and every option not listed here.

@@ -47,6 +47,7 @@ pub(crate) fn run(args: &LinkArgs) -> Result<(), CommandError> {
         symbol_ordering_file: args.symbol_ordering_file.clone(),
         trace_phases: args.trace_phases,
         trace_symbols: Vec::new(),
+        cref: false,
         plugins: args.plugins.clone(),
         plugin_args: args.plugin_args.clone(),
     })
@@ -63,6 +64,8 @@ pub(crate) struct LinkRequest {
     pub(crate) trace_phases: bool,
     /// `-y SYM` (`ld`): print every input that defines or refers to these symbols.
     pub(crate) trace_symbols: Vec<String>,
+    /// `--cref` (`ld`): print the cross reference table (appended to the `-Map` file when there is one).
+    pub(crate) cref: bool,
     /// `--plugin`: C plugins to load, in order.
     pub(crate) plugins: Vec<PathBuf>,
     /// `--plugin-arg ID:NAME[=VALUE]`, for every plugin.
@@ -100,6 +103,7 @@ pub(crate) fn link(request: LinkRequest) -> Result<(), CommandError> {
         symbol_ordering_file,
         trace_phases,
         trace_symbols,
+        cref,
         plugins,
         plugin_args,
     } = request;
@@ -171,6 +175,21 @@ pub(crate) fn link(request: LinkRequest) -> Result<(), CommandError> {
     if let Some(stopped) = &context.stopped {
         errln!("note: {stopped}");
     }
+    // `--cref`: GNU ld's cross reference table, after the map in the map file, else on standard output.
+    if cref {
+        let table = cross_reference_table(&context.graph);
+        match &context.options.map_file {
+            Some(map) => {
+                use std::io::Write as _;
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(map)
+                    .and_then(|mut file| file.write_all(table.as_bytes()))
+                    .map_err(|error| CommandError::Io(format!("cannot write {}: {error}", map.display())))?;
+            }
+            None => outln!("{}", table.strip_suffix('\n').unwrap_or(&table)),
+        }
+    }
     // `-M`: the link map on standard output, as GNU ld prints it.
     if context.options.print_map
         && let Some(map) = context.map_text()
@@ -199,6 +218,58 @@ pub(crate) fn link(request: LinkRequest) -> Result<(), CommandError> {
     // the memory at exit anyway, as lld and mold let it.
     std::mem::forget(context);
     Ok(())
+}
+
+/// GNU ld's `--cref` table: every global name an input defines or refers to, sorted, with the files that
+/// define it, then those that hold it as a common symbol, then those that refer to it, each in input order;
+/// file names start at column 50.
+fn cross_reference_table(graph: &neverc_link::graph::LinkGraph) -> String {
+    use neverc_link::graph::{Binding, Definition};
+    use std::collections::BTreeMap;
+    const FILE_COLUMN: usize = 50;
+    // For each name: (definitions, commons, references) as input indexes.
+    let mut names: BTreeMap<String, [Vec<u32>; 3]> = BTreeMap::new();
+    for symbol in &graph.symbols {
+        let Some(input) = symbol.origin.input else {
+            continue;
+        };
+        if symbol.binding == Binding::Local || symbol.name.is_empty() {
+            continue;
+        }
+        let kind = match symbol.definition {
+            Definition::Undefined => 2,
+            Definition::Common => 1,
+            _ => 0,
+        };
+        // A file is listed once for a name, by what it does first (defines, holds as common, refers to).
+        let kinds = names
+            .entry(neverc_link::symbol_name::display(&symbol.name).into_owned())
+            .or_default();
+        if kinds.iter().all(|files| !files.contains(&input.0)) {
+            kinds[kind].push(input.0);
+        } else if kind == 0 {
+            for files in kinds.iter_mut() {
+                files.retain(|file| *file != input.0);
+            }
+            kinds[0].push(input.0);
+        }
+    }
+    let mut table = format!("\nCross Reference Table\n\n{:<FILE_COLUMN$}File\n", "Symbol");
+    for (name, kinds) in &names {
+        let mut first = true;
+        for input in kinds.iter().flatten() {
+            let file = graph.input_name(Some(neverc_link::graph::InputId(*input)));
+            let label = if first { name.as_str() } else { "" };
+            // A name too long for its column is followed by one space, as GNU ld writes it.
+            if label.len() >= FILE_COLUMN {
+                table.push_str(&format!("{label} {file}\n"));
+            } else {
+                table.push_str(&format!("{label:<FILE_COLUMN$}{file}\n"));
+            }
+            first = false;
+        }
+    }
+    table
 }
 
 /// What `-y SYM` prints, as GNU ld does: for every input, in the order they were read, whether it defines

@@ -46,6 +46,10 @@ pub(crate) struct LdCommand {
     pub(crate) fatal_warnings: bool,
     /// `-y SYM` / `--trace-symbol=SYM`, in order.
     pub(crate) trace_symbols: Vec<String>,
+    /// `-u`, `--defsym`, `--wrap`, `--version-script`, ...: how symbols resolve and which are kept.
+    pub(crate) symbols: neverc_link::symbol_options::SymbolOptions,
+    /// `--cref`: print the cross reference table (to the map file with `-Map`, else to standard output).
+    pub(crate) cref: bool,
     /// Notes on options accepted although they cannot change a static executable (`-Bsymbolic`).
     pub(crate) notes: Vec<String>,
     pub(crate) strip: Strip,
@@ -266,6 +270,21 @@ enum Opt {
     PrintMap,
     FatalWarnings(bool),
     TraceSymbol,
+    /// `-u SYM` / `--undefined=SYM`.
+    Undefined,
+    RequireDefined,
+    Defsym,
+    Wrap,
+    AllowMultipleDefinition,
+    /// `--unresolved-symbols=METHOD`.
+    UnresolvedSymbols,
+    /// `--warn-unresolved-symbols` (true) / `--error-unresolved-symbols` (false).
+    WarnUnresolvedSymbols(bool),
+    ErrorLimit,
+    NoinhibitExec,
+    VersionScript,
+    RetainSymbolsFile,
+    Cref,
     /// `--threads[=N]`, `--no-threads` (lld's): accepted; the link's phases are not threaded yet.
     Threads,
     /// Accepted with a note: options about dynamic symbols, which a static executable has none of.
@@ -333,6 +352,19 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         "fatal-warnings" => (Opt::FatalWarnings(true), Flag),
         "no-fatal-warnings" => (Opt::FatalWarnings(false), Flag),
         "trace-symbol" => (Opt::TraceSymbol, Required),
+        "undefined" => (Opt::Undefined, Required),
+        "require-defined" => (Opt::RequireDefined, Required),
+        "defsym" => (Opt::Defsym, Required),
+        "wrap" => (Opt::Wrap, Required),
+        "allow-multiple-definition" => (Opt::AllowMultipleDefinition, Flag),
+        "unresolved-symbols" => (Opt::UnresolvedSymbols, Required),
+        "warn-unresolved-symbols" => (Opt::WarnUnresolvedSymbols(true), Flag),
+        "error-unresolved-symbols" => (Opt::WarnUnresolvedSymbols(false), Flag),
+        "error-limit" => (Opt::ErrorLimit, Required),
+        "noinhibit-exec" => (Opt::NoinhibitExec, Flag),
+        "version-script" => (Opt::VersionScript, Required),
+        "retain-symbols-file" => (Opt::RetainSymbolsFile, Required),
+        "cref" => (Opt::Cref, Flag),
         "threads" => (Opt::Threads, Optional),
         "no-threads" => (Opt::Threads, Flag),
         "Bsymbolic" | "Bsymbolic-functions" | "Bno-symbolic" => (Opt::NoteNoEffect, Flag),
@@ -375,20 +407,14 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         "script" | "default-script" | "dT" | "Ttext" | "Tdata" | "Tbss" | "Ttext-segment" | "Trodata-segment"
         | "Tldata-segment" | "section-start" => (Opt::Unsupported(SCRIPT), Flag),
         "whole-archive"
-        | "undefined"
-        | "require-defined"
-        | "defsym"
-        | "wrap"
         | "just-symbols"
         | "no-relax"
         | "emit-relocs"
         | "discard-all"
         | "omagic"
         | "nmagic"
-        | "cref"
         | "sort-common"
         | "sort-section"
-        | "retain-symbols-file"
         | "strip-discarded"
         | "orphan-handling"
         | "unique"
@@ -437,9 +463,8 @@ fn short_option(letter: u8) -> Option<(Opt, Arity)> {
         b'h' => (Opt::Unsupported(SHARED), Flag),
         b'y' => (Opt::TraceSymbol, Required),
         b'M' => (Opt::PrintMap, Flag),
-        b'u' | b'x' | b'N' | b'n' | b'q' | b'd' | b'c' | b'b' | b'F' | b'f' | b'A' => {
-            (Opt::Unsupported(CHANGES_OUTPUT), Flag)
-        }
+        b'u' => (Opt::Undefined, Required),
+        b'x' | b'N' | b'n' | b'q' | b'd' | b'c' | b'b' | b'F' | b'f' | b'A' => (Opt::Unsupported(CHANGES_OUTPUT), Flag),
         _ => return None,
     };
     Some(found)
@@ -477,6 +502,8 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
             print_map: false,
             fatal_warnings: false,
             trace_symbols: Vec::new(),
+            symbols: neverc_link::symbol_options::SymbolOptions::default(),
+            cref: false,
             notes: Vec::new(),
             strip: Strip::Nothing,
             page_size: None,
@@ -793,6 +820,67 @@ impl Parser {
             Opt::PrintMap => command.print_map = true,
             Opt::FatalWarnings(fatal) => command.fatal_warnings = fatal,
             Opt::TraceSymbol => command.trace_symbols.push(text(&value)?),
+            Opt::Undefined => command.symbols.undefined.push(text(&value)?),
+            Opt::RequireDefined => command.symbols.require_defined.push(text(&value)?),
+            Opt::Defsym => {
+                let value = text(&value)?;
+                let defsym = neverc_link::symbol_options::Defsym::parse(&value)
+                    .map_err(|error| bad(spelled, error.to_string()))?;
+                command.symbols.defsyms.push(defsym);
+            }
+            Opt::Wrap => command.symbols.wrap.push(text(&value)?),
+            Opt::AllowMultipleDefinition => command.symbols.allow_multiple_definition = true,
+            Opt::UnresolvedSymbols => {
+                use neverc_link::symbol_options::Unresolved;
+                command.symbols.unresolved = match text(&value)?.as_str() {
+                    // A static link has object files only: what is in shared libraries does not apply.
+                    "report-all" | "ignore-in-shared-libs" => Unresolved::Error,
+                    "ignore-all" | "ignore-in-object-files" => Unresolved::Ignore,
+                    other => {
+                        return Err(bad(
+                            spelled,
+                            format!(
+                                "`{other}` is none of ignore-all, report-all, ignore-in-object-files, \
+                                 ignore-in-shared-libs"
+                            ),
+                        ));
+                    }
+                };
+            }
+            Opt::WarnUnresolvedSymbols(warn) => {
+                use neverc_link::symbol_options::Unresolved;
+                command.symbols.unresolved = if warn { Unresolved::Warn } else { Unresolved::Error };
+            }
+            Opt::ErrorLimit => {
+                let limit = text(&value)?;
+                command.symbols.error_limit = limit
+                    .parse()
+                    .map_err(|_| bad(spelled, format!("`{limit}` is not a number (0: no limit)")))?;
+            }
+            Opt::NoinhibitExec => command.symbols.noinhibit_exec = true,
+            Opt::VersionScript => {
+                let file = path(value)?;
+                let script = std::fs::read_to_string(&file)
+                    .map_err(|error| bad(spelled, format!("cannot read {}: {error}", file.display())))?;
+                let parsed = neverc_link::symbol_options::VersionScript::parse(&script)
+                    .map_err(|error| bad(spelled, format!("{}: {error}", file.display())))?;
+                command.symbols.version_script = Some(parsed);
+            }
+            Opt::RetainSymbolsFile => {
+                let file = path(value)?;
+                let names = std::fs::read_to_string(&file)
+                    .map_err(|error| bad(spelled, format!("cannot read {}: {error}", file.display())))?;
+                // One name a line, as GNU ld reads the file (blank lines name nothing).
+                command.symbols.retain_symbols = Some(
+                    names
+                        .lines()
+                        .map(str::trim)
+                        .filter(|line| !line.is_empty())
+                        .map(str::to_string)
+                        .collect(),
+                );
+            }
+            Opt::Cref => command.cref = true,
             Opt::Threads => {}
             Opt::NoteNoEffect => command.notes.push(format!(
                 "`{spelled}` has no effect on a static executable, which has no dynamic symbols"
@@ -852,6 +940,7 @@ impl Parser {
         };
         match (name, value) {
             ("relro", None) => self.command.relro = true,
+            ("muldefs", None) => self.command.symbols.allow_multiple_definition = true,
             ("norelro", None) => self.command.relro = false,
             // Binding and text relocations concern the dynamic linker; the stack is never executable and
             // code is kept apart from headers and data (as with `-z separate-code`).

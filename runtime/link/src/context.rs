@@ -86,6 +86,8 @@ pub struct LinkOptions {
     /// The target the link is for: taken from the first object by default, or fixed by the caller (the `ld`
     /// driver's `-m EMULATION`), in which case every object must be one of its.
     pub target: LinkTarget,
+    /// How symbols resolve and which the symbol table keeps (`-u`, `--defsym`, `--wrap`, ...).
+    pub symbols: crate::symbol_options::SymbolOptions,
 }
 
 /// What `-s` (`--strip-all`) and `-S` (`--strip-debug`) remove.
@@ -133,6 +135,7 @@ impl LinkOptions {
             lto_cache_url: None,
             lto_cache_integrity: crate::lto::cache::Integrity::Digest,
             target: LinkTarget::FromFirstObject,
+            symbols: crate::symbol_options::SymbolOptions::default(),
         }
     }
 }

@@ -24,5 +24,6 @@ pub mod script;
 pub mod search;
 pub mod sections;
 pub mod symbol_name;
+pub mod symbol_options;
 mod synth;
 pub use neverc_tables::status;

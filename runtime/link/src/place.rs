@@ -461,10 +461,13 @@ fn place(
         // end of its file bytes. The first begins at the image base with the headers.
         let mut run: Option<(u64, u64, u64, Vec<usize>)> = (group == 0).then(|| (base, 0, address, Vec::new()));
         // A segment's file offset is congruent with its address modulo the page size, and modulo the strictest
-        // alignment of the group's sections too (as ld.bfd places them), so that a section aligned beyond the
-        // page (a `.tdata` whose `PT_TLS` is aligned so) keeps its alignment in the file as in memory.
+        // alignment of the group's thread-local sections too, so that a `.tdata` aligned beyond the page keeps
+        // `PT_TLS`'s alignment in the file as in memory.
+        // Only thread-local sections count: an alignment gap elsewhere would otherwise cost up to the
+        // alignment in the file (a `.text` aligned to 4 GiB would make a 4 GiB file, as ld.bfd's is).
         let modulus = members
             .iter()
+            .filter(|index| sections[**index].0.flags & section_flags::TLS != 0)
             .map(|index| effective_alignment(sections[*index].0.alignment))
             .fold(effective_alignment(page), u64::max);
         for index in members {

@@ -158,6 +158,11 @@ fn symbol_table(context: &LinkContext) -> Vec<SymbolLayout> {
             section_of_atom.insert(*atom, index);
         }
     }
+    let options = &context.options.symbols;
+    let retained: Option<rustc_hash::FxHashSet<&str>> = options
+        .retain_symbols
+        .as_ref()
+        .map(|names| names.iter().map(String::as_str).collect());
     let mut symbols: Vec<SymbolLayout> = Vec::new();
     for (index, symbol) in context.graph.symbols.iter().enumerate() {
         let id = crate::graph::SymbolId(index as u32);
@@ -172,10 +177,22 @@ fn symbol_table(context: &LinkContext) -> Vec<SymbolLayout> {
         {
             continue;
         }
+        // `--retain-symbols-file`: only the symbols it names, as GNU ld keeps them.
+        if retained
+            .as_ref()
+            .is_some_and(|names| !names.contains(symbol.name.as_str()))
+        {
+            continue;
+        }
+        // An absolute symbol an object or `--defsym` defines is kept, with no section (the names the linker
+        // defines itself are hidden, and not listed).
+        let absolute = symbol.definition == Definition::Absolute
+            && symbol.atom.is_none()
+            && symbol.visibility != crate::graph::Visibility::Hidden;
         let live = symbol
             .atom
             .is_some_and(|atom| context.graph.atoms[atom.index()].is_live());
-        if !live {
+        if !live && !absolute {
             continue;
         }
         let Some(value) = symbol_address(context, id) else {
@@ -193,6 +210,14 @@ fn symbol_table(context: &LinkContext) -> Vec<SymbolLayout> {
             },
             binding: match symbol.binding {
                 Binding::Local => SymbolBinding::Local,
+                // `--version-script`'s `local:` makes a global symbol local, as in GNU ld's static links.
+                _ if options
+                    .version_script
+                    .as_ref()
+                    .is_some_and(|script| script.makes_local(&symbol.name)) =>
+                {
+                    SymbolBinding::Local
+                }
                 Binding::Weak => SymbolBinding::Weak,
                 _ => SymbolBinding::Global,
             },

@@ -36,6 +36,14 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
         {
             mark(atom, &mut live, &mut work);
         }
+        // `-u`, `--require-defined` and `--defsym` keep what they name, as GNU ld's `EXTERN` does.
+        for name in context.options.symbols.references() {
+            if let Some(symbol) = context.global_symbols.get(name)
+                && let Some(atom) = graph.symbols[symbol.index()].atom
+            {
+                mark(atom, &mut live, &mut work);
+            }
+        }
         let started: Vec<String> = context
             .global_symbols
             .keys()

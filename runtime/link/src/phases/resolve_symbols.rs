@@ -16,10 +16,12 @@ use crate::linker_defined::linker_defined;
 use crate::phases::LinkPhase;
 use crate::read::extract_member;
 use crate::symbol_name;
+use crate::symbol_options::{Defsym, DefsymValue, Unresolved};
 
 const PHASE: LinkPhase = LinkPhase::ResolveSymbols;
 
 pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseError> {
+    let options = context.options.symbols.clone();
     let graph = &mut context.graph;
     let mut table: FxHashMap<String, SymbolId> = FxHashMap::default();
     let mut duplicates = Vec::new();
@@ -45,6 +47,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     loop {
         // Add the symbols of inputs read since the last round.
         for id in first_new_symbol..graph.symbols.len() {
+            wrap_reference(&mut graph.symbols[id], &options.wrap);
             add_definition(graph, &mut table, SymbolId(id as u32), &mut duplicates);
         }
         // Extract the members that define a strongly referenced, still undefined name.
@@ -81,7 +84,22 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
                     .map(|member| (symbol.name.clone(), *member))
             })
             .collect();
-        let wanted = [wanted, wanted_by_commons].concat();
+        // On the first round, the names `-u`, `--require-defined` and `--defsym` refer to take members too.
+        let wanted_by_options: Vec<(String, MemberId)> = if first_new_reference == 0 {
+            options
+                .references()
+                .filter(|name| !table.contains_key(*name))
+                .filter_map(|name| {
+                    providers
+                        .get(name)
+                        .filter(|member| graph.archive_members[member.index()].materialized.is_none())
+                        .map(|member| (name.to_string(), *member))
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let wanted = [wanted, wanted_by_commons, wanted_by_options].concat();
         first_new_symbol = graph.symbols.len();
         first_new_reference = graph.symbols.len();
         if wanted.is_empty() {
@@ -95,13 +113,32 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
             }
         }
     }
-    if !duplicates.is_empty() {
-        return Err(PhaseError::new(PHASE, duplicates.join("\n")));
+    let mut errors_written_anyway = Vec::new();
+    if !duplicates.is_empty() && !options.allow_multiple_definition {
+        // `--noinhibit-exec`: reported, and the first definition is used.
+        if !options.noinhibit_exec {
+            return Err(PhaseError::new(PHASE, duplicates.join("\n")));
+        }
+        errors_written_anyway.append(&mut duplicates);
     }
     // Extracted members brought edges of their own.
     graph.index_edges();
     allocate_commons(graph, &table, phase);
+    define_symbols(graph, &mut table, &options.defsyms, phase).map_err(|message| PhaseError::new(PHASE, message))?;
     define_linker_symbols(graph, &mut table, phase);
+    let missing: Vec<String> = options
+        .require_defined
+        .iter()
+        .filter(|name| {
+            table
+                .get(*name)
+                .is_none_or(|id| graph.symbols[id.index()].definition == Definition::Undefined)
+        })
+        .map(|name| format!("required symbol `{}' not defined", symbol_name::display(name)))
+        .collect();
+    if !missing.is_empty() {
+        return Err(PhaseError::new(PHASE, missing.join("\n")));
+    }
 
     // Every reference resolves to the prevailing definition; strong references must find one.
     let mut undefined: Vec<(String, SymbolId)> = Vec::new();
@@ -130,13 +167,32 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         undefined.retain(|(name, _)| needed.contains(name.as_str()));
     }
     if !undefined.is_empty() {
-        let references: Vec<SymbolId> = undefined.into_iter().map(|(_, reference)| reference).collect();
-        return Err(PhaseError::new(
-            PHASE,
-            undefined_references(graph, &references).join("\n"),
-        ));
+        let references: Vec<SymbolId> = undefined.iter().map(|(_, reference)| *reference).collect();
+        let mut messages = undefined_references(graph, &references);
+        let as_errors = options.unresolved == Unresolved::Error && !options.noinhibit_exec;
+        if options.unresolved == Unresolved::Error && options.error_limit != 0 && messages.len() > options.error_limit {
+            messages.truncate(options.error_limit);
+            messages.push("too many errors emitted, stopping now (use --error-limit=0 to see all errors)".into());
+        }
+        if as_errors {
+            return Err(PhaseError::new(PHASE, messages.join("\n")));
+        }
+        // Warned about (or ignored), the references are 0, as undefined weak ones are.
+        let names: FxHashSet<String> = undefined.into_iter().map(|(name, _)| name).collect();
+        for symbol in graph.symbols.iter_mut() {
+            if symbol.definition == Definition::Undefined && names.contains(&symbol.name) {
+                symbol.binding = Binding::Weak;
+            }
+        }
+        match options.unresolved {
+            Unresolved::Ignore => {}
+            Unresolved::Warn => context.warnings.extend(messages),
+            Unresolved::Error => errors_written_anyway.extend(messages),
+        }
     }
     context.global_symbols = table;
+    // `--noinhibit-exec`: the errors are printed, and the link goes on.
+    context.warnings.extend(errors_written_anyway);
     let warnings = gnu_warnings(&context.graph);
     context.warnings.extend(warnings);
     Ok(())
@@ -162,6 +218,79 @@ fn member_defines_global_data(graph: &LinkGraph, member: MemberId, name: &str) -
             && symbol.section_index().is_some()
             && symbol.kind() != object::SymbolKind::Text
     })
+}
+
+/// `--wrap`: an undefined reference to a wrapped `SYM` becomes one to `__wrap_SYM`, and one to
+/// `__real_SYM` one to `SYM`, as GNU ld renames them (definitions keep their names).
+fn wrap_reference(symbol: &mut Symbol, wrap: &[String]) {
+    if wrap.is_empty() || symbol.definition != Definition::Undefined {
+        return;
+    }
+    if wrap.contains(&symbol.name) {
+        symbol.name = format!("__wrap_{}", symbol.name);
+    } else if let Some(real) = symbol.name.strip_prefix("__real_")
+        && wrap.iter().any(|wrapped| wrapped == real)
+    {
+        symbol.name = real.to_string();
+    }
+}
+
+/// `--defsym NAME=EXPRESSION`: NAME is defined as the number, or as the symbol (in its section, so that
+/// it moves with it) plus the offset; it replaces any other definition of NAME, as a script assignment does.
+fn define_symbols(
+    graph: &mut LinkGraph,
+    table: &mut FxHashMap<String, SymbolId>,
+    defsyms: &[Defsym],
+    phase: u16,
+) -> Result<(), String> {
+    for defsym in defsyms {
+        let (definition, atom, value, symbol_type) = match &defsym.value {
+            DefsymValue::Absolute(value) => (Definition::Absolute, None, *value, SymbolType::None),
+            DefsymValue::Symbol { name, offset } => {
+                let target = table
+                    .get(name)
+                    .map(|id| &graph.symbols[id.index()])
+                    .filter(|symbol| matches!(symbol.definition, Definition::Defined | Definition::Absolute))
+                    .ok_or_else(|| {
+                        format!(
+                            "--defsym {}={}: undefined symbol `{}' referenced in expression",
+                            defsym.name,
+                            defsym.value,
+                            symbol_name::display(name)
+                        )
+                    })?;
+                (
+                    target.definition,
+                    target.atom,
+                    target.value.wrapping_add_signed(*offset),
+                    target.symbol_type,
+                )
+            }
+        };
+        let id = SymbolId(graph.symbols.len() as u32);
+        graph.symbols.push(Symbol {
+            name: defsym.name.clone(),
+            version: None,
+            binding: Binding::Global,
+            visibility: Visibility::Default,
+            definition,
+            symbol_type,
+            atom,
+            value,
+            size: 0,
+            prevailing: true,
+            exported: false,
+            imported: false,
+            root: false,
+            resolution: None,
+            origin: Origin {
+                created_by_phase: Some(phase),
+                ..Origin::default()
+            },
+        });
+        table.insert(defsym.name.clone(), id);
+    }
+    Ok(())
 }
 
 /// GNU ld's message for each undefined reference of `references` (tools grep for its words): the input
