@@ -269,24 +269,12 @@ fn define_symbols(
         };
         let id = SymbolId(graph.symbols.len() as u32);
         graph.symbols.push(Symbol {
-            name: defsym.name.clone(),
-            version: None,
-            binding: Binding::Global,
             visibility: Visibility::Default,
             definition,
             symbol_type,
             atom,
             value,
-            size: 0,
-            prevailing: true,
-            exported: false,
-            imported: false,
-            root: false,
-            resolution: None,
-            origin: Origin {
-                created_by_phase: Some(phase),
-                ..Origin::default()
-            },
+            ..made_symbol(defsym.name.clone(), phase)
         });
         table.insert(defsym.name.clone(), id);
     }
@@ -510,6 +498,31 @@ fn allocate_commons(graph: &mut LinkGraph, table: &FxHashMap<String, SymbolId>, 
     graph.edges_by_atom.resize(graph.atoms.len(), 0..0);
 }
 
+/// A global symbol the link itself defines (a linker-defined name, hidden, or one of `--defsym`'s):
+/// absolute 0 until its definition is filled in.
+fn made_symbol(name: String, phase: u16) -> Symbol {
+    Symbol {
+        name,
+        version: None,
+        binding: Binding::Global,
+        visibility: Visibility::Hidden,
+        definition: Definition::Absolute,
+        symbol_type: SymbolType::None,
+        atom: None,
+        value: 0,
+        size: 0,
+        prevailing: true,
+        exported: false,
+        imported: false,
+        root: false,
+        resolution: None,
+        origin: Origin {
+            created_by_phase: Some(phase),
+            ..Origin::default()
+        },
+    }
+}
+
 /// Whether the linker defines `name` (see [`crate::linker_defined`]).
 pub(crate) fn is_linker_defined(name: &str, graph: &LinkGraph) -> bool {
     linker_defined(name, |section| {
@@ -533,26 +546,7 @@ fn define_linker_symbols(graph: &mut LinkGraph, table: &mut FxHashMap<String, Sy
     names.dedup();
     for name in names {
         let id = SymbolId(graph.symbols.len() as u32);
-        graph.symbols.push(Symbol {
-            name: name.clone(),
-            version: None,
-            binding: Binding::Global,
-            visibility: Visibility::Hidden,
-            definition: Definition::Absolute,
-            symbol_type: SymbolType::None,
-            atom: None,
-            value: 0,
-            size: 0,
-            prevailing: true,
-            exported: false,
-            imported: false,
-            root: false,
-            resolution: None,
-            origin: Origin {
-                created_by_phase: Some(phase),
-                ..Origin::default()
-            },
-        });
+        graph.symbols.push(made_symbol(name.clone(), phase));
         graph.synthetics.push(Synthetic {
             role: SyntheticRole::LinkerDefined(name.clone()),
             section: None,
