@@ -1,0 +1,35 @@
+//! `neverc.link.object_merge`: a relocatable link (`-r`). The inputs are read into the graph by the link's
+//! readers, the objects to merge chosen (`merge::selected_objects`: archive members as a link pulls them, or
+//! all of them under `--whole-archive`), and one ELF relocatable object is written from them
+//! (`merge::merge_objects`), as GNU ld's `-r` makes it. The object is the phase's product, which the sealed
+//! gates check and `commit` writes, completely or not at all. A plugin that replaces the phase makes the
+//! object instead.
+
+use crate::context::{LinkContext, PhaseError};
+use crate::merge::{MergeError, MergeInput, merge_objects, selected_objects};
+use crate::phases::LinkPhase;
+
+const PHASE: LinkPhase = LinkPhase::ObjectMerge;
+
+pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseError> {
+    let objects = selected_objects(context, phase)?;
+    let graph = &context.graph;
+    let inputs: Vec<MergeInput<'_>> = objects
+        .iter()
+        .map(|input| {
+            let entry = &graph.inputs[input.index()];
+            MergeInput {
+                name: &entry.logical_name,
+                bytes: entry.data.get(entry.object_range.clone()).unwrap_or_default(),
+            }
+        })
+        .collect();
+    let merged = merge_objects(&inputs, context.options.max_output_size).map_err(|error| match error {
+        MergeError::Duplicates(_) | MergeError::Malformed { .. } | MergeError::Unsupported { .. } => {
+            PhaseError::new(PHASE, error.to_string())
+        }
+        MergeError::TooLarge { .. } | MergeError::Write(_) => PhaseError::new(PHASE, error.to_string()),
+    })?;
+    context.set_image(merged.into(), None);
+    Ok(())
+}
