@@ -66,6 +66,8 @@ enum Placement {
     At { section: usize, offset: u64 },
     /// A `.note.gnu.property` note, merged into the output's one note.
     PropertyNote,
+    /// The section of kept group `0` (the output has a `.group` of its own for it).
+    Group(usize),
 }
 
 /// What a symbol of the output is, before symbols are numbered.
@@ -87,6 +89,8 @@ enum Place {
     Absolute,
     Common,
     Section(usize),
+    /// The output `.group` of a group (gcc defines some groups' signature symbols there).
+    Group(usize),
     /// A special section index other than `SHN_ABS` and `SHN_COMMON`, kept as it is.
     Special(u16),
 }
@@ -330,6 +334,7 @@ impl<'a> Merge<'a> {
         let endian = object.endian;
         let mut group_of: Vec<Option<usize>> = vec![None; object.sections.len()];
         let mut discarded = Vec::new();
+        let mut group_sections = Vec::new();
         for (section, header) in object.sections.enumerate() {
             let Some((flag, members)) = header
                 .group(endian, object.data)
@@ -372,9 +377,11 @@ impl<'a> Merge<'a> {
             }
             if comdat && !self.kept_signatures.insert(signature) {
                 discarded.extend(members);
+                discarded.push(section.0);
                 continue;
             }
             let group = self.groups.len();
+            group_sections.push((section.0, group));
             self.groups.push(Group {
                 comdat,
                 signature: (index, signature_index),
@@ -386,6 +393,9 @@ impl<'a> Merge<'a> {
         }
         for member in discarded {
             self.objects[index].placement[member] = Placement::Discarded;
+        }
+        for (section, group) in group_sections {
+            self.objects[index].placement[section] = Placement::Group(group);
         }
         for linked in [false, true] {
             let object = &self.objects[index];
@@ -576,6 +586,7 @@ impl<'a> Merge<'a> {
                     Some(Place::Section(section))
                 }
                 (_, Some(Placement::Discarded)) => None,
+                (_, Some(Placement::Group(group))) => Some(Place::Group(group)),
                 (_, Some(Placement::Unplaced | Placement::PropertyNote)) => {
                     // A symbol of a table or of the merged note: nothing in the output to define it in.
                     if binding == elf::STB_LOCAL {
@@ -810,9 +821,7 @@ impl<'a> Merge<'a> {
 
         // Section indices: the groups, each output section and its relocations, the tables.
         let group_name = writer.add_section_name(b".group");
-        for _ in &self.groups {
-            writer.reserve_section_index();
-        }
+        let group_index: Vec<OutputIndex> = self.groups.iter().map(|_| writer.reserve_section_index()).collect();
         let mut index_of = vec![OutputIndex(0); self.sections.len()];
         let mut name_of = Vec::with_capacity(self.sections.len());
         let mut relocation_index_of = vec![None; self.sections.len()];
@@ -843,6 +852,7 @@ impl<'a> Merge<'a> {
         }
         let place_index = |place: Place| match place {
             Place::Section(section) => Some(index_of[section]),
+            Place::Group(group) => Some(group_index[group]),
             _ => None,
         };
         let mut local_symbol = Vec::with_capacity(self.locals.len());
@@ -986,7 +996,7 @@ impl<'a> Merge<'a> {
             });
         }
         let special = |place: Place| match place {
-            Place::Undefined | Place::Section(_) => elf::SHN_UNDEF,
+            Place::Undefined | Place::Section(_) | Place::Group(_) => elf::SHN_UNDEF,
             Place::Absolute => elf::SHN_ABS,
             Place::Common => elf::SHN_COMMON,
             Place::Special(shndx) => shndx,
