@@ -559,7 +559,7 @@ impl<'a> Merge<'a> {
     fn map_symbols(&mut self, index: usize) -> Result<(), MergeError> {
         let object = &self.objects[index];
         let endian = object.endian;
-        let (symbols, sections) = (object.symbols.clone(), object.sections.clone());
+        let (symbols, sections) = (object.symbols, object.sections);
         let placement = object.placement.clone();
         let placement_of = |section: SectionIndex| placement.get(section.0).copied().unwrap_or(Placement::Unplaced);
         let file = object.name;

@@ -24,12 +24,8 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
             }
         })
         .collect();
-    let merged = merge_objects(&inputs, context.options.max_output_size).map_err(|error| match error {
-        MergeError::Duplicates(_) | MergeError::Malformed { .. } | MergeError::Unsupported { .. } => {
-            PhaseError::new(PHASE, error.to_string())
-        }
-        MergeError::TooLarge { .. } | MergeError::Write(_) => PhaseError::new(PHASE, error.to_string()),
-    })?;
+    let merged = merge_objects(&inputs, context.options.max_output_size)
+        .map_err(|error: MergeError| PhaseError::new(PHASE, error.to_string()))?;
     context.set_image(merged.into(), None);
     Ok(())
 }
