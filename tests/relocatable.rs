@@ -7,7 +7,7 @@
 //! refused naming both files, with nothing written.
 //!
 //! The fixtures (`tests/fixtures/relocatable/build.sh`: the sqlite3 amalgamation and its workload driver,
-//! C++ with COMDATs and exceptions for x86-64 and AArch64, an archive with a member whose constructor
+//! C++ with COMDATs, exceptions and DWARF for x86-64 and AArch64, an archive with a member whose constructor
 //! prints, two objects defining one name, and ld.bfd's results for each) are built once per run of this test
 //! binary (sqlite3 is kept between runs while its inputs are unchanged).
 
@@ -185,6 +185,17 @@ fn cxx_round_trip(arch: &str, cxx: &str, readelf: &str, runner: &[&str]) {
     let ran = run(runner, &dir.join("neverc-r.elf"));
     assert_eq!(ran, expected(&dir), "{arch}");
     assert!(ran.0.contains("caught ShapeError: negative value -7"), "{}", ran.0);
+    // The debugging information survives too: the program's DWARF (units, line tables) is what ld.bfd's round
+    // trip gives it, the references of dropped COMDAT copies moved to the kept ones as ld.bfd moves them.
+    for dump in ["--debug-dump=info", "--debug-dump=decodedline"] {
+        let ours = text(&run_in(readelf, &dir, &["-W", dump, "neverc-r.elf"]).stdout);
+        let theirs = text(&run_in(readelf, &dir, &["-W", dump, "ref.elf"]).stdout);
+        assert!(theirs.contains("cxx_b.cc"), "{arch} {dump}: no debugging information");
+        assert!(
+            ours == theirs,
+            "{arch}: `readelf {dump}` differs from ld.bfd's round trip"
+        );
+    }
     // neverc-spec links its own merged object into the same program too.
     let bin = fixtures().join("bin").display().to_string();
     let linked = run_in(

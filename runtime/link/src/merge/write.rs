@@ -7,9 +7,11 @@
 //!   with `SHF_LINK_ORDER` is combined only with those linked to the same output section.
 //! - COMDAT groups (`SHT_GROUP` with `GRP_COMDAT`) stay groups: each kept group's sections are output sections
 //!   of their own, listed by an output `.group` with the same signature. A second group of a signature already
-//!   kept is dropped with its sections, as ld drops it; a relocation elsewhere that refers to a local symbol of
-//!   a dropped section becomes `R_*_NONE` (type 0, as every ELF psABI numbers it), and in a debugging section
-//!   is removed, as ld.bfd's `-r` does. Groups without `GRP_COMDAT` are always kept.
+//!   kept is dropped with its sections, as ld drops it. A relocation elsewhere that refers to a section of the
+//!   dropped group refers to the kept group's section of the same name and size instead (the DWARF of a
+//!   dropped copy then describes the kept one), except in `.eh_frame`, as ld.bfd's `-r` does; one that cannot
+//!   be moved so becomes `R_*_NONE` (type 0, as every ELF psABI numbers it), or in a debugging section is
+//!   removed. Groups without `GRP_COMDAT` are always kept.
 //! - `.eh_frame`, notes (`.note.GNU-stack`), `.comment` and debugging sections are kept like any section, with
 //!   their relocations; `.note.gnu.property` notes are merged into one note, by the rules a link uses.
 //! - Relocations (RELA) keep their types; their offsets move with their section, a relocation against a
@@ -60,8 +62,10 @@ pub(crate) struct MergeInput<'a> {
 enum Placement {
     /// Not a section of content (symbol and string tables, relocations, groups), or not looked at yet.
     Unplaced,
-    /// In a dropped COMDAT group, or linked to a dropped section.
+    /// Linked to a dropped section, or the section of a dropped group.
     Discarded,
+    /// A member of a dropped COMDAT group, whose signature kept group `0` has.
+    DroppedCopy(usize),
     /// In output section `section` at `offset`.
     At { section: usize, offset: u64 },
     /// A `.note.gnu.property` note, merged into the output's one note.
@@ -118,11 +122,13 @@ struct OutputSection<'a> {
     relocations: Vec<Relocation>,
 }
 
-struct Group {
+struct Group<'a> {
     comdat: bool,
     /// The object and symbol index of the signature symbol.
     signature: (usize, SymbolIndex),
     members: Vec<usize>,
+    /// Each input section of the group: its name and size, and where it went (output section, offset).
+    placed: Vec<(&'a [u8], u64, usize, u64)>,
 }
 
 struct Local<'a> {
@@ -195,8 +201,9 @@ struct Merge<'a> {
     objects: Vec<Object<'a>>,
     sections: Vec<OutputSection<'a>>,
     by_key: HashMap<SectionKey<'a>, usize>,
-    groups: Vec<Group>,
-    kept_signatures: std::collections::HashSet<&'a [u8]>,
+    groups: Vec<Group<'a>>,
+    /// The kept group of each COMDAT signature.
+    kept_signatures: HashMap<&'a [u8], usize>,
     locals: Vec<Local<'a>>,
     globals: Vec<Global<'a>>,
     global_by_name: HashMap<&'a [u8], usize>,
@@ -222,7 +229,7 @@ pub(crate) fn merge_objects(inputs: &[MergeInput<'_>], limit: u64) -> Result<Vec
         sections: Vec::new(),
         by_key: HashMap::new(),
         groups: Vec::new(),
-        kept_signatures: std::collections::HashSet::new(),
+        kept_signatures: HashMap::new(),
         locals: Vec::new(),
         globals: Vec::new(),
         global_by_name: HashMap::new(),
@@ -333,7 +340,7 @@ impl<'a> Merge<'a> {
         let object = &self.objects[index];
         let endian = object.endian;
         let mut group_of: Vec<Option<usize>> = vec![None; object.sections.len()];
-        let mut discarded = Vec::new();
+        let mut dropped = Vec::new();
         let mut group_sections = Vec::new();
         for (section, header) in object.sections.enumerate() {
             let Some((flag, members)) = header
@@ -375,24 +382,32 @@ impl<'a> Merge<'a> {
                     section.0
                 )));
             }
-            if comdat && !self.kept_signatures.insert(signature) {
-                discarded.extend(members);
-                discarded.push(section.0);
+            if let Some(kept) = self.kept_signatures.get(signature).filter(|_| comdat) {
+                dropped.extend(
+                    members
+                        .into_iter()
+                        .map(|member| (member, Placement::DroppedCopy(*kept))),
+                );
+                dropped.push((section.0, Placement::Discarded));
                 continue;
             }
             let group = self.groups.len();
+            if comdat {
+                self.kept_signatures.insert(signature, group);
+            }
             group_sections.push((section.0, group));
             self.groups.push(Group {
                 comdat,
                 signature: (index, signature_index),
                 members: Vec::new(),
+                placed: Vec::new(),
             });
             for member in members {
                 group_of[member] = Some(group);
             }
         }
-        for member in discarded {
-            self.objects[index].placement[member] = Placement::Discarded;
+        for (member, placement) in dropped {
+            self.objects[index].placement[member] = placement;
         }
         for (section, group) in group_sections {
             self.objects[index].placement[section] = Placement::Group(group);
@@ -475,7 +490,7 @@ impl<'a> Merge<'a> {
             match object.placement_of(SectionIndex(header.sh_link(endian) as usize)) {
                 Placement::At { section, .. } => Some(section),
                 // Linked to a dropped section (metadata of a dropped function): dropped with it.
-                Placement::Discarded => {
+                Placement::Discarded | Placement::DroppedCopy(_) => {
                     self.objects[index].placement[section.0] = Placement::Discarded;
                     return Ok(());
                 }
@@ -542,6 +557,9 @@ impl<'a> Merge<'a> {
         }
         target.size = end;
         target.alignment = target.alignment.max(alignment);
+        if let Some(group) = group {
+            self.groups[group].placed.push((name, size, output, offset));
+        }
         self.objects[index].placement[section.0] = Placement::At {
             section: output,
             offset,
@@ -585,7 +603,7 @@ impl<'a> Merge<'a> {
                     value = value.wrapping_add(offset);
                     Some(Place::Section(section))
                 }
-                (_, Some(Placement::Discarded)) => None,
+                (_, Some(Placement::Discarded | Placement::DroppedCopy(_))) => None,
                 (_, Some(Placement::Group(group))) => Some(Place::Group(group)),
                 (_, Some(Placement::Unplaced | Placement::PropertyNote)) => {
                     // A symbol of a table or of the merged note: nothing in the output to define it in.
@@ -739,6 +757,9 @@ impl<'a> Merge<'a> {
                 )));
             }
             let debugging = is_debugging(self.sections[output].name);
+            // As ld.bfd does, a relocation outside `.eh_frame` that refers to a section of a dropped group
+            // refers to the kept group's section of the same name and size instead.
+            let redirects = self.sections[output].name != b".eh_frame";
             let mut moved = Vec::with_capacity(relocations.len());
             for relocation in relocations {
                 let symbol = relocation.r_sym(endian, false);
@@ -760,7 +781,26 @@ impl<'a> Merge<'a> {
                             Some(Placement::At { section, offset }) => {
                                 Some((SymbolRef::Section(section), addend.wrapping_add(offset as i64)))
                             }
-                            Some(Placement::Discarded) => None,
+                            Some(Placement::DroppedCopy(kept)) if redirects => {
+                                let header = object
+                                    .symbols
+                                    .symbol_section(endian, entry, index)
+                                    .ok()
+                                    .flatten()
+                                    .and_then(|section| object.sections.section(section).ok());
+                                let name = header.and_then(|header| object.section_name(header).ok());
+                                let size = header.map(|header| header.sh_size(endian));
+                                self.groups[kept]
+                                    .placed
+                                    .iter()
+                                    .find(|(kept_name, kept_size, ..)| {
+                                        Some(*kept_name) == name && Some(*kept_size) == size
+                                    })
+                                    .map(|(_, _, section, offset)| {
+                                        (SymbolRef::Section(*section), addend.wrapping_add(*offset as i64))
+                                    })
+                            }
+                            Some(Placement::Discarded | Placement::DroppedCopy(_)) => None,
                             _ => {
                                 return Err(object.unsupported(format!(
                                     "a relocation of section {} refers to the symbol of a section that holds no content",
