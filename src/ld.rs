@@ -268,7 +268,8 @@ Output:
                                   does: sections combined by name, relocations and symbols kept, COMDAT
                                   groups kept as groups (a second copy dropped), archive members pulled as
                                   a link pulls them (all with --whole-archive); two strong definitions of a
-                                  name are an error naming both files
+                                  name are an error naming both files; -Map/-M, --gc-sections, --icf, -s/-S
+                                  and --compress-debug-sections are refused with it
   --symbol-ordering-file FILE     place the symbols FILE names first, in that order
   --fix-cortex-a53-843419[=full]  the AArch64 Cortex-A53 erratum 843419 workaround, as ld.bfd makes it (gcc's
                                   AArch64 driver passes it unless given -mno-fix-cortex-a53-843419): an

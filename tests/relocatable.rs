@@ -373,3 +373,27 @@ fn a_duplicate_strong_definition_is_an_error_naming_both_files_and_nothing_is_wr
         .collect();
     assert_eq!(left.len(), 2, "{left:?}");
 }
+
+#[test]
+fn options_a_relocatable_link_does_not_apply_are_refused_naming_them_and_nothing_is_written() {
+    let dir = fixtures().join("archive");
+    for (option, named) in [
+        (&["--gc-sections"][..], "--gc-sections"),
+        (&["-Map", "refused.map"][..], "-Map/-M"),
+        (&["-s"][..], "-s/-S"),
+        (&["--icf=all"][..], "--icf"),
+    ] {
+        let _ = std::fs::remove_file(dir.join("refused.o"));
+        let result = ld(&dir, &[&["-r", "-o", "refused.o"][..], option, &["ar_used.o"]].concat());
+        let stderr = text(&result.stderr);
+        assert_eq!(result.status.code(), Some(1), "{option:?}: {stderr}");
+        assert!(
+            stderr.contains(named) && stderr.contains("is not supported with -r"),
+            "{option:?}: {stderr}"
+        );
+        assert!(
+            !dir.join("refused.o").exists() && !dir.join("refused.map").exists(),
+            "{option:?}"
+        );
+    }
+}

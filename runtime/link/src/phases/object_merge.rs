@@ -5,13 +5,14 @@
 //! gates check and `commit` writes, completely or not at all. A plugin that replaces the phase makes the
 //! object instead.
 
-use crate::context::{LinkContext, PhaseError};
+use crate::context::{IcfMode, LinkContext, LinkOptions, PhaseError, Strip};
 use crate::merge::{MergeError, MergeInput, merge_objects, selected_objects};
 use crate::phases::LinkPhase;
 
 const PHASE: LinkPhase = LinkPhase::ObjectMerge;
 
 pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseError> {
+    refuse_unsupported_options(&context.options)?;
     let objects = selected_objects(context, phase)?;
     let graph = &context.graph;
     let inputs: Vec<MergeInput<'_>> = objects
@@ -28,4 +29,23 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         .map_err(|error: MergeError| PhaseError::new(PHASE, error.to_string()))?;
     context.set_image(merged.into(), None);
     Ok(())
+}
+
+/// The options that change what a link makes but that a relocatable link does not apply: refused by name
+/// rather than ignored, so that nothing is written that the command line did not ask for.
+fn refuse_unsupported_options(options: &LinkOptions) -> Result<(), PhaseError> {
+    let refused = [
+        (options.map_file.is_some() || options.print_map, "-Map/-M (a link map)"),
+        (options.gc_sections, "--gc-sections"),
+        (options.icf != IcfMode::None, "--icf"),
+        (options.strip != Strip::Nothing, "-s/-S (stripping)"),
+        (options.compress_debug_sections, "--compress-debug-sections"),
+    ];
+    match refused.iter().find(|(given, _)| *given) {
+        Some((_, option)) => Err(PhaseError::new(
+            PHASE,
+            format!("{option} is not supported with -r: a relocatable link does not apply it"),
+        )),
+        None => Ok(()),
+    }
 }
