@@ -353,6 +353,44 @@ fn weak_and_common_symbols_merge_as_ld_bfd_merges_them_and_output_is_determinist
     }
 }
 
+/// The program properties `readelf -n` lists for `object`.
+fn properties(object: &Path) -> Vec<String> {
+    let output = run_in(
+        "readelf",
+        object.parent().unwrap(),
+        &["-nW", &object.display().to_string()],
+    );
+    succeeded(&output, "readelf -n");
+    text(&output.stdout)
+        .lines()
+        .filter_map(|line| line.find("Properties:").map(|at| line[at..].trim().to_string()))
+        .collect()
+}
+
+#[test]
+fn program_property_notes_merge_into_one_as_ld_bfd_merges_them() {
+    let dir = fixtures().join("symbols");
+    for (output, inputs, reference) in [
+        ("cf.o", &["cf_used.o", "cf_other.o"][..], "bfd-cf.o"),
+        (
+            "cf-mixed.o",
+            &["cf_used.o", "cf_other.o", "sym_a.o"][..],
+            "bfd-cf-mixed.o",
+        ),
+    ] {
+        let result = ld(&dir, &[&["-r", "-o", output][..], inputs].concat());
+        succeeded(&result, &format!("ld -r {inputs:?}"));
+        assert_eq!(
+            properties(&dir.join(output)),
+            properties(&dir.join(reference)),
+            "{inputs:?}"
+        );
+    }
+    // Both objects have IBT and SHSTK, so the merge keeps them; with an object that lacks them, nothing is left.
+    assert_eq!(properties(&dir.join("cf.o")), ["Properties: x86 feature: IBT, SHSTK"]);
+    assert!(properties(&dir.join("cf-mixed.o")).is_empty());
+}
+
 #[test]
 fn a_duplicate_strong_definition_is_an_error_naming_both_files_and_nothing_is_written() {
     let dir = fixtures().join("dup");

@@ -258,6 +258,8 @@ pub(crate) fn merge_objects(inputs: &[MergeInput<'_>], limit: u64) -> Result<Vec
         merge.move_relocations(index)?;
     }
     if let Some(section) = merge.property_section {
+        // Every object counts, an object without the note as one without properties.
+        merge.property_notes.resize(merge.objects.len(), None);
         let note = crate::synth::gnu_property::merged_note(&merge.property_notes);
         let output = &mut merge.sections[section];
         output.size = note.as_ref().map_or(0, |note| note.len() as u64);
@@ -467,8 +469,11 @@ impl<'a> Merge<'a> {
             let bytes = header
                 .data(endian, object.data)
                 .map_err(|error| object.malformed(error))?;
-            self.property_notes.resize(index, None);
-            self.property_notes.push(Some(bytes));
+            // An object's first note is its properties (a second one of the same object is not read).
+            if self.property_notes.len() <= index {
+                self.property_notes.resize(index, None);
+                self.property_notes.push(Some(bytes));
+            }
             self.objects[index].placement[section.0] = Placement::PropertyNote;
             if self.property_section.is_none() {
                 self.property_section = Some(self.new_section(OutputSection {
