@@ -111,13 +111,23 @@ fn drive(arguments: Vec<OsString>) -> Result<(), Driven> {
             Err(LdError::NoInputs.into())
         };
     }
-    let files = resolver.resolve(&command.items).map_err(LdError::from)?;
+    let resolved = resolver.resolve_items(&command.items).map_err(LdError::from)?;
+    // `--whole-archive` applies to the files of the items named inside it (a script's files included).
+    let whole_archive = resolved
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, item))| command.whole_archive_items.contains(item))
+        .map(|(index, _)| index)
+        .collect();
+    let files: Vec<std::path::PathBuf> = resolved.into_iter().map(|(file, _)| file).collect();
     if command.trace_inputs {
         for file in &files {
             outln!("{}", file.display());
         }
     }
-    link(request(*command, files)).map_err(Driven::Link)
+    let mut request = request(*command, files);
+    request.options.whole_archive = whole_archive;
+    link(request).map_err(Driven::Link)
 }
 
 /// The link the command line describes, over the resolved input files.
@@ -198,7 +208,8 @@ drivers link with neverc-spec unchanged:
   neverc-spec ld -static -o prog crt1.o main.o -L DIR -lfoo ...
 
 It runs when neverc-spec is invoked as `ld`, `ld.NAME` or `TRIPLE-ld`, or as `neverc-spec ld`. The link
-itself is `neverc-spec link`'s: the declared link phases, into a static executable.
+itself is `neverc-spec link`'s: the declared link phases, into a static executable (with -r, into one
+relocatable object).
 
 Inputs, in order:
   FILE                  an object, an archive (GNU or thin) or a linker script
@@ -213,6 +224,10 @@ Inputs, in order:
                         which files -l looks for from here on; --push-state / --pop-state save and restore it
   --start-group, -(  ... --end-group, -)
                         accepted; every archive is searched as if all were in one group (see below)
+  --whole-archive ... --no-whole-archive
+                        every member of the archives named between them (by file, -l or a script) is linked,
+                        whether or not anything refers to it, as GNU ld links them; --push-state /
+                        --pop-state save and restore it too
   --                    everything after it is an input file
   @FILE                 read arguments from FILE (GNU quoting: quotes, backslash; nested at most 32 deep, at
                         most 2000 files and 4,194,304 arguments in all, as libiberty bounds them)
@@ -251,8 +266,14 @@ Output:
   --compress-debug-sections=none|zlib|zlib-gabi
                                   zlib: write the debugging sections zlib-compressed (SHF_COMPRESSED) where
                                   that makes them smaller; zlib-gnu and zstd are refused
-  -r, -i, --relocatable           merge the inputs into one object; needs an object-merge provider
-                                  (there is no builtin one yet, so this is a link failure naming it)
+  -r, -i, --relocatable           merge the inputs into one relocatable object (ET_REL) as GNU ld -r
+                                  does: sections combined by name, relocations and symbols kept, COMDAT
+                                  groups kept as groups (a second copy dropped), archive members pulled as
+                                  a link pulls them (all with --whole-archive); two strong definitions of a
+                                  name are an error naming both files (the first kept with
+                                  --allow-multiple-definition); -Map/-M, --gc-sections, --icf, -s/-S,
+                                  --compress-debug-sections, -u, --require-defined, --defsym, --wrap,
+                                  --version-script and --retain-symbols-file are refused with it
   --symbol-ordering-file FILE     place the symbols FILE names first, in that order
   --fix-cortex-a53-843419[=full]  the AArch64 Cortex-A53 erratum 843419 workaround, as ld.bfd makes it (gcc's
                                   AArch64 driver passes it unless given -mno-fix-cortex-a53-843419): an
@@ -297,7 +318,7 @@ Accepted, since they cannot change a static executable (or ask for what neverc-s
   --hash-style=sysv|gnu|both, -O LEVEL, --as-needed, --no-as-needed, -no-pie,
   --no-dynamic-linker, -dynamic-linker FILE and -I FILE (ignored for a static output, as ld.bfd does),
   -rpath DIR, -rpath-link DIR, -R DIR, --export-dynamic, -E, --no-undefined, --[no-]allow-shlib-undefined,
-  --enable-new-dtags, --disable-new-dtags, --[no-]copy-dt-needed-entries, --relax, --no-whole-archive,
+  --enable-new-dtags, --disable-new-dtags, --[no-]copy-dt-needed-entries, --relax,
   --[no-]warn-rwx-segments, --[no-]warn-execstack, --warn-common, --warn-once,
   --no-warn-mismatch, --no-warn-search-mismatch, -g,
   -X and --discard-locals (temporary `.L` symbols are never written to the symbol table),
@@ -340,7 +361,7 @@ Ignored with a note on stderr:
                                   link; GCC LTO objects without machine code are refused by name)
 
 Refused (exit 2, naming the option), because neverc-spec does not implement what they would change:
-  -pie, -static-pie, -shared, -T/--script, --whole-archive, --no-relax,
+  -pie, -static-pie, -shared, -T/--script, --no-relax,
   --emit-relocs, -x/--discard-all, -N, -n, -z execstack, -z noseparate-code, -m naming no
   declared emulation, -EB or -EL for the other byte order, --build-id=md5|uuid|0xHEX, --icf=safe, any other
   -z keyword, and every option not listed here.

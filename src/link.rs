@@ -140,7 +140,6 @@ pub(crate) fn link(request: LinkRequest) -> Result<(), CommandError> {
             .register(&neverc_tables::BUNDLED_PHASES, plugin)
             .map_err(|status| CommandError::Request(format!("plugin `{}`: {status}", plugin.name())))?;
     }
-    let relocatable = options.output_kind == neverc_link::output_kind::OutputKind::Relocatable;
     let mut context = LinkContext::new(options);
     let linked = run_link(&mut context, &neverc_tables::BUNDLED_PHASES, &mut registry);
     crate::plugins::print_reports(&c_plugins);
@@ -161,15 +160,6 @@ pub(crate) fn link(request: LinkRequest) -> Result<(), CommandError> {
             CommandError::Io(format!("link failed: {}", phase.message))
         }
         LinkError::Phase(phase) => CommandError::Request(format!("link failed: {}", phase.message)),
-        LinkError::Plugin { status, .. }
-            if status.code == neverc_tables::status::StatusCode::CapabilityUnavailable && relocatable =>
-        {
-            CommandError::Request(
-                "link failed: relocatable output (-r) is not made by neverc-spec itself yet: it needs an \
-                 object-merge provider (a plugin that replaces neverc.link.object_merge), and none is registered"
-                    .to_string(),
-            )
-        }
         _ => CommandError::Request(format!("link failed: {error}")),
     })?;
     if let Some(stopped) = &context.stopped {

@@ -10,12 +10,11 @@
 //! The fixtures (`tests/fixtures/inputs/build.sh`: objects, patched objects, archives, ld.bfd's builds and
 //! what they print) are built once per run of this test binary.
 
-use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use neverc_test_support::{read_text, repo, run_script, text};
+use neverc_test_support::{build_fixtures_with_ld, read_text, text};
 
 const BIN: &str = env!("CARGO_BIN_EXE_neverc-spec");
 
@@ -31,12 +30,7 @@ static FIXTURES: OnceLock<Result<PathBuf, String>> = OnceLock::new();
 fn fixtures() -> &'static Path {
     let built = FIXTURES.get_or_init(|| {
         let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("input-correctness");
-        run_script(&repo().join("tests/fixtures/inputs/build.sh"), &out)?;
-        let bin = out.join("bin");
-        let _ = std::fs::remove_dir_all(&bin);
-        std::fs::create_dir_all(&bin).map_err(|error| error.to_string())?;
-        symlink(BIN, bin.join("ld")).map_err(|error| error.to_string())?;
-        Ok(out)
+        build_fixtures_with_ld("tests/fixtures/inputs/build.sh", out, BIN)
     });
     match built {
         Ok(path) => path,

@@ -644,7 +644,7 @@ fn unsupported_options_values_and_script_commands_are_refused_naming_them_and_no
     };
     refused(&["--frobnicate"], "unrecognized option `--frobnicate`");
     refused(&["-pie"], "`-pie` is not supported");
-    refused(&["--whole-archive"], "`--whole-archive` is not supported");
+    refused(&["--wrap"], "`--wrap` is not supported");
     refused(&["-T", "x.ld"], "`-T` is not supported");
     refused(&["-m", "armelf"], "emulation `armelf` is not declared by any target");
     refused(&["-EB"], "`-EB`: no declared target is big-endian");
@@ -742,25 +742,21 @@ fn m_chooses_the_links_target_by_a_declared_emulation() {
 }
 
 #[test]
-fn minus_r_asks_for_a_relocatable_link_which_needs_an_object_merge_provider() {
-    // `-r` maps to a relocatable link; the runtime has no builtin object merge yet, and says so.
+fn minus_r_merges_the_inputs_into_one_object_that_links_and_runs_as_they_do() {
+    // `-r` maps to a relocatable link, which the builtin object merge makes: archive members are pulled as a
+    // link pulls them, and the merged object links on its own into the program the inputs make.
     let out = fresh("relocatable");
-    let output = out.join("merged.o").display().to_string();
-    let result = ld(&["-r", "-o", &output, "start.o", "main.o"]);
-    assert_eq!(result.status.code(), Some(1), "{}", text(&result.stderr));
-    assert!(
-        text(&result.stderr).contains("object-merge provider"),
-        "{}",
-        text(&result.stderr)
+    let merged = out.join("merged.o").display().to_string();
+    let result = ld(&["-r", "-o", &merged, "start.o", "main.o", "liba.a", "libb.a"]);
+    succeeded(&result, "ld -r");
+    let bytes = fs::read(&merged).unwrap();
+    assert_eq!(u16::from_le_bytes([bytes[16], bytes[17]]), 1, "not ET_REL");
+    let program = out.join("prog").display().to_string();
+    succeeded(&ld(&["-static", "-o", &program, &merged]), "ld merged.o");
+    assert_eq!(
+        outcome(&out.join("prog"), &[]),
+        ("main\na\nb\na2\n".to_string(), Some(7))
     );
-    // In words, not as a status code.
-    assert!(
-        text(&result.stderr).contains("relocatable output (-r) is not made by neverc-spec itself yet")
-            && !text(&result.stderr).contains("CAPABILITY_UNAVAILABLE"),
-        "{}",
-        text(&result.stderr)
-    );
-    assert!(!out.join("merged.o").exists());
 }
 
 #[test]

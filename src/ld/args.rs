@@ -22,6 +22,9 @@ pub(crate) use neverc_link::search::Item;
 #[derive(Clone, Debug)]
 pub(crate) struct LdCommand {
     pub(crate) items: Vec<Item>,
+    /// The indices in `items` of those named between `--whole-archive` and `--no-whole-archive`: every
+    /// member of the archives they are (or name) is linked.
+    pub(crate) whole_archive_items: std::collections::BTreeSet<usize>,
     /// `-L` directories in order (all apply to every `-l`, wherever they appear, as in GNU ld).
     pub(crate) library_dirs: Vec<PathBuf>,
     pub(crate) output: PathBuf,
@@ -263,6 +266,9 @@ enum Opt {
     IgnoredWithValue,
     Sysroot,
     Relocatable,
+    /// `--whole-archive` (true) / `--no-whole-archive` (false): whether the archives after it contribute every
+    /// member.
+    WholeArchive(bool),
     /// `--fix-NAME[=full]` for an erratum a target declares: its workaround, as ld.bfd makes it.
     FixErratum,
     ImageBase,
@@ -342,6 +348,8 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         "rpath" | "rpath-link" => (Opt::IgnoredWithValue, Required),
         "sysroot" => (Opt::Sysroot, Required),
         "relocatable" => (Opt::Relocatable, Flag),
+        "whole-archive" => (Opt::WholeArchive(true), Flag),
+        "no-whole-archive" => (Opt::WholeArchive(false), Flag),
         "trace" => (Opt::Trace, Flag),
         "trace-phases" => (Opt::TracePhases, Flag),
         "symbol-ordering-file" => (Opt::SymbolOrderingFile, Required),
@@ -390,7 +398,6 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         | "no-warn-rwx-segments"
         | "warn-execstack"
         | "no-warn-execstack"
-        | "no-whole-archive"
         | "relax"
         | "no-warn-symbol-ordering"
         | "warn-symbol-ordering"
@@ -406,8 +413,7 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         "shared" | "Bshareable" | "soname" => (Opt::Unsupported(SHARED), Flag),
         "script" | "default-script" | "dT" | "Ttext" | "Tdata" | "Tbss" | "Ttext-segment" | "Trodata-segment"
         | "Tldata-segment" | "section-start" => (Opt::Unsupported(SCRIPT), Flag),
-        "whole-archive"
-        | "just-symbols"
+        "just-symbols"
         | "no-relax"
         | "emit-relocs"
         | "discard-all"
@@ -477,7 +483,10 @@ struct Parser {
     command: LdCommand,
     static_only: bool,
     in_group: bool,
-    pushed: Vec<bool>,
+    /// Inside `--whole-archive`.
+    whole_archive: bool,
+    /// What `--push-state` saved: the `-Bstatic` state and the `--whole-archive` state.
+    pushed: Vec<(bool, bool)>,
 }
 
 /// Parses GNU ld's command line (after response files are expanded).
@@ -486,6 +495,7 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
         arguments: arguments.into_iter(),
         command: LdCommand {
             items: Vec::new(),
+            whole_archive_items: std::collections::BTreeSet::new(),
             library_dirs: Vec::new(),
             output: PathBuf::from("a.out"),
             entry: None,
@@ -535,6 +545,7 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
         },
         static_only: false,
         in_group: false,
+        whole_archive: false,
         pushed: Vec::new(),
     };
     // The first refusal is reported once the whole line is read, so that `--help` and `--version` work
@@ -546,15 +557,17 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
             // Everything after `--` is an input file, even if it starts with a dash.
             let static_only = parser.static_only;
             let rest: Vec<OsString> = parser.arguments.by_ref().collect();
-            parser.command.items.extend(rest.into_iter().map(|path| Item::File {
-                path: PathBuf::from(path),
-                static_only,
-            }));
+            for path in rest {
+                parser.push(Item::File {
+                    path: PathBuf::from(path),
+                    static_only,
+                });
+            }
             break;
         }
         if bytes.len() < 2 || bytes[0] != b'-' {
             let static_only = parser.static_only;
-            parser.command.items.push(Item::File {
+            parser.push(Item::File {
                 path: PathBuf::from(argument),
                 static_only,
             });
@@ -575,6 +588,14 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
 }
 
 impl Parser {
+    /// Adds an input item, noting whether it is inside `--whole-archive`.
+    fn push(&mut self, item: Item) {
+        if self.whole_archive {
+            self.command.whole_archive_items.insert(self.command.items.len());
+        }
+        self.command.items.push(item);
+    }
+
     /// Handles one option; returns a request that ends parsing (`--help`, `--version`).
     fn option(&mut self, argument: &OsStr) -> Result<Option<Request>, LdError> {
         let bytes = argument.as_encoded_bytes();
@@ -645,10 +666,8 @@ impl Parser {
                 if namespec.is_empty() {
                     return Err(bad(spelled, "an empty library name"));
                 }
-                command.items.push(Item::Library {
-                    namespec,
-                    static_only: self.static_only,
-                });
+                let static_only = self.static_only;
+                self.push(Item::Library { namespec, static_only });
             }
             Opt::LibraryPath => command.library_dirs.push(path(value)?),
             Opt::Static => self.static_only = true,
@@ -667,13 +686,14 @@ impl Parser {
                 }
                 self.in_group = false;
             }
-            Opt::PushState => self.pushed.push(self.static_only),
+            Opt::PushState => self.pushed.push((self.static_only, self.whole_archive)),
             Opt::PopState => {
-                self.static_only = self
+                (self.static_only, self.whole_archive) = self
                     .pushed
                     .pop()
                     .ok_or(LdError::Group("--pop-state without --push-state"))?;
             }
+            Opt::WholeArchive(on) => self.whole_archive = on,
             Opt::Emulation => {
                 let name = text(&value)?;
                 // The emulations are the targets' declared `[elf] emulations`.
@@ -1216,7 +1236,7 @@ mod tests {
         assert!(message(&["-m", "armelf", "x.o"]).contains("`armelf`"));
         assert!(message(&["-z", "execstack", "x.o"]).contains("`-z execstack`"));
         assert!(message(&["-z", "max-page-size=100", "x.o"]).contains("`100`"));
-        assert!(message(&["--whole-archive", "x.o"]).contains("`--whole-archive`"));
+        assert!(message(&["--wrap", "x.o"]).contains("`--wrap`"));
         assert!(message(&["-static", "--gc-sections=yes"]).contains("takes no argument"));
         assert!(message(&["x.o", "-o"]).contains("`-o` needs an argument"));
         assert!(message(&["-(", "-(", "x.o"]).contains("nest"));
@@ -1339,5 +1359,28 @@ mod tests {
             Ok(Request::Help)
         ));
         assert!(parse_link(&["-v"]).unwrap().print_version);
+    }
+
+    #[test]
+    fn whole_archive_applies_to_the_inputs_between_it_and_no_whole_archive_and_push_state_saves_it() {
+        let command = parse_link(&[
+            "a.o",
+            "--whole-archive",
+            "liba.a",
+            "-lb",
+            "--push-state",
+            "--no-whole-archive",
+            "libc.a",
+            "--pop-state",
+            "libd.a",
+            "--no-whole-archive",
+            "libe.a",
+        ])
+        .unwrap();
+        assert_eq!(command.items.len(), 6);
+        assert_eq!(
+            command.whole_archive_items.iter().copied().collect::<Vec<_>>(),
+            vec![1, 2, 4]
+        );
     }
 }

@@ -299,6 +299,17 @@ pub fn run_script(script: &Path, out: &Path) -> Result<(), String> {
     }
 }
 
+/// Runs the fixture script `script` (relative to the repository) into `out`, then makes `out/bin/ld` a
+/// symbolic link to `ld` (the neverc-spec binary under test), the directory the compiler drivers' `-B` names.
+pub fn build_fixtures_with_ld(script: &str, out: PathBuf, ld: &str) -> Result<PathBuf, String> {
+    run_script(&repo().join(script), &out)?;
+    let bin = out.join("bin");
+    let _ = std::fs::remove_dir_all(&bin);
+    std::fs::create_dir_all(&bin).map_err(|error| error.to_string())?;
+    std::os::unix::fs::symlink(ld, bin.join("ld")).map_err(|error| error.to_string())?;
+    Ok(out)
+}
+
 /// Builds the link fixture programs (`runtime/link/tests/fixtures/programs/build.sh`: objects, archives, ld.bfd
 /// references and expected output) into `out`; a failure panics with the script's output.
 pub fn build_fixture_programs(out: &Path) {

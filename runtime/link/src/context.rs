@@ -25,6 +25,9 @@ pub enum IcfMode {
 #[derive(Clone, Debug)]
 pub struct LinkOptions {
     pub inputs: Vec<PathBuf>,
+    /// `--whole-archive`: the indices in `inputs` of the archives every member of which is linked (or merged,
+    /// for `-r`), whether or not it defines a symbol something needs.
+    pub whole_archive: std::collections::BTreeSet<usize>,
     pub output: PathBuf,
     pub entry: String,
     pub gc_sections: bool,
@@ -36,7 +39,7 @@ pub struct LinkOptions {
     /// maximum page size (`[elf] max_page_size`: 4 KiB for x86-64, 64 KiB for AArch64, as ld.bfd's defaults),
     /// which layout resolves once the target is known.
     pub page_size: u64,
-    /// What the link makes (`-r` is a relocatable object, which an object-merge provider makes), decided once
+    /// What the link makes (`-r` is a relocatable object, which the `object_merge` phase makes), decided once
     /// from the command line.
     pub output_kind: crate::output_kind::OutputKind,
     /// The largest image layout may lay out, in bytes from the image base, in the file and in memory
@@ -109,6 +112,7 @@ impl LinkOptions {
     pub fn new(inputs: Vec<PathBuf>, output: PathBuf) -> LinkOptions {
         LinkOptions {
             inputs,
+            whole_archive: std::collections::BTreeSet::new(),
             output,
             entry: "_start".into(),
             gc_sections: false,

@@ -136,22 +136,9 @@ pub fn run_link(
         trace: Vec::new(),
     };
     if relocatable {
-        // `-r`: an object-merge provider merges the inputs; there is no builtin merge.
+        // `-r`: the builtin `object_merge` (or a provider that replaces it) reads the inputs and merges them into
+        // one relocatable object; the transitions of a static link do not run.
         let merge = merge.ok_or(LinkError::NoBuiltin(LinkPhase::ObjectMerge.name()))?;
-        let provided = run
-            .registry
-            .registrations
-            .iter()
-            .any(|registration| registration.phase == merge && matches!(registration.hook, Hook::Replace(_)));
-        if !provided {
-            return Err(LinkError::Plugin {
-                phase: tables.phases[merge].name,
-                status: Status::new(
-                    StatusCode::CapabilityUnavailable,
-                    "a -r link needs an object-merge provider, and none is registered",
-                ),
-            });
-        }
         run_phase(&mut run, merge)?;
         run.execution.state = machine.final_state();
     } else if let (true, Some(full)) = (full_provider, full) {

@@ -12,6 +12,7 @@ pub mod graph;
 pub mod image;
 mod linker_defined;
 pub mod lto;
+mod merge;
 pub mod ordering;
 pub mod output_kind;
 mod phases;

@@ -19,7 +19,7 @@ pub enum OutputKind {
     DynamicExecutable,
     /// A shared library (`-shared`: `ET_DYN`).
     SharedLibrary,
-    /// A relocatable object (`-r`: `ET_REL`), made by an object-merge provider.
+    /// A relocatable object (`-r`: `ET_REL`), made by the `object_merge` phase (its builtin or a provider).
     Relocatable,
 }
 
@@ -96,8 +96,8 @@ impl OutputKind {
         }
     }
 
-    /// What is missing for this linker to make this kind, if anything: it makes static executables, and
-    /// relocatable objects through an object-merge provider.
+    /// What is missing for this linker to make this kind, if anything: it makes static executables and
+    /// relocatable objects.
     pub fn unsupported(self) -> Option<&'static str> {
         match self {
             OutputKind::StaticExecutable | OutputKind::Relocatable => None,

@@ -209,8 +209,16 @@ impl<'f, F: Files> Search<'f, F> {
 
     /// Every input file of `items`, scripts expanded, in link order.
     pub fn resolve(&self, items: &[Item]) -> Result<Vec<PathBuf>, SearchError> {
+        Ok(self.resolve_items(items)?.into_iter().map(|(path, _)| path).collect())
+    }
+
+    /// Like [`Search::resolve`], each file with the index in `items` of the item it comes from (a file a
+    /// script names comes from the item that named the script), for options that apply to a stretch of the
+    /// command line (`--whole-archive`).
+    pub fn resolve_items(&self, items: &[Item]) -> Result<Vec<(PathBuf, usize)>, SearchError> {
         let mut found = Found::default();
-        for item in items {
+        let mut origins = Vec::new();
+        for (index, item) in items.iter().enumerate() {
             match item {
                 Item::File { path, static_only } => {
                     self.add(&mut found, path.clone(), *static_only, String::new(), 0)?;
@@ -221,8 +229,9 @@ impl<'f, F: Files> Search<'f, F> {
                     self.add(&mut found, path, *static_only, via, 0)?;
                 }
             }
+            origins.resize(found.files.len(), index);
         }
-        Ok(found.files)
+        Ok(found.files.into_iter().zip(origins).collect())
     }
 
     /// Adds `path`: an input as it is, or the inputs of the script it is. `via` says how it was found.

@@ -728,15 +728,32 @@ fn a_relocation_that_overflows_is_an_error_naming_the_site_and_nothing_is_writte
 }
 
 #[test]
-fn an_object_merge_provider_does_minus_r_links_and_none_means_a_clear_error() {
+fn an_object_merge_provider_does_minus_r_links_and_none_means_the_builtin_merge() {
     let out = scratch!("plugins-merge");
     let merged = out.join("merged.o");
     let mut options = options("basics", &merged);
     options.output_kind = neverc_link::output_kind::OutputKind::Relocatable;
-    let mut context = LinkContext::new(options.clone());
-    let error = run_link(&mut context, tables(), &mut Registry::default()).unwrap_err();
-    assert_eq!(error.code(), StatusCode::CapabilityUnavailable);
-    assert!(error.to_string().contains("object-merge provider"), "{error}");
+    // Without a provider, the builtin merges the inputs into one relocatable object (ET_REL), which links on
+    // its own into the same program; no transition of a static link runs.
+    let builtin = out.join("builtin.o");
+    let mut context = LinkContext::new(LinkOptions {
+        output: builtin.clone(),
+        ..options.clone()
+    });
+    let trace = run_link(&mut context, tables(), &mut Registry::default()).unwrap();
+    let merge = trace
+        .iter()
+        .find(|entry| entry.phase == "neverc.link.object_merge")
+        .unwrap();
+    assert_eq!(merge.actor, Actor::Builtin);
+    assert_eq!(runs_of(&trace, "neverc.link.layout"), 0);
+    let bytes = std::fs::read(&builtin).unwrap();
+    assert_eq!(&bytes[..4], b"\x7fELF");
+    assert_eq!(u16::from_le_bytes([bytes[16], bytes[17]]), 1, "e_type is not ET_REL");
+    let program = out.join("builtin.out");
+    let mut context = LinkContext::new(LinkOptions::new(vec![builtin.clone()], program.clone()));
+    run_link(&mut context, tables(), &mut Registry::default()).unwrap();
+    assert_eq!(run(&program), expected_output("basics"));
     // A provider that delegates to ld.bfd -r, as a bridge to another linker would.
     let inputs = options.inputs.clone();
     let mut registry = Registry::default();

@@ -11,6 +11,7 @@ pub(crate) mod input_probe;
 pub(crate) mod layout;
 pub(crate) mod lto_generate;
 pub(crate) mod lto_resolve;
+pub(crate) mod object_merge;
 pub(crate) mod read_inputs;
 pub(crate) mod relax_thunks;
 pub(crate) mod relocate;
@@ -55,8 +56,10 @@ pub(crate) const fn builtin_for(phase: LinkPhase) -> Option<Builtin> {
         LinkPhase::ImageVerify => image_verify::run,
         LinkPhase::SideOutputsVerify => side_outputs_verify::run,
         LinkPhase::Commit => commit::run,
-        // A linker provider replaces `full`, an object-merge provider `object_merge`; neither has a builtin.
-        LinkPhase::Full | LinkPhase::ObjectMerge => return None,
+        // `-r`: the builtin merge, which an object-merge provider may replace.
+        LinkPhase::ObjectMerge => object_merge::run,
+        // A linker provider replaces `full`; it has no builtin (the transitions above are the builtin link).
+        LinkPhase::Full => return None,
     })
 }
 

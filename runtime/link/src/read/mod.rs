@@ -175,6 +175,25 @@ pub(crate) fn extract_member(
     Ok(id)
 }
 
+/// Extracts every member of the archive input `input` not extracted yet, in the archive's order
+/// (`--whole-archive`); nothing for an input that is not an archive.
+pub(crate) fn extract_whole_archive(graph: &mut LinkGraph, input: InputId, phase: u16) -> Result<(), ReadError> {
+    let Some(archive) = graph.inputs[input.index()].archive else {
+        return Ok(());
+    };
+    for member in graph.archives[archive.index()].members.clone() {
+        if graph.archive_members[member as usize].materialized.is_none() {
+            extract_member(
+                graph,
+                MemberId(member),
+                crate::graph::MaterializationReason::WholeArchive,
+                phase,
+            )?;
+        }
+    }
+    Ok(())
+}
+
 /// Reads named inputs (objects and archives, as bytes) into a new graph, extracting no archive members:
 /// what the `read_inputs` phase does, for tests, fuzzing and benchmarks. The first object sets the target.
 pub fn graph_from_inputs(inputs: Vec<(String, Vec<u8>)>) -> Result<LinkGraph, ReadError> {

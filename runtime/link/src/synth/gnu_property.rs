@@ -111,6 +111,17 @@ fn merge(inputs: &[BTreeMap<u32, u32>]) -> Option<Vec<u8>> {
     Some(note)
 }
 
+/// The one note a merged relocatable object (`-r`) holds for its objects' `.note.gnu.property` bytes (`None`
+/// for an object without the note, which counts as one without properties), merged by the rules a link
+/// uses; `None` when no property survives, and the output then has no such section.
+pub(crate) fn merged_note(objects: &[Option<&[u8]>]) -> Option<Vec<u8>> {
+    let inputs: Vec<BTreeMap<u32, u32>> = objects
+        .iter()
+        .map(|bytes| bytes.map(read).unwrap_or_default())
+        .collect();
+    merge(&inputs)
+}
+
 /// Replaces the inputs' `.note.gnu.property` notes by one note with their merged properties (or none);
 /// every input object counts, with or without a note of its own.
 pub(super) fn merge_notes(context: &mut LinkContext, origin: Origin) {
