@@ -1236,7 +1236,7 @@ mod tests {
         assert!(message(&["-m", "armelf", "x.o"]).contains("`armelf`"));
         assert!(message(&["-z", "execstack", "x.o"]).contains("`-z execstack`"));
         assert!(message(&["-z", "max-page-size=100", "x.o"]).contains("`100`"));
-        assert!(message(&["--wrap", "x.o"]).contains("`--wrap`"));
+        assert!(message(&["-N", "x.o"]).contains("`-N`"));
         assert!(message(&["-static", "--gc-sections=yes"]).contains("takes no argument"));
         assert!(message(&["x.o", "-o"]).contains("`-o` needs an argument"));
         assert!(message(&["-(", "-(", "x.o"]).contains("nest"));
