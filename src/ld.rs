@@ -76,17 +76,6 @@ fn drive(arguments: Vec<OsString>) -> Result<(), Driven> {
         }
         Request::Link(command) => command,
     };
-    if command.ignored_plugin.is_some() || command.ignored_plugin_options > 0 {
-        let plugin = command
-            .ignored_plugin
-            .as_deref()
-            .map_or_else(String::new, |plugin| format!("-plugin {plugin} and "));
-        errln!(
-            "note: neverc-spec ld: ignoring {plugin}{} -plugin-opt option(s): neverc-spec runs no linker \
-             plugins (LLVM bitcode is linked natively; GCC LTO objects are not supported)",
-            command.ignored_plugin_options
-        );
-    }
     for note in &command.notes {
         errln!("note: neverc-spec ld: {note}");
     }
@@ -150,6 +139,9 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
     if let Some(base) = command.image_base {
         options.image_base = base;
     }
+    options.section_starts = command.section_starts;
+    options.separate_code = command.separate_code;
+    options.keep_text_section_prefix = command.keep_text_section_prefix;
     options.strip = command.strip;
     options.symbols = command.symbols;
     options.lto = command.lto;
@@ -174,8 +166,17 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
             set_by: Some(format!("-m {}", emulation.name)),
         };
     }
+    // gcc passes its LTO plugin on every link; it is named only when an input holds GCC LTO bytecode.
+    let ignored_lto_plugin = (command.ignored_plugin.is_some() || command.ignored_plugin_options > 0).then(|| {
+        let plugin = command
+            .ignored_plugin
+            .as_deref()
+            .map_or_else(String::new, |plugin| format!("-plugin {plugin} and "));
+        format!("{plugin}{} -plugin-opt option(s)", command.ignored_plugin_options)
+    });
     LinkRequest {
         options,
+        ignored_lto_plugin,
         lto_cache_hmac_key_file: command.lto_cache_hmac_key_file,
         symbol_ordering_file: command.symbol_ordering_file,
         trace_phases: command.trace_phases,
@@ -186,11 +187,14 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
     }
 }
 
-/// A script problem with a snippet of the script (the message follows as the command's error).
+/// Where a script problem is, with a snippet of the script (the message follows as the command's error).
 fn print_script_error(error: &ScriptError) {
     let file = error.file.display().to_string();
-    errln!("{file}:{}:{}:", error.line, error.column);
-    let diagnostic = MietteDiagnostic::new(error.message.clone());
+    // The snippet says where; the error that follows says what, so the message is given once.
+    let diagnostic = MietteDiagnostic::new(format!(
+        "{file}:{}:{}: not an object or archive, so read as a linker script (as GNU ld reads it)",
+        error.line, error.column
+    ));
     crate::render::print_snippet(diagnostic, &file, &error.text, error.span.clone(), "here");
 }
 
@@ -245,10 +249,27 @@ Target:
                         target has it); refused otherwise
 
 Output:
-  -o FILE, --output=FILE          the executable (default a.out), written completely or not at all
+  -o FILE, --output=FILE          the executable (default a.out), written completely or not at all; `-o -`
+                                  writes a file named `-`, as GNU ld does
   -e SYM, --entry=SYM             the entry symbol (default _start; it may be data); without it, a warning
                                   and the start of .text, as GNU ld does
   --image-base=ADDR               where the first segment goes (lld's option; page-aligned)
+  -Ttext-segment=ADDR             the same, in GNU ld's hexadecimal (`0x` optional)
+  --section-start=NAME=ADDR, -Ttext=ADDR, -Tdata=ADDR, -Tbss=ADDR
+                                  put output section NAME (.text, .data, .bss) at ADDR (hexadecimal, `0x`
+                                  optional; the last one given for a name counts); the sections after it
+                                  follow it, as with GNU ld. An address below the sections placed before it
+                                  or not a multiple of the section's alignment is an error; a name no
+                                  output section has is a warning
+  -z separate-code, -z noseparate-code
+                                  code in PT_LOADs of its own (the default), or one read-and-execute PT_LOAD
+                                  for the headers, the code and the read-only data, as GNU ld lays them out
+  -z keep-text-section-prefix     unlikely, exit, start-up and hot code (.text.unlikely.*, .text.exit.*,
+                                  .text.startup.*, .text.hot.*) go to output sections .text.unlikely,
+                                  .text.exit, .text.startup and .text.hot after .fini, as ld.lld makes them
+                                  (ld.bfd ignores the option for a static executable); without it they come
+                                  first in .text in that order, then .text.sorted.* by name, as GNU ld's
+                                  default script orders them
   --gc-sections, --no-gc-sections drop sections nothing live refers to
   --icf=all|none                  fold identical code whose address is not significant
   -Map FILE, -Map=FILE            write a link map
@@ -322,7 +343,7 @@ Accepted, since they cannot change a static executable (or ask for what neverc-s
   --[no-]warn-rwx-segments, --[no-]warn-execstack, --warn-common, --warn-once,
   --no-warn-mismatch, --no-warn-search-mismatch, -g,
   -X and --discard-locals (temporary `.L` symbols are never written to the symbol table),
-  -z now|lazy|noexecstack|separate-code|defs|text|notext
+  -z now|lazy|noexecstack|defs|text|notext
 
 LTO (LLVM bitcode from clang-14 -flto or -flto=thin, linked natively; the default code generator is
 llvm-lto2-14):
@@ -356,13 +377,15 @@ llvm-lto2-14):
                                    in FILE (at least 16 bytes; or $NEVERC_LTO_CACHE_HMAC_KEY); without a key,
                                    a digest catches damage but not forgery by whoever can write the cache
 
-Ignored with a note on stderr:
+Ignored:
   -plugin FILE, -plugin-opt OPT   any other plugin, GCC's LTO plugin among them (gcc passes it on every
-                                  link; GCC LTO objects without machine code are refused by name)
+                                  link): a note names it when an input holds GCC LTO bytecode, whose
+                                  machine code (-ffat-lto-objects) is linked; GCC LTO objects without
+                                  machine code are refused by name
 
 Refused (exit 2, naming the option), because neverc-spec does not implement what they would change:
-  -pie, -static-pie, -shared, -T/--script, --no-relax,
-  --emit-relocs, -x/--discard-all, -N, -n, -z execstack, -z noseparate-code, -m naming no
+  -pie, -static-pie, -shared, -T/--script, -Trodata-segment, -Tldata-segment, --no-relax,
+  --emit-relocs, -x/--discard-all, -N, -n, -z execstack, -m naming no
   declared emulation, -EB or -EL for the other byte order, --build-id=md5|uuid|0xHEX, --icf=safe, any other
   -z keyword, and every option not listed here.
 

@@ -48,6 +48,7 @@ pub(crate) fn run(args: &LinkArgs) -> Result<(), CommandError> {
         trace_phases: args.trace_phases,
         trace_symbols: Vec::new(),
         cref: false,
+        ignored_lto_plugin: None,
         plugins: args.plugins.clone(),
         plugin_args: args.plugin_args.clone(),
     })
@@ -66,10 +67,23 @@ pub(crate) struct LinkRequest {
     pub(crate) trace_symbols: Vec<String>,
     /// `--cref` (`ld`): print the cross reference table (appended to the `-Map` file when there is one).
     pub(crate) cref: bool,
+    /// The linker plugin the `ld` driver ignored (gcc's `liblto_plugin.so`, which gcc passes on every link),
+    /// as the note names it: printed only when an input holds GCC LTO bytecode, which the plugin would have
+    /// optimized.
+    pub(crate) ignored_lto_plugin: Option<String>,
     /// `--plugin`: C plugins to load, in order.
     pub(crate) plugins: Vec<PathBuf>,
     /// `--plugin-arg ID:NAME[=VALUE]`, for every plugin.
     pub(crate) plugin_args: Vec<String>,
+}
+
+/// The first input (in link order) with GCC LTO bytecode (`.gnu.lto_*` sections), if any.
+fn gcc_lto_input(graph: &neverc_link::graph::LinkGraph) -> Option<&str> {
+    graph
+        .sections
+        .iter()
+        .find(|section| section.name.starts_with(".gnu.lto_"))
+        .map(|section| graph.input_name(Some(section.input)))
 }
 
 /// The environment variable that may hold the key of the LTO cache's HMACs.
@@ -104,6 +118,7 @@ pub(crate) fn link(request: LinkRequest) -> Result<(), CommandError> {
         trace_phases,
         trace_symbols,
         cref,
+        ignored_lto_plugin,
         plugins,
         plugin_args,
     } = request;
@@ -145,6 +160,14 @@ pub(crate) fn link(request: LinkRequest) -> Result<(), CommandError> {
     crate::plugins::print_reports(&c_plugins);
     for line in traced_symbols(&context.graph, &trace_symbols) {
         errln!("neverc-spec ld: {line}");
+    }
+    if let Some(plugin) = &ignored_lto_plugin
+        && let Some(input) = gcc_lto_input(&context.graph)
+    {
+        errln!(
+            "note: neverc-spec ld: ignoring {plugin}: {input} holds GCC LTO bytecode, which neverc-spec does not \
+             optimize; its machine code (-ffat-lto-objects) is linked as it is (LLVM bitcode is linked natively)"
+        );
     }
     for note in &context.notes {
         errln!("neverc-spec ld: {note}");

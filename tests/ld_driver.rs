@@ -122,9 +122,11 @@ fn ld(args: &[&str]) -> Output {
     run(BIN, objects(), &[&["ld"], args].concat())
 }
 
-/// The driver ran: the note about gcc's LTO plugin, which only it prints.
+/// The driver ran: the link was given `-Wl,-v`, to which neverc-spec answers with its name (GNU ld's `-v`
+/// prints its version and links), and, there being no GCC LTO bytecode among the inputs, nothing was said
+/// about gcc's LTO plugin, which gcc passes on every link.
 fn driver_ran(output: &Output) -> bool {
-    text(&output.stderr).contains("note: neverc-spec ld: ignoring -plugin")
+    text(&output.stdout).contains("neverc-spec") && !text(&output.stderr).contains("note: neverc-spec ld: ignoring")
 }
 
 #[test]
@@ -153,7 +155,7 @@ fn gcc_dash_b_links_freestanding_objects_through_the_driver_and_they_run_as_ld_b
         &["-Wl,--gc-sections"],
         &["-Wl,--gc-sections,--icf=all,-O1,-z,relro"],
     ] {
-        let linked = gcc(&["-B", &dash_b], extra, "prog");
+        let linked = gcc(&["-B", &dash_b, "-Wl,-v"], extra, "prog");
         succeeded(&linked, &format!("gcc -B {dash_b} {extra:?}"));
         assert!(driver_ran(&linked), "{}", text(&linked.stderr));
         assert_eq!(outcome(&out.join("prog"), &[]), expected, "{extra:?}");
@@ -183,7 +185,7 @@ fn musl_gcc_static_hello_world_with_lm_runs_and_prints_what_the_ld_bfd_build_pri
     // musl-gcc passes -dynamic-linker with -static; as ld.bfd does, the driver ignores it for a static output.
     for extra in [&[][..], &["-Wl,--gc-sections"]] {
         let args = [
-            &["-static", "-O2", "-B", &dash_b, "-o", "prog", &hello, "-lm"][..],
+            &["-static", "-O2", "-B", &dash_b, "-Wl,-v", "-o", "prog", &hello, "-lm"][..],
             extra,
         ]
         .concat();
@@ -218,7 +220,12 @@ fn gcc_and_gxx_static_against_glibc_link_through_the_driver_and_run_like_the_ld_
         let linked = run(
             driver,
             out,
-            &[&["-static", "-O2", "-B", &dash_b, "-o", &ours][..], &sources, &extra].concat(),
+            &[
+                &["-static", "-O2", "-B", &dash_b, "-Wl,-v", "-o", &ours][..],
+                &sources,
+                &extra,
+            ]
+            .concat(),
         );
         assert!(driver_ran(&linked), "{}", text(&linked.stderr));
         succeeded(&linked, &format!("{driver} -B (neverc-spec)"));
@@ -644,7 +651,7 @@ fn unsupported_options_values_and_script_commands_are_refused_naming_them_and_no
     };
     refused(&["--frobnicate"], "unrecognized option `--frobnicate`");
     refused(&["-pie"], "`-pie` is not supported");
-    refused(&["--wrap"], "`--wrap` is not supported");
+    refused(&["-N"], "`-N` is not supported");
     refused(&["-T", "x.ld"], "`-T` is not supported");
     refused(&["-m", "armelf"], "emulation `armelf` is not declared by any target");
     refused(&["-EB"], "`-EB`: no declared target is big-endian");
@@ -799,4 +806,70 @@ fn version_and_help_as_ld_and_as_neverc_spec_ld() {
     }
     let help = run(BIN, &dir, &["--help"]);
     assert!(text(&help.stdout).contains("ld "), "{}", text(&help.stdout));
+}
+
+#[test]
+fn gccs_lto_plugin_is_named_only_when_an_input_holds_gcc_lto_bytecode() {
+    let dir = ld_dir("gcc-lto-note");
+    let out = dir.parent().unwrap();
+    let dash_b = dir.display().to_string();
+    let hello = fixture("hello.c").display().to_string();
+    succeeded(
+        &run(
+            "gcc",
+            out,
+            &["-O2", "-flto", "-ffat-lto-objects", "-c", &hello, "-o", "fat.o"],
+        ),
+        "gcc -flto -ffat-lto-objects -c",
+    );
+    // ld.bfd runs gcc's plugin; neverc-spec links the machine code of the fat object, and says so once.
+    succeeded(
+        &run(
+            "gcc",
+            out,
+            &["-flto", "-static", "-fuse-ld=bfd", "fat.o", "-lm", "-o", "ref"],
+        ),
+        "gcc -flto (ld.bfd)",
+    );
+    let linked = run(
+        "gcc",
+        out,
+        &["-flto", "-static", "-B", &dash_b, "fat.o", "-lm", "-o", "prog"],
+    );
+    succeeded(&linked, "gcc -flto -B (neverc-spec)");
+    let stderr = text(&linked.stderr);
+    assert_eq!(
+        stderr.matches("note: neverc-spec ld: ignoring -plugin").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("liblto_plugin.so") && stderr.contains("fat.o holds GCC LTO bytecode"),
+        "{stderr}"
+    );
+    assert_eq!(outcome(&out.join("prog"), &[]), outcome(&out.join("ref"), &[]));
+    // The same program without LTO: no note.
+    let linked = run(
+        "gcc",
+        out,
+        &["-O2", "-static", "-B", &dash_b, &hello, "-lm", "-o", "plain"],
+    );
+    succeeded(&linked, "gcc -B (neverc-spec)");
+    assert!(!text(&linked.stderr).contains("plugin"), "{}", text(&linked.stderr));
+}
+
+#[test]
+fn a_text_file_that_is_not_an_object_is_reported_once_as_a_script_that_does_not_parse() {
+    let out = fresh("not-an-object");
+    fs::write(out.join("notes.o"), "hello, this is not an object\n").unwrap();
+    let output = run(BIN, &out, &["ld", "-static", "-o", "never", "notes.o"]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.matches("the command `hello` is not supported").count(),
+        1,
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("read as a linker script").count(), 1, "{stderr}");
+    assert!(!out.join("never").exists());
 }

@@ -39,8 +39,15 @@ pub(crate) struct LdCommand {
     pub(crate) fix_erratum: bool,
     /// `--compress-debug-sections=zlib`.
     pub(crate) compress_debug_sections: bool,
-    /// `--image-base=ADDR` (lld's): where the first segment goes.
+    /// `--image-base=ADDR` (lld's) or `-Ttext-segment=ADDR` (GNU ld's): where the first segment goes.
     pub(crate) image_base: Option<u64>,
+    /// `--section-start=NAME=ADDR`, `-Ttext=`, `-Tdata=`, `-Tbss=`: output sections at fixed addresses, in
+    /// command-line order.
+    pub(crate) section_starts: Vec<(String, u64)>,
+    /// `-z separate-code` (the default) or `-z noseparate-code`.
+    pub(crate) separate_code: bool,
+    /// `-z keep-text-section-prefix`.
+    pub(crate) keep_text_section_prefix: bool,
     /// `--print-gc-sections`.
     pub(crate) print_gc_sections: bool,
     /// `-M` / `--print-map`.
@@ -272,6 +279,10 @@ enum Opt {
     /// `--fix-NAME[=full]` for an erratum a target declares: its workaround, as ld.bfd makes it.
     FixErratum,
     ImageBase,
+    /// `-Ttext-segment=ADDR`: the image base, in GNU ld's hexadecimal.
+    TextSegment,
+    /// `--section-start=NAME=ADDR` (no name) or `-Ttext`/`-Tdata`/`-Tbss` (the section they name).
+    SectionStart(Option<&'static str>),
     PrintGcSections(bool),
     PrintMap,
     FatalWarnings(bool),
@@ -411,8 +422,14 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         | "discard-locals" => (Opt::NoEffect, Flag),
         "pie" | "pic-executable" | "static-pie" => (Opt::Unsupported(PIE), Flag),
         "shared" | "Bshareable" | "soname" => (Opt::Unsupported(SHARED), Flag),
-        "script" | "default-script" | "dT" | "Ttext" | "Tdata" | "Tbss" | "Ttext-segment" | "Trodata-segment"
-        | "Tldata-segment" | "section-start" => (Opt::Unsupported(SCRIPT), Flag),
+        "Ttext" => (Opt::SectionStart(Some(".text")), Required),
+        "Tdata" => (Opt::SectionStart(Some(".data")), Required),
+        "Tbss" => (Opt::SectionStart(Some(".bss")), Required),
+        "section-start" => (Opt::SectionStart(None), Required),
+        "Ttext-segment" => (Opt::TextSegment, Required),
+        "script" | "default-script" | "dT" | "Trodata-segment" | "Tldata-segment" => {
+            (Opt::Unsupported(SCRIPT), Flag)
+        }
         "just-symbols"
         | "no-relax"
         | "emit-relocs"
@@ -508,6 +525,9 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
             fix_erratum: false,
             compress_debug_sections: false,
             image_base: None,
+            section_starts: Vec::new(),
+            separate_code: true,
+            keep_text_section_prefix: false,
             print_gc_sections: false,
             print_map: false,
             fatal_warnings: false,
@@ -836,6 +856,27 @@ impl Parser {
                         .ok_or_else(|| bad(spelled, format!("`{text}` is not a page-aligned address")))?,
                 );
             }
+            Opt::TextSegment => {
+                let text = text(&value)?;
+                command.image_base = Some(
+                    parse_hexadecimal(&text)
+                        .filter(|base| base % 0x1000 == 0)
+                        .ok_or_else(|| bad(spelled, format!("`{text}` is not a page-aligned hexadecimal address")))?,
+                );
+            }
+            Opt::SectionStart(named) => {
+                let text = text(&value)?;
+                let (name, address) = match named {
+                    Some(name) => (name, text.as_str()),
+                    None => text
+                        .split_once('=')
+                        .filter(|(name, _)| !name.is_empty())
+                        .ok_or_else(|| bad(spelled, format!("`{text}` is not SECTION=ADDRESS")))?,
+                };
+                let address = parse_hexadecimal(address)
+                    .ok_or_else(|| bad(spelled, format!("`{address}` is not a hexadecimal address")))?;
+                command.section_starts.push((name.to_string(), address));
+            }
             Opt::PrintGcSections(print) => command.print_gc_sections = print,
             Opt::PrintMap => command.print_map = true,
             Opt::FatalWarnings(fatal) => command.fatal_warnings = fatal,
@@ -962,9 +1003,12 @@ impl Parser {
             ("relro", None) => self.command.relro = true,
             ("muldefs", None) => self.command.symbols.allow_multiple_definition = true,
             ("norelro", None) => self.command.relro = false,
-            // Binding and text relocations concern the dynamic linker; the stack is never executable and
-            // code is kept apart from headers and data (as with `-z separate-code`).
-            ("now" | "lazy" | "noexecstack" | "separate-code" | "defs" | "text" | "notext" | "textoff", None) => {}
+            ("separate-code", None) => self.command.separate_code = true,
+            ("noseparate-code", None) => self.command.separate_code = false,
+            ("keep-text-section-prefix", None) => self.command.keep_text_section_prefix = true,
+            ("nokeep-text-section-prefix", None) => self.command.keep_text_section_prefix = false,
+            // Binding and text relocations concern the dynamic linker; the stack is never executable.
+            ("now" | "lazy" | "noexecstack" | "defs" | "text" | "notext" | "textoff", None) => {}
             ("execstack", None) => {
                 return Err(LdError::Unsupported {
                     option,
@@ -1068,6 +1112,15 @@ fn parse_number(text: &str) -> Option<u64> {
     } else {
         text.parse().ok()
     }
+}
+
+/// An address as GNU ld reads `-Ttext=` and `--section-start=`: hexadecimal, with or without `0x`.
+fn parse_hexadecimal(text: &str) -> Option<u64> {
+    let digits = text
+        .strip_prefix("0x")
+        .or_else(|| text.strip_prefix("0X"))
+        .unwrap_or(text);
+    u64::from_str_radix(digits, 16).ok()
 }
 
 /// A page size: a power of two from 4 KiB to 1 GiB, in C notation (`0x200000`, `4096`, `010000`).
@@ -1224,6 +1277,57 @@ mod tests {
         assert!(command.gc_sections);
         assert_eq!(command.icf, IcfMode::All);
         assert_eq!(command.page_size, Some(0x20_0000));
+    }
+
+    #[test]
+    fn section_starts_are_hexadecimal_with_or_without_0x_and_in_order() {
+        let command = parse_link(&[
+            "-Ttext=600000",
+            "-Tdata",
+            "0x800000",
+            "--section-start=.rodata=0x70_0000",
+            "--section-start",
+            ".my.sec=A00000",
+            "-Ttext-segment=0x500000",
+            "x.o",
+        ]);
+        let message = command
+            .as_ref()
+            .map(|_| String::new())
+            .unwrap_or_else(|error| error.to_string());
+        assert!(message.contains("`0x70_0000`"), "{message}");
+        let command = parse_link(&[
+            "-Ttext=600000",
+            "-Tdata",
+            "0x800000",
+            "--section-start",
+            ".my.sec=A00000",
+            "-Ttext-segment=0x500000",
+            "x.o",
+        ])
+        .unwrap();
+        assert_eq!(
+            command.section_starts,
+            [
+                (".text".to_string(), 0x60_0000),
+                (".data".to_string(), 0x80_0000),
+                (".my.sec".to_string(), 0xa0_0000)
+            ]
+        );
+        assert_eq!(command.image_base, Some(0x50_0000));
+        for bad in [
+            &["--section-start=.text", "x.o"][..],
+            &["--section-start==0x1000", "x.o"],
+            &["-Tbss=zz", "x.o"],
+        ] {
+            assert!(parse_link(bad).is_err(), "{bad:?}");
+        }
+        assert!(
+            parse_link(&["-Ttext-segment=0x500010", "x.o"])
+                .unwrap_err()
+                .to_string()
+                .contains("page-aligned")
+        );
     }
 
     #[test]

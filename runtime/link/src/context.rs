@@ -35,6 +35,15 @@ pub struct LinkOptions {
     pub map_file: Option<PathBuf>,
     /// The image base: where the first segment goes.
     pub image_base: u64,
+    /// Output sections at fixed addresses (`--section-start`, `-Ttext`, `-Tdata`, `-Tbss`), by name; the
+    /// last address given for a name counts. Layout places the sections after one of them after it.
+    pub section_starts: Vec<(String, u64)>,
+    /// `-z separate-code` (the default): code in `PT_LOAD`s of its own, apart from the headers and the
+    /// read-only data; `-z noseparate-code` maps all three with one read-and-execute `PT_LOAD`.
+    pub separate_code: bool,
+    /// `-z keep-text-section-prefix`: unlikely, exit, start-up and hot code go to output sections named
+    /// `.text.unlikely`, `.text.exit`, `.text.startup` and `.text.hot` instead of `.text`.
+    pub keep_text_section_prefix: bool,
     /// The page size segments are aligned to (`-z max-page-size`); 0, the default, means the target's declared
     /// maximum page size (`[elf] max_page_size`: 4 KiB for x86-64, 64 KiB for AArch64, as ld.bfd's defaults),
     /// which layout resolves once the target is known.
@@ -119,6 +128,9 @@ impl LinkOptions {
             icf: IcfMode::None,
             map_file: None,
             image_base: 0x40_0000,
+            section_starts: Vec::new(),
+            separate_code: true,
+            keep_text_section_prefix: false,
             page_size: 0,
             output_kind: crate::output_kind::OutputKind::StaticExecutable,
             max_output_size: MAX_OUTPUT_SIZE,

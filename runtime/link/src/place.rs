@@ -13,7 +13,7 @@ use crate::graph::{Atom, AtomId, Content, Definition, LinkGraph, atom_flags, eff
 use crate::image::{ProgramHeaderKind, ProgramHeaderLayout, SectionKind, SegmentFlags, elf_headers_size};
 use crate::linker_defined::{LinkerDefined, linker_defined};
 use crate::phases::LinkPhase;
-use crate::sections::{OTHER_RANK, OutputSectionId};
+use crate::sections::{CodeKind, OTHER_RANK, OutputSectionId};
 
 /// Layout's errors are the layout phase's, whoever asks for a layout.
 const PHASE: LinkPhase = LinkPhase::Layout;
@@ -30,6 +30,24 @@ const SEGMENT_FLAGS: [SegmentFlags; 5] = [
     SegmentFlags::READ.union(SegmentFlags::WRITE),
     SegmentFlags::READ.union(SegmentFlags::WRITE),
 ];
+
+/// The permissions of each group's `PT_LOAD`s: with `-z noseparate-code` the first group holds the code too.
+fn segment_flags(separate_code: bool) -> [SegmentFlags; 5] {
+    let mut flags = SEGMENT_FLAGS;
+    if !separate_code {
+        flags[0] = SegmentFlags::READ.union(SegmentFlags::EXECUTE);
+    }
+    flags
+}
+
+/// The name of the input section an atom is (a synthetic atom's own name).
+fn input_section_name(graph: &LinkGraph, atom: AtomId) -> &str {
+    let atom = &graph.atoms[atom.index()];
+    match atom.section {
+        Some(section) => graph.sections[section.index()].name.as_str(),
+        None => atom.name.as_str(),
+    }
+}
 
 /// The group of the data that is read-only after start-up.
 const RELRO_GROUP: usize = 3;
@@ -93,9 +111,15 @@ pub(crate) fn lay_out(context: &mut LinkContext) -> Result<Layout, PhaseError> {
             continue;
         }
         let id = OutputSectionId::for_input(input_name);
-        let name = match id {
-            Some(id) => id.name(),
-            None => input_name,
+        // `-z keep-text-section-prefix`: the special kinds of code keep their prefix as an output section of
+        // their own (which no rule ranks, so they follow `.fini` in first-seen order, as with ld.lld).
+        let kept_prefix = (context.options.keep_text_section_prefix && id == Some(OutputSectionId::Text))
+            .then(|| CodeKind::of(input_name).and_then(CodeKind::kept_prefix))
+            .flatten();
+        let (id, name) = match (kept_prefix, id) {
+            (Some(prefix), _) => (None, prefix),
+            (None, Some(id)) => (Some(id), id.name()),
+            (None, None) => (None, input_name),
         };
         let slot = match by_name.get(name) {
             Some(slot) => *slot,
@@ -122,6 +146,20 @@ pub(crate) fn lay_out(context: &mut LinkContext) -> Result<Layout, PhaseError> {
     }
     for (section, _) in &mut sections {
         section.atoms.sort_by_key(|atom| atom_order(atom.index()));
+        if section.id == Some(OutputSectionId::Text) {
+            // As ld.bfd's default script orders `.text`: unlikely, exit, start-up and hot code first (each in
+            // link order), then the sections to sort by name, then the rest in link order. The sort is stable.
+            section.atoms.sort_by_cached_key(|atom| {
+                let name = input_section_name(graph, *atom);
+                let kind = CodeKind::of(name);
+                let sorted_name = if kind == Some(CodeKind::Sorted) {
+                    name.to_string()
+                } else {
+                    String::new()
+                };
+                (kind.is_none(), kind, sorted_name)
+            });
+        }
     }
     // Init and fini arrays: priorities first, ascending, then the plain sections in link order.
     for (section, _) in &mut sections {
@@ -137,11 +175,18 @@ pub(crate) fn lay_out(context: &mut LinkContext) -> Result<Layout, PhaseError> {
         apply_order_constraints(graph, &mut section.atoms);
         place_after_callers(&mut section.atoms, &context.thunks);
     }
+    // With `-z noseparate-code` the headers, the code and the read-only data share the first group, in the
+    // order the groups would have had.
+    let separate_code = context.options.separate_code;
+    let merged_group = |group: usize| if !separate_code && group <= 2 { 0 } else { group };
     for (section, _) in &mut sections {
         section.segment = group_of(section, context.options.relro);
     }
     // `.bss` is the last section of the writable segment (it takes no file bytes).
-    sections.sort_by_key(|(section, rank)| (section.segment, *rank));
+    sections.sort_by_key(|(section, rank)| (merged_group(section.segment), section.segment, *rank));
+    for (section, _) in &mut sections {
+        section.segment = merged_group(section.segment);
+    }
     // The TLS template (`.tdata` then `.tbss`) starts aligned as strictly as its most strictly aligned
     // section, `PT_TLS`'s `p_align` (ld.bfd raises the first TLS section's alignment so): the thread pointer
     // offsets and the C library's copies of the template count from an aligned start.
@@ -453,10 +498,18 @@ fn place(
     // only has to be congruent with its address modulo the page size (and its group's strictest alignment,
     // below), so the gap an aligned first section leaves in the address space costs little in the file.
     let mut file_cursor = 0;
-    for (group, flags) in SEGMENT_FLAGS.into_iter().enumerate() {
-        let members: Vec<usize> = (0..sections.len())
-            .filter(|index| sections[*index].0.segment == group)
-            .collect();
+    let section_starts = &context.options.section_starts;
+    // Each group's sections, read before placing turns groups into `PT_LOAD` indices: a group split into
+    // several `PT_LOAD`s would otherwise number a section as a later group.
+    let flags_of_groups = segment_flags(context.options.separate_code);
+    let members_of_groups: Vec<Vec<usize>> = (0..flags_of_groups.len())
+        .map(|group| {
+            (0..sections.len())
+                .filter(|index| sections[*index].0.segment == group)
+                .collect()
+        })
+        .collect();
+    for ((group, flags), members) in flags_of_groups.into_iter().enumerate().zip(members_of_groups) {
         // The run of sections placed since the current `PT_LOAD` began: its start address, file offset and the
         // end of its file bytes. The first begins at the image base with the headers.
         let mut run: Option<(u64, u64, u64, Vec<usize>)> = (group == 0).then(|| (base, 0, address, Vec::new()));
@@ -485,14 +538,27 @@ fn place(
                     )
             };
             let alignment = sections[index].0.alignment;
-            let aligned = limit.check(align(address, alignment), || blame(&sections[index].0))?;
+            // A section given a fixed address (`--section-start`) is placed there; the sections after it follow
+            // it. The last address given for the name counts, as with GNU ld.
+            let fixed = section_starts
+                .iter()
+                .rev()
+                .find(|(name, _)| *name == sections[index].0.name)
+                .map(|(_, start)| *start);
+            let aligned = match fixed {
+                Some(start) => fixed_start(&limit, &sections[index].0, start, address)?,
+                None => limit.check(align(address, alignment), || blame(&sections[index].0))?,
+            };
             // A section that would leave more than a page of zeros after the one before starts a `PT_LOAD` of
-            // its own (as does the first of each permission): its file offset is then only congruent with its
-            // address modulo the page size and the group's strictest alignment, so the gap costs at most that
-            // in the file.
-            let starts_segment = run.is_none() || aligned - address > page;
+            // its own (as does the first of each permission, and a section at a fixed address that does not
+            // follow on): its file offset is then only congruent with its address modulo the page size and the
+            // group's strictest alignment, so the gap costs at most that in the file.
+            let starts_segment = run.is_none() || aligned - address > page || (fixed.is_some() && aligned != address);
             if starts_segment {
-                let next = limit.check(align(address, alignment.max(page)), || blame(&sections[index].0))?;
+                let next = match fixed {
+                    Some(_) => aligned,
+                    None => limit.check(align(address, alignment.max(page)), || blame(&sections[index].0))?,
+                };
                 if let Some(finished) = run.take() {
                     // The RELRO part is made read-only as one range, which must be mapped throughout: its
                     // `PT_LOAD`s reach each other in memory.
@@ -566,6 +632,34 @@ fn place(
         }
     }
     Ok(layout)
+}
+
+/// The address of `section`, given the fixed address `start`, when the sections before it end at `address`:
+/// `start` itself, which must not lie below them (sections are laid out in ascending address order), must
+/// honour the section's alignment, and must lie within the output limit.
+fn fixed_start(limit: &Limit, section: &OutputSection, start: u64, address: u64) -> Result<u64, PhaseError> {
+    let what = || format!("--section-start {}={start:#x}", section.name);
+    if start < address {
+        return Err(PhaseError::new(
+            PHASE,
+            format!(
+                "{}: the address lies below the end of the sections placed before it ({address:#x}); neverc-spec \
+                 places output sections in ascending address order",
+                what()
+            ),
+        ));
+    }
+    if start % effective_alignment(section.alignment) != 0 {
+        return Err(PhaseError::new(
+            PHASE,
+            format!(
+                "{}: the address is not a multiple of the section's alignment {:#x}",
+                what(),
+                effective_alignment(section.alignment)
+            ),
+        ));
+    }
+    limit.check(Some(start), what)
 }
 
 /// `value` rounded up to a multiple of `alignment` (read as ld.bfd reads an input alignment, so a power of

@@ -281,6 +281,54 @@ pub fn output_name(input: &str) -> &str {
     }
 }
 
+/// The kinds of code GNU ld's default script gathers at the start of `.text`, in its order: code unlikely to
+/// run (`.text.unlikely`, `.text.*_unlikely`), exit-time code, start-up code, hot code, then the sections
+/// to sort by name (`.text.sorted.*`); everything else follows them in link order. With
+/// `-z keep-text-section-prefix` the first four become output sections of their own, named after the prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CodeKind {
+    Unlikely,
+    Exit,
+    Startup,
+    Hot,
+    Sorted,
+}
+
+impl CodeKind {
+    /// The kind of code an input section of this name holds, if the script places it specially.
+    pub fn of(input: &str) -> Option<CodeKind> {
+        let family = |prefix: &str| {
+            input
+                .strip_prefix(prefix)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+        };
+        if family(".text.unlikely") || (input.starts_with(".text.") && input.ends_with("_unlikely")) {
+            Some(CodeKind::Unlikely)
+        } else if family(".text.exit") {
+            Some(CodeKind::Exit)
+        } else if family(".text.startup") {
+            Some(CodeKind::Startup)
+        } else if family(".text.hot") {
+            Some(CodeKind::Hot)
+        } else if input.starts_with(".text.sorted.") {
+            Some(CodeKind::Sorted)
+        } else {
+            None
+        }
+    }
+
+    /// The output section `-z keep-text-section-prefix` puts this kind of code in, if it keeps one.
+    pub fn kept_prefix(self) -> Option<&'static str> {
+        match self {
+            CodeKind::Unlikely => Some(".text.unlikely"),
+            CodeKind::Exit => Some(".text.exit"),
+            CodeKind::Startup => Some(".text.startup"),
+            CodeKind::Hot => Some(".text.hot"),
+            CodeKind::Sorted => None,
+        }
+    }
+}
+
 /// The sections no segment loads that GNU ld's default script names, in its order: the comment, then
 /// DWARF 1 to 5 debugging information. An unallocated output section goes by its position here (one not
 /// named after all of them, in first-seen order).
@@ -378,6 +426,25 @@ mod tests {
                 "{input}"
             );
         }
+    }
+
+    #[test]
+    fn code_kinds_are_the_patterns_of_ld_bfds_text_statement() {
+        for (input, kind) in [
+            (".text.unlikely", Some(CodeKind::Unlikely)),
+            (".text.unlikely.f", Some(CodeKind::Unlikely)),
+            (".text.f_unlikely", Some(CodeKind::Unlikely)),
+            (".text.exit.f", Some(CodeKind::Exit)),
+            (".text.startup.main", Some(CodeKind::Startup)),
+            (".text.hot.f", Some(CodeKind::Hot)),
+            (".text.hotter", None),
+            (".text.sorted.0001", Some(CodeKind::Sorted)),
+            (".text", None),
+            (".text.f", None),
+        ] {
+            assert_eq!(CodeKind::of(input), kind, "{input}");
+        }
+        assert!(CodeKind::Unlikely < CodeKind::Exit && CodeKind::Hot < CodeKind::Sorted);
     }
 
     #[test]

@@ -301,9 +301,27 @@ impl LtoProvider for LlvmLto2 {
             )));
         }
         // Task 0 is the merged full-LTO module, task N (from 1) the N-th ThinLTO module; a task with
-        // nothing to compile writes no file.
+        // nothing to compile writes no file. Each object is named after the bitcode it was made from, so that
+        // a message about it names the user's file: a ThinLTO module's own, the merged module's of the
+        // modules that are not ThinLTO tasks.
+        let written =
+            |task: usize| fs::metadata(dir.path().join(format!("out.{task}"))).is_ok_and(|metadata| metadata.len() > 0);
+        let module_name = |module: usize| {
+            request
+                .files
+                .get(request.modules[module].file)
+                .map_or("?", |file| &file.logical_name)
+        };
+        let merged: Vec<&str> = (0..request.modules.len())
+            .filter(|module| !written(module + 1))
+            .map(module_name)
+            .collect();
         let mut objects = Vec::new();
         for task in 0..=request.modules.len() {
+            let logical_name = match task.checked_sub(1) {
+                Some(module) => format!("{} (LTO)", module_name(module)),
+                None => merged_object_name(&merged),
+            };
             let path = dir.path().join(format!("out.{task}"));
             if !path.exists() {
                 continue;
@@ -317,7 +335,7 @@ impl LtoProvider for LlvmLto2 {
             }
             objects.push(LtoObject {
                 source_module: task.checked_sub(1),
-                logical_name: format!("<lto object {task}>"),
+                logical_name,
                 bytes,
             });
         }
@@ -328,6 +346,17 @@ impl LtoProvider for LlvmLto2 {
             objects,
             ..LtoCandidate::default()
         })
+    }
+}
+
+/// The name of the object compiled from the merged full-LTO module of the bitcode files `names`: the file's
+/// name for one, the first three and how many more for several.
+fn merged_object_name(names: &[&str]) -> String {
+    match names {
+        [] => "the merged LTO module".to_string(),
+        [one] => format!("{one} (LTO)"),
+        [first @ .., last] if names.len() <= 3 => format!("{} and {last} (LTO, merged)", first.join(", ")),
+        _ => format!("{} and {} more (LTO, merged)", names[..3].join(", "), names.len() - 3),
     }
 }
 
@@ -373,4 +402,23 @@ fn temporary_dir() -> Result<TempDir, ProviderError> {
             std::env::temp_dir().display()
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merged_object_name;
+
+    #[test]
+    fn a_merged_module_is_named_after_its_files() {
+        assert_eq!(merged_object_name(&["a.o"]), "a.o (LTO)");
+        assert_eq!(merged_object_name(&["a.o", "b.o"]), "a.o and b.o (LTO, merged)");
+        assert_eq!(
+            merged_object_name(&["a.o", "b.o", "c.o"]),
+            "a.o, b.o and c.o (LTO, merged)"
+        );
+        assert_eq!(
+            merged_object_name(&["a.o", "b.o", "c.o", "d.o", "e.o"]),
+            "a.o, b.o, c.o and 2 more (LTO, merged)"
+        );
+    }
 }

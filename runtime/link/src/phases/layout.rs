@@ -13,6 +13,16 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
         );
         context.warnings.push(warning);
     }
+    // GNU ld makes an empty section for a `--section-start` name no input has; nothing is made here, which
+    // the user is told.
+    for (name, start) in &context.options.section_starts {
+        if !layout.sections.iter().any(|section| section.name == *name) {
+            let warning = format!("--section-start {name}={start:#x}: the output has no section `{name}`");
+            if !context.warnings.contains(&warning) {
+                context.warnings.push(warning);
+            }
+        }
+    }
     context.set_layout(layout);
     Ok(())
 }
