@@ -14,7 +14,7 @@ use crate::graph::{AtomId, Binding, Definition, Edge};
 use crate::image::SparseBytes;
 use crate::phases::LinkPhase;
 use crate::sections::OutputSectionId;
-use crate::synth::eh_frame;
+use crate::synth::{eh_frame, got};
 use neverc_tables::{RelocationBase, RelocationKind, RelocationRecord};
 
 const PHASE: LinkPhase = LinkPhase::Relocate;
@@ -260,7 +260,7 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
         RelocationKind::None => return Ok(()),
         RelocationKind::Symbol | RelocationKind::Branch => value()?,
         RelocationKind::GotEntry => got_entry()?,
-        RelocationKind::GotEntryRelaxable => match (arch.got_relaxation)(graph, edge) {
+        RelocationKind::GotEntryRelaxable => match got::relaxation(&context.options, graph, edge) {
             Some(relaxation) => {
                 let (field, bias) = (arch.relax_got_load)(buffer, at, relaxation)?;
                 return write_signed32(buffer, field, value()? + bias - place, &what);
