@@ -1,6 +1,7 @@
 //! `neverc.link.relocate`: copy every placed atom into its output section's bytes and patch each edge:
 //! absolute (`64`, `32`, `32S`), PC-relative (`PC32`, `PLT32`, `PC64`), GOT loads (`GOTPCREL`, and
-//! `GOTPCRELX`/`REX_GOTPCRELX` relaxed to direct addresses where the instruction allows), and on AArch64
+//! `GOTPCRELX`/`REX_GOTPCRELX` relaxed to direct addresses where the instruction allows, unless
+//! `--no-relax`), and on AArch64
 //! the instruction fields (`ADR_PREL_PG_HI21`, `ADD_ABS_LO12_NC`, `LDSTn_ABS_LO12_NC`, `CALL26`, ...), every
 //! one by its declared kind, base and field. TLS sequences of other models are relaxed to local-exec, by
 //! per-architecture code (`x86_64_tls.rs`, `aarch64_tls.rs`). A value that does not fit its field is an error
