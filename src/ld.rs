@@ -143,6 +143,8 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
     options.separate_code = command.separate_code;
     options.keep_text_section_prefix = command.keep_text_section_prefix;
     options.strip = command.strip;
+    options.relax = command.relax;
+    options.emit_relocs = command.emit_relocs;
     options.symbols = command.symbols;
     options.lto = command.lto;
     options.lto_cache_dir = command.lto_cache_dir;
@@ -308,6 +310,20 @@ Output:
   -M, --print-map                 print the link map (what -Map writes) on standard output
   --fatal-warnings, --no-fatal-warnings
                                   a link that warns fails and writes nothing (the last one wins)
+  -q, --emit-relocs               keep every relocation of the output's sections in it, as ld.bfd does: a
+                                  non-allocated SHT_RELA section `.rela<section>` for each section that has
+                                  any (sh_link .symtab, sh_info the section), r_offset the final address,
+                                  symbols by their index in .symtab (which then lists every symbol they
+                                  name, and the section symbols of the output sections a local section's
+                                  relocation is rebased onto); the types are the input's but for GOT loads
+                                  relaxed to direct references (R_X86_64_PC32 where ld.bfd writes
+                                  R_X86_64_32S for its `mov $imm`); those of sections the link dropped are
+                                  not kept; ignored with -r, refused with -s, as ld.bfd fails that link
+  --relax, --no-relax             --relax (the default): GOT loads the architecture can rewrite (x86-64's
+                                  GOTPCRELX) become direct references and need no GOT slot; --no-relax
+                                  keeps every GOT load and its slot, as ld.bfd does. TLS sequences are
+                                  relaxed to local-exec either way, as a static executable needs (the last
+                                  one wins)
 
 Symbols (as GNU ld defines them):
   -u SYM, --undefined=SYM         SYM is referred to: an archive member defining it is linked, and it is
@@ -339,7 +355,7 @@ Accepted, since they cannot change a static executable (or ask for what neverc-s
   --hash-style=sysv|gnu|both, -O LEVEL, --as-needed, --no-as-needed, -no-pie,
   --no-dynamic-linker, -dynamic-linker FILE and -I FILE (ignored for a static output, as ld.bfd does),
   -rpath DIR, -rpath-link DIR, -R DIR, --export-dynamic, -E, --no-undefined, --[no-]allow-shlib-undefined,
-  --enable-new-dtags, --disable-new-dtags, --[no-]copy-dt-needed-entries, --relax,
+  --enable-new-dtags, --disable-new-dtags, --[no-]copy-dt-needed-entries,
   --[no-]warn-rwx-segments, --[no-]warn-execstack, --warn-common, --warn-once,
   --no-warn-mismatch, --no-warn-search-mismatch, -g,
   -X and --discard-locals (temporary `.L` symbols are never written to the symbol table),
@@ -384,8 +400,8 @@ Ignored:
                                   machine code are refused by name
 
 Refused (exit 2, naming the option), because neverc-spec does not implement what they would change:
-  -pie, -static-pie, -shared, -T/--script, -Trodata-segment, -Tldata-segment, --no-relax,
-  --emit-relocs, -x/--discard-all, -N, -n, -z execstack, -m naming no
+  -pie, -static-pie, -shared, -T/--script, -Trodata-segment, -Tldata-segment, -x/--discard-all, -N, -n,
+  -z execstack, -m naming no
   declared emulation, -EB or -EL for the other byte order, --build-id=md5|uuid|0xHEX, --icf=safe, any other
   -z keyword, and every option not listed here.
 

@@ -6,12 +6,17 @@
 //! them for ld.bfd's output; archive members are merged as ld.bfd merges them; a duplicate definition is
 //! refused naming both files, with nothing written.
 //!
+//! The relocations of executables are here too, held to ld.bfd's: `--no-relax` keeps GOT loads as ld.bfd's
+//! `--no-relax` keeps them, and `--emit-relocs` keeps every relocation in `.rela<section>` sections, which
+//! must give the output's bytes when applied and number, type by type, what ld.bfd keeps.
+//!
 //! The fixtures (`tests/fixtures/relocatable/build.sh`: the sqlite3 amalgamation and its workload driver,
 //! C++ with COMDATs, exceptions and DWARF for x86-64 and AArch64, an archive with a member whose constructor
-//! prints, two objects defining one name, and ld.bfd's results for each) are built once per run of this test
-//! binary (sqlite3 is kept between runs while its inputs are unchanged).
+//! prints, two objects defining one name, a `-fPIC` program with GOT loads and TLS for both architectures, and
+//! ld.bfd's results for each) are built once per run of this test binary (sqlite3 is kept between runs while
+//! its inputs are unchanged).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -462,4 +467,550 @@ fn options_a_relocatable_link_does_not_apply_are_refused_naming_them_and_nothing
             "{option:?}"
         );
     }
+}
+
+/// `gcc -static` (or another driver) linking the relocation program's objects in `dir` through neverc-spec
+/// (`-B bin`), with `options` passed to the linker.
+fn link_relocs(driver: &str, dir: &Path, output: &str, options: &[&str]) {
+    let bin = fixtures().join("bin").display().to_string();
+    let _ = std::fs::remove_file(dir.join(output));
+    let mut args = vec!["-static", "-B", &bin, "-o", output, "relocs_main.o", "relocs_data.o"];
+    let passed: Vec<String> = options.iter().map(|option| format!("-Wl,{option}")).collect();
+    args.extend(passed.iter().map(String::as_str));
+    let linked = run_in(driver, dir, &args);
+    succeeded(&linked, &format!("{driver} -static -B (neverc-spec) {options:?}"));
+}
+
+/// The `mov ...(%rip), %reg` instructions of `function` in `program` that load from `.got` (x86-64).
+fn got_loads(program: &Path, function: &str) -> usize {
+    let file = std::fs::read(program).unwrap();
+    let elf = Elf::parse(&file);
+    let got = elf.section(".got").expect("a .got section");
+    let disassembly = text(
+        &run_in(
+            "objdump",
+            program.parent().unwrap(),
+            &["-d", "--no-show-raw-insn", &program.display().to_string()],
+        )
+        .stdout,
+    );
+    let start = format!("<{function}>:");
+    disassembly
+        .lines()
+        .skip_while(|line| !line.ends_with(&start))
+        .skip(1)
+        .take_while(|line| !line.trim().is_empty())
+        .filter(|line| line.contains("\tmov ") && line.contains("(%rip)"))
+        .filter_map(|line| {
+            let comment = line.split('#').nth(1)?.split_whitespace().next()?;
+            u64::from_str_radix(comment, 16).ok()
+        })
+        .filter(|address| (got.address..got.address + got.size).contains(address))
+        .count()
+}
+
+#[test]
+fn no_relax_keeps_got_loads_as_ld_bfd_does_and_relax_makes_them_direct() {
+    let dir = fixtures().join("x86_64").join("relocs");
+    let expected = expected(&dir);
+    assert!(expected.0.contains("counter 44"), "{}", expected.0);
+    link_relocs("gcc", &dir, "neverc.elf", &[]);
+    link_relocs("gcc", &dir, "neverc-no-relax.elf", &["--no-relax"]);
+    link_relocs("gcc", &dir, "neverc-relax.elf", &["--no-relax", "--relax"]);
+    for program in ["neverc.elf", "neverc-no-relax.elf", "neverc-relax.elf"] {
+        assert_eq!(run(&[], &dir.join(program)), expected, "{program}");
+    }
+    // ld.bfd's --no-relax build loads the data's addresses from the GOT in `main`; so does ours, load for load;
+    // without --no-relax (or after --relax) neither loads any (ld.bfd's `mov $imm`, neverc-spec's `lea`). TLS
+    // sequences are relaxed either way, or the programs would not run.
+    let theirs = got_loads(&dir.join("ref-no-relax.elf"), "main");
+    assert!(theirs >= 2, "ld.bfd's --no-relax build has {theirs} GOT loads in main");
+    assert_eq!(got_loads(&dir.join("neverc-no-relax.elf"), "main"), theirs);
+    assert_eq!(got_loads(&dir.join("ref.elf"), "main"), 0);
+    assert_eq!(got_loads(&dir.join("neverc.elf"), "main"), 0);
+    assert_eq!(got_loads(&dir.join("neverc-relax.elf"), "main"), 0);
+}
+
+#[test]
+fn no_relax_on_aarch64_links_a_program_that_runs_as_ld_bfd_s() {
+    // ld.bfd relaxes no GOT load on AArch64 and neither does neverc-spec, with or without --no-relax.
+    let dir = fixtures().join("aarch64").join("relocs");
+    let expected = expected(&dir);
+    let runner = ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"];
+    for (program, options) in [("neverc.elf", &[][..]), ("neverc-no-relax.elf", &["--no-relax"][..])] {
+        link_relocs("aarch64-linux-gnu-gcc", &dir, program, options);
+        assert_eq!(run(&runner, &dir.join(program)), expected, "{program}");
+    }
+}
+
+/// An ELF64 little-endian file as the kept-relocation tests read it.
+struct Elf<'a> {
+    data: &'a [u8],
+    sections: Vec<ElfSection>,
+    /// (value, type, name) of every symbol of `.symtab`, by index.
+    symbols: Vec<(u64, u8, String)>,
+}
+
+/// A section header, with its name.
+#[derive(Clone, Debug)]
+struct ElfSection {
+    name: String,
+    kind: u32,
+    flags: u64,
+    address: u64,
+    offset: u64,
+    size: u64,
+    link: u32,
+    info: u32,
+    entry_size: u64,
+}
+
+/// One relocation of a `.rela` section.
+#[derive(Clone, Copy, Debug)]
+struct Rela {
+    offset: u64,
+    symbol: u32,
+    kind: u32,
+    addend: i64,
+}
+
+impl<'a> Elf<'a> {
+    fn parse(data: &'a [u8]) -> Elf<'a> {
+        use object::LittleEndian as LE;
+        use object::read::elf::{FileHeader as _, SectionHeader as _, Sym as _};
+        let header = object::elf::FileHeader64::<LE>::parse(data).unwrap();
+        let table = header.sections(LE, data).unwrap();
+        let sections = table
+            .iter()
+            .map(|section| ElfSection {
+                name: String::from_utf8_lossy(table.section_name(LE, section).unwrap()).into_owned(),
+                kind: section.sh_type(LE),
+                flags: section.sh_flags(LE),
+                address: section.sh_addr(LE),
+                offset: section.sh_offset(LE),
+                size: section.sh_size(LE),
+                link: section.sh_link(LE),
+                info: section.sh_info(LE),
+                entry_size: section.sh_entsize(LE),
+            })
+            .collect();
+        let symbols = table.symbols(LE, data, object::elf::SHT_SYMTAB).unwrap();
+        let symbols = symbols
+            .iter()
+            .map(|symbol| {
+                let name = String::from_utf8_lossy(symbol.name(LE, symbols.strings()).unwrap()).into_owned();
+                (symbol.st_value(LE), symbol.st_type(), name)
+            })
+            .collect();
+        Elf {
+            data,
+            sections,
+            symbols,
+        }
+    }
+
+    fn section(&self, name: &str) -> Option<&ElfSection> {
+        self.sections.iter().find(|section| section.name == name)
+    }
+
+    /// The relocations of the `SHT_RELA` section `section`.
+    fn relocations(&self, section: &ElfSection) -> Vec<Rela> {
+        let bytes = &self.data[section.offset as usize..(section.offset + section.size) as usize];
+        bytes
+            .chunks_exact(24)
+            .map(|entry| {
+                let word = |at: usize| u64::from_le_bytes(entry[at..at + 8].try_into().unwrap());
+                Rela {
+                    offset: word(0),
+                    symbol: (word(8) >> 32) as u32,
+                    kind: word(8) as u32,
+                    addend: word(16) as i64,
+                }
+            })
+            .collect()
+    }
+
+    /// The non-allocated `SHT_RELA` sections (`--emit-relocs`'s), each with its relocations.
+    fn kept_relocations(&self) -> Vec<(&ElfSection, Vec<Rela>)> {
+        self.sections
+            .iter()
+            .filter(|section| section.kind == object::elf::SHT_RELA && section.flags & 2 == 0)
+            .map(|section| (section, self.relocations(section)))
+            .collect()
+    }
+
+    /// `size` bytes at virtual address `address` of an allocated section with file bytes.
+    fn bytes_at(&self, address: u64, size: u64) -> Option<&[u8]> {
+        let section = self.sections.iter().find(|section| {
+            section.flags & 2 != 0
+                && section.kind != object::elf::SHT_NOBITS
+                && section.address <= address
+                && address + size <= section.address + section.size
+        })?;
+        let start = (section.offset + address - section.address) as usize;
+        self.data.get(start..start + size as usize)
+    }
+}
+
+/// How a relocation type is checked against the bytes it applies to: its field's size in bytes, whether it
+/// is relative to the place, and whether its field is signed.
+type Formula = (u64, bool, bool);
+
+/// Checks every kept relocation of `file` whose type `formula` knows (S + A, or S + A - P) against the bytes at
+/// its address, with the symbol values of the file's own symbol table. Relocations of indirect functions (whose
+/// references mean their PLT entries), of thread-local symbols and of the call in a TLS sequence (rewritten
+/// by its relaxation) are left out. Returns how many were checked, and the mismatches.
+fn check_kept_relocations(file: &[u8], formula: &dyn Fn(u32) -> Option<Formula>) -> (usize, Vec<String>) {
+    let elf = Elf::parse(file);
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for (section, relocations) in elf.kept_relocations() {
+        let target = &elf.sections[section.info as usize];
+        if target.flags & 2 == 0 {
+            continue;
+        }
+        for relocation in relocations {
+            let Some((size, relative, signed)) = formula(relocation.kind) else {
+                continue;
+            };
+            let (value, kind, name) = &elf.symbols[relocation.symbol as usize];
+            if *kind == object::elf::STT_GNU_IFUNC || *kind == object::elf::STT_TLS || name == "__tls_get_addr" {
+                continue;
+            }
+            let mut expected = i128::from(*value) + i128::from(relocation.addend);
+            if relative {
+                expected -= i128::from(relocation.offset);
+            }
+            let Some(bytes) = elf.bytes_at(relocation.offset, size) else {
+                wrong.push(format!("{}: {:#x} lies in no section", section.name, relocation.offset));
+                continue;
+            };
+            let mut word = [0u8; 8];
+            word[..size as usize].copy_from_slice(bytes);
+            let found = u64::from_le_bytes(word);
+            let bits = 8 * size as u32;
+            let found = if signed && bits < 64 {
+                i128::from(((found << (64 - bits)) as i64) >> (64 - bits))
+            } else if signed {
+                i128::from(found as i64)
+            } else {
+                i128::from(found)
+            };
+            let truncated = if bits < 128 && !signed {
+                expected & ((1i128 << bits) - 1)
+            } else {
+                expected
+            };
+            let agrees = found == truncated || (bits == 64 && found as u64 == expected as u64);
+            checked += 1;
+            if !agrees {
+                wrong.push(format!(
+                    "{} {:#x}: type {} against `{name}` ({value:#x}) {:+#x}: the bytes hold {found:#x}, not {expected:#x}",
+                    section.name, relocation.offset, relocation.kind, relocation.addend
+                ));
+            }
+        }
+    }
+    (checked, wrong)
+}
+
+/// The x86-64 types the self-consistency check applies: 64, PC64, 32, 32S, PC32 and PLT32 (a static
+/// executable's calls go straight to their targets).
+fn x86_64_formula(kind: u32) -> Option<Formula> {
+    use object::elf::*;
+    match kind {
+        R_X86_64_64 => Some((8, false, false)),
+        R_X86_64_PC64 => Some((8, true, true)),
+        R_X86_64_32 => Some((4, false, false)),
+        R_X86_64_32S => Some((4, false, true)),
+        R_X86_64_PC32 | R_X86_64_PLT32 => Some((4, true, true)),
+        _ => None,
+    }
+}
+
+/// The AArch64 types the self-consistency check applies: ABS64, ABS32, PREL64 and PREL32.
+fn aarch64_formula(kind: u32) -> Option<Formula> {
+    use object::elf::*;
+    match kind {
+        R_AARCH64_ABS64 => Some((8, false, false)),
+        R_AARCH64_ABS32 => Some((4, false, false)),
+        R_AARCH64_PREL64 => Some((8, true, true)),
+        R_AARCH64_PREL32 => Some((4, true, true)),
+        _ => None,
+    }
+}
+
+/// The number of kept relocations of each type in each `.rela` section of `file`.
+fn kept_counts(file: &[u8]) -> BTreeMap<(String, u32), usize> {
+    let elf = Elf::parse(file);
+    let mut counts = BTreeMap::new();
+    for (section, relocations) in elf.kept_relocations() {
+        for relocation in relocations {
+            *counts.entry((section.name.clone(), relocation.kind)).or_default() += 1;
+        }
+    }
+    counts
+}
+
+/// Every kept relocation section of `file` is as ld.bfd writes one (`readelf -S`): `.rela` and the name of
+/// the section `sh_info` names, `sh_link` the symbol table, `SHF_INFO_LINK`, not allocated, 24-byte entries.
+/// Returns their names.
+fn check_relocation_sections(file: &[u8]) -> BTreeSet<String> {
+    let elf = Elf::parse(file);
+    let symtab = elf
+        .sections
+        .iter()
+        .position(|section| section.kind == object::elf::SHT_SYMTAB)
+        .expect("a symbol table");
+    let mut names = BTreeSet::new();
+    for (section, _) in elf.kept_relocations() {
+        let target = &elf.sections[section.info as usize];
+        assert_eq!(section.name, format!(".rela{}", target.name));
+        assert_eq!(section.link as usize, symtab, "{}", section.name);
+        assert_eq!(section.flags, u64::from(object::elf::SHF_INFO_LINK), "{}", section.name);
+        assert_eq!(section.entry_size, 24, "{}", section.name);
+        assert_eq!(section.size % 24, 0, "{}", section.name);
+        names.insert(section.name.clone());
+    }
+    names
+}
+
+/// The section symbols of `file` have their sections' addresses (relocations against them add offsets).
+fn check_section_symbols(file: &[u8]) {
+    let elf = Elf::parse(file);
+    let data = elf.data;
+    use object::LittleEndian as LE;
+    use object::read::elf::{FileHeader as _, Sym as _};
+    let header = object::elf::FileHeader64::<LE>::parse(data).unwrap();
+    let table = header.sections(LE, data).unwrap();
+    let symbols = table.symbols(LE, data, object::elf::SHT_SYMTAB).unwrap();
+    for symbol in symbols
+        .iter()
+        .filter(|symbol| symbol.st_type() == object::elf::STT_SECTION)
+    {
+        let section = &elf.sections[usize::from(symbol.st_shndx(LE))];
+        assert_eq!(
+            symbol.st_value(LE),
+            section.address,
+            "the section symbol of {}",
+            section.name
+        );
+    }
+}
+
+/// Where ld.bfd's kept relocations of the x86-64 program differ from neverc-spec's, each section's total
+/// being the same: (1) ld.bfd relaxes a GOT load of `mov` to `mov $imm` (`R_X86_64_32S`) where neverc-spec
+/// makes `lea` (`R_X86_64_PC32`), and also relaxes loads of weak undefined symbols (`__gmon_start__` in
+/// `.init`) and `test`/arithmetic instructions, which neverc-spec keeps as GOT loads
+/// (`R_X86_64_REX_GOTPCRELX`); (2) ld.bfd merges identical CIEs in `.eh_frame` and writes `R_X86_64_NONE` for
+/// the relocations of those it dropped, where neverc-spec keeps every CIE and its `R_X86_64_PC32`. Every
+/// other type is kept in the same number in every section. For AArch64 only (2) applies (ld.bfd relaxes no GOT
+/// load there either), with `R_AARCH64_NONE` and `R_AARCH64_PREL32`.
+fn compare_kept_counts(ours: &[u8], theirs: &[u8], none: u32, relaxed: &[u32], pc32: u32) {
+    let ours = kept_counts(ours);
+    let theirs = kept_counts(theirs);
+    let totals = |counts: &BTreeMap<(String, u32), usize>| {
+        let mut totals: BTreeMap<String, usize> = BTreeMap::new();
+        for ((section, _), count) in counts {
+            *totals.entry(section.clone()).or_default() += count;
+        }
+        totals
+    };
+    assert_eq!(totals(&ours), totals(&theirs), "relocations per section");
+    let count = |counts: &BTreeMap<(String, u32), usize>, section: &str, kind: u32| {
+        counts.get(&(section.to_string(), kind)).copied().unwrap_or(0)
+    };
+    let sections: BTreeSet<&String> = theirs.keys().map(|(section, _)| section).collect();
+    for section in sections {
+        let kinds: BTreeSet<u32> = ours
+            .keys()
+            .chain(theirs.keys())
+            .filter(|(name, _)| name == section)
+            .map(|(_, kind)| *kind)
+            .collect();
+        for kind in kinds {
+            let (mine, bfd) = (count(&ours, section, kind), count(&theirs, section, kind));
+            if kind == none && section == ".rela.eh_frame" {
+                assert_eq!(mine, 0, "{section}: neverc-spec drops no CIE");
+                assert_eq!(
+                    count(&ours, section, pc32),
+                    count(&theirs, section, pc32) + bfd,
+                    "{section}: every CIE and FDE kept"
+                );
+            } else if relaxed.contains(&kind) || (kind == pc32 && !relaxed.is_empty()) {
+                // (1): compared as a group, whose total the section totals already hold equal.
+            } else if kind != pc32 || section != ".rela.eh_frame" {
+                assert_eq!(mine, bfd, "{section}: relocations of type {kind}");
+            }
+        }
+    }
+}
+
+/// The x86-64 relocations of a relaxed GOT load ld.bfd writes in other types than neverc-spec (see
+/// [`compare_kept_counts`]).
+const X86_64_RELAXED: [u32; 3] = [
+    object::elf::R_X86_64_32S,
+    object::elf::R_X86_64_GOTPCRELX,
+    object::elf::R_X86_64_REX_GOTPCRELX,
+];
+
+/// What the kept-relocation checks need to know of an architecture (see [`compare_kept_counts`]).
+struct KeptTypes {
+    formula: fn(u32) -> Option<Formula>,
+    none: u32,
+    relaxed: &'static [u32],
+    pc32: u32,
+}
+
+const X86_64_TYPES: KeptTypes = KeptTypes {
+    formula: x86_64_formula,
+    none: object::elf::R_X86_64_NONE,
+    relaxed: &X86_64_RELAXED,
+    pc32: object::elf::R_X86_64_PC32,
+};
+
+const AARCH64_TYPES: KeptTypes = KeptTypes {
+    formula: aarch64_formula,
+    none: object::elf::R_AARCH64_NONE,
+    relaxed: &[],
+    pc32: object::elf::R_AARCH64_PREL32,
+};
+
+/// Holds the kept relocations of `ours` to ld.bfd's (`theirs`): (d) the same `.rela` sections, as `readelf -S`
+/// lists them, with section symbols at their sections; (b) applied with each output's own symbols they give
+/// its bytes (at least `minimum` of them checked; ld.bfd's output passes the same check); (c) type by type
+/// what ld.bfd keeps, but for the differences [`compare_kept_counts`] explains. Returns the sections' names.
+fn held_to_ld_bfd(ours: &[u8], theirs: &[u8], types: &KeptTypes, minimum: usize) -> BTreeSet<String> {
+    let names = check_relocation_sections(ours);
+    assert_eq!(names, check_relocation_sections(theirs));
+    check_section_symbols(ours);
+    for file in [ours, theirs] {
+        let (checked, wrong) = check_kept_relocations(file, &types.formula);
+        assert!(checked > minimum, "only {checked} relocations checked");
+        assert!(
+            wrong.is_empty(),
+            "{} of {checked} wrong:\n{}",
+            wrong.len(),
+            wrong[..wrong.len().min(20)].join("\n")
+        );
+    }
+    compare_kept_counts(ours, theirs, types.none, types.relaxed, types.pc32);
+    names
+}
+
+#[test]
+fn emit_relocs_keeps_the_relocations_of_every_section_as_ld_bfd_does_on_x86_64() {
+    let dir = fixtures().join("x86_64").join("relocs");
+    let expected = expected(&dir);
+    link_relocs("gcc", &dir, "neverc-emit-relocs.elf", &["--emit-relocs"]);
+    link_relocs("gcc", &dir, "neverc-q.elf", &["-q"]);
+    assert_eq!(run(&[], &dir.join("neverc-emit-relocs.elf")), expected);
+    let ours = std::fs::read(dir.join("neverc-emit-relocs.elf")).unwrap();
+    assert_eq!(
+        ours,
+        std::fs::read(dir.join("neverc-q.elf")).unwrap(),
+        "-q is --emit-relocs"
+    );
+    let theirs = std::fs::read(dir.join("ref-emit-relocs.elf")).unwrap();
+    let names = held_to_ld_bfd(&ours, &theirs, &X86_64_TYPES, 5000);
+    for name in [".rela.text", ".rela.data", ".rela.eh_frame", ".rela.tdata"] {
+        assert!(names.contains(name), "{names:?}");
+    }
+    let readelf = run_in("readelf", &dir, &["-SrsW", "neverc-emit-relocs.elf"]);
+    succeeded(&readelf, "readelf -SrsW");
+    assert!(!text(&readelf.stderr).contains("Warning"), "{}", text(&readelf.stderr));
+    // Without --emit-relocs nothing is kept, and --no-relax keeps the GOT loads' types.
+    link_relocs("gcc", &dir, "neverc-plain.elf", &[]);
+    let plain = Elf::parse(&std::fs::read(dir.join("neverc-plain.elf")).unwrap())
+        .sections
+        .iter()
+        .filter(|section| section.name.starts_with(".rela.text"))
+        .count();
+    assert_eq!(plain, 0);
+    link_relocs(
+        "gcc",
+        &dir,
+        "neverc-emit-no-relax.elf",
+        &["--emit-relocs", "--no-relax"],
+    );
+    let unrelaxed = kept_counts(&std::fs::read(dir.join("neverc-emit-no-relax.elf")).unwrap());
+    let relaxed = kept_counts(&ours);
+    let gotpcrelx = |counts: &BTreeMap<(String, u32), usize>| {
+        counts
+            .get(&(".rela.text".to_string(), object::elf::R_X86_64_REX_GOTPCRELX))
+            .copied()
+            .unwrap_or(0)
+    };
+    assert!(gotpcrelx(&unrelaxed) > gotpcrelx(&relaxed), "{unrelaxed:?}");
+}
+
+#[test]
+fn emit_relocs_keeps_the_relocations_of_every_section_as_ld_bfd_does_on_aarch64() {
+    let dir = fixtures().join("aarch64").join("relocs");
+    let expected = expected(&dir);
+    link_relocs(
+        "aarch64-linux-gnu-gcc",
+        &dir,
+        "neverc-emit-relocs.elf",
+        &["--emit-relocs"],
+    );
+    let runner = ["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"];
+    assert_eq!(run(&runner, &dir.join("neverc-emit-relocs.elf")), expected);
+    let ours = std::fs::read(dir.join("neverc-emit-relocs.elf")).unwrap();
+    let theirs = std::fs::read(dir.join("ref-emit-relocs.elf")).unwrap();
+    held_to_ld_bfd(&ours, &theirs, &AARCH64_TYPES, 1000);
+}
+
+#[test]
+fn emit_relocs_on_sqlite3_keeps_relocations_that_give_its_bytes_and_it_runs_as_ld_bfd_s() {
+    let dir = fixtures().join("sqlite");
+    let expected = expected(&dir);
+    let bin = fixtures().join("bin").display().to_string();
+    let linked = run_in(
+        "gcc",
+        &dir,
+        &[
+            "-static",
+            "-B",
+            &bin,
+            "-Wl,--emit-relocs",
+            "-o",
+            "neverc-emit-relocs.elf",
+            "sqlite_driver.o",
+            "sqlite3.o",
+            "-lm",
+            "-lpthread",
+            "-ldl",
+        ],
+    );
+    succeeded(&linked, "gcc -static -B (neverc-spec) -Wl,--emit-relocs sqlite3");
+    assert_eq!(run(&[], &dir.join("neverc-emit-relocs.elf")), expected);
+    let ours = std::fs::read(dir.join("neverc-emit-relocs.elf")).unwrap();
+    let theirs = std::fs::read(dir.join("ref-emit-relocs.elf")).unwrap();
+    held_to_ld_bfd(&ours, &theirs, &X86_64_TYPES, 20_000);
+}
+
+#[test]
+fn emit_relocs_is_refused_with_strip_all_and_ignored_by_a_relocatable_link_as_by_ld_bfd() {
+    let dir = fixtures().join("x86_64").join("relocs");
+    for strip in ["-s", "--strip-all"] {
+        let _ = std::fs::remove_file(dir.join("refused.elf"));
+        let result = ld(&dir, &["--emit-relocs", strip, "-o", "refused.elf", "relocs_data.o"]);
+        let stderr = text(&result.stderr);
+        assert_eq!(result.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("--emit-relocs with -s/--strip-all"), "{stderr}");
+        assert!(!dir.join("refused.elf").exists());
+    }
+    // ld.bfd's -r writes the same object with or without --emit-relocs; so does neverc-spec's.
+    for (output, extra) in [("r-plain.o", &[][..]), ("r-emit.o", &["--emit-relocs"][..])] {
+        let result = ld(
+            &dir,
+            &[&["-r", "-o", output][..], extra, &["relocs_main.o", "relocs_data.o"]].concat(),
+        );
+        succeeded(&result, &format!("neverc-spec ld -r {extra:?}"));
+    }
+    assert_eq!(
+        std::fs::read(dir.join("r-plain.o")).unwrap(),
+        std::fs::read(dir.join("r-emit.o")).unwrap()
+    );
 }

@@ -102,6 +102,10 @@ pub(crate) struct LdCommand {
     pub(crate) lto_cache_policy: Option<neverc_link::lto::prune::CachePolicy>,
     /// A `--start-group` that was never closed (GNU ld adds the `--end-group` with a warning).
     pub(crate) unclosed_group: bool,
+    /// `--relax` (the default) / `--no-relax`, the last one.
+    pub(crate) relax: bool,
+    /// `--emit-relocs` / `-q` (ignored by `-r`, as by ld.bfd).
+    pub(crate) emit_relocs: bool,
     /// `-m EMULATION` (the last one): the target it names and the option as spelled, for messages.
     pub(crate) emulation: Option<Emulation>,
     /// `-EL` (true) or `-EB` (false), the last one, checked against the target once the whole line is read.
@@ -310,6 +314,10 @@ enum Opt {
     TracePhases,
     SymbolOrderingFile,
     CompressDebugSections,
+    /// `--relax` (true) / `--no-relax` (false): whether GOT loads are relaxed (the last one wins).
+    Relax(bool),
+    /// `--emit-relocs` / `-q`: keep the relocations in the executable.
+    EmitRelocs,
     /// Accepted: cannot change a static executable, or asks for what neverc-spec does anyway.
     NoEffect,
     Unsupported(&'static str),
@@ -389,8 +397,11 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         "Bsymbolic" | "Bsymbolic-functions" | "Bno-symbolic" => (Opt::NoteNoEffect, Flag),
         "exclude-libs" => (Opt::NoteNoEffect, Required),
         "compress-debug-sections" => (Opt::CompressDebugSections, Required),
+        "relax" => (Opt::Relax(true), Flag),
+        "no-relax" => (Opt::Relax(false), Flag),
+        "emit-relocs" => (Opt::EmitRelocs, Flag),
         // Nothing to do for a static executable: no dynamic section, no dynamic symbols, no shared libraries;
-        // or what neverc-spec does anyway (undefined symbols are errors, GOTPCRELX is relaxed).
+        // or what neverc-spec does anyway (undefined symbols are errors).
         "no-pie"
         | "no-pic-executable"
         | "no-dynamic-linker"
@@ -409,7 +420,6 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         | "no-warn-rwx-segments"
         | "warn-execstack"
         | "no-warn-execstack"
-        | "relax"
         | "no-warn-symbol-ordering"
         | "warn-symbol-ordering"
         | "no-warn-mismatch"
@@ -431,8 +441,6 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
             (Opt::Unsupported(SCRIPT), Flag)
         }
         "just-symbols"
-        | "no-relax"
-        | "emit-relocs"
         | "discard-all"
         | "omagic"
         | "nmagic"
@@ -487,7 +495,8 @@ fn short_option(letter: u8) -> Option<(Opt, Arity)> {
         b'y' => (Opt::TraceSymbol, Required),
         b'M' => (Opt::PrintMap, Flag),
         b'u' => (Opt::Undefined, Required),
-        b'x' | b'N' | b'n' | b'q' | b'd' | b'c' | b'b' | b'F' | b'f' | b'A' => (Opt::Unsupported(CHANGES_OUTPUT), Flag),
+        b'q' => (Opt::EmitRelocs, Flag),
+        b'x' | b'N' | b'n' | b'd' | b'c' | b'b' | b'F' | b'f' | b'A' => (Opt::Unsupported(CHANGES_OUTPUT), Flag),
         _ => return None,
     };
     Some(found)
@@ -560,6 +569,8 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
                 ..neverc_link::lto::request::LtoOptions::default()
             },
             unclosed_group: false,
+            relax: true,
+            emit_relocs: false,
             emulation: None,
             little_endian: None,
         },
@@ -959,6 +970,8 @@ impl Parser {
                     ));
                 }
             },
+            Opt::Relax(relax) => command.relax = relax,
+            Opt::EmitRelocs => command.emit_relocs = true,
             Opt::Trace => command.trace_inputs = true,
             Opt::TracePhases => command.trace_phases = true,
             Opt::SymbolOrderingFile => command.symbol_ordering_file = Some(path(value)?),
@@ -1036,6 +1049,14 @@ impl Parser {
 
     fn finish(mut self) -> Result<Request, LdError> {
         self.command.unclosed_group = self.in_group;
+        // ld.bfd fails such a link ("final link failed: invalid operation"): the relocations name symbols of the
+        // table -s removes. A relocatable link keeps its relocations anyway and ignores --emit-relocs.
+        if self.command.emit_relocs && self.command.strip == Strip::All && !self.command.relocatable {
+            return Err(LdError::Unsupported {
+                option: "--emit-relocs with -s/--strip-all".to_string(),
+                reason: "the kept relocations name the symbols of the table -s removes (ld.bfd fails such a link too)",
+            });
+        }
         if let Some(little) = self.command.little_endian {
             check_byte_order(little, self.command.emulation.as_ref())?;
         }
@@ -1188,6 +1209,25 @@ mod tests {
             path: name.into(),
             static_only,
         }
+    }
+
+    #[test]
+    fn relax_emit_relocs_and_their_refusal_with_strip_all() {
+        let base = ["-o", "out", "main.o"];
+        let with = |options: &[&str]| parse_link(&[&base[..], options].concat());
+        let command = with(&[]).unwrap();
+        assert!(command.relax && !command.emit_relocs);
+        // The last of --relax and --no-relax wins.
+        assert!(!with(&["--relax", "--no-relax"]).unwrap().relax);
+        assert!(with(&["-no-relax", "--relax"]).unwrap().relax);
+        assert!(with(&["-q"]).unwrap().emit_relocs);
+        assert!(with(&["--emit-relocs", "-S"]).unwrap().emit_relocs);
+        // ld.bfd fails a link that strips the symbols kept relocations name; -r ignores --emit-relocs.
+        for strip in ["-s", "--strip-all"] {
+            let refused = with(&["--emit-relocs", strip]).unwrap_err();
+            assert!(refused.to_string().contains("--emit-relocs with -s"), "{refused}");
+        }
+        assert!(with(&["-r", "--emit-relocs"]).unwrap().relocatable);
     }
 
     #[test]

@@ -8,17 +8,20 @@ use crate::graph::{AtomId, Definition, Edge, SymbolId, SymbolType, atom_flags};
 
 /// The address of an atom in the output (through folding).
 pub(crate) fn atom_address(context: &LinkContext, atom: AtomId) -> u64 {
+    // A section nothing placed is at 0 (the tombstone of what debugging information says about code that is
+    // not in the output).
+    placed_atom(context, atom).map_or(0, |placed| context.graph.atoms[placed.index()].address)
+}
+
+/// The atom whose place in the output `atom` has: itself, the atom it was folded into, or, for a discarded
+/// COMDAT copy, its kept copy; `None` for an atom that is not in the output.
+pub(crate) fn placed_atom(context: &LinkContext, atom: AtomId) -> Option<AtomId> {
     let graph = &context.graph;
     let entry = &graph.atoms[atom.index()];
     match entry.fold_leader {
-        Some(leader) if entry.flags & atom_flags::FOLDED != 0 => graph.atoms[leader.index()].address,
-        // A discarded COMDAT copy is its kept copy; a section nothing placed is at 0 (the tombstone of what
-        // debugging information says about code that is not in the output).
-        _ if !entry.is_live() => match graph.kept_copy(atom) {
-            Some(kept) if graph.atoms[kept.index()].is_live() => graph.atoms[kept.index()].address,
-            _ => 0,
-        },
-        _ => entry.address,
+        Some(leader) if entry.flags & atom_flags::FOLDED != 0 => Some(leader),
+        _ if !entry.is_live() => graph.kept_copy(atom).filter(|kept| graph.atoms[kept.index()].is_live()),
+        _ => Some(atom),
     }
 }
 

@@ -75,6 +75,13 @@ pub struct LinkOptions {
     pub fatal_warnings: bool,
     /// `-s` / `-S`: which symbols the image keeps.
     pub strip: Strip,
+    /// `--relax` (the default) or `--no-relax`: whether GOT loads the architecture can rewrite become direct
+    /// references. As with ld.bfd, `--no-relax` keeps every GOT load and its slot, and changes nothing else:
+    /// the TLS sequences of a static executable are relaxed to local-exec either way.
+    pub relax: bool,
+    /// `--emit-relocs` (`-q`): the executable keeps the relocations of its sections, as ld.bfd writes them
+    /// (`.rela<section>`, against the output's symbol table).
+    pub emit_relocs: bool,
     /// How bitcode inputs are optimized and compiled (`-plugin-opt=`, `--lto-*`, `--thinlto-*`).
     pub lto: crate::lto::request::LtoOptions,
     /// Where the LTO cache of scope LOCAL_SHARED lives (`-plugin-opt=cache-dir=`, `--lto-cache-dir`).
@@ -143,6 +150,8 @@ impl LinkOptions {
             print_map: false,
             fatal_warnings: false,
             strip: Strip::Nothing,
+            relax: true,
+            emit_relocs: false,
             lto: crate::lto::request::LtoOptions::default(),
             lto_cache_dir: None,
             thinlto_index_only: None,

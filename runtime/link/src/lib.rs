@@ -10,6 +10,7 @@ pub mod execute;
 pub mod frame;
 pub mod graph;
 pub mod image;
+mod kept_relocations;
 mod linker_defined;
 pub mod lto;
 mod merge;

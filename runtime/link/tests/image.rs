@@ -7,9 +7,10 @@ use std::process::Command;
 
 use neverc_link::image::{
     BoundedImageWriter, ElfError, ImageFinding, ImageLayout, MapFile, MapFinding, MapInputPiece, MapOutputSection,
-    MapSymbol, ProgramHeaderKind, ProgramHeaderLayout, SectionFlags, SectionKind, SectionLayout, SegmentFlags,
-    SegmentLayout, SymbolBinding, SymbolKind, SymbolLayout, WriterError, WriterOperation, elf_file_size,
-    elf_headers_size, parse_map_file, verify_image, verify_map_file, write_elf, write_elf_into, write_map_file,
+    MapSymbol, ProgramHeaderKind, ProgramHeaderLayout, RelocationLayout, RelocationSectionLayout, SectionFlags,
+    SectionKind, SectionLayout, SegmentFlags, SegmentLayout, SymbolBinding, SymbolKind, SymbolLayout, WriterError,
+    WriterOperation, elf_file_size, elf_headers_size, parse_map_file, verify_image, verify_map_file, write_elf,
+    write_elf_into, write_map_file,
 };
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol};
 
@@ -94,6 +95,7 @@ fn symbol(name: &str, value: u64, size: u64, kind: SymbolKind, binding: SymbolBi
         kind,
         binding,
         section: Some(section),
+        undefined: false,
     }
 }
 
@@ -153,6 +155,7 @@ fn program(code: &[u8]) -> ImageLayout {
             symbol("answer", 0x402000, 8, SymbolKind::Object, SymbolBinding::Local, 1),
             symbol("scratch", 0x402010, 0x10, SymbolKind::Object, SymbolBinding::Global, 2),
         ],
+        relocations: Vec::new(),
     }
 }
 
@@ -1121,4 +1124,79 @@ fn a_map_file_that_cannot_be_read_is_one_finding() {
             "{text:?}: {findings:?}"
         );
     }
+}
+
+#[test]
+fn kept_relocations_are_written_against_the_symbol_table_and_the_image_verifies() {
+    use object::read::elf::{FileHeader as _, SectionHeader as _};
+    let mut layout = program(&EXIT_42);
+    // A section symbol for `.data`, listed after the others: the writer puts locals first.
+    layout.symbols.push(SymbolLayout {
+        name: String::new(),
+        value: 0x402000,
+        size: 0,
+        kind: SymbolKind::Section,
+        binding: SymbolBinding::Local,
+        section: Some(1),
+        undefined: false,
+    });
+    let relocations = vec![
+        // Against `scratch` (global: `.symtab` index 4, after the null symbol and three locals).
+        RelocationLayout {
+            offset: 0x401001,
+            kind: 10,
+            symbol: Some(2),
+            addend: 0,
+        },
+        // Against `.data`'s section symbol (local: index 2), and against nothing (symbol 0).
+        RelocationLayout {
+            offset: 0x401006,
+            kind: 10,
+            symbol: Some(3),
+            addend: 4,
+        },
+        RelocationLayout {
+            offset: 0x401006,
+            kind: 0,
+            symbol: None,
+            addend: -1,
+        },
+    ];
+    layout.relocations = vec![RelocationSectionLayout::new(0, ".text", relocations)];
+    let image = write(&layout);
+    let path = save_executable("kept-relocations", &image);
+    let listing = tool("readelf", &["-SrsW"], &path);
+    assert!(listing.contains(".rela.text"), "{listing}");
+    assert_eq!(run(&path), Some(42));
+    assert!(verify_image(&write_elf(&layout, elf_file_size(&layout).unwrap()).unwrap(), &layout).is_empty());
+    let endian = object::LittleEndian;
+    let header = object::elf::FileHeader64::<object::LittleEndian>::parse(&image[..]).unwrap();
+    let sections = header.sections(endian, &image[..]).unwrap();
+    let (index, rela) = sections
+        .iter()
+        .enumerate()
+        .find(|(_, section)| sections.section_name(endian, section).unwrap() == b".rela.text")
+        .unwrap();
+    let symtab = sections
+        .iter()
+        .position(|section| section.sh_type(endian) == object::elf::SHT_SYMTAB)
+        .unwrap();
+    // After the layout's three sections, before `.symtab`.
+    assert_eq!(index, 4);
+    assert_eq!(rela.sh_type(endian), object::elf::SHT_RELA);
+    assert_eq!(rela.sh_flags(endian), u64::from(object::elf::SHF_INFO_LINK));
+    assert_eq!(rela.sh_link(endian) as usize, symtab);
+    assert_eq!(rela.sh_info(endian), 1);
+    let bytes = rela.data(endian, &image[..]).unwrap();
+    let info = |entry: usize| u64::from_le_bytes(bytes[entry * 24 + 8..entry * 24 + 16].try_into().unwrap());
+    assert_eq!(info(0), (4 << 32) | 10);
+    assert_eq!(info(1), (2 << 32) | 10);
+    assert_eq!(info(2), 0);
+    let symbols = tool("readelf", &["-sW"], &path);
+    assert!(
+        symbols
+            .lines()
+            .any(|line| line.contains("2: 0000000000402000") && line.contains("SECTION")),
+        "{symbols}"
+    );
 }

@@ -683,6 +683,7 @@ fn a_linker_provider_replaces_the_whole_link_and_the_sealed_gates_still_run() {
                     contents: code.into(),
                 }],
                 symbols: Vec::new(),
+                relocations: Vec::new(),
             };
             let bound =
                 elf_file_size(&layout).map_err(|error| Status::new(StatusCode::InvalidState, error.to_string()))?;

@@ -37,7 +37,8 @@ pub(crate) struct Arch {
     /// output, or an out-of-range branch is relocation's error.
     pub(crate) thunk: Option<&'static ThunkTemplate>,
     /// Whether the GOT load of `edge` (a relocation of kind `GotEntryRelaxable`) can become a direct
-    /// reference, and how: read from the instruction and the target's definition.
+    /// reference, and how: read from the instruction and the target's definition. The link asks it only
+    /// through `synth::got::relaxation`, which `--no-relax` turns off for synthesis and relocation alike.
     pub(crate) got_relaxation: fn(&LinkGraph, &Edge) -> Option<GotRelaxation>,
     /// Rewrites the instruction of a relaxable GOT load whose field is at `at`; returns where the direct
     /// PC-relative 32-bit field now is and what to add to `S + A - P` for it.

@@ -9,11 +9,14 @@
 //!    [`elf_headers_size`] says how many bytes they take, and no section contents may start before that;
 //! 2. the section contents at their file offsets, and zero bytes up to the end of every segment's file
 //!    range;
-//! 3. after the last of those, the metadata the writer synthesises: `.symtab` (8-aligned) and `.strtab` when
-//!    the layout has symbols, `.shstrtab`, and the 8-aligned section header table, which ends the file.
+//! 3. after the last of those, the metadata the writer synthesises: the kept relocations (`--emit-relocs`:
+//!    one 8-aligned `.rela<section>` per section that has any), `.symtab` (8-aligned) and `.strtab` when the
+//!    layout has symbols, `.shstrtab`, and the 8-aligned section header table, which ends the file.
 //!
 //! The section header table is: the null section, the layout sections in layout order (layout section `i`
-//! is ELF section `i + 1`), then `.symtab`, `.strtab` (when there are symbols) and `.shstrtab`.
+//! is ELF section `i + 1`), the kept relocation sections in layout order, then `.symtab`, `.strtab` (when
+//! there are symbols) and `.shstrtab`. (ld.bfd lists each `.rela<section>` right after its section; the
+//! order of section headers means nothing to a reader, which follows `sh_info`.)
 //!
 //! The writer rejects a layout it cannot write as a well-formed ELF file, with an [`ElfError`] naming the
 //! item: an alignment that is neither zero nor a power of two; a segment whose `file_offset % alignment`
@@ -72,6 +75,10 @@ const SHT_INIT_ARRAY: u32 = 14;
 const SHT_FINI_ARRAY: u32 = 15;
 const SHT_PREINIT_ARRAY: u32 = 16;
 const SHT_RELA: u32 = 4;
+/// `sh_flags`: `sh_info` holds a section index (that of the section a relocation section applies to).
+const SHF_INFO_LINK: u64 = 0x40;
+/// The size of one ELF64 relocation with an addend.
+const RELA_SIZE: u64 = 24;
 const SHN_ABS: u16 = 0xfff1;
 const SHN_LORESERVE: usize = 0xff00;
 const PN_XNUM: usize = 0xffff;
@@ -345,6 +352,12 @@ pub enum SymbolKind {
     Object,
     /// Anything else (`STT_NOTYPE`).
     NoType,
+    /// An output section, for relocations against it (`STT_SECTION`, local, without a name).
+    Section,
+    /// A thread-local variable (`STT_TLS`): its value is its offset in the TLS template.
+    Tls,
+    /// An indirect function (`STT_GNU_IFUNC`): its value is the resolver's address.
+    Ifunc,
 }
 
 /// A symbol's visibility to other objects.
@@ -365,6 +378,9 @@ pub struct SymbolLayout {
     pub binding: SymbolBinding,
     /// The defining section (an index into [`ImageLayout::sections`]); `None` for an absolute symbol.
     pub section: Option<usize>,
+    /// An undefined symbol (`SHN_UNDEF`, value 0): a weak reference nothing defines, which a kept relocation
+    /// (`--emit-relocs`) names.
+    pub undefined: bool,
 }
 
 /// Everything the writer needs to produce an executable.
@@ -382,6 +398,43 @@ pub struct ImageLayout {
     pub sections: Vec<SectionLayout>,
     /// Written to `.symtab` (locals first, otherwise in this order); no `.symtab` when empty.
     pub symbols: Vec<SymbolLayout>,
+    /// The relocations kept in the output (`--emit-relocs`), one entry per section that has any; empty
+    /// otherwise.
+    pub relocations: Vec<RelocationSectionLayout>,
+}
+
+/// The kept relocations of one section, written as the non-allocated `SHT_RELA` section
+/// [`RelocationSectionLayout::name`] (`.rela` and the section's name, as ld.bfd names them), whose `sh_link`
+/// is `.symtab` and `sh_info` the section.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RelocationSectionLayout {
+    /// The section the relocations apply to (an index into [`ImageLayout::sections`]).
+    pub section: usize,
+    /// `.rela` followed by the section's name.
+    pub name: String,
+    pub relocations: Vec<RelocationLayout>,
+}
+
+impl RelocationSectionLayout {
+    /// The relocations of section `section`, named `.rela<section_name>`.
+    pub fn new(section: usize, section_name: &str, relocations: Vec<RelocationLayout>) -> RelocationSectionLayout {
+        RelocationSectionLayout {
+            section,
+            name: format!(".rela{section_name}"),
+            relocations,
+        }
+    }
+}
+
+/// One kept relocation: where it applies (the address in the output, or the offset in an unallocated
+/// section), its target's number for it, the symbol (an index into [`ImageLayout::symbols`]; `None` is
+/// symbol 0, for a value that no symbol names) and the addend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RelocationLayout {
+    pub offset: u64,
+    pub kind: u32,
+    pub symbol: Option<usize>,
+    pub addend: i64,
 }
 
 /// Why a layout cannot be written.
@@ -440,6 +493,12 @@ pub enum ElfError {
     UnknownSegment { section: String, segment: usize },
     #[error("binary image: symbol {symbol}: section {section} does not exist")]
     UnknownSection { symbol: String, section: usize },
+    #[error("binary image: relocation section {name}: {what} {index} does not exist")]
+    UnknownRelocationTarget {
+        name: String,
+        what: &'static str,
+        index: usize,
+    },
     #[error("binary image: {item}: name contains a NUL byte")]
     NameContainsNul { item: String },
     #[error("binary image: section {section}: the name is reserved for a table the writer synthesises")]
@@ -489,6 +548,9 @@ pub fn write_elf_into(layout: &ImageLayout, writer: &mut BoundedImageWriter) -> 
     if writer.len() < plan.content_end {
         writer.resize(plan.content_end)?;
     }
+    for (offset, bytes) in &plan.relocations {
+        writer.write_at(*offset, bytes)?;
+    }
     if let Some(symbols) = &plan.symbols {
         writer.write_at(symbols.symtab_offset, &symbols.symtab)?;
         writer.write_at(symbols.strtab_offset, &symbols.strtab.bytes)?;
@@ -513,6 +575,9 @@ struct Plan<'a> {
     /// The end of the last section contents or segment file range (at least the end of the headers).
     content_end: u64,
     symbols: Option<SymbolPlan<'a>>,
+    /// Where each kept relocation section goes and its encoded entries, in the order of
+    /// [`ImageLayout::relocations`].
+    relocations: Vec<(u64, Vec<u8>)>,
     shstrtab: StringTable<'a>,
     /// `sh_name` of each layout section, in layout order.
     section_names: Vec<u32>,
@@ -536,10 +601,11 @@ fn plan(layout: &ImageLayout) -> Result<Plan<'_>, ElfError> {
     let segments_end = validate_segments(&layout.segments)?;
     let sections_end = validate_sections(layout, headers_end)?;
     validate_symbols(layout)?;
+    validate_relocations(layout)?;
     let content_end = headers_end.max(segments_end).max(sections_end);
 
     let symbol_count = if layout.symbols.is_empty() { 0 } else { 2 };
-    let section_count = layout.sections.len() + symbol_count + 2;
+    let section_count = layout.sections.len() + layout.relocations.len() + symbol_count + 2;
     if section_count >= SHN_LORESERVE {
         return Err(ElfError::TooManySections { count: section_count });
     }
@@ -550,6 +616,9 @@ fn plan(layout: &ImageLayout) -> Result<Plan<'_>, ElfError> {
         .iter()
         .map(|section| shstrtab.add(&section.name))
         .collect();
+    for relocations in &layout.relocations {
+        shstrtab.add(&relocations.name);
+    }
     for name in SYNTHESIZED_SECTIONS {
         shstrtab.add(name);
     }
@@ -557,10 +626,18 @@ fn plan(layout: &ImageLayout) -> Result<Plan<'_>, ElfError> {
     check_string_table(&shstrtab, ".shstrtab")?;
 
     let mut next = content_end;
+    let (encoded_symbols, elf_index) = encode_symbols(layout);
+    let mut relocations = Vec::with_capacity(layout.relocations.len());
+    for section in &layout.relocations {
+        let bytes = encode_relocations(section, &elf_index);
+        let offset = align_up(next, 8).ok_or_else(|| overflow_item(&section.name))?;
+        next = checked_end(offset, bytes.len(), &section.name)?;
+        relocations.push((offset, bytes));
+    }
     let symbols = if layout.symbols.is_empty() {
         None
     } else {
-        let (symtab, first_global, strtab) = encode_symbols(layout);
+        let (symtab, first_global, strtab) = encoded_symbols;
         check_string_table(&strtab, ".strtab")?;
         let symtab_offset = align_up(next, 8).ok_or_else(|| overflow_item(".symtab"))?;
         let strtab_offset = checked_end(symtab_offset, symtab.len(), ".symtab")?;
@@ -583,6 +660,7 @@ fn plan(layout: &ImageLayout) -> Result<Plan<'_>, ElfError> {
     Ok(Plan {
         content_end,
         symbols,
+        relocations,
         shstrtab,
         section_names,
         shstrtab_offset,
@@ -721,6 +799,35 @@ fn validate_symbols(layout: &ImageLayout) -> Result<(), ElfError> {
                 symbol: symbol.name.clone(),
                 section,
             });
+        }
+    }
+    Ok(())
+}
+
+/// Checks that kept relocations name sections and symbols that exist, under names no other section has.
+fn validate_relocations(layout: &ImageLayout) -> Result<(), ElfError> {
+    for section in &layout.relocations {
+        let unknown = |what: &'static str, index: usize| ElfError::UnknownRelocationTarget {
+            name: section.name.clone(),
+            what,
+            index,
+        };
+        check_name(&section.name, || format!("section {}", section.name))?;
+        if SYNTHESIZED_SECTIONS.contains(&section.name.as_str()) {
+            return Err(ElfError::ReservedSectionName {
+                section: section.name.clone(),
+            });
+        }
+        if section.section >= layout.sections.len() {
+            return Err(unknown("section", section.section));
+        }
+        if let Some(symbol) = section
+            .relocations
+            .iter()
+            .filter_map(|relocation| relocation.symbol)
+            .find(|&symbol| symbol >= layout.symbols.len())
+        {
+            return Err(unknown("symbol", symbol));
         }
     }
     Ok(())
@@ -982,9 +1089,29 @@ fn section_headers(layout: &ImageLayout, plan: &Plan) -> Vec<u8> {
         .encode(&mut encoder);
     }
     let name = |name: &str| plan.shstrtab.offsets.get(name).copied().unwrap_or(0);
+    // `.symtab` follows the layout sections and the kept relocation sections, and `.strtab` follows it.
+    let symtab_index = layout.sections.len() + layout.relocations.len() + 1;
+    for (section, (offset, bytes)) in layout.relocations.iter().zip(&plan.relocations) {
+        SectionHeader {
+            name: name(&section.name),
+            kind: SHT_RELA,
+            flags: SHF_INFO_LINK,
+            address: 0,
+            offset: *offset,
+            size: bytes.len() as u64,
+            link: if plan.symbols.is_some() {
+                u32::try_from(symtab_index).unwrap_or(0)
+            } else {
+                0
+            },
+            info: u32::try_from(section.section + 1).unwrap_or(0),
+            alignment: 8,
+            entry_size: RELA_SIZE,
+        }
+        .encode(&mut encoder);
+    }
     if let Some(symbols) = &plan.symbols {
-        // `.strtab` directly follows `.symtab`, which follows the layout sections.
-        let strtab_index = u32::try_from(layout.sections.len() + 2).unwrap_or(0);
+        let strtab_index = u32::try_from(symtab_index + 1).unwrap_or(0);
         SectionHeader {
             name: name(".symtab"),
             kind: SHT_SYMTAB,
@@ -1006,18 +1133,25 @@ fn section_headers(layout: &ImageLayout, plan: &Plan) -> Vec<u8> {
     encoder.0
 }
 
+/// The encoded symbol table: `.symtab`, the index of its first non-local symbol, and `.strtab`.
+type EncodedSymbols<'a> = (Vec<u8>, u32, StringTable<'a>);
+
 /// `.symtab` (null symbol, locals, then the rest, each group in layout order), the index of the first
-/// non-local symbol, and `.strtab`.
-fn encode_symbols(layout: &ImageLayout) -> (Vec<u8>, u32, StringTable<'_>) {
+/// non-local symbol, and `.strtab`; and the index in `.symtab` of each layout symbol.
+fn encode_symbols(layout: &ImageLayout) -> (EncodedSymbols<'_>, Vec<u32>) {
     let mut strtab = StringTable::new();
     let mut encoder = Encoder::default();
     encoder.0.resize(SYMBOL_SIZE as usize, 0);
-    let (locals, others): (Vec<&SymbolLayout>, Vec<&SymbolLayout>) = layout
+    type Numbered<'a> = Vec<(usize, &'a SymbolLayout)>;
+    let (locals, others): (Numbered<'_>, Numbered<'_>) = layout
         .symbols
         .iter()
-        .partition(|symbol| symbol.binding == SymbolBinding::Local);
+        .enumerate()
+        .partition(|(_, symbol)| symbol.binding == SymbolBinding::Local);
     let first_global = u32::try_from(locals.len() + 1).unwrap_or(u32::MAX);
-    for symbol in locals.into_iter().chain(others) {
+    let mut elf_index = vec![0u32; layout.symbols.len()];
+    for (written, (index, symbol)) in locals.into_iter().chain(others).enumerate() {
+        elf_index[index] = u32::try_from(written + 1).unwrap_or(u32::MAX);
         let binding: u8 = match symbol.binding {
             SymbolBinding::Local => 0,
             SymbolBinding::Global => 1,
@@ -1027,11 +1161,16 @@ fn encode_symbols(layout: &ImageLayout) -> (Vec<u8>, u32, StringTable<'_>) {
             SymbolKind::NoType => 0,
             SymbolKind::Object => 1,
             SymbolKind::Function => 2,
+            SymbolKind::Section => 3,
+            SymbolKind::Tls => 6,
+            SymbolKind::Ifunc => 10,
         };
         // Layout section `i` is ELF section `i + 1`; the count was checked against SHN_LORESERVE.
-        let section_index = symbol
-            .section
-            .map_or(SHN_ABS, |section| u16::try_from(section + 1).unwrap_or(SHN_ABS));
+        let section_index = match symbol.section {
+            _ if symbol.undefined => 0,
+            Some(section) => u16::try_from(section + 1).unwrap_or(SHN_ABS),
+            None => SHN_ABS,
+        };
         encoder
             .u32(strtab.add(&symbol.name))
             .u8((binding << 4) | kind)
@@ -1040,5 +1179,21 @@ fn encode_symbols(layout: &ImageLayout) -> (Vec<u8>, u32, StringTable<'_>) {
             .u64(symbol.value)
             .u64(symbol.size);
     }
-    (encoder.0, first_global, strtab)
+    ((encoder.0, first_global, strtab), elf_index)
+}
+
+/// The entries of a kept relocation section, with each symbol's index in `.symtab` (`elf_index`).
+fn encode_relocations(section: &RelocationSectionLayout, elf_index: &[u32]) -> Vec<u8> {
+    let mut encoder = Encoder::default();
+    for relocation in &section.relocations {
+        let symbol = relocation
+            .symbol
+            .and_then(|symbol| elf_index.get(symbol).copied())
+            .unwrap_or(0);
+        encoder
+            .u64(relocation.offset)
+            .u64((u64::from(symbol) << 32) | u64::from(relocation.kind))
+            .u64(relocation.addend as u64);
+    }
+    encoder.0
 }

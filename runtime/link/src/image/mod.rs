@@ -26,9 +26,9 @@ mod writer;
 
 pub use compress::{COMPRESSED_ALIGNMENT, compress_zlib};
 pub use elf::{
-    ElfError, ImageLayout, ProgramHeaderKind, ProgramHeaderLayout, SectionFlags, SectionKind, SectionLayout,
-    SegmentFlags, SegmentLayout, SymbolBinding, SymbolKind, SymbolLayout, elf_file_size, elf_headers_size, write_elf,
-    write_elf_into,
+    ElfError, ImageLayout, ProgramHeaderKind, ProgramHeaderLayout, RelocationLayout, RelocationSectionLayout,
+    SectionFlags, SectionKind, SectionLayout, SegmentFlags, SegmentLayout, SymbolBinding, SymbolKind, SymbolLayout,
+    elf_file_size, elf_headers_size, write_elf, write_elf_into,
 };
 pub use map_file::{
     MapFile, MapFinding, MapInputPiece, MapOutputSection, MapParseError, MapSymbol, parse_map_file, verify_map_file,

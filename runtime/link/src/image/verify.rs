@@ -649,7 +649,8 @@ fn compare_segments(loads: &[&ParsedSegment], expected: &[SegmentLayout], findin
 }
 
 /// Every layout section must be in the image with the declared values and inside its declared segment, and
-/// the image may hold no other section than the synthesised tables.
+/// the image may hold no other section than the synthesised tables and the kept relocation sections the
+/// layout declares (`--emit-relocs`).
 fn compare_sections(
     sections: &[ParsedSection],
     loads: &[&ParsedSegment],
@@ -695,7 +696,11 @@ fn compare_sections(
         }
     }
     for (section, _) in sections.iter().zip(&matched).skip(1).filter(|(_, matched)| !**matched) {
-        if !SYNTHESIZED_SECTIONS.contains(&section.name.as_str()) {
+        let kept_relocations = layout
+            .relocations
+            .iter()
+            .any(|relocations| relocations.name == section.name);
+        if !SYNTHESIZED_SECTIONS.contains(&section.name.as_str()) && !kept_relocations {
             findings.push(ImageFinding::UndeclaredSection {
                 section: section.name.clone(),
             });

@@ -1,15 +1,18 @@
 //! `neverc.link.emit_image`: the static ELF64 executable, written through the bounded image writer whose
-//! bound is the size the layout calls for (a write past it aborts staging).
+//! bound is the size the layout calls for (a write past it aborts staging). With `--emit-relocs` it keeps
+//! the relocations of its sections (`kept_relocations`), against its symbol table.
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::address::symbol_address;
-use crate::context::{LinkContext, PhaseError};
-use crate::graph::{Binding, Definition, SymbolType, section_flags};
+use crate::address::{atom_address, symbol_address};
+use crate::context::{LinkContext, PhaseError, Strip};
+use crate::graph::{Binding, Definition, SymbolId, SymbolType, section_flags};
 use crate::image::{
-    COMPRESSED_ALIGNMENT, ImageLayout, SectionFlags, SectionKind, SectionLayout, SegmentLayout, SparseBytes,
-    SymbolBinding, SymbolKind, SymbolLayout, compress_zlib, elf_file_size, write_elf,
+    COMPRESSED_ALIGNMENT, ImageLayout, RelocationLayout, RelocationSectionLayout, SectionFlags, SectionKind,
+    SectionLayout, SegmentLayout, SparseBytes, SymbolBinding, SymbolKind, SymbolLayout, compress_zlib, elf_file_size,
+    write_elf,
 };
+use crate::kept_relocations::{KeptRelocation, KeptTarget, nothing_addend};
 use crate::phases::LinkPhase;
 use crate::sections::OutputSectionId;
 
@@ -104,6 +107,39 @@ fn image_layout(context: &mut LinkContext) -> Result<ImageLayout, PhaseError> {
     if context.options.compress_debug_sections {
         compress_debugging_sections(&mut sections)?;
     }
+    let (kept, referenced) = if context.options.emit_relocs {
+        if context.options.strip == Strip::All {
+            // ld.bfd fails such a link too ("final link failed: invalid operation").
+            return Err(PhaseError::new(
+                PHASE,
+                "--emit-relocs needs the symbol table, which -s (--strip-all) removes",
+            ));
+        }
+        crate::kept_relocations::collect(context, layout)
+    } else {
+        (Vec::new(), FxHashSet::default())
+    };
+    let sections_referenced: FxHashSet<usize> = kept
+        .iter()
+        .flatten()
+        .filter_map(|relocation| match relocation.target {
+            KeptTarget::Section(section) => Some(section),
+            _ => None,
+        })
+        .collect();
+    let table = symbol_table(context, &referenced, &sections_referenced);
+    let relocations = kept
+        .into_iter()
+        .enumerate()
+        .filter(|(_, relocations)| !relocations.is_empty())
+        .map(|(index, relocations)| {
+            let relocations = relocations
+                .iter()
+                .map(|relocation| table.relocation(relocation))
+                .collect();
+            RelocationSectionLayout::new(index, &layout.sections[index].name, relocations)
+        })
+        .collect();
     Ok(ImageLayout {
         entry: layout.entry,
         output_kind: context.options.output_kind,
@@ -111,7 +147,8 @@ fn image_layout(context: &mut LinkContext) -> Result<ImageLayout, PhaseError> {
         segments,
         program_headers: layout.program_headers.clone(),
         sections,
-        symbols: symbol_table(context),
+        symbols: table.symbols,
+        relocations,
     })
 }
 
@@ -140,15 +177,55 @@ fn compress_debugging_sections(sections: &mut [SectionLayout]) -> Result<(), Pha
     Ok(())
 }
 
-/// The symbols written to `.symtab`: named functions, objects and untyped labels of the output, sorted by
-/// address, then name (so that two links write the same table).
-fn symbol_table(context: &LinkContext) -> Vec<SymbolLayout> {
+/// The symbol table and where the symbols kept relocations name are in it.
+#[derive(Default)]
+struct SymbolTable {
+    symbols: Vec<SymbolLayout>,
+    /// The index in `symbols` of each listed symbol a kept relocation names.
+    of_symbol: FxHashMap<SymbolId, usize>,
+    /// The index in `symbols` of each output section's section symbol.
+    of_section: FxHashMap<usize, usize>,
+}
+
+impl SymbolTable {
+    /// A kept relocation with its symbol's index (symbol 0 and the value as the addend when the table does
+    /// not list the symbol).
+    fn relocation(&self, relocation: &KeptRelocation) -> RelocationLayout {
+        let symbol = match relocation.target {
+            KeptTarget::Symbol(symbol) => self.of_symbol.get(&symbol).copied(),
+            KeptTarget::Section(section) => self.of_section.get(&section).copied(),
+            KeptTarget::Nothing => None,
+        };
+        RelocationLayout {
+            offset: relocation.offset,
+            kind: relocation.kind,
+            symbol,
+            addend: match (symbol, relocation.target) {
+                (None, KeptTarget::Symbol(_) | KeptTarget::Section(_)) => nothing_addend(relocation),
+                _ => relocation.addend,
+            },
+        }
+    }
+}
+
+/// Who a symbol of the table is.
+#[derive(Clone, Copy)]
+enum Listed {
+    Symbol(SymbolId),
+    Section(usize),
+}
+
+/// The symbols written to `.symtab`: named functions, objects and untyped labels of the output, and every
+/// symbol a kept relocation names (`referenced`, whatever its name or type) and the section symbols of the
+/// output sections kept relocations are against (`sections`), sorted by address, then name (so that two
+/// links write the same table).
+fn symbol_table(context: &LinkContext, referenced: &FxHashSet<SymbolId>, sections: &FxHashSet<usize>) -> SymbolTable {
     let Some(layout) = context.layout() else {
-        return Vec::new();
+        return SymbolTable::default();
     };
     // `-s`: no symbol table at all.
-    if context.options.strip == crate::context::Strip::All {
-        return Vec::new();
+    if context.options.strip == Strip::All {
+        return SymbolTable::default();
     }
     // A symbol is in the output section its atom was placed in. (Looking it up by address is ambiguous: an
     // empty section such as `.tm_clone_table` can start where the next one does.)
@@ -163,10 +240,28 @@ fn symbol_table(context: &LinkContext) -> Vec<SymbolLayout> {
         .retain_symbols
         .as_ref()
         .map(|names| names.iter().map(String::as_str).collect());
-    let mut symbols: Vec<SymbolLayout> = Vec::new();
+    let mut symbols: Vec<(SymbolLayout, Listed)> = Vec::new();
+    // In section order, which the (stable) sort keeps among section symbols at one address.
+    let mut sections: Vec<usize> = sections.iter().copied().collect();
+    sections.sort_unstable();
+    for index in sections {
+        let section = &layout.sections[index];
+        let symbol = SymbolLayout {
+            name: String::new(),
+            value: section.address,
+            size: 0,
+            kind: SymbolKind::Section,
+            binding: SymbolBinding::Local,
+            section: Some(index),
+            undefined: false,
+        };
+        symbols.push((symbol, Listed::Section(index)));
+    }
     for (index, symbol) in context.graph.symbols.iter().enumerate() {
-        let id = crate::graph::SymbolId(index as u32);
-        if symbol.name.is_empty()
+        let id = SymbolId(index as u32);
+        // A symbol a kept relocation names is listed whenever it is in the output.
+        let forced = referenced.contains(&id);
+        let unlisted = symbol.name.is_empty()
             || symbol.name.starts_with(".L")
             || !matches!(
                 symbol.symbol_type,
@@ -174,37 +269,47 @@ fn symbol_table(context: &LinkContext) -> Vec<SymbolLayout> {
             )
             || symbol.definition == Definition::Undefined
             || (symbol.binding != Binding::Local && context.graph.resolved(id) != id)
-        {
-            continue;
-        }
-        // `--retain-symbols-file`: only the symbols it names, as GNU ld keeps them.
-        if retained
-            .as_ref()
-            .is_some_and(|names| !names.contains(symbol.name.as_str()))
-        {
+            // `--retain-symbols-file`: only the symbols it names, as GNU ld keeps them.
+            || retained
+                .as_ref()
+                .is_some_and(|names| !names.contains(symbol.name.as_str()));
+        if unlisted && !forced {
             continue;
         }
         // An absolute symbol an object or `--defsym` defines is kept, with no section (the names the linker
-        // defines itself are hidden, and not listed).
+        // defines itself are hidden, and not listed unless a kept relocation names them).
         let absolute = symbol.definition == Definition::Absolute
             && symbol.atom.is_none()
-            && symbol.visibility != crate::graph::Visibility::Hidden;
+            && (forced || symbol.visibility != crate::graph::Visibility::Hidden);
         let live = symbol
             .atom
             .is_some_and(|atom| context.graph.atoms[atom.index()].is_live());
-        if !live && !absolute {
+        // A weak reference nothing defines is listed (undefined) only when a kept relocation names it.
+        let undefined = symbol.definition == Definition::Undefined;
+        if !live && !absolute && !undefined {
             continue;
         }
-        let Some(value) = symbol_address(context, id) else {
+        let value = match (symbol.symbol_type, symbol.atom) {
+            // A thread-local variable's value is its offset in the TLS template, an indirect function's its
+            // resolver's address (not its PLT entry), as ld.bfd writes them.
+            (SymbolType::Tls, _) => symbol_address(context, id)
+                .zip(layout.tls)
+                .and_then(|(address, tls)| address.checked_sub(tls.address)),
+            (SymbolType::Ifunc, Some(atom)) => atom_address(context, atom).checked_add(symbol.value),
+            _ => symbol_address(context, id),
+        };
+        let Some(value) = value else {
             continue;
         };
-        symbols.push(SymbolLayout {
+        let listed = SymbolLayout {
             name: symbol.name.clone(),
             value,
             size: symbol.size,
             kind: match symbol.symbol_type {
                 SymbolType::Function => SymbolKind::Function,
                 SymbolType::Object => SymbolKind::Object,
+                SymbolType::Tls => SymbolKind::Tls,
+                SymbolType::Ifunc => SymbolKind::Ifunc,
                 // Labels of assembly without `.type` (and the mapping symbols `$x`, `$d`), as GNU ld keeps them.
                 _ => SymbolKind::NoType,
             },
@@ -222,14 +327,31 @@ fn symbol_table(context: &LinkContext) -> Vec<SymbolLayout> {
                 _ => SymbolBinding::Global,
             },
             section: symbol.atom.and_then(|atom| section_of_atom.get(&atom).copied()),
-        });
+            undefined,
+        };
+        symbols.push((listed, Listed::Symbol(id)));
     }
-    symbols.sort_by(|a, b| {
-        (a.binding != SymbolBinding::Local, a.value, &a.name).cmp(&(
-            b.binding != SymbolBinding::Local,
-            b.value,
-            &b.name,
-        ))
-    });
-    symbols
+    // Locals first, section symbols first among them.
+    let key = |symbol: &SymbolLayout| {
+        (
+            symbol.binding != SymbolBinding::Local,
+            symbol.kind != SymbolKind::Section,
+            symbol.value,
+        )
+    };
+    symbols.sort_by(|(a, _), (b, _)| key(a).cmp(&key(b)).then_with(|| a.name.cmp(&b.name)));
+    let mut table = SymbolTable::default();
+    for (index, (symbol, listed)) in symbols.into_iter().enumerate() {
+        match listed {
+            Listed::Symbol(id) if referenced.contains(&id) => {
+                table.of_symbol.insert(id, index);
+            }
+            Listed::Section(section) => {
+                table.of_section.insert(section, index);
+            }
+            Listed::Symbol(_) => {}
+        }
+        table.symbols.push(symbol);
+    }
+    table
 }

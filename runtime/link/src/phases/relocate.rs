@@ -1,6 +1,7 @@
 //! `neverc.link.relocate`: copy every placed atom into its output section's bytes and patch each edge:
 //! absolute (`64`, `32`, `32S`), PC-relative (`PC32`, `PLT32`, `PC64`), GOT loads (`GOTPCREL`, and
-//! `GOTPCRELX`/`REX_GOTPCRELX` relaxed to direct addresses where the instruction allows), and on AArch64
+//! `GOTPCRELX`/`REX_GOTPCRELX` relaxed to direct addresses where the instruction allows, unless
+//! `--no-relax`), and on AArch64
 //! the instruction fields (`ADR_PREL_PG_HI21`, `ADD_ABS_LO12_NC`, `LDSTn_ABS_LO12_NC`, `CALL26`, ...), every
 //! one by its declared kind, base and field. TLS sequences of other models are relaxed to local-exec, by
 //! per-architecture code (`x86_64_tls.rs`, `aarch64_tls.rs`). A value that does not fit its field is an error
@@ -14,7 +15,7 @@ use crate::graph::{AtomId, Binding, Definition, Edge};
 use crate::image::SparseBytes;
 use crate::phases::LinkPhase;
 use crate::sections::OutputSectionId;
-use crate::synth::eh_frame;
+use crate::synth::{eh_frame, got};
 use neverc_tables::{RelocationBase, RelocationKind, RelocationRecord};
 
 const PHASE: LinkPhase = LinkPhase::Relocate;
@@ -260,7 +261,7 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
         RelocationKind::None => return Ok(()),
         RelocationKind::Symbol | RelocationKind::Branch => value()?,
         RelocationKind::GotEntry => got_entry()?,
-        RelocationKind::GotEntryRelaxable => match (arch.got_relaxation)(graph, edge) {
+        RelocationKind::GotEntryRelaxable => match got::relaxation(&context.options, graph, edge) {
             Some(relaxation) => {
                 let (field, bias) = (arch.relax_got_load)(buffer, at, relaxation)?;
                 return write_signed32(buffer, field, value()? + bias - place, &what);

@@ -7,7 +7,8 @@ use neverc_tables::{RelocationBase, RelocationKind};
 use rustc_hash::FxHashMap;
 
 use super::{absolute_edge, declared, new_atom};
-use crate::context::{LinkContext, PhaseError};
+use crate::arch::GotRelaxation;
+use crate::context::{LinkContext, LinkOptions, PhaseError};
 use crate::graph::{Edge, LinkGraph, Origin, SymbolId, Synthetic, SyntheticRole};
 use crate::sections::OutputSectionId;
 
@@ -15,8 +16,8 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     if context.synthesized.got_atom.is_some() {
         return Ok(());
     }
+    let options = &context.options;
     let graph = &mut context.graph;
-    let relaxation = graph.arch().got_relaxation;
     // `index` holds the slot of each symbol already given one.
     let mut slots: Vec<SymbolId> = Vec::new();
     let mut index: FxHashMap<SymbolId, usize> = FxHashMap::default();
@@ -24,7 +25,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     let mut uses: Vec<((u32, u32), usize, SymbolId)> = Vec::new();
     for (position, edge) in graph.edges.iter().enumerate() {
         let source = &graph.atoms[edge.source.index()];
-        if !uses_got(graph, edge) || !source.is_live() || relaxation(graph, edge).is_some() {
+        if !uses_got(graph, edge) || !source.is_live() || relaxation(options, graph, edge).is_some() {
             continue;
         }
         let Some(symbol) = edge.target_symbol.map(|symbol| graph.resolved(symbol)) else {
@@ -74,6 +75,16 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     synthesized.got_slots = index;
     synthesized.got_atom = Some(atom);
     Ok(())
+}
+
+/// How the GOT load of `edge` becomes a direct reference, if the architecture can rewrite its instruction
+/// and the link relaxes (`--no-relax` keeps every GOT load). Synthesis (which loads get no slot) and
+/// relocation (which instructions are rewritten) both ask this, so they cannot disagree.
+pub(crate) fn relaxation(options: &LinkOptions, graph: &LinkGraph, edge: &Edge) -> Option<GotRelaxation> {
+    if !options.relax {
+        return None;
+    }
+    (graph.arch().got_relaxation)(graph, edge)
 }
 
 /// Whether the edge loads an address through the GOT (its declared kind says so).

@@ -14,7 +14,7 @@ pub(crate) mod build_id;
 pub(crate) mod code;
 pub(crate) mod eh_frame;
 pub(crate) mod gnu_property;
-mod got;
+pub(crate) mod got;
 mod iplt;
 mod strings;
 
