@@ -84,6 +84,7 @@ fn link(name: &str) -> Result<PathBuf, String> {
         .args(&driver[1..])
         .arg("-B")
         .arg(ld_dir())
+        .arg("-Wl,-v")
         .arg("-o")
         .arg(&output)
         .arg(case.join("main.o"))
@@ -94,8 +95,8 @@ fn link(name: &str) -> Result<PathBuf, String> {
     if !result.status.success() {
         return Err(text(&result.stderr));
     }
-    // The driver ran neverc-spec, not the system's ld: only it notes gcc's LTO plugin.
-    if !text(&result.stderr).contains("neverc-spec ld") {
+    // The driver ran neverc-spec, not the system's ld: it answers `-v` with its name.
+    if !text(&result.stdout).contains("neverc-spec") {
         return Err(format!("the driver did not run neverc-spec: {}", text(&result.stderr)));
     }
     Ok(output)
