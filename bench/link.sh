@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Link time and peak RSS of ld.bfd, ld.lld, mold and neverc-spec (release build) on identical inputs and flags: the
-# real-world program that runs the sqlite3, Lua 5.4, zstd and zlib workloads (tests/fixtures/realworld, the same
+# Link time and peak RSS of ld.bfd, ld.lld, mold, wild and neverc-spec (release build) on identical inputs and flags:
+# the real-world program that runs the sqlite3, Lua 5.4, zstd and zlib workloads (tests/fixtures/realworld, the same
 # objects and archives tests/real_programs.rs checks), statically linked
-#   (a) against musl, (b) against glibc, (c) -ffunction-sections objects with --gc-sections, against glibc and musl.
+#   (a) against musl, (b) against glibc, (c) -ffunction-sections objects with --gc-sections, against glibc and musl,
+#   (g) built with -g -O2 (debugging information: every .debug_* section relocated, .debug_str merged), glibc.
 # The linkers are run directly, not through the compiler driver: each case's command line is what `gcc -static`
 # (`musl-gcc -static`) passes to ld, recorded once by an `ld` wrapper found through `-B`, then replayed with every
 # linker with only the output path changed. Two kinds of option are dropped for every linker alike: gcc's
@@ -15,12 +16,15 @@
 # With NEVERC_BASELINE=PATH, the neverc-spec binary at PATH (an earlier build) is timed too, as
 # `neverc-spec-before`, in the same run: a change is measured against the code before it under the same
 # conditions.
-# Needs hyperfine, mold, lld, GNU time (/usr/bin/time), python3, and what the fixtures need (cargo, gcc,
-# musl-tools, binutils). Results: target/bench/link/ (hyperfine JSON per case, summary.md, trace-phases.txt).
+# Needs hyperfine, mold, lld, GNU time (/usr/bin/time), python3, wild (installed here by
+# `cargo install wild-linker --version 0.10.0` when missing: the newest this toolchain builds), and what the
+# fixtures need (cargo, gcc, musl-tools, binutils). Results: target/bench/link/ (hyperfine JSON per case, summary.md, trace-phases.txt).
 set -euo pipefail
 runs="${1:-20}"
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-bench_setup bench/link.sh "hyperfine mold lld binutils python3 time" hyperfine mold ld.lld ld.bfd python3 /usr/bin/time
+command -v wild >/dev/null || cargo install --locked wild-linker --version 0.10.0
+bench_setup bench/link.sh "hyperfine mold lld binutils python3 time; wild: cargo install wild-linker" hyperfine mold \
+    ld.lld ld.bfd python3 /usr/bin/time wild
 out="$target/bench/link"
 rm -rf "$out"
 mkdir -p "$out/record"
@@ -33,8 +37,9 @@ exec ld.bfd "$@"
 EOF
 chmod +x "$out/record/ld"
 
-cases=(a-musl:all-musl-plain b-glibc:all-glibc-plain c-glibc-gc:all-glibc-sections-gc c-musl-gc:all-musl-sections-gc)
-linkers=(ld.bfd ld.lld mold neverc-spec)
+cases=(a-musl:all-musl-plain b-glibc:all-glibc-plain c-glibc-gc:all-glibc-sections-gc c-musl-gc:all-musl-sections-gc
+    g-glibc-debug:all-glibc-debug)
+linkers=(ld.bfd ld.lld mold wild neverc-spec)
 if [[ -n ${NEVERC_BASELINE:-} ]]; then
     linkers+=(neverc-spec-before)
 fi
@@ -45,6 +50,7 @@ linker_command() {
         ld.bfd) echo "ld.bfd" ;;
         ld.lld) echo "ld.lld" ;;
         mold) echo "mold" ;;
+        wild) echo "wild" ;;
         neverc-spec) echo "$neverc ld" ;;
         neverc-spec-before) echo "$NEVERC_BASELINE ld" ;;
     esac
@@ -53,7 +59,7 @@ linker_command() {
 echo "== machine"
 echo "nproc: $(nproc)"
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
-echo "versions: $(ld.bfd --version | head -n1); $(ld.lld --version); $(mold --version); $("$neverc" --version 2>/dev/null || echo neverc-spec)"
+echo "versions: $(ld.bfd --version | head -n1); $(ld.lld --version); $(mold --version); $(wild --version 2>/dev/null | head -n1); $("$neverc" --version 2>/dev/null || echo neverc-spec)"
 echo "git: $(git rev-parse --short HEAD)"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -112,11 +118,11 @@ PY
     echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
     hyperfine -N --warmup 3 --runs "$runs" --export-json "$work/hyperfine.json" "${commands[@]}" >"$work/hyperfine.txt"
     echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$work/load.txt"
-    # Peak RSS: the median of 5 runs of each linker under GNU time. mold forks and its parent returns when the
-    # output is written, so GNU time would measure the parent only: --no-fork here (not for the timings).
+    # Peak RSS: the median of 5 runs of each linker under GNU time. mold and wild fork and their parent returns
+    # when the output is written, so GNU time would measure the parent only: --no-fork here (not for the timings).
     for linker in "${linkers[@]}"; do
         read -r -a command <<<"$(linker_command "$linker")"
-        [[ $linker == mold ]] && command+=(--no-fork)
+        [[ $linker == mold || $linker == wild ]] && command+=(--no-fork)
         for _ in 1 2 3 4 5; do
             /usr/bin/time -f '%M' -o "$work/rss.tmp" "${command[@]}" "${ld_args[@]}" -o "$work/$linker.elf" 2>/dev/null
             cat "$work/rss.tmp"
@@ -137,13 +143,13 @@ python3 - "$out" "${cases[@]}" <<'PY' | tee "$out/summary.md"
 import json, pathlib, sys
 
 out = pathlib.Path(sys.argv[1])
-linkers = ["ld.bfd", "ld.lld", "mold", "neverc-spec"]
+linkers = ["ld.bfd", "ld.lld", "mold", "wild", "neverc-spec"]
 before = (out / "a-musl" / "neverc-spec-before.rss").exists()
 if before:
     linkers.append("neverc-spec-before")
 print("| case | output | " + " | ".join(f"{l} median (RSS)" for l in linkers)
-      + " | neverc-spec vs ld.bfd | vs ld.lld | vs mold |" + (" vs before |" if before else ""))
-print("| --- | --- | " + " | ".join("---" for _ in linkers) + " | --- | --- | --- |" + (" --- |" if before else ""))
+      + " | neverc-spec vs ld.bfd | vs ld.lld | vs mold | vs wild |" + (" vs before |" if before else ""))
+print("| --- | --- | " + " | ".join("---" for _ in linkers) + " | --- | --- | --- | --- |" + (" --- |" if before else ""))
 for entry in sys.argv[2:]:
     label, name = entry.split(":")
     work = out / label
@@ -153,13 +159,14 @@ for entry in sys.argv[2:]:
     size = (work / "neverc-spec.elf").stat().st_size / 1e6
     cells = [f"{median[l]:.1f} ms ({rss[l]:.0f} MiB)" for l in linkers]
     ours = median["neverc-spec"]
-    ratios = [f"{ours / median[l]:.2f}×" for l in ["ld.bfd", "ld.lld", "mold"]]
+    ratios = [f"{ours / median[l]:.2f}×" for l in ["ld.bfd", "ld.lld", "mold", "wild"]]
     if before:
         ratios.append(f"{ours / median['neverc-spec-before']:.3f}×")
     print(f"| {label} `{name}` | {size:.2f} MB | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
 
 # CPU time (user + system, mean per link): less sensitive than wall time to other work on the machine, and it
-# counts every thread of lld. Not mold's: its work is done in a forked child that hyperfine does not reap.
+# counts every thread of lld. Not mold's or wild's: their work is done in a forked child that hyperfine does not
+# reap.
 cpu_linkers = ["ld.bfd", "ld.lld", "neverc-spec"]
 print()
 print("| case | " + " | ".join(f"{l} CPU" for l in cpu_linkers) + " | neverc-spec vs ld.bfd | vs ld.lld |")

@@ -286,9 +286,9 @@ Output:
                                   (the last one wins); without them, debugging information (DWARF) and
                                   the other sections no segment loads (.comment) are kept as GNU ld keeps
                                   them, their strings merged
-  --compress-debug-sections=none|zlib|zlib-gabi
-                                  zlib: write the debugging sections zlib-compressed (SHF_COMPRESSED) where
-                                  that makes them smaller; zlib-gnu and zstd are refused
+  --compress-debug-sections=none|zlib|zlib-gabi|zstd
+                                  write the debugging sections compressed (SHF_COMPRESSED, a zlib stream or a
+                                  Zstandard frame) where that makes them smaller; zlib-gnu is refused
   -r, -i, --relocatable           merge the inputs into one relocatable object (ET_REL) as GNU ld -r
                                   does: sections combined by name, relocations and symbols kept, COMDAT
                                   groups kept as groups (a second copy dropped), archive members pulled as

@@ -100,16 +100,24 @@ fn normalized(dump: &str) -> Vec<String> {
         .collect()
 }
 
-/// The size of section `name` of `program`, from `readelf -SW`.
+/// The size of section `name` of `program`, uncompressed (from `readelf -tW`: a compressed section's
+/// compression header follows its flags, `ZLIB, SIZE, ALIGNMENT`).
 fn section_size(program: &Path, name: &str) -> u64 {
-    let listing = readelf("readelf", &["-SW"], program);
-    let row = listing
-        .lines()
-        .find(|line| line.split_whitespace().any(|word| word == name))
+    let listing = readelf("readelf", &["-tW"], program);
+    let lines: Vec<&str> = listing.lines().collect();
+    let at = lines
+        .iter()
+        .position(|line| line.split_whitespace().nth(1) == Some(name) && line.trim_start().starts_with('['))
         .unwrap_or_else(|| panic!("{} has no {name}", program.display()));
-    let words: Vec<&str> = row.split_whitespace().collect();
-    let at = words.iter().position(|word| *word == name).unwrap();
-    u64::from_str_radix(words[at + 4], 16).unwrap()
+    // The line after the name: type, address, offset, size, ...
+    let size = |line: &str| u64::from_str_radix(line.split_whitespace().nth(3).unwrap(), 16).unwrap();
+    let header = lines[at + 3..lines.len().min(at + 4)]
+        .iter()
+        .find(|line| line.trim_start().starts_with("ZLIB, ") || line.trim_start().starts_with("ZSTD, "));
+    match header {
+        Some(line) => u64::from_str_radix(line.split(',').nth(1).unwrap().trim(), 16).unwrap(),
+        None => size(lines[at + 1]),
+    }
 }
 
 /// Our build and ld.bfd's hold the same debugging information.
@@ -164,49 +172,53 @@ fn a_c_program_has_the_debugging_information_of_its_ld_bfd_build_and_gdb_shows_i
         transcript.contains("in main () at ") && transcript.contains("squares.c:10"),
         "{transcript}"
     );
-    // zlib-compressed, as ld.bfd compresses them: the sections that get smaller are SHF_COMPRESSED, and what
-    // they hold is the same.
-    let compressed = build(
-        "gcc",
-        &dir,
-        &["squares.c"],
-        &["-Wl,--compress-debug-sections=zlib"],
-        "zlib",
-        true,
-    );
-    let compressed_reference = build(
-        "gcc",
-        &dir,
-        &["squares.c"],
-        &["-Wl,--compress-debug-sections=zlib"],
-        "bfd-zlib",
-        false,
-    );
-    same_debug_information("readelf", &compressed, &compressed_reference);
-    let flags = |program: &Path| -> Vec<String> {
-        readelf("readelf", &["-SW"], program)
-            .lines()
-            .filter(|line| line.contains(".debug_"))
-            .map(|line| {
-                let name = line
-                    .split_whitespace()
-                    .find(|word| word.starts_with(".debug_"))
-                    .unwrap()
-                    .to_string();
-                format!(
-                    "{name} compressed: {}",
-                    line.contains(" C ") || line.contains("SC ") || line.contains("MSC")
-                )
-            })
-            .collect()
-    };
-    assert_eq!(flags(&compressed), flags(&compressed_reference));
-    assert!(
-        flags(&compressed)
-            .iter()
-            .any(|row| row == ".debug_info compressed: true")
-    );
-    assert_eq!(text(&Command::new(&compressed).output().unwrap().stdout), "total 14\n");
+    // Compressed as ld.bfd compresses them, with zlib and with zstd: the sections that get smaller are
+    // SHF_COMPRESSED in the same format, and what they hold is the same (readelf and gdb read them).
+    for (how, kind) in [("zlib", "ZLIB"), ("zstd", "ZSTD")] {
+        let option = format!("-Wl,--compress-debug-sections={how}");
+        let compressed = build("gcc", &dir, &["squares.c"], &[&option], how, true);
+        let reference = format!("bfd-{how}");
+        let compressed_reference = build("gcc", &dir, &["squares.c"], &[&option], &reference, false);
+        same_debug_information("readelf", &compressed, &compressed_reference);
+        let flags = |program: &Path| -> Vec<String> {
+            readelf("readelf", &["-SW"], program)
+                .lines()
+                .filter(|line| line.contains(".debug_"))
+                .map(|line| {
+                    let name = line
+                        .split_whitespace()
+                        .find(|word| word.starts_with(".debug_"))
+                        .unwrap()
+                        .to_string();
+                    format!(
+                        "{name} compressed: {}",
+                        line.contains(" C ") || line.contains("SC ") || line.contains("MSC")
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(flags(&compressed), flags(&compressed_reference), "{how}");
+        assert!(
+            flags(&compressed)
+                .iter()
+                .any(|row| row == ".debug_info compressed: true"),
+            "{how}"
+        );
+        // The compression header names the format (`readelf -t`: `ZLIB, SIZE, ALIGNMENT` or `ZSTD, ...`).
+        let details = readelf("readelf", &["-tW"], &compressed);
+        assert!(details.contains(&format!("       {kind}, ")), "{how}: {details}");
+        assert_eq!(text(&Command::new(&compressed).output().unwrap().stdout), "total 14\n");
+        let gdb = Command::new("gdb")
+            .args(["-batch", "-nx", "-ex", "info line squares.c:4"])
+            .arg(&compressed)
+            .output()
+            .unwrap();
+        let answer = text(&gdb.stdout);
+        assert!(
+            answer.contains("Line 4 of \"") && answer.contains("starts at address"),
+            "{how}: {answer}"
+        );
+    }
     // -S drops the debugging information and keeps the comment.
     let stripped = build("gcc", &dir, &["squares.c"], &["-Wl,-S"], "stripped", true);
     let sections = readelf("readelf", &["-SW"], &stripped);

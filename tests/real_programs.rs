@@ -101,8 +101,9 @@ fn check_program(program: &str) {
         .collect();
     // musl and glibc, plain and -ffunction-sections, the latter with and without --gc-sections; and glibc
     // with ThinLTO (bitcode archives).
-    // Five variants, the two `sections` ones also with --gc-sections; sqlite also with full LTO.
-    let variants = if program == "sqlite" { 8 } else { 7 };
+    // Five variants, the two `sections` ones also with --gc-sections; sqlite also with full LTO, the program of
+    // all four also with debugging information (gcc -g -O2).
+    let variants = if program == "sqlite" || program == "all" { 8 } else { 7 };
     assert_eq!(cases.len(), variants, "the cases of {program}: {cases:?}");
     let mut failures = Vec::new();
     for name in &cases {

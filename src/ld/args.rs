@@ -12,6 +12,7 @@ use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
 use neverc_link::context::{IcfMode, Strip};
+use neverc_link::image::DebugCompression;
 use neverc_tables::{BUNDLED_TARGETS, TargetRecord};
 
 use super::error::LdError;
@@ -38,7 +39,7 @@ pub(crate) struct LdCommand {
     /// `--fix-NAME` for an erratum a target declares (`--fix-cortex-a53-843419`).
     pub(crate) fix_erratum: bool,
     /// `--compress-debug-sections=zlib`.
-    pub(crate) compress_debug_sections: bool,
+    pub(crate) compress_debug_sections: DebugCompression,
     /// `--image-base=ADDR` (lld's) or `-Ttext-segment=ADDR` (GNU ld's): where the first segment goes.
     pub(crate) image_base: Option<u64>,
     /// `--section-start=NAME=ADDR`, `-Ttext=`, `-Tdata=`, `-Tbss=`: output sections at fixed addresses, in
@@ -532,7 +533,7 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
             eh_frame_hdr: false,
             relro: true,
             fix_erratum: false,
-            compress_debug_sections: false,
+            compress_debug_sections: DebugCompression::None,
             image_base: None,
             section_starts: Vec::new(),
             separate_code: true,
@@ -978,20 +979,21 @@ impl Parser {
             Opt::CompressDebugSections => {
                 let how = text(&value)?;
                 command.compress_debug_sections = match how.as_str() {
-                    "none" => false,
+                    "none" => DebugCompression::None,
                     // zlib is the gABI's SHF_COMPRESSED form, as with GNU ld.
-                    "zlib" | "zlib-gabi" => true,
+                    "zlib" | "zlib-gabi" => DebugCompression::Zlib,
+                    "zstd" => DebugCompression::Zstd,
                     "zlib-gnu" => {
                         return Err(bad(
                             spelled,
                             "`zlib-gnu` (the legacy `.zdebug` sections) is not supported: use zlib",
                         ));
                     }
-                    "zstd" => {
-                        return Err(bad(spelled, "`zstd` is not supported yet: use zlib"));
-                    }
                     other => {
-                        return Err(bad(spelled, format!("`{other}` is none of none, zlib, zlib-gabi")));
+                        return Err(bad(
+                            spelled,
+                            format!("`{other}` is none of none, zlib, zlib-gabi, zstd"),
+                        ));
                     }
                 };
             }

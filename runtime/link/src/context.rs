@@ -64,9 +64,9 @@ pub struct LinkOptions {
     /// `--fix-cortex-a53-843419`: work around the core erratum of the target's architecture
     /// ([`crate::arch::ErratumFix`]); an error on a target whose architecture has none.
     pub fix_erratum: bool,
-    /// `--compress-debug-sections=zlib`: debugging sections are written zlib-compressed where that makes
+    /// `--compress-debug-sections=zlib|zstd`: debugging sections are written compressed where that makes
     /// them smaller.
-    pub compress_debug_sections: bool,
+    pub compress_debug_sections: crate::image::DebugCompression,
     /// `--print-gc-sections`: `gc` lists the sections it removes in [`LinkContext::notes`].
     pub print_gc_sections: bool,
     /// `-M` / `--print-map`: the link map is made (as for `-Map`) for the caller to print.
@@ -145,7 +145,7 @@ impl LinkOptions {
             eh_frame_hdr: false,
             relro: true,
             fix_erratum: false,
-            compress_debug_sections: false,
+            compress_debug_sections: crate::image::DebugCompression::None,
             print_gc_sections: false,
             print_map: false,
             fatal_warnings: false,

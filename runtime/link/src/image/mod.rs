@@ -24,7 +24,7 @@ mod sparse;
 mod verify;
 mod writer;
 
-pub use compress::{COMPRESSED_ALIGNMENT, compress_zlib};
+pub use compress::{COMPRESSED_ALIGNMENT, DebugCompression, compress_section, compress_zlib};
 pub use elf::{
     ElfError, ImageLayout, ProgramHeaderKind, ProgramHeaderLayout, RelocationLayout, RelocationSectionLayout,
     SectionFlags, SectionKind, SectionLayout, SegmentFlags, SegmentLayout, SymbolBinding, SymbolKind, SymbolLayout,

@@ -8,9 +8,9 @@ use crate::address::{atom_address, symbol_address};
 use crate::context::{LinkContext, PhaseError, Strip};
 use crate::graph::{Binding, Definition, SymbolId, SymbolType, section_flags};
 use crate::image::{
-    COMPRESSED_ALIGNMENT, ImageLayout, RelocationLayout, RelocationSectionLayout, SectionFlags, SectionKind,
-    SectionLayout, SegmentLayout, SparseBytes, SymbolBinding, SymbolKind, SymbolLayout, compress_zlib, elf_file_size,
-    write_elf,
+    COMPRESSED_ALIGNMENT, DebugCompression, ImageLayout, RelocationLayout, RelocationSectionLayout, SectionFlags,
+    SectionKind, SectionLayout, SegmentLayout, SparseBytes, SymbolBinding, SymbolKind, SymbolLayout, compress_section,
+    elf_file_size, write_elf,
 };
 use crate::kept_relocations::{KeptRelocation, KeptTarget, nothing_addend};
 use crate::phases::LinkPhase;
@@ -104,8 +104,8 @@ fn image_layout(context: &mut LinkContext) -> Result<ImageLayout, PhaseError> {
             }
         })
         .collect();
-    if context.options.compress_debug_sections {
-        compress_debugging_sections(&mut sections)?;
+    if context.options.compress_debug_sections != DebugCompression::None {
+        compress_debugging_sections(&mut sections, context.options.compress_debug_sections)?;
     }
     let (kept, referenced) = if context.options.emit_relocs {
         if context.options.strip == Strip::All {
@@ -154,7 +154,7 @@ fn image_layout(context: &mut LinkContext) -> Result<ImageLayout, PhaseError> {
 
 /// Compresses the debugging sections that get smaller (as GNU ld does), then places the unallocated
 /// sections, which follow everything loaded in the file, again after one another with their new sizes.
-fn compress_debugging_sections(sections: &mut [SectionLayout]) -> Result<(), PhaseError> {
+fn compress_debugging_sections(sections: &mut [SectionLayout], how: DebugCompression) -> Result<(), PhaseError> {
     let failed = |error: crate::image::SparseError| PhaseError::new(PHASE, error.to_string());
     let mut cursor = None;
     for section in sections.iter_mut().filter(|section| section.segment.is_none()) {
@@ -162,7 +162,7 @@ fn compress_debugging_sections(sections: &mut [SectionLayout]) -> Result<(), Pha
         let start = *cursor.get_or_insert(section.file_offset);
         if crate::sections::is_debugging(&section.name) && section.kind == SectionKind::ProgBits {
             let bytes = section.contents.to_vec().map_err(failed)?;
-            if let Some(compressed) = compress_zlib(&bytes, section.alignment) {
+            if let Some(compressed) = compress_section(&bytes, section.alignment, how) {
                 let mut contents = SparseBytes::zeroed(compressed.len() as u64);
                 contents.write_at(0, &compressed).map_err(failed)?;
                 section.contents = contents;

@@ -44,7 +44,10 @@ fn refuse_unsupported_options(options: &LinkOptions) -> Result<(), PhaseError> {
         (options.gc_sections, "--gc-sections"),
         (options.icf != IcfMode::None, "--icf"),
         (options.strip != Strip::Nothing, "-s/-S (stripping)"),
-        (options.compress_debug_sections, "--compress-debug-sections"),
+        (
+            options.compress_debug_sections != crate::image::DebugCompression::None,
+            "--compress-debug-sections",
+        ),
         (!symbols.undefined.is_empty(), "-u/--undefined"),
         (!symbols.require_defined.is_empty(), "--require-defined"),
         (!symbols.defsyms.is_empty(), "--defsym"),
