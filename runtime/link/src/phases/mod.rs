@@ -104,3 +104,24 @@ pub fn lay_out_and_relocate(
         .map(|layout| layout.file_size)
         .ok_or_else(|| PhaseError::new(LinkPhase::Relocate, "no layout was made"))
 }
+
+/// Runs the builtin `object_merge` phase (`-r`) over `graph` (its inputs already read) with `options`, whose
+/// output limit bounds the merged object: for fuzzing and tests. Returns the relocatable object's bytes.
+pub fn merge_relocatable(
+    graph: crate::graph::LinkGraph,
+    options: crate::context::LinkOptions,
+) -> Result<Vec<u8>, PhaseError> {
+    let phase = LinkPhase::ObjectMerge;
+    let index = phase
+        .index_in(&neverc_tables::BUNDLED_PHASES)
+        .unwrap_or(usize::from(u16::MAX));
+    let mut context = LinkContext::new(options);
+    context.graph = graph;
+    object_merge::run(&mut context, u16::try_from(index).unwrap_or(u16::MAX))?;
+    let image = context
+        .image()
+        .ok_or_else(|| PhaseError::new(phase, "no object was made"))?;
+    image
+        .to_vec()
+        .map_err(|error| PhaseError::new(phase, error.to_string()))
+}
