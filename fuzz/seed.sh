@@ -71,6 +71,9 @@ if command -v gcc >/dev/null && command -v g++ >/dev/null; then
     done
     rm -rf "$out"
 fi
+# Relocatable output merges the same objects (archives are not its input: the link's readers extract them).
+mkdir -p "$fuzz_dir/corpus/object_merge"
+find "$fuzz_dir/corpus/link_inputs" -maxdepth 1 -name '*.o' -exec cp {} "$fuzz_dir/corpus/object_merge/" \;
 
 # Bitcode symbol tables: a few objects clang-14 writes with -flto and -flto=thin (ELF, a two-module split LTO
 # unit, Mach-O inside the bitcode wrapper, COFF).
@@ -110,7 +113,8 @@ LC_ALL=C awk 'BEGIN { for (slot = 1; slot <= 56; slot++) for (i = 0; i < 24; i++
     > "$fuzz_dir/corpus/link_api/slots"
 
 # Saved regressions join the corpora, so a run starts from every input that once failed.
-for name in phase_schema target_toml cc_plan cc_spec cc_signature ll_module ll_lower link_inputs bitcode_symtab link_api; do
+for name in phase_schema target_toml cc_plan cc_spec cc_signature ll_module ll_lower link_inputs object_merge bitcode_symtab \
+    link_api; do
     if [ -d "$fuzz_dir/regressions/$name" ]; then
         find "$fuzz_dir/regressions/$name" -maxdepth 1 -type f ! -name '.*' ! -name '*.md' \
             -exec cp {} "$fuzz_dir/corpus/$name/" \;

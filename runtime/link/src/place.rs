@@ -251,7 +251,7 @@ pub(crate) fn lay_out(context: &mut LinkContext) -> Result<Layout, PhaseError> {
             }
         }
     }
-    place_unallocated(graph, &mut layout, unallocated);
+    place_unallocated(graph, &mut layout, unallocated, context.options.max_output_size)?;
     // Input sections follow their atoms.
     for section in &mut graph.sections {
         let atom = &graph.atoms[section.atom.index()];
@@ -320,20 +320,50 @@ fn add_unallocated(
 /// Places the unallocated output sections after everything loaded, in the file only: their addresses are
 /// 0, their atoms' addresses offsets within them (what a relocation of debugging information that names
 /// one of them, such as an offset into `.debug_str`, needs), and the layout's file size grows past them.
-fn place_unallocated(graph: &mut LinkGraph, layout: &mut Layout, mut unallocated: Vec<OutputSection>) {
+fn place_unallocated(
+    graph: &mut LinkGraph,
+    layout: &mut Layout,
+    mut unallocated: Vec<OutputSection>,
+    limit: u64,
+) -> Result<(), PhaseError> {
     // In GNU ld's order of the names it knows; the atoms are in link order already: they were added in it.
     unallocated.sort_by_key(|section| crate::sections::unallocated_rank(&section.name));
     for mut section in unallocated {
         let mut offset: u64 = 0;
         for atom in &section.atoms {
             let entry = &mut graph.atoms[atom.index()];
-            offset = offset.next_multiple_of(effective_alignment(entry.alignment));
-            entry.address = offset;
-            offset += entry.size();
+            let placed = offset
+                .checked_next_multiple_of(effective_alignment(entry.alignment))
+                .filter(|placed| placed.checked_add(entry.size()).is_some_and(|end| end <= limit));
+            let Some(placed) = placed else {
+                return Err(PhaseError::new(
+                    PHASE,
+                    format!(
+                        "{}: output section `{}` would pass the limit of {limit:#x} bytes",
+                        describe(graph, &graph.atoms[atom.index()]),
+                        section.name
+                    ),
+                ));
+            };
+            entry.address = placed;
+            offset = placed + entry.size();
         }
+        // Held to the output limit, which an alignment or a size read from an input could pass.
         let file_offset = layout
             .file_size
-            .next_multiple_of(effective_alignment(section.alignment));
+            .checked_next_multiple_of(effective_alignment(section.alignment))
+            .filter(|start| start.checked_add(offset).is_some_and(|end| end <= limit))
+            .ok_or_else(|| {
+                PhaseError::new(
+                    PHASE,
+                    format!(
+                        "output section `{}` ({offset:#x} bytes aligned to {:#x}) would pass the limit of {limit:#x} \
+                         bytes",
+                        section.name,
+                        effective_alignment(section.alignment)
+                    ),
+                )
+            })?;
         for atom in &section.atoms {
             let entry = &mut graph.atoms[atom.index()];
             entry.file_offset = file_offset + entry.address;
@@ -344,6 +374,7 @@ fn place_unallocated(graph: &mut LinkGraph, layout: &mut Layout, mut unallocated
         layout.file_size = file_offset + offset;
         layout.sections.push(section);
     }
+    Ok(())
 }
 
 /// The permission group (an index into [`SEGMENT_FLAGS`]) of an output section; `relro` is `-z relro`.
@@ -566,14 +597,19 @@ fn place(
                     file_cursor = push_segment(&mut layout, sections, flags, finished, end);
                 }
                 address = next;
+                // The file is held to the output limit as the address space is: a thread-local section
+                // aligned far beyond the page would otherwise move its segment's bytes that far into the file.
                 let file_start = align(file_cursor, modulus)
                     .and_then(|start| start.checked_add(address % modulus))
+                    .filter(|start| *start <= limit.max)
                     .ok_or_else(|| {
                         PhaseError::new(
                             PHASE,
                             format!(
-                                "{}: the output's file offsets overflow 64 bits",
-                                blame(&sections[index].0)
+                                "{}: the segment's file offset (congruent with its address modulo the alignment \
+                                 {modulus:#x}) would pass the limit of {:#x} bytes",
+                                blame(&sections[index].0),
+                                limit.max
                             ),
                         )
                     })?;

@@ -1,7 +1,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! Inputs that once broke a reader (saved under `fuzz/regressions/link_inputs`) are read again: each gives
-//! a graph or an error naming the input, never a panic, a hang or unbounded memory.
+//! Inputs that once broke a reader or layout (saved under `fuzz/regressions/link_inputs`) are read again:
+//! each gives a graph or an error naming the input, never a panic, a hang or unbounded memory; a graph that
+//! reads is laid out and relocated under a 1 MiB output limit, as the fuzz target does, and stays within it.
 
+use neverc_link::context::LinkOptions;
+use neverc_link::graph::Definition;
+use neverc_link::lay_out_and_relocate;
 use neverc_link::read::{extract_all_members, graph_from_inputs};
 use neverc_test_support::repo;
 
@@ -14,11 +18,24 @@ fn saved_fuzz_regressions_read_without_failing_badly() {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let data = std::fs::read(&path).unwrap();
         match graph_from_inputs(vec![(name.clone(), data)]) {
-            Ok(mut graph) => {
-                if let Err(error) = extract_all_members(&mut graph) {
-                    assert!(error.input.contains(&name), "{error}");
+            Ok(mut graph) => match extract_all_members(&mut graph) {
+                Err(error) => assert!(error.input.contains(&name), "{error}"),
+                Ok(()) => {
+                    const LIMIT: u64 = 1 << 20;
+                    let mut options = LinkOptions::new(Vec::new(), "/nonexistent/a.out".into());
+                    options.max_output_size = LIMIT;
+                    if let Some(symbol) = graph
+                        .symbols
+                        .iter()
+                        .find(|symbol| !symbol.name.is_empty() && symbol.definition != Definition::Undefined)
+                    {
+                        options.entry = symbol.name.clone();
+                    }
+                    if let Ok(size) = lay_out_and_relocate(graph, options) {
+                        assert!(size <= LIMIT, "{name}: a layout of {size} bytes");
+                    }
                 }
-            }
+            },
             // A thin-archive member is named as `archive(member)`.
             Err(error) => assert!(error.names_input(&name), "{error}"),
         }
