@@ -152,13 +152,17 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
     options.thinlto_index_only = command.thinlto_index_only;
     options.thinlto_naming = command.thinlto_naming;
     options.lto_cache_policy = command.lto_cache_policy;
+    // The driver refuses -shared by name, and -pie with an interpreter (their outputs are not made yet).
     options.output_kind = OutputKind::decide(OutputRequest {
         relocatable: command.relocatable,
-        // The driver refuses -shared, -pie and -static-pie by name (their outputs are not made yet).
         shared: false,
-        pie: false,
+        pie: command.pie,
         static_link: true,
     });
+    // A position-independent output is laid out from address 0 (the loader chooses where it goes).
+    if options.output_kind.is_position_independent() && command.image_base.is_none() {
+        options.image_base = 0;
+    }
     if let Some(page_size) = command.page_size {
         options.page_size = page_size;
     }
@@ -214,8 +218,8 @@ drivers link with neverc-spec unchanged:
   neverc-spec ld -static -o prog crt1.o main.o -L DIR -lfoo ...
 
 It runs when neverc-spec is invoked as `ld`, `ld.NAME` or `TRIPLE-ld`, or as `neverc-spec ld`. The link
-itself is `neverc-spec link`'s: the declared link phases, into a static executable (with -r, into one
-relocatable object).
+itself is `neverc-spec link`'s: the declared link phases, into a static executable (with -static-pie, a
+static position-independent one; with -r, one relocatable object).
 
 Inputs, in order:
   FILE                  an object, an archive (GNU or thin) or a linker script
@@ -289,6 +293,15 @@ Output:
   --compress-debug-sections=none|zlib|zlib-gabi|zstd
                                   write the debugging sections compressed (SHF_COMPRESSED, a zlib stream or a
                                   Zstandard frame) where that makes them smaller; zlib-gnu is refused
+  -pie, -no-pie, -static-pie, --no-dynamic-linker
+                                  with -static (or --no-dynamic-linker), -pie makes a static
+                                  position-independent executable, as gcc -static-pie asks: ET_DYN from
+                                  address 0 without an interpreter, a RELATIVE relocation in .rela.dyn for
+                                  every address its data holds, the indirect functions' IRELATIVE ones in
+                                  .rela.plt, and the .dynamic (with .dynsym, .dynstr, .gnu.hash) glibc's
+                                  start-up code reads to relocate it; code holding 32-bit absolute addresses
+                                  (not -fPIE) is refused naming the relocation, as are addresses in read-only
+                                  sections (text relocations)
   -r, -i, --relocatable           merge the inputs into one relocatable object (ET_REL) as GNU ld -r
                                   does: sections combined by name, relocations and symbols kept, COMDAT
                                   groups kept as groups (a second copy dropped), archive members pulled as
@@ -352,8 +365,8 @@ Symbols (as GNU ld defines them):
 Accepted, since they cannot change a static executable (or ask for what neverc-spec does anyway):
   --threads[=N], --no-threads (lld's; the link is not threaded yet); with a note: -Bsymbolic,
   -Bsymbolic-functions, -Bno-symbolic, --exclude-libs=LIBS (a static executable has no dynamic symbols);
-  --hash-style=sysv|gnu|both, -O LEVEL, --as-needed, --no-as-needed, -no-pie,
-  --no-dynamic-linker, -dynamic-linker FILE and -I FILE (ignored for a static output, as ld.bfd does),
+  --hash-style=sysv|gnu|both, -O LEVEL, --as-needed, --no-as-needed,
+  -dynamic-linker FILE and -I FILE (ignored for a static output, as ld.bfd does),
   -rpath DIR, -rpath-link DIR, -R DIR, --export-dynamic, -E, --no-undefined, --[no-]allow-shlib-undefined,
   --enable-new-dtags, --disable-new-dtags, --[no-]copy-dt-needed-entries,
   --[no-]warn-rwx-segments, --[no-]warn-execstack, --warn-common, --warn-once,
@@ -400,7 +413,7 @@ Ignored:
                                   machine code are refused by name
 
 Refused (exit 2, naming the option), because neverc-spec does not implement what they would change:
-  -pie, -static-pie, -shared, -T/--script, -Trodata-segment, -Tldata-segment, -x/--discard-all, -N, -n,
+  -pie without -static or --no-dynamic-linker (a PIE with an interpreter), -shared, -T/--script, -Trodata-segment, -Tldata-segment, -x/--discard-all, -N, -n,
   -z execstack, -m naming no
   declared emulation, -EB or -EL for the other byte order, --build-id=md5|uuid|0xHEX, --icf=safe, any other
   -z keyword, and every option not listed here.

@@ -59,11 +59,16 @@ fn lines(case: &Path, file: &str) -> Vec<String> {
 /// Links `case` through its compiler driver with neverc-spec as `ld` into `output` (a name in the case
 /// directory); the link's stderr when it fails.
 fn link(case: &Path, output: &str) -> Result<(), String> {
+    link_with(case, output, lines(case, "link.args"))
+}
+
+/// Links `case` as [`link`] does, with `arguments` for the driver instead of its `link.args`.
+fn link_with(case: &Path, output: &str, arguments: Vec<String>) -> Result<(), String> {
     let driver = read_text(&case.join("driver"));
     let result = Command::new(driver.trim())
         .arg("-B")
         .arg(ld_dir())
-        .args(lines(case, "link.args"))
+        .args(arguments)
         // `-v`: the linker prints its version line, which says which linker ran.
         .args(["-Wl,-v", "-o", output])
         .current_dir(case)
@@ -157,6 +162,57 @@ fn zlib_round_trips_like_its_ld_bfd_builds() {
 #[test]
 fn the_four_workloads_in_one_program_run_like_their_ld_bfd_builds() {
     check_program("all");
+}
+
+/// The program of all four workloads against glibc, built as a static PIE (`gcc -static-pie` instead of
+/// `-static`; Debian's gcc compiles position-independent code by default), plain and with --gc-sections, runs
+/// as its ld.bfd build (a static executable) does.
+#[test]
+fn the_four_workloads_as_a_static_pie_run_like_their_ld_bfd_builds() {
+    let mut failures = Vec::new();
+    for name in ["all-glibc-plain", "all-glibc-sections-gc"] {
+        let case = fixtures().join(name);
+        let arguments: Vec<String> = lines(&case, "link.args")
+            .into_iter()
+            .map(|argument| {
+                if argument == "-static" {
+                    "-static-pie".to_string()
+                } else {
+                    argument
+                }
+            })
+            .collect();
+        assert!(
+            arguments.iter().any(|argument| argument == "-static-pie"),
+            "{arguments:?}"
+        );
+        if let Err(stderr) = link_with(&case, "neverc-pie.elf", arguments) {
+            failures.push(format!("{name}: the link failed:\n{stderr}"));
+            continue;
+        }
+        let header = Command::new("readelf")
+            .arg("-h")
+            .arg(case.join("neverc-pie.elf"))
+            .output()
+            .unwrap();
+        assert!(
+            text(&header.stdout).contains("DYN (Position-Independent Executable file)"),
+            "{name}"
+        );
+        let expected = (
+            read_text(&case.join("expected.stdout")),
+            read_text(&case.join("expected.stderr")),
+            Some(read_text(&case.join("expected.status")).trim().parse().unwrap()),
+        );
+        let ours = run(&case, "neverc-pie.elf");
+        if ours != expected {
+            failures.push(format!(
+                "{name}: exit {:?} (ld.bfd's build: {:?})\n{}",
+                ours.2, expected.2, ours.0
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
 /// The SHA-256 of a file, by `sha256sum`.

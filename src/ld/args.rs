@@ -45,6 +45,12 @@ pub(crate) struct LdCommand {
     /// `--section-start=NAME=ADDR`, `-Ttext=`, `-Tdata=`, `-Tbss=`: output sections at fixed addresses, in
     /// command-line order.
     pub(crate) section_starts: Vec<(String, u64)>,
+    /// `-pie` (after any `-no-pie`).
+    pub(crate) pie: bool,
+    /// `-static`, `-Bstatic` or their synonyms appeared.
+    pub(crate) static_seen: bool,
+    /// `--no-dynamic-linker`.
+    pub(crate) no_dynamic_linker: bool,
     /// `-z separate-code` (the default) or `-z noseparate-code`.
     pub(crate) separate_code: bool,
     /// `-z keep-text-section-prefix`.
@@ -223,8 +229,6 @@ enum Arity {
 
 /// Why a GNU ld option is refused.
 const CHANGES_OUTPUT: &str = "neverc-spec does not implement it, and it would change the output";
-const PIE: &str = "neverc-spec writes static executables at a fixed address, not position-independent ones \
-                   (PIE, static-pie): link with -no-pie (gcc: -static -no-pie)";
 const SHARED: &str = "neverc-spec writes static executables, not shared libraries";
 const SCRIPT: &str = "neverc-spec has no linker-script layout; a script of GROUP/INPUT/AS_NEEDED/OUTPUT_FORMAT \
                       commands may be given as an input file instead";
@@ -284,6 +288,12 @@ enum Opt {
     /// `--fix-NAME[=full]` for an erratum a target declares: its workaround, as ld.bfd makes it.
     FixErratum,
     ImageBase,
+    /// `-pie` (true) / `-no-pie` (false).
+    Pie(bool),
+    /// `-static-pie`: `-static -pie --no-dynamic-linker`.
+    StaticPie,
+    /// `--no-dynamic-linker`: no interpreter, the output relocates itself (a static PIE).
+    NoDynamicLinker,
     /// `-Ttext-segment=ADDR`: the image base, in GNU ld's hexadecimal.
     TextSegment,
     /// `--section-start=NAME=ADDR` (no name) or `-Ttext`/`-Tdata`/`-Tbss` (the section they name).
@@ -403,10 +413,7 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         "emit-relocs" => (Opt::EmitRelocs, Flag),
         // Nothing to do for a static executable: no dynamic section, no dynamic symbols, no shared libraries;
         // or what neverc-spec does anyway (undefined symbols are errors).
-        "no-pie"
-        | "no-pic-executable"
-        | "no-dynamic-linker"
-        | "as-needed"
+        "as-needed"
         | "no-as-needed"
         | "no-undefined"
         | "allow-shlib-undefined"
@@ -431,7 +438,11 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         | "thinlto-emit-imports-files"
         // Temporary local symbols (`.L...`) are never written to the symbol table anyway.
         | "discard-locals" => (Opt::NoEffect, Flag),
-        "pie" | "pic-executable" | "static-pie" => (Opt::Unsupported(PIE), Flag),
+        "pie" | "pic-executable" => (Opt::Pie(true), Flag),
+        "no-pie" | "no-pic-executable" => (Opt::Pie(false), Flag),
+        // lld's spelling of `-static -pie --no-dynamic-linker`.
+        "static-pie" => (Opt::StaticPie, Flag),
+        "no-dynamic-linker" => (Opt::NoDynamicLinker, Flag),
         "shared" | "Bshareable" | "soname" => (Opt::Unsupported(SHARED), Flag),
         "Ttext" => (Opt::SectionStart(Some(".text")), Required),
         "Tdata" => (Opt::SectionStart(Some(".data")), Required),
@@ -537,6 +548,9 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
             image_base: None,
             section_starts: Vec::new(),
             separate_code: true,
+            pie: false,
+            static_seen: false,
+            no_dynamic_linker: false,
             keep_text_section_prefix: false,
             print_gc_sections: false,
             print_map: false,
@@ -702,7 +716,18 @@ impl Parser {
                 self.push(Item::Library { namespec, static_only });
             }
             Opt::LibraryPath => command.library_dirs.push(path(value)?),
-            Opt::Static => self.static_only = true,
+            Opt::Static => {
+                self.static_only = true;
+                self.command.static_seen = true;
+            }
+            Opt::Pie(pie) => self.command.pie = pie,
+            Opt::StaticPie => {
+                self.static_only = true;
+                self.command.static_seen = true;
+                self.command.pie = true;
+                self.command.no_dynamic_linker = true;
+            }
+            Opt::NoDynamicLinker => self.command.no_dynamic_linker = true,
             Opt::Dynamic => self.static_only = false,
             Opt::StartGroup => {
                 if self.in_group {
@@ -1061,6 +1086,14 @@ impl Parser {
         }
         if let Some(little) = self.command.little_endian {
             check_byte_order(little, self.command.emulation.as_ref())?;
+        }
+        // A PIE with an interpreter (gcc's default) imports from shared libraries, which are not read yet.
+        if self.command.pie && !self.command.static_seen && !self.command.no_dynamic_linker {
+            return Err(LdError::Unsupported {
+                option: "-pie".to_string(),
+                reason: "neverc-spec does not write dynamically linked executables yet: link with -static-pie \
+                         (a static position-independent executable) or -static -no-pie",
+            });
         }
         if let Some(common) = self.command.common_page_size {
             // Without `-z max-page-size`, the page size is the target's when `-m` named it.

@@ -23,10 +23,12 @@ pub(crate) enum LinkerDefined<'n> {
     GlobalOffsetTable,
     /// `__start_SECTION` / `__stop_SECTION` of an output section named like a C identifier.
     SectionBound { section: &'n str, end: bool },
+    /// `_DYNAMIC`: the start of `.dynamic`, in an output that has one.
+    Dynamic,
 }
 
 /// The names with a fixed meaning, and what each means.
-const FIXED: [(&str, LinkerDefined<'static>); 18] = [
+const FIXED: [(&str, LinkerDefined<'static>); 19] = [
     (
         "__init_array_start",
         LinkerDefined::ArrayBound {
@@ -94,13 +96,32 @@ const FIXED: [(&str, LinkerDefined<'static>); 18] = [
     ("__executable_start", LinkerDefined::ImageBase),
     ("__ehdr_start", LinkerDefined::ImageBase),
     ("_GLOBAL_OFFSET_TABLE_", LinkerDefined::GlobalOffsetTable),
+    ("_DYNAMIC", LinkerDefined::Dynamic),
 ];
 
 /// What `name` means if the linker defines it; `has_section` tells whether an input section of that name
-/// exists (only then are `__start_`/`__stop_` names defined).
-pub(crate) fn linker_defined<'n>(name: &'n str, has_section: impl Fn(&str) -> bool) -> Option<LinkerDefined<'n>> {
+/// exists (only then are `__start_`/`__stop_` names defined), and `dynamic` whether the output has a
+/// `.dynamic` section: only then is `_DYNAMIC` defined (a static C library reads a defined one as its own
+/// dynamic section), and the `IRELATIVE` bounds are not (the loader, or a static PIE's start-up code,
+/// applies those relocations through `.dynamic`, as with GNU ld's PIE script).
+pub(crate) fn linker_defined<'n>(
+    name: &'n str,
+    has_section: impl Fn(&str) -> bool,
+    dynamic: bool,
+) -> Option<LinkerDefined<'n>> {
     if let Some((_, meaning)) = FIXED.iter().find(|(fixed, _)| *fixed == name) {
-        return Some(*meaning);
+        let iplt_bound = matches!(
+            meaning,
+            LinkerDefined::ArrayBound {
+                section: OutputSectionId::RelaIplt,
+                ..
+            }
+        );
+        let defined = match meaning {
+            LinkerDefined::Dynamic => dynamic,
+            _ => !(dynamic && iplt_bound),
+        };
+        return defined.then_some(*meaning);
     }
     let (section, end) = match (name.strip_prefix("__start_"), name.strip_prefix("__stop_")) {
         (Some(section), _) => (section, false),

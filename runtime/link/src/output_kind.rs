@@ -82,6 +82,15 @@ impl OutputKind {
         }
     }
 
+    /// Whether the output may be loaded at any address: it has a `.dynamic` section and dynamic relocations
+    /// for the addresses it holds.
+    pub fn is_position_independent(self) -> bool {
+        matches!(
+            self,
+            OutputKind::StaticPie | OutputKind::Pie | OutputKind::SharedLibrary
+        )
+    }
+
     /// Whether the output is a program (as opposed to a library or an object).
     pub fn is_executable(self) -> bool {
         self.abi_kind() == LinkOutputKind::Executable
@@ -96,12 +105,11 @@ impl OutputKind {
         }
     }
 
-    /// What is missing for this linker to make this kind, if anything: it makes static executables and
-    /// relocatable objects.
+    /// What is missing for this linker to make this kind, if anything: it makes static executables, static
+    /// position-independent executables and relocatable objects.
     pub fn unsupported(self) -> Option<&'static str> {
         match self {
-            OutputKind::StaticExecutable | OutputKind::Relocatable => None,
-            OutputKind::StaticPie => Some("a static position-independent executable (-static-pie)"),
+            OutputKind::StaticExecutable | OutputKind::Relocatable | OutputKind::StaticPie => None,
             OutputKind::Pie => Some("a position-independent executable (-pie)"),
             OutputKind::DynamicExecutable => Some("a dynamically linked executable"),
             OutputKind::SharedLibrary => Some("a shared library (-shared)"),

@@ -410,6 +410,10 @@ fn other_program_headers<'s>(
     let mut relro = Vec::new();
     let mut note_alignment = None;
     for (index, section) in sections.enumerate() {
+        // `PT_DYNAMIC` comes first after the loads, as ld.bfd orders them.
+        if section.id == Some(OutputSectionId::Dynamic) {
+            headers.insert(0, (ProgramHeaderKind::Dynamic, vec![index]));
+        }
         if section.id == Some(OutputSectionId::EhFrameHdr) {
             frame_header = Some(index);
         }
@@ -493,9 +497,13 @@ fn describe_program_headers(
                     variant,
                 });
             }
+            let flags = match kind {
+                ProgramHeaderKind::Dynamic => SegmentFlags::READ.union(SegmentFlags::WRITE),
+                _ => SegmentFlags::READ,
+            };
             ProgramHeaderLayout {
                 kind,
-                flags: SegmentFlags::READ,
+                flags,
                 virtual_address: start,
                 file_offset: first.file_offset,
                 file_size: file_end - start,
@@ -831,7 +839,8 @@ fn define_linker_symbol_values(context: &mut LinkContext, layout: &Layout) {
             bounds_of(section).map_or(data_start, |(start, stop)| if end { stop } else { start })
         };
         // Names defined for sections that were all discarded keep the value 0.
-        let Some(meaning) = linker_defined(&name, |_| true) else {
+        let dynamic = context.options.output_kind.is_position_independent();
+        let Some(meaning) = linker_defined(&name, |_| true, dynamic) else {
             continue;
         };
         let value = match meaning {
@@ -844,6 +853,7 @@ fn define_linker_symbol_values(context: &mut LinkContext, layout: &Layout) {
             LinkerDefined::GlobalOffsetTable => bounds_of(OutputSectionId::Got).map_or(0, |(start, _)| start),
             LinkerDefined::SectionBound { section, end: false } => bounds(section).map_or(0, |(start, _)| start),
             LinkerDefined::SectionBound { section, end: true } => bounds(section).map_or(0, |(_, end)| end),
+            LinkerDefined::Dynamic => bounds_of(OutputSectionId::Dynamic).map_or(0, |(start, _)| start),
         };
         context.graph.symbols[symbol.index()].value = value;
     }

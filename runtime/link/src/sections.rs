@@ -24,6 +24,11 @@ pub enum OutputSectionId {
     NoteGnuProperty,
     NoteGnuBuildId,
     RelaIplt,
+    GnuHash,
+    DynSym,
+    DynStr,
+    RelaDyn,
+    Dynamic,
     Tdata,
     Tbss,
     PreinitArray,
@@ -133,11 +138,11 @@ const fn with_headers(kind: OutputSectionKind) -> OutputSectionKind {
 
 use crate::graph::section_flags::{EXECUTABLE, WRITABLE};
 use OutputSectionId as Id;
-use SectionKind::{FiniArray, InitArray, Note, PreinitArray, ProgBits, Rela};
+use SectionKind::{DynSym, Dynamic, FiniArray, GnuHash, InitArray, Note, PreinitArray, ProgBits, Rela, StrTab};
 
 /// The table, in the order its rules are tried: the first rule that claims an input section's name wins
 /// (`.data.rel.ro` before `.data`, `.init` before `.init_array`'s family).
-static OUTPUT_SECTIONS: [OutputSectionKind; 22] = [
+static OUTPUT_SECTIONS: [OutputSectionKind; 27] = [
     kind(Id::Text, ".text", Inputs::Families(&[".text"]), ProgBits, 2),
     keep_unique(kind(Id::Init, ".init", Inputs::Named(&[".init"]), ProgBits, 0)),
     made(
@@ -146,6 +151,18 @@ static OUTPUT_SECTIONS: [OutputSectionKind; 22] = [
     ),
     keep_unique(kind(Id::Fini, ".fini", Inputs::Named(&[".fini"]), ProgBits, 3)),
     with_headers(kind(Id::RelaIplt, ".rela.plt", Inputs::Named(&[".rela.plt"]), Rela, 60)),
+    // What a position-independent executable's loader (or its own start-up code) reads, after the notes, as
+    // ld.bfd places it.
+    with_headers(kind(
+        Id::GnuHash,
+        ".gnu.hash",
+        Inputs::Named(&[".gnu.hash"]),
+        GnuHash,
+        52,
+    )),
+    with_headers(kind(Id::DynSym, ".dynsym", Inputs::Named(&[".dynsym"]), DynSym, 53)),
+    with_headers(kind(Id::DynStr, ".dynstr", Inputs::Named(&[".dynstr"]), StrTab, 54)),
+    with_headers(kind(Id::RelaDyn, ".rela.dyn", Inputs::Named(&[".rela.dyn"]), Rela, 56)),
     // The first note, as ld.bfd places it, then the build ID.
     with_headers(kind(
         Id::NoteGnuProperty,
@@ -214,14 +231,18 @@ static OUTPUT_SECTIONS: [OutputSectionKind; 22] = [
         5,
     )),
     made(
-        relro(kind(Id::Got, ".got", Inputs::Named(&[".got"]), ProgBits, 6)),
+        relro(kind(Id::Dynamic, ".dynamic", Inputs::Named(&[".dynamic"]), Dynamic, 6)),
         WRITABLE,
     ),
     made(
-        kind(Id::IgotPlt, ".got.plt", Inputs::Named(&[".got.plt"]), ProgBits, 7),
+        relro(kind(Id::Got, ".got", Inputs::Named(&[".got"]), ProgBits, 7)),
         WRITABLE,
     ),
-    kind(Id::Data, ".data", Inputs::Families(&[".data"]), ProgBits, 8),
+    made(
+        kind(Id::IgotPlt, ".got.plt", Inputs::Named(&[".got.plt"]), ProgBits, 8),
+        WRITABLE,
+    ),
+    kind(Id::Data, ".data", Inputs::Families(&[".data"]), ProgBits, 9),
     // Common symbols are atoms of the linker's named `COMMON`.
     made(
         kind(

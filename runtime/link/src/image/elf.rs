@@ -50,6 +50,7 @@ pub(crate) const SECTION_HEADER_SIZE: u64 = 64;
 const SYMBOL_SIZE: u64 = 24;
 
 pub(crate) const PT_LOAD: u32 = 1;
+pub(crate) const PT_DYNAMIC: u32 = 2;
 pub(crate) const PT_NOTE: u32 = 4;
 pub(crate) const PT_TLS: u32 = 7;
 pub(crate) const PT_GNU_EH_FRAME: u32 = 0x6474_e550;
@@ -75,6 +76,9 @@ const SHT_INIT_ARRAY: u32 = 14;
 const SHT_FINI_ARRAY: u32 = 15;
 const SHT_PREINIT_ARRAY: u32 = 16;
 const SHT_RELA: u32 = 4;
+const SHT_DYNAMIC: u32 = 6;
+const SHT_DYNSYM: u32 = 11;
+const SHT_GNU_HASH: u32 = 0x6fff_fff6;
 /// `sh_flags`: `sh_info` holds a section index (that of the section a relocation section applies to).
 const SHF_INFO_LINK: u64 = 0x40;
 /// The size of one ELF64 relocation with an addend.
@@ -244,6 +248,14 @@ pub enum SectionKind {
     PreinitArray,
     /// Relocations with addends (`SHT_RELA`), such as the `IRELATIVE` ones of a static executable.
     Rela,
+    /// The dynamic section (`SHT_DYNAMIC`): tag and value pairs for the dynamic loader.
+    Dynamic,
+    /// The dynamic symbol table (`SHT_DYNSYM`).
+    DynSym,
+    /// A string table (`SHT_STRTAB`), such as `.dynstr`.
+    StrTab,
+    /// GNU's symbol hash table (`SHT_GNU_HASH`).
+    GnuHash,
 }
 
 impl SectionKind {
@@ -257,6 +269,10 @@ impl SectionKind {
             SectionKind::FiniArray => SHT_FINI_ARRAY,
             SectionKind::PreinitArray => SHT_PREINIT_ARRAY,
             SectionKind::Rela => SHT_RELA,
+            SectionKind::Dynamic => SHT_DYNAMIC,
+            SectionKind::DynSym => SHT_DYNSYM,
+            SectionKind::StrTab => SHT_STRTAB,
+            SectionKind::GnuHash => SHT_GNU_HASH,
         }
     }
 
@@ -265,6 +281,8 @@ impl SectionKind {
         match self {
             SectionKind::InitArray | SectionKind::FiniArray | SectionKind::PreinitArray => 8,
             SectionKind::Rela => 24,
+            SectionKind::Dynamic => 16,
+            SectionKind::DynSym => 24,
             _ => 0,
         }
     }
@@ -297,6 +315,8 @@ pub enum ProgramHeaderKind {
     GnuEhFrame,
     /// `PT_GNU_RELRO`: data made read-only after start-up.
     GnuRelro,
+    /// `PT_DYNAMIC`: `.dynamic`.
+    Dynamic,
 }
 
 impl ProgramHeaderKind {
@@ -308,6 +328,7 @@ impl ProgramHeaderKind {
             ProgramHeaderKind::GnuProperty => PT_GNU_PROPERTY,
             ProgramHeaderKind::GnuEhFrame => PT_GNU_EH_FRAME,
             ProgramHeaderKind::GnuRelro => PT_GNU_RELRO,
+            ProgramHeaderKind::Dynamic => PT_DYNAMIC,
         }
     }
 }
@@ -1069,16 +1090,45 @@ impl SectionHeader {
 fn section_headers(layout: &ImageLayout, plan: &Plan) -> Vec<u8> {
     let mut encoder = Encoder::default();
     encoder.0.resize(SECTION_HEADER_SIZE as usize, 0);
+    // The links ELF defines between the dynamic sections: `.dynamic` and `.dynsym` name their string
+    // table, the hash table and the dynamic relocations `.dynsym`, and the PLT's relocations the slots
+    // they fill (ELF section `i + 1` is layout section `i`).
+    let index_of = |kind: SectionKind| {
+        layout
+            .sections
+            .iter()
+            .position(|section| section.kind == kind)
+            .map_or(0, |index| u32::try_from(index + 1).unwrap_or(0))
+    };
+    let (dynstr, dynsym) = (index_of(SectionKind::StrTab), index_of(SectionKind::DynSym));
+    let got_plt = layout
+        .sections
+        .iter()
+        .position(|section| section.name == ".got.plt")
+        .map_or(0, |index| u32::try_from(index + 1).unwrap_or(0));
     for (section, &name) in layout.sections.iter().zip(&plan.section_names) {
+        let (link, info) = match section.kind {
+            SectionKind::Dynamic => (dynstr, 0),
+            // One local symbol: the null one.
+            SectionKind::DynSym => (dynstr, 1),
+            SectionKind::GnuHash => (dynsym, 0),
+            SectionKind::Rela if dynsym != 0 => (dynsym, if section.name == ".rela.plt" { got_plt } else { 0 }),
+            _ => (0, 0),
+        };
         SectionHeader {
             name,
             kind: section.kind.sh_type(),
-            flags: section.flags.to_elf(),
+            flags: section.flags.to_elf()
+                | if section.kind == SectionKind::Rela && info != 0 {
+                    SHF_INFO_LINK
+                } else {
+                    0
+                },
             address: section.address,
             offset: section.file_offset,
             size: section.size,
-            link: 0,
-            info: 0,
+            link,
+            info,
             alignment: section.alignment,
             entry_size: if section.flags.contains(SectionFlags::STRINGS) {
                 1

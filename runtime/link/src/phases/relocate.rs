@@ -284,7 +284,10 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
         | RelocationKind::TlsLd
         | RelocationKind::TlsDesc
         | RelocationKind::TlsDescCall => return relax_tls(buffer),
-        RelocationKind::TlsModule | RelocationKind::TlsDescriptor | RelocationKind::Irelative => {
+        RelocationKind::TlsModule
+        | RelocationKind::TlsDescriptor
+        | RelocationKind::Irelative
+        | RelocationKind::Relative => {
             return Err(format!("{}: a dynamic relocation in a relocatable input", what()));
         }
     };

@@ -125,7 +125,8 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     graph.index_edges();
     allocate_commons(graph, &table, phase);
     define_symbols(graph, &mut table, &options.defsyms, phase).map_err(|message| PhaseError::new(PHASE, message))?;
-    define_linker_symbols(graph, &mut table, phase);
+    let dynamic = context.options.output_kind.is_position_independent();
+    define_linker_symbols(graph, &mut table, phase, dynamic);
     let missing: Vec<String> = options
         .require_defined
         .iter()
@@ -524,21 +525,23 @@ fn made_symbol(name: String, phase: u16) -> Symbol {
 }
 
 /// Whether the linker defines `name` (see [`crate::linker_defined`]).
-pub(crate) fn is_linker_defined(name: &str, graph: &LinkGraph) -> bool {
-    linker_defined(name, |section| {
-        graph.sections.iter().any(|candidate| candidate.name == section)
-    })
+pub(crate) fn is_linker_defined(name: &str, graph: &LinkGraph, dynamic: bool) -> bool {
+    linker_defined(
+        name,
+        |section| graph.sections.iter().any(|candidate| candidate.name == section),
+        dynamic,
+    )
     .is_some()
 }
 
-fn define_linker_symbols(graph: &mut LinkGraph, table: &mut FxHashMap<String, SymbolId>, phase: u16) {
+fn define_linker_symbols(graph: &mut LinkGraph, table: &mut FxHashMap<String, SymbolId>, phase: u16, dynamic: bool) {
     let mut names: Vec<String> = graph
         .symbols
         .iter()
         .filter(|symbol| {
             symbol.definition == Definition::Undefined
                 && !table.contains_key(&symbol.name)
-                && is_linker_defined(&symbol.name, graph)
+                && is_linker_defined(&symbol.name, graph, dynamic)
         })
         .map(|symbol| symbol.name.clone())
         .collect();

@@ -111,6 +111,8 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     graph.index_edges();
     context.synthesized.iplt = Some(Iplt {
         atom: plt_atom,
+        slots: slots_atom,
+        relocations: rela_atom,
         entry_size,
         entries: index,
     });

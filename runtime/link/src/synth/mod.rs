@@ -6,12 +6,14 @@
 //! the PLT of indirect functions and its slots and `IRELATIVE` relocations (`iplt.rs`), the global offset
 //! table (`got.rs`), merged strings (`strings.rs`), the unwind tables without the records of dropped
 //! functions and their search table (`eh_frame.rs`), the merged program properties (`gnu_property.rs`) and
-//! the build ID note (`build_id.rs`). Linker-made code comes from the architecture's templates
+//! the build ID note (`build_id.rs`), and, for a position-independent output, its dynamic relocations and
+//! `.dynamic` (`dynamic.rs`). Linker-made code comes from the architecture's templates
 //! (`code.rs`). Every maker does nothing when it has made its product already, so a rerun of the phase adds
 //! nothing twice.
 
 pub(crate) mod build_id;
 pub(crate) mod code;
+mod dynamic;
 pub(crate) mod eh_frame;
 pub(crate) mod gnu_property;
 pub(crate) mod got;
@@ -50,12 +52,17 @@ pub struct Synthesized {
     pub(crate) gnu_property_merged: bool,
     /// Whether the `.note.gnu.build-id` atom (`--build-id`) was made; emission fills it in.
     pub(crate) build_id_made: bool,
+    /// The `.dynamic` atom of a position-independent output.
+    pub(crate) dynamic: Option<AtomId>,
 }
 
 /// The PLT of indirect functions: its atom, the size of one entry, and each function's entry.
 #[derive(Clone, Debug)]
 pub(crate) struct Iplt {
     pub(crate) atom: AtomId,
+    /// The `.got.plt` slots and the `.rela.plt` relocations that fill them.
+    pub(crate) slots: AtomId,
+    pub(crate) relocations: AtomId,
     pub(crate) entry_size: u64,
     pub(crate) entries: FxHashMap<SymbolId, u32>,
 }
@@ -88,6 +95,10 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     gnu_property::merge_notes(context, origin);
     if context.options.build_id {
         build_id::make_note(context, origin);
+    }
+    // Last: every address the other makers put in the image needs its relocation.
+    if context.options.output_kind.is_position_independent() {
+        dynamic::make(context, origin)?;
     }
     Ok(())
 }

@@ -43,10 +43,12 @@ pub enum RelocationKind {
     TlsDescriptor,
     /// The result of calling the IFUNC resolver at B + A, stored when the program starts (`.rela.iplt`).
     Irelative,
+    /// B + A: the load address plus the addend, stored by the dynamic loader (or a static PIE itself) at start-up; dynamic.
+    Relative,
 }
 impl RelocationKind {
     /// Every kind, in the vocabulary's order.
-    pub const ALL: [RelocationKind; 17] = [
+    pub const ALL: [RelocationKind; 18] = [
         RelocationKind::None,
         RelocationKind::Symbol,
         RelocationKind::Branch,
@@ -64,6 +66,7 @@ impl RelocationKind {
         RelocationKind::TlsModule,
         RelocationKind::TlsDescriptor,
         RelocationKind::Irelative,
+        RelocationKind::Relative,
     ];
     /// The kind as target files spell it.
     pub const fn name(self) -> &'static str {
@@ -85,6 +88,7 @@ impl RelocationKind {
             RelocationKind::TlsModule => "tls_module",
             RelocationKind::TlsDescriptor => "tls_descriptor",
             RelocationKind::Irelative => "irelative",
+            RelocationKind::Relative => "relative",
         }
     }
     /// The kind target files spell `name`.
@@ -148,6 +152,9 @@ impl RelocationKind {
             RelocationKind::Irelative => {
                 "The result of calling the IFUNC resolver at B + A, stored when the program starts (`.rela.iplt`)."
             }
+            RelocationKind::Relative => {
+                "B + A: the load address plus the addend, stored by the dynamic loader (or a static PIE itself) at start-up; dynamic."
+            }
         }
     }
     /// Whether a relocation of this kind patches bits of its place; a marker (size 0) does not.
@@ -170,6 +177,7 @@ impl RelocationKind {
             RelocationKind::TlsModule => true,
             RelocationKind::TlsDescriptor => true,
             RelocationKind::Irelative => true,
+            RelocationKind::Relative => true,
         }
     }
     /// Whether a relocation of this kind may be relative to `base`.
@@ -222,6 +230,7 @@ impl RelocationKind {
             RelocationKind::TlsModule => matches!(base, RelocationBase::Nothing),
             RelocationKind::TlsDescriptor => matches!(base, RelocationBase::Nothing),
             RelocationKind::Irelative => matches!(base, RelocationBase::Nothing),
+            RelocationKind::Relative => matches!(base, RelocationBase::Nothing),
         }
     }
 }

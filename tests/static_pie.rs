@@ -1,0 +1,247 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+//! Static position-independent executables (`gcc -static-pie`, `ld -static -pie --no-dynamic-linker`), held to
+//! ld.bfd's builds of the same objects: the program (`tests/fixtures/static_pie/pie.c`: addresses in its data,
+//! the C library's indirect functions, thread-local storage) runs and prints what ld.bfd's prints, on x86-64
+//! and on AArch64 under qemu; the file is `ET_DYN` without an interpreter, with `PT_DYNAMIC`, and holds as
+//! many `RELATIVE` and `IRELATIVE` relocations as ld.bfd's; its `.dynamic` has the tags glibc's
+//! `_dl_relocate_static_pie` reads. Code that holds 32-bit absolute addresses is refused by name, as is a PIE
+//! that would need an interpreter. (The real programs linked `-static-pie` are in `tests/real_programs.rs`.)
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::OnceLock;
+
+use neverc_test_support::{program_headers, repo, run_in, succeeded, text};
+
+const BIN: &str = env!("CARGO_BIN_EXE_neverc-spec");
+
+/// An architecture: its compiler driver, its binutils prefix and what runs its programs.
+struct Arch {
+    name: &'static str,
+    gcc: &'static str,
+    binutils: &'static str,
+    runner: &'static [&'static str],
+}
+
+const X86_64: Arch = Arch {
+    name: "x86_64",
+    gcc: "gcc",
+    binutils: "",
+    runner: &[],
+};
+
+const AARCH64: Arch = Arch {
+    name: "aarch64",
+    gcc: "aarch64-linux-gnu-gcc",
+    binutils: "aarch64-linux-gnu-",
+    runner: &["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"],
+};
+
+static OBJECTS: OnceLock<PathBuf> = OnceLock::new();
+
+/// The compiled fixtures (`ARCH/pie.o`, `ARCH/absolute.o` with `-fno-pie`) and `bin/ld`, made on first use.
+fn objects() -> &'static Path {
+    OBJECTS.get_or_init(|| {
+        let out = neverc_test_support::scratch!("static-pie");
+        let bin = out.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink(BIN, bin.join("ld")).unwrap();
+        let sources = repo().join("tests/fixtures/static_pie");
+        for arch in [X86_64, AARCH64] {
+            let dir = out.join(arch.name);
+            std::fs::create_dir_all(&dir).unwrap();
+            for (source, flags) in [("pie", &["-fPIE"][..]), ("absolute", &["-fno-pie"][..])] {
+                let input = sources.join(format!("{source}.c")).display().to_string();
+                let output = format!("{source}.o");
+                let args = [&["-O2", "-c", &input, "-o", &output][..], flags].concat();
+                succeeded(&run_in(arch.gcc, &dir, &args), arch.gcc);
+            }
+        }
+        out
+    })
+}
+
+/// `ARCH-gcc -static-pie OBJECT -o OUTPUT`, linked by neverc-spec (`ours`) or ld.bfd.
+fn link(arch: &Arch, ours: bool, object: &str, output: &str) -> Output {
+    let dir = objects().join(arch.name);
+    let bin = format!("-B{}", objects().join("bin").display());
+    let chosen: &[&str] = if ours { &[&bin] } else { &[] };
+    let args = [&["-static-pie"][..], chosen, &[object, "-o", output]].concat();
+    run_in(arch.gcc, &dir, &args)
+}
+
+/// What `program` prints and its exit status.
+fn run(arch: &Arch, program: &Path) -> (String, Option<i32>) {
+    let path = program.display().to_string();
+    let output = match arch.runner.split_first() {
+        Some((runner, rest)) => run_in(runner, program.parent().unwrap(), &[rest, &[&path]].concat()),
+        None => run_in(&path, program.parent().unwrap(), &[]),
+    };
+    (text(&output.stdout), output.status.code())
+}
+
+/// `ARCH-readelf ARGS program`'s output.
+fn readelf(arch: &Arch, args: &[&str], program: &Path) -> String {
+    let readelf = format!("{}readelf", arch.binutils);
+    let output = run_in(
+        &readelf,
+        Path::new("."),
+        &[args, &[&program.display().to_string()]].concat(),
+    );
+    succeeded(&output, "readelf");
+    text(&output.stdout)
+}
+
+/// The number of relocations in section `name` (`readelf -r`: "Relocation section 'NAME' ... contains N").
+fn relocation_count(arch: &Arch, program: &Path, name: &str) -> usize {
+    readelf(arch, &["-rW"], program)
+        .lines()
+        .find(|line| line.starts_with(&format!("Relocation section '{name}'")))
+        .and_then(|line| line.split_whitespace().rev().nth(1)?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The tags of `.dynamic`, in order (`readelf -d`'s names).
+fn dynamic_tags(arch: &Arch, program: &Path) -> Vec<String> {
+    readelf(arch, &["-dW"], program)
+        .lines()
+        .filter_map(|line| {
+            let line = line.trim_start();
+            line.starts_with("0x").then(|| {
+                line.split_whitespace()
+                    .nth(1)
+                    .unwrap()
+                    .trim_matches(['(', ')'])
+                    .to_string()
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn a_static_pie_runs_as_ld_bfds_and_has_its_dynamic_relocations() {
+    for arch in [X86_64, AARCH64] {
+        let dir = objects().join(arch.name);
+        succeeded(&link(&arch, true, "pie.o", "ours"), "gcc -static-pie (neverc-spec)");
+        succeeded(&link(&arch, false, "pie.o", "bfd"), "gcc -static-pie (ld.bfd)");
+        let (ours, bfd) = (dir.join("ours"), dir.join("bfd"));
+        let expected = run(&arch, &bfd);
+        assert_eq!(
+            expected,
+            (
+                "position-independent 42 29 1\nloaded away from 0: 1\n".to_string(),
+                Some(0)
+            )
+        );
+        assert_eq!(run(&arch, &ours), expected, "{}", arch.name);
+
+        let header = readelf(&arch, &["-hW"], &ours);
+        assert!(
+            header.contains("DYN (Position-Independent Executable file)"),
+            "{header}"
+        );
+        let kinds: Vec<String> = program_headers(&ours).into_iter().map(|row| row[0].clone()).collect();
+        assert!(kinds.contains(&"DYNAMIC".to_string()), "{kinds:?}");
+        assert!(!kinds.contains(&"INTERP".to_string()), "{kinds:?}");
+        assert_eq!(kinds.iter().find(|kind| *kind == "LOAD"), Some(&"LOAD".to_string()));
+        let first_load = program_headers(&ours).into_iter().find(|row| row[0] == "LOAD").unwrap();
+        assert_eq!(first_load[2], "0x0000000000000000", "{first_load:?}");
+
+        // As many relocations as ld.bfd writes: every address in the data, and the indirect functions. On
+        // AArch64 ld.bfd's GOT has slots of its own layout (two of them `R_AARCH64_NONE`): the `RELATIVE`
+        // counts agree to within those few.
+        assert_eq!(
+            relocation_count(&arch, &ours, ".rela.plt"),
+            relocation_count(&arch, &bfd, ".rela.plt"),
+            "{}",
+            arch.name
+        );
+        let (dynamic_ours, dynamic_bfd) = (
+            relocation_count(&arch, &ours, ".rela.dyn"),
+            relocation_count(&arch, &bfd, ".rela.dyn"),
+        );
+        if arch.name == "x86_64" {
+            assert_eq!(dynamic_ours, dynamic_bfd);
+        } else {
+            assert!(
+                dynamic_ours.abs_diff(dynamic_bfd) <= 4,
+                "{dynamic_ours} vs ld.bfd's {dynamic_bfd}"
+            );
+        }
+        let relocations = readelf(&arch, &["-rW"], &ours);
+        let relative = if arch.name == "x86_64" {
+            "R_X86_64_RELATIVE"
+        } else {
+            "R_AARCH64_RELATIVE"
+        };
+        assert!(relocations.contains(relative), "{relocations}");
+        // The tags glibc's start-up code reads, each also in ld.bfd's `.dynamic` (which has INIT, FINI and the
+        // array tags besides, which a static C library does not read).
+        let (tags, reference) = (dynamic_tags(&arch, &ours), dynamic_tags(&arch, &bfd));
+        for tag in [
+            "SYMTAB",
+            "STRTAB",
+            "RELA",
+            "RELASZ",
+            "RELAENT",
+            "RELACOUNT",
+            "JMPREL",
+            "PLTREL",
+            "FLAGS_1",
+        ] {
+            assert!(
+                tags.iter().any(|found| found == tag),
+                "{}: {tag} missing from {tags:?}",
+                arch.name
+            );
+        }
+        for tag in &tags {
+            assert!(
+                reference.contains(tag),
+                "{}: {tag} is not in ld.bfd's {reference:?}",
+                arch.name
+            );
+        }
+        assert_eq!(tags.last().map(String::as_str), Some("NULL"));
+        let dynamic = readelf(&arch, &["-dW"], &ours);
+        assert!(dynamic.contains("Flags: PIE"), "{dynamic}");
+    }
+}
+
+#[test]
+fn code_with_32_bit_absolute_addresses_is_refused_and_nothing_is_written() {
+    let dir = objects().join("x86_64");
+    let _ = std::fs::remove_file(dir.join("absolute"));
+    let output = link(&X86_64, true, "absolute.o", "absolute");
+    let stderr = text(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("absolute.o(.text+0x1): relocation R_X86_64_32 against `counter`")
+            && stderr.contains("recompile with -fPIE"),
+        "{stderr}"
+    );
+    assert!(!dir.join("absolute").exists());
+    // ld.bfd refuses it too.
+    let bfd = link(&X86_64, false, "absolute.o", "absolute");
+    assert!(!bfd.status.success());
+    assert!(
+        text(&bfd.stderr).contains("recompile with -fPIE"),
+        "{}",
+        text(&bfd.stderr)
+    );
+}
+
+#[test]
+fn a_pie_that_needs_an_interpreter_is_refused_by_name() {
+    let dir = objects().join("x86_64");
+    let bin = format!("-B{}", objects().join("bin").display());
+    let output = run_in("gcc", &dir, &[&bin, "pie.o", "-o", "dynamic"]);
+    let stderr = text(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("`-pie` is not supported") && stderr.contains("-static-pie"),
+        "{stderr}"
+    );
+    assert!(!dir.join("dynamic").exists());
+}
