@@ -36,6 +36,11 @@ fi
 
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
+# The tests write their fixtures and outputs under target/: a failed run tells how much disk was left, so that
+# a full disk is not mistaken for a failing test.
+echo "== disk where the tests write: $(df -h --output=avail,iavail . | tail -1 | xargs) (bytes, inodes) free"
+trap 'status=$?; if ((status)); then echo "== failed with exit status $status; disk:"; df -h .; df -i .; fi' EXIT
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"

@@ -216,6 +216,10 @@ const NOT_IN_FIXTURE_OBJECTS: &[(&str, &str)] = &[
         "R_AARCH64_IRELATIVE",
         "dynamic: only the linker's own .rela.plt holds it (glibc-ifunc runs it)",
     ),
+    (
+        "R_AARCH64_RELATIVE",
+        "dynamic: only the linker's own .rela.dyn holds it (tests/static_pie.rs runs an AArch64 static PIE)",
+    ),
 ];
 
 #[test]
