@@ -60,6 +60,23 @@ pub fn read_text(path: &Path) -> String {
     }
 }
 
+/// Runs `command` and returns its exit status, retrying while the program is "text file busy": a program
+/// the test process wrote a moment ago may still be open for writing in a child that another test thread
+/// forked (the descriptor is closed only at that child's exec), and exec(2) refuses it until then.
+pub fn status_retrying_busy(command: &mut Command) -> std::process::ExitStatus {
+    let mut tries = 0;
+    loop {
+        match command.status() {
+            Ok(status) => return status,
+            Err(error) if error.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 50 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(error) => panic!("cannot run {command:?}: {error}"),
+        }
+    }
+}
+
 /// Decodes what a program printed, replacing invalid UTF-8 rather than failing.
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
