@@ -64,11 +64,20 @@ pub fn read_text(path: &Path) -> String {
 /// the test process wrote a moment ago may still be open for writing in a child that another test thread
 /// forked (the descriptor is closed only at that child's exec), and exec(2) refuses it until then.
 pub fn status_retrying_busy(command: &mut Command) -> std::process::ExitStatus {
+    retrying_busy(command, Command::status)
+}
+
+/// Like [`status_retrying_busy`], for what the program printed.
+pub fn output_retrying_busy(command: &mut Command) -> Output {
+    retrying_busy(command, Command::output)
+}
+
+fn retrying_busy<T>(command: &mut Command, run: fn(&mut Command) -> std::io::Result<T>) -> T {
     let mut tries = 0;
     loop {
-        match command.status() {
-            Ok(status) => return status,
-            Err(error) if error.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 50 => {
+        match run(command) {
+            Ok(result) => return result,
+            Err(error) if error.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
                 tries += 1;
                 std::thread::sleep(std::time::Duration::from_millis(20));
             }

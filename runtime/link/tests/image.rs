@@ -188,17 +188,9 @@ fn tool(tool: &str, arguments: &[&str], path: &PathBuf) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
-/// Runs the executable at `path` and returns its exit code, retrying while another test's fork still holds
-/// the freshly written file open (ETXTBSY).
+/// Runs the executable at `path` and returns its exit code (retrying while it is text file busy).
 fn run(path: &PathBuf) -> Option<i32> {
-    for _ in 0..50 {
-        match Command::new(path).status() {
-            Ok(status) => return status.code(),
-            Err(error) if error.raw_os_error() == Some(26) => std::thread::sleep(std::time::Duration::from_millis(20)),
-            Err(error) => panic!("cannot run {}: {error}", path.display()),
-        }
-    }
-    panic!("{} stayed busy", path.display());
+    neverc_test_support::status_retrying_busy(&mut Command::new(path)).code()
 }
 
 fn rules(findings: &[ImageFinding]) -> Vec<&'static str> {

@@ -487,7 +487,7 @@ fn a_c_interceptor_drops_an_unreferenced_function() {
     let gone: Vec<String> = symbols(&plain).difference(&symbols(&staged)).cloned().collect();
     assert_eq!(gone, ["live_unused"]);
     assert!(symbols(&staged).contains("dead_entry"));
-    let ran = std::process::Command::new(&staged).output().unwrap();
+    let ran = neverc_test_support::output_retrying_busy(&mut std::process::Command::new(&staged));
     let expected = std::fs::read_to_string(program_dir.join("expected.stdout")).unwrap();
     assert_eq!(String::from_utf8_lossy(&ran.stdout), expected);
 }
@@ -517,7 +517,7 @@ fn a_c_interceptor_changes_a_symbols_resolution() {
     // The symbol table says what the update said: a global function became a local one; the code is the same.
     assert_eq!(nm_letter(&plain, "live_compute").as_deref(), Some("T"));
     assert_eq!(nm_letter(&staged, "live_compute").as_deref(), Some("t"));
-    let ran = std::process::Command::new(&staged).output().unwrap();
+    let ran = neverc_test_support::output_retrying_busy(&mut std::process::Command::new(&staged));
     let expected = std::fs::read_to_string(program_dir.join("expected.stdout")).unwrap();
     assert_eq!(String::from_utf8_lossy(&ran.stdout), expected);
     // A binding the ABI does not declare is refused, and the link with it.
@@ -559,7 +559,7 @@ fn a_c_interceptor_folds_an_atom_into_another() {
     };
     assert!(address("twin_a").is_some());
     assert_eq!(address("twin_a"), address("twin_b"), "{listed}");
-    let ran = std::process::Command::new(&staged).output().unwrap();
+    let ran = neverc_test_support::output_retrying_busy(&mut std::process::Command::new(&staged));
     let expected = std::fs::read_to_string(program_dir.join("expected.stdout")).unwrap();
     assert_eq!(String::from_utf8_lossy(&ran.stdout), expected);
 }
@@ -577,7 +577,7 @@ fn a_c_interceptor_replaces_an_atoms_content_and_only_those_bytes_change() {
     let expected = std::fs::read_to_string(program_dir.join("expected.stdout"))
         .unwrap()
         .replace("neverc basics fixture", "NEVERC BASICS FIXTURE");
-    let ran = std::process::Command::new(&staged).output().unwrap();
+    let ran = neverc_test_support::output_retrying_busy(&mut std::process::Command::new(&staged));
     assert_eq!(String::from_utf8_lossy(&ran.stdout), expected);
     // The image differs from the one linked without the plugin in the 19 letters only.
     let (before, after) = (std::fs::read(&plain).unwrap(), std::fs::read(&staged).unwrap());
@@ -642,7 +642,7 @@ fn a_c_interceptor_rewrites_the_emitted_image_through_the_bounded_writer() {
         reports,
         ["get-image -> 0", "image-info -> 0", "read-all -> 0", "write-at -> 0"]
     );
-    let ran = std::process::Command::new(&patched).output().unwrap();
+    let ran = neverc_test_support::output_retrying_busy(&mut std::process::Command::new(&patched));
     assert_eq!(
         String::from_utf8_lossy(&ran.stdout),
         expected.replace("neverc basics fixture", "NEVERC BASICS FIXTURE")
@@ -708,7 +708,7 @@ fn runs_live_compute_for_twin_b(program: &Path, program_dir: &Path) -> std::proc
         })
         .map(|line| format!("{line}\n"))
         .collect();
-    let ran = std::process::Command::new(program).output().unwrap();
+    let ran = neverc_test_support::output_retrying_busy(&mut std::process::Command::new(program));
     assert_eq!(String::from_utf8_lossy(&ran.stdout), expected);
     ran
 }
@@ -760,7 +760,7 @@ fn a_c_interceptor_creates_replaces_and_erases_its_synthetics_only() {
             count(base)
         ]
     );
-    let ran = std::process::Command::new(&staged).output().unwrap();
+    let ran = neverc_test_support::output_retrying_busy(&mut std::process::Command::new(&staged));
     let expected = std::fs::read_to_string(program_dir.join("expected.stdout")).unwrap();
     assert_eq!(String::from_utf8_lossy(&ran.stdout), expected);
     // The linker's own synthetics are not the plugin's to replace.
