@@ -1192,3 +1192,101 @@ fn kept_relocations_are_written_against_the_symbol_table_and_the_image_verifies(
         "{symbols}"
     );
 }
+
+/// `program(&EXIT_42)` as a position-independent image would carry it: a `.rela.dyn` after the code with
+/// one `RELATIVE` relocation of `.data`'s word, and a `.dynamic` after `.data` (`DT_RELA`, `DT_RELASZ`,
+/// `DT_NULL`) under `PT_DYNAMIC`; `.bss` moves after it. Returns the layout and the file offsets of the
+/// relocation's `r_offset` and of `DT_RELASZ`'s value.
+fn dynamic_program() -> (ImageLayout, usize, usize) {
+    let mut layout = program(&EXIT_42);
+    let mut rela = Vec::new();
+    for word in [0x402000u64, 8, 0x402000] {
+        rela.extend_from_slice(&word.to_le_bytes());
+    }
+    let mut dynamic = Vec::new();
+    for word in [7u64, 0x401010, 8, 24, 0, 0] {
+        dynamic.extend_from_slice(&word.to_le_bytes());
+    }
+    // PT_DYNAMIC is a fourth program header: the headers segment grows to hold it.
+    let headers = elf_headers_size(4);
+    layout.segments[0].file_size = headers;
+    layout.segments[0].memory_size = headers;
+    layout.segments[1].file_size = 0x28;
+    layout.segments[1].memory_size = 0x28;
+    layout.segments[2].file_size = 0x38;
+    layout.segments[2].memory_size = 0x50;
+    let mut rela_section = section(
+        ".rela.dyn",
+        1,
+        SectionKind::Rela,
+        SectionFlags::ALLOC,
+        0x401010,
+        0x1010,
+        &rela,
+    );
+    rela_section.alignment = 8;
+    let mut dynamic_section = section(
+        ".dynamic",
+        2,
+        SectionKind::Dynamic,
+        SectionFlags::ALLOC | SectionFlags::WRITE,
+        0x402008,
+        0x2008,
+        &dynamic,
+    );
+    dynamic_section.alignment = 8;
+    layout.sections.insert(1, rela_section);
+    layout.sections.insert(3, dynamic_section);
+    layout.sections[4] = bss(".bss", 2, 0x402040, 0x2038, 0x10);
+    for symbol in &mut layout.symbols {
+        if let Some(section) = symbol.section.as_mut()
+            && *section >= 1
+        {
+            *section += if *section >= 2 { 2 } else { 1 };
+        }
+    }
+    layout.symbols[2].value = 0x402040;
+    layout.program_headers.push(ProgramHeaderLayout {
+        kind: ProgramHeaderKind::Dynamic,
+        flags: SegmentFlags::READ | SegmentFlags::WRITE,
+        virtual_address: 0x402008,
+        file_offset: 0x2008,
+        file_size: 48,
+        memory_size: 48,
+        alignment: 8,
+    });
+    (layout, 0x1010, 0x2008 + 24)
+}
+
+#[test]
+fn dynamic_entries_must_describe_their_sections_and_dynamic_relocations_patch_writable_memory() {
+    let (layout, relocation, relasz) = dynamic_program();
+    let image = write(&layout);
+    assert_eq!(verify_image(&image.clone().into(), &layout), Vec::new());
+    // DT_RELASZ says two relocations where there is one.
+    let mut wrong_size = image.clone();
+    patch_u64(&mut wrong_size, relasz, 48);
+    let findings = verify_image(&wrong_size.into(), &layout);
+    assert_eq!(
+        findings,
+        [ImageFinding::DynamicMismatch {
+            what: "DT_RELASZ".to_string(),
+            expected: 24,
+            found: 48
+        }]
+    );
+    assert_eq!(
+        findings[0].rule(),
+        "the dynamic section disagrees with the sections it names"
+    );
+    // The relocation patches the code.
+    let mut into_code = image;
+    patch_u64(&mut into_code, relocation, 0x401000);
+    assert_eq!(
+        verify_image(&into_code.into(), &layout),
+        [ImageFinding::DynamicRelocationNotWritable {
+            section: ".rela.dyn".to_string(),
+            offset: 0x401000
+        }]
+    );
+}

@@ -18,6 +18,7 @@
 //! (see [`write_elf`]).
 
 mod compress;
+pub mod dynamic_tags;
 mod elf;
 mod map_file;
 mod sparse;

@@ -13,12 +13,16 @@ use object::LittleEndian;
 use object::elf::FileHeader64;
 use object::read::elf::{FileHeader as _, ProgramHeader as _, SectionHeader as _};
 
+use super::dynamic_tags::{
+    DT_GNU_HASH, DT_JMPREL, DT_NULL, DT_PLTRELSZ, DT_RELA, DT_RELASZ, DT_STRSZ, DT_STRTAB, DT_SYMTAB,
+};
 use super::elf::{
-    FILE_HEADER_SIZE, ImageLayout, PF_W, PF_X, PT_GNU_RELRO, PT_GNU_STACK, PT_LOAD, PT_TLS, SECTION_HEADER_SIZE,
-    SHF_ALLOC, SHF_COMPRESSED, SHF_EXECINSTR, SHF_MERGE, SHF_STRINGS, SHF_TLS, SHF_WRITE, SHT_NOBITS,
-    SYNTHESIZED_SECTIONS, SegmentLayout, permission_string,
+    FILE_HEADER_SIZE, ImageLayout, PF_W, PF_X, PT_DYNAMIC, PT_GNU_RELRO, PT_GNU_STACK, PT_LOAD, PT_TLS,
+    SECTION_HEADER_SIZE, SHF_ALLOC, SHF_COMPRESSED, SHF_EXECINSTR, SHF_MERGE, SHF_STRINGS, SHF_TLS, SHF_WRITE,
+    SHT_NOBITS, SYNTHESIZED_SECTIONS, SegmentLayout, permission_string,
 };
 use super::sparse::SparseBytes;
+use crate::sections::OutputSectionId;
 
 /// One violation of the image rules.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,6 +80,12 @@ pub enum ImageFinding {
     TlsMisaligned { address: u64, alignment: u64 },
     /// Bytes after every declared range.
     TrailingBytes { claimed_end: u64, image_size: u64 },
+    /// An entry of `.dynamic` (or `PT_DYNAMIC` itself) does not describe the section it names: the loader
+    /// would read relocations, symbols or strings from the wrong place.
+    DynamicMismatch { what: String, expected: u64, found: u64 },
+    /// A dynamic relocation patches memory that no writable `PT_LOAD` maps: the loader would fault (or
+    /// write to code).
+    DynamicRelocationNotWritable { section: String, offset: u64 },
     /// An allocated section is not inside a segment, in memory or in the file.
     SectionOutsideSegment { section: String, address: u64, size: u64 },
     /// A section is not inside the segment the layout assigns it to.
@@ -113,6 +123,10 @@ impl ImageFinding {
             ImageFinding::RelroNotMapped { .. } => "PT_GNU_RELRO reaches past the mapped memory",
             ImageFinding::TlsMisaligned { .. } => "PT_TLS starts at an address its alignment does not divide",
             ImageFinding::TrailingBytes { .. } => "unclaimed bytes trail the declared image ranges",
+            ImageFinding::DynamicMismatch { .. } => "the dynamic section disagrees with the sections it names",
+            ImageFinding::DynamicRelocationNotWritable { .. } => {
+                "a dynamic relocation patches memory no writable segment maps"
+            }
             ImageFinding::SectionOutsideSegment { .. } => "allocated section lies outside every segment",
             ImageFinding::SectionOutsideDeclaredSegment { .. } => "section lies outside its declared segment",
             ImageFinding::MissingSection { .. } => "layout section is missing from the image",
@@ -198,6 +212,15 @@ impl fmt::Display for ImageFinding {
                 formatter,
                 "{rule}: the declared ranges end at {claimed_end:#x}, the image has {image_size:#x} bytes"
             ),
+            ImageFinding::DynamicMismatch { what, expected, found } => {
+                write!(
+                    formatter,
+                    "{rule}: {what} is {found:#x}, the section says {expected:#x}"
+                )
+            }
+            ImageFinding::DynamicRelocationNotWritable { section, offset } => {
+                write!(formatter, "{rule}: {section} relocates {offset:#x}")
+            }
             ImageFinding::SectionOutsideSegment { section, address, size } => {
                 write!(
                     formatter,
@@ -244,6 +267,7 @@ pub fn verify_image(image: &SparseBytes, layout: &ImageLayout) -> Vec<ImageFindi
     check_entry(parsed.entry, &loads, &mut findings);
     check_relro(&parsed.segments, &loads, &mut findings);
     check_tls(&parsed.segments, &mut findings);
+    check_dynamic(image, &parsed, &loads, &mut findings);
     check_sections(&parsed.sections, &loads, image_size, &mut findings);
     check_trailing(&parsed, image_size, &mut findings);
     compare_segments(&loads, &layout.segments, &mut findings);
@@ -513,6 +537,93 @@ fn check_relro(segments: &[ParsedSegment], loads: &[&ParsedSegment], findings: &
                 end,
                 mapped_end,
             });
+        }
+    }
+}
+
+/// In an image with `PT_DYNAMIC`: the segment is the `.dynamic` section; the entries that name sections
+/// (`DT_SYMTAB`, `DT_STRTAB` and `DT_STRSZ`, `DT_GNU_HASH`, `DT_RELA` and `DT_RELASZ`, `DT_JMPREL` and
+/// `DT_PLTRELSZ`) give those sections' addresses and sizes; and every relocation of `.rela.dyn` and
+/// `.rela.plt` patches 8 bytes that a writable `PT_LOAD` maps (the `PT_GNU_RELRO` part included, which is
+/// made read-only only after relocation).
+fn check_dynamic(
+    image: &SparseBytes,
+    parsed: &ParsedImage,
+    loads: &[&ParsedSegment],
+    findings: &mut Vec<ImageFinding>,
+) {
+    let Some(segment) = parsed.segments.iter().find(|segment| segment.kind == PT_DYNAMIC) else {
+        return;
+    };
+    let named = |name: &str| parsed.sections.iter().find(|section| section.name == name);
+    let mismatch = |what: &str, expected: u64, found: u64| ImageFinding::DynamicMismatch {
+        what: what.to_string(),
+        expected,
+        found,
+    };
+    let Some(dynamic) = named(OutputSectionId::Dynamic.name()) else {
+        findings.push(mismatch(
+            "PT_DYNAMIC's address (there is no .dynamic)",
+            0,
+            segment.address,
+        ));
+        return;
+    };
+    if (segment.address, segment.file_size) != (dynamic.address, dynamic.size) {
+        findings.push(mismatch("PT_DYNAMIC's address", dynamic.address, segment.address));
+    }
+    let bytes = match image.read(dynamic.file_offset, dynamic.size) {
+        Ok(Some(bytes)) => bytes.into_owned(),
+        _ => return,
+    };
+    let word = |chunk: &[u8], at: usize| {
+        let mut value = [0u8; 8];
+        value.copy_from_slice(&chunk[at..at + 8]);
+        u64::from_le_bytes(value)
+    };
+    let described: [(u64, &str, OutputSectionId, bool); 8] = [
+        (DT_SYMTAB, "DT_SYMTAB", OutputSectionId::DynSym, false),
+        (DT_STRTAB, "DT_STRTAB", OutputSectionId::DynStr, false),
+        (DT_STRSZ, "DT_STRSZ", OutputSectionId::DynStr, true),
+        (DT_GNU_HASH, "DT_GNU_HASH", OutputSectionId::GnuHash, false),
+        (DT_RELA, "DT_RELA", OutputSectionId::RelaDyn, false),
+        (DT_RELASZ, "DT_RELASZ", OutputSectionId::RelaDyn, true),
+        (DT_JMPREL, "DT_JMPREL", OutputSectionId::RelaIplt, false),
+        (DT_PLTRELSZ, "DT_PLTRELSZ", OutputSectionId::RelaIplt, true),
+    ];
+    for entry in bytes.chunks_exact(16) {
+        let (tag, value) = (word(entry, 0), word(entry, 8));
+        if tag == DT_NULL {
+            break;
+        }
+        let Some((_, what, name, size)) = described.iter().find(|(known, ..)| *known == tag) else {
+            continue;
+        };
+        let expected = named(name.name()).map_or(0, |section| if *size { section.size } else { section.address });
+        if expected != value {
+            findings.push(mismatch(what, expected, value));
+        }
+    }
+    for name in [OutputSectionId::RelaDyn.name(), OutputSectionId::RelaIplt.name()] {
+        let Some(section) = named(name) else {
+            continue;
+        };
+        let Ok(Some(relocations)) = image.read(section.file_offset, section.size) else {
+            continue;
+        };
+        for relocation in relocations.chunks_exact(24) {
+            let offset = word(relocation, 0);
+            let writable = loads.iter().any(|load| {
+                load.flags & PF_W != 0
+                    && load.address <= offset
+                    && offset.saturating_add(8) <= load.address.saturating_add(load.memory_size)
+            });
+            if !writable {
+                findings.push(ImageFinding::DynamicRelocationNotWritable {
+                    section: name.to_string(),
+                    offset,
+                });
+            }
         }
     }
 }

@@ -15,26 +15,11 @@ use neverc_tables::{RelocationBase, RelocationKind};
 use super::{PHASE, absolute_edge, declared, new_atom};
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{AtomId, Binding, Definition, Edge, LinkGraph, Origin, atom_flags, section_flags};
+use crate::image::dynamic_tags::{
+    DF_1_PIE, DT_DEBUG, DT_FLAGS_1, DT_GNU_HASH, DT_JMPREL, DT_NULL, DT_PLTGOT, DT_PLTREL, DT_PLTRELSZ, DT_RELA,
+    DT_RELACOUNT, DT_RELAENT, DT_RELASZ, DT_STRSZ, DT_STRTAB, DT_SYMENT, DT_SYMTAB,
+};
 use crate::sections::OutputSectionId;
-
-/// Dynamic section tags and flags (the ELF gABI's and GNU's numbers, the same on every target).
-const DT_NULL: u64 = 0;
-const DT_PLTRELSZ: u64 = 2;
-const DT_PLTGOT: u64 = 3;
-const DT_STRTAB: u64 = 5;
-const DT_SYMTAB: u64 = 6;
-const DT_RELA: u64 = 7;
-const DT_RELASZ: u64 = 8;
-const DT_RELAENT: u64 = 9;
-const DT_STRSZ: u64 = 10;
-const DT_SYMENT: u64 = 11;
-const DT_PLTREL: u64 = 20;
-const DT_DEBUG: u64 = 21;
-const DT_JMPREL: u64 = 23;
-const DT_GNU_HASH: u64 = 0x6fff_fef5;
-const DT_RELACOUNT: u64 = 0x6fff_fff9;
-const DT_FLAGS_1: u64 = 0x6fff_fffb;
-const DF_1_PIE: u64 = 0x0800_0000;
 
 /// The size of an `Elf64_Rela` and of an `Elf64_Sym`.
 const RELA_SIZE: u64 = 24;
