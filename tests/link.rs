@@ -163,6 +163,36 @@ fn an_undefined_symbol_names_the_referencing_input_and_nothing_is_written() {
     assert_eq!(leftovers.len(), 1, "no temporary file remains: {leftovers:?}");
 }
 
+#[test]
+fn a_shared_library_in_a_static_link_is_refused_in_ld_bfd_words_and_nothing_is_written() {
+    let out = scratch!("link-static-shared");
+    std::fs::write(out.join("f.c"), "int f(void) { return 3; }\n").unwrap();
+    let built = Command::new("gcc")
+        .current_dir(&out)
+        .args(["-shared", "-fPIC", "f.c", "-o", "libf.so"])
+        .status()
+        .unwrap();
+    assert!(built.success());
+    let dir = fixtures().join("basics");
+    let output = out.join("a.out");
+    let result = Command::new(env!("CARGO_BIN_EXE_neverc-spec"))
+        .current_dir(&dir)
+        .args(["link", "-o"])
+        .arg(&output)
+        .args(["main.o", "ops.o", "data.o", "pic.o", "rt.o"])
+        .arg(out.join("libf.so"))
+        .output()
+        .unwrap();
+    let stderr = text(&result.stderr);
+    assert_eq!(result.status.code(), Some(1), "{stderr}");
+    // ld.bfd: "attempted static link of dynamic object `libf.so'".
+    assert!(
+        stderr.contains("libf.so: attempted static link of dynamic object"),
+        "{stderr}"
+    );
+    assert!(!output.exists());
+}
+
 fn symbols_of(path: &Path) -> Vec<(u64, String)> {
     let output = Command::new("nm").arg(path).output().unwrap();
     String::from_utf8_lossy(&output.stdout)

@@ -212,7 +212,12 @@ pub struct ArchiveMember {
 #[derive(Clone, Debug)]
 pub struct SharedLibrary {
     pub input: InputId,
+    /// The name the dynamic loader finds it by (`DT_NEEDED` in the output): its `DT_SONAME`, or its file name.
     pub install_name: String,
+    /// The libraries it needs (its `DT_NEEDED` entries).
+    pub needed: Vec<String>,
+    /// The global names it leaves undefined, for the executable or another library to define.
+    pub references: Vec<String>,
     pub origin: Origin,
 }
 
@@ -888,13 +893,20 @@ pub fn effective_alignment(raw: u64) -> u64 {
     if raw == 0 { 1 } else { raw & raw.wrapping_neg() }
 }
 
-/// How strongly a definition of `definition` and `binding` defines its name: strong 3, common 2, weak 1,
-/// undefined 0 (symbol resolution and LTO's resolution rank bitcode symbols the same way).
+/// How strongly a definition of `definition` and `binding` defines its name: strong [`STRONG`], common
+/// [`COMMON`], weak 2, a shared library's 1 (any definition in the link's own objects prevails over it, as
+/// in GNU ld), undefined 0 (symbol resolution and LTO's resolution rank bitcode symbols the same way).
 pub fn strength(definition: Definition, binding: Binding) -> u8 {
     match (definition, binding) {
         (Definition::Undefined, _) => 0,
-        (_, Binding::Weak) => 1,
-        (Definition::Common, _) | (_, Binding::Common) => 2,
-        _ => 3,
+        (Definition::Shared, _) => 1,
+        (_, Binding::Weak) => 2,
+        (Definition::Common, _) | (_, Binding::Common) => COMMON,
+        _ => STRONG,
     }
 }
+
+/// The [`strength`] of a strong definition.
+pub const STRONG: u8 = 4;
+/// The [`strength`] of a common symbol.
+pub const COMMON: u8 = 3;

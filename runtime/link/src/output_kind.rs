@@ -91,6 +91,15 @@ impl OutputKind {
         )
     }
 
+    /// Whether the output is loaded by the dynamic loader with the shared libraries it needs: shared
+    /// libraries may be inputs.
+    pub fn is_dynamic(self) -> bool {
+        matches!(
+            self,
+            OutputKind::Pie | OutputKind::DynamicExecutable | OutputKind::SharedLibrary
+        )
+    }
+
     /// Whether the output is a program (as opposed to a library or an object).
     pub fn is_executable(self) -> bool {
         self.abi_kind() == LinkOutputKind::Executable

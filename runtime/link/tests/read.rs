@@ -1269,6 +1269,7 @@ fn touch_graph(graph: &LinkGraph) {
 /// Every fixture file the mutation tests start from.
 fn mutation_fixtures() -> Vec<PathBuf> {
     let mut files = x86_objects();
+    files.push(fixture_library());
     files.extend(archives());
     files.extend(foreign_objects());
     files
@@ -1386,4 +1387,182 @@ fn elf_fields_set_to_extremes_never_panic() {
         }
     }
     eprintln!("ELF field extremes: {runs} reads");
+}
+
+/// A shared library built by gcc (once per run) with a `DT_SONAME`, a `DT_NEEDED`, two versions
+/// (`FIX_1` and `FIX_2`, a version script) and a function defined at both (`both@FIX_1`, hidden, and the
+/// default `both@@FIX_2`), a weak definition, an object, a thread-local and an undefined reference.
+fn fixture_library() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = scratch!("link-read/shared");
+            std::fs::write(
+                dir.join("fix.c"),
+                "extern int needed_elsewhere(void);\n\
+                 int counter = 3;\n\
+                 __thread int per_thread;\n\
+                 int first(void) { return counter + needed_elsewhere(); }\n\
+                 __attribute__((weak)) int maybe(void) { return 1; }\n\
+                 int both_old(void) { return 1; }\n\
+                 int both_new(void) { return 2; }\n\
+                 __asm__(\".symver both_old, both@FIX_1\");\n\
+                 __asm__(\".symver both_new, both@@FIX_2\");\n\
+                 static int hidden_helper(void) { return 4; }\n\
+                 int (*keep)(void) = hidden_helper;\n",
+            )
+            .unwrap();
+            std::fs::write(
+                dir.join("fix.map"),
+                "FIX_1 { global: first; counter; per_thread; maybe; keep; local: *; };\nFIX_2 { } FIX_1;\n",
+            )
+            .unwrap();
+            tool(
+                "gcc",
+                &[
+                    "-shared",
+                    "-fPIC",
+                    "-O2",
+                    "-Wl,-soname,libfix.so.1",
+                    "-Wl,--version-script=fix.map",
+                    "fix.c",
+                    "-o",
+                    "libfix.so",
+                    "-Wl,--no-as-needed",
+                    "-lm",
+                ],
+                Some(&dir),
+            );
+            dir.join("libfix.so")
+        })
+        .clone()
+}
+
+/// What `readelf -d` and `readelf --dyn-syms` say a shared library is: its SONAME, its NEEDED entries, the
+/// names it references, and its definitions that an unversioned reference may bind to (global, weak or
+/// unique, not hidden), each with its version.
+#[allow(clippy::type_complexity)]
+fn readelf_library(
+    path: &Path,
+) -> (
+    Option<String>,
+    Vec<String>,
+    BTreeSet<String>,
+    BTreeSet<(String, Option<String>)>,
+) {
+    let path_text = path.display().to_string();
+    let dynamic = tool("readelf", &["-d", "-W", &path_text], None);
+    let bracketed = |line: &str| {
+        line.split('[')
+            .nth(1)
+            .and_then(|rest| rest.split(']').next())
+            .map(str::to_string)
+    };
+    let soname = dynamic
+        .lines()
+        .find(|line| line.contains("(SONAME)"))
+        .and_then(bracketed);
+    let needed = dynamic
+        .lines()
+        .filter(|line| line.contains("(NEEDED)"))
+        .filter_map(bracketed)
+        .collect();
+    let symbols = tool("readelf", &["--dyn-syms", "-W", &path_text], None);
+    // The versions the library defines (`readelf -V`: `Rev: 1  Flags: none  Index: 2  Cnt: 1  Name: FIX_1`).
+    let versions = tool("readelf", &["-V", "-W", &path_text], None);
+    let version_names: BTreeSet<&str> = versions
+        .lines()
+        .filter(|line| line.contains("Index:"))
+        .filter_map(|line| line.split("Name: ").nth(1))
+        .map(str::trim)
+        .collect();
+    let (mut references, mut definitions) = (BTreeSet::new(), BTreeSet::new());
+    for line in symbols.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [_, _, _, _, bind, _, ndx, name, ..] = fields[..] else {
+            continue;
+        };
+        if !matches!(bind, "GLOBAL" | "WEAK" | "UNIQUE") {
+            continue;
+        }
+        if ndx == "UND" {
+            if bind == "GLOBAL" {
+                references.insert(name.split('@').next().unwrap_or(name).to_string());
+            }
+            continue;
+        }
+        if let Some((name, version)) = name.split_once("@@") {
+            definitions.insert((name.to_string(), Some(version.to_string())));
+        } else if !name.contains('@') && ndx == "ABS" && version_names.contains(name) {
+            // The symbol naming a version definition is at that version; readelf leaves out `@@NAME`.
+            definitions.insert((name.to_string(), Some(name.to_string())));
+        } else if !name.contains('@') {
+            definitions.insert((name.to_string(), None));
+        }
+    }
+    (soname, needed, references, definitions)
+}
+
+#[test]
+fn shared_libraries_match_readelf() {
+    let mut libraries = vec![fixture_library()];
+    for name in ["libc.so.6", "libm.so.6", "libstdc++.so.6"] {
+        let found = tool("gcc", &[&format!("-print-file-name={name}")], None);
+        libraries.push(PathBuf::from(found.trim()));
+    }
+    for path in &libraries {
+        let graph = read_files(std::slice::from_ref(path));
+        let (soname, needed, references, definitions) = readelf_library(path);
+        assert_eq!(graph.inputs[0].kind, InputKind::SharedLibrary, "{}", path.display());
+        assert_eq!(graph.shared_libraries.len(), 1);
+        let library = &graph.shared_libraries[0];
+        let file_name = path.file_name().unwrap().to_string_lossy().into_owned();
+        assert_eq!(library.install_name, soname.unwrap_or(file_name), "{}", path.display());
+        assert_eq!(library.needed, needed, "{}", path.display());
+        let read_references: BTreeSet<String> = library.references.iter().cloned().collect();
+        assert_eq!(read_references, references, "{}", path.display());
+        let read: BTreeSet<(String, Option<String>)> = graph
+            .symbols
+            .iter()
+            .map(|symbol| {
+                assert_eq!(symbol.definition, Definition::Shared, "{}", symbol.name);
+                assert_eq!(symbol.atom, None);
+                (symbol.name.clone(), symbol.version.clone())
+            })
+            .collect();
+        assert_eq!(
+            read.len(),
+            graph.symbols.len(),
+            "{}: a definition read twice",
+            path.display()
+        );
+        assert_eq!(read, definitions, "{}", path.display());
+        eprintln!(
+            "{}: {} definitions, {} references",
+            path.display(),
+            read.len(),
+            references.len()
+        );
+    }
+    // The fixture's versions: the default `both@@FIX_2` is read, the hidden `both@FIX_1` is not.
+    let graph = read_files(&[fixture_library()]);
+    let version_of = |name: &str| {
+        graph
+            .symbols
+            .iter()
+            .find(|symbol| symbol.name == name)
+            .map(|symbol| (symbol.version.clone(), symbol.binding, symbol.symbol_type))
+    };
+    assert_eq!(
+        version_of("both"),
+        Some((Some("FIX_2".into()), Binding::Global, SymbolType::Function))
+    );
+    assert_eq!(
+        version_of("maybe"),
+        Some((Some("FIX_1".into()), Binding::Weak, SymbolType::Function))
+    );
+    assert_eq!(version_of("per_thread").map(|found| found.2), Some(SymbolType::Tls));
+    assert_eq!(version_of("counter").map(|found| found.2), Some(SymbolType::Object));
+    assert_eq!(version_of("hidden_helper"), None);
+    assert_eq!(graph.shared_libraries[0].needed, ["libm.so.6", "libc.so.6"]);
 }

@@ -5,7 +5,7 @@
 //! (BENCHMARKS.md), so it is not the default yet.
 
 use crate::context::{LinkContext, PhaseError};
-use crate::graph::InputId;
+use crate::graph::{InputId, InputKind};
 use crate::phases::LinkPhase;
 use crate::read::{extract_whole_archive, read_input};
 
@@ -14,6 +14,16 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         return Ok(());
     }
     for index in 0..context.graph.inputs.len() {
+        if context.graph.inputs[index].kind == InputKind::SharedLibrary && !context.options.output_kind.is_dynamic() {
+            // ld.bfd's words: a static output cannot hold a library the loader maps.
+            return Err(PhaseError::new(
+                LinkPhase::ReadInputs,
+                format!(
+                    "{}: attempted static link of dynamic object (a static output cannot use a shared library)",
+                    context.graph.inputs[index].logical_name
+                ),
+            ));
+        }
         read_input(&mut context.graph, InputId(index as u32), phase)
             .map_err(|error| PhaseError::from_read(LinkPhase::ReadInputs, &error))?;
         // Top-level inputs are the graph's first inputs, in the order of `options.inputs`.

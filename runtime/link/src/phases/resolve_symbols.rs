@@ -1,6 +1,6 @@
 //! `neverc.link.resolve_symbols`: one prevailing definition per global name. Archive members are extracted
 //! while they define a name that is still undefined (repeating, since a member may need another); a strong
-//! definition beats a common one, which beats a weak one; weak references pull nothing and may stay
+//! definition beats a common one, which beats a weak one, which beats a shared library's; weak references pull nothing and may stay
 //! undefined (address 0); a strong reference to a name nobody defines is an error naming the referencing
 //! input and the symbol. Common symbols get zero-filled atoms; names the linker defines (`__start_X`,
 //! `__init_array_start`, ...) get synthetic symbols whose values layout fills in.
@@ -9,8 +9,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{
-    Atom, AtomId, Binding, Content, Definition, LinkGraph, MaterializationReason, MemberId, Origin, Symbol, SymbolId,
-    SymbolType, Synthetic, SyntheticRole, Visibility, atom_flags,
+    Atom, AtomId, Binding, COMMON, Content, Definition, LinkGraph, MaterializationReason, MemberId, Origin, STRONG,
+    Symbol, SymbolId, SymbolType, Synthetic, SyntheticRole, Visibility, atom_flags,
 };
 use crate::linker_defined::linker_defined;
 use crate::phases::LinkPhase;
@@ -433,7 +433,7 @@ fn add_definition(
         Some(existing) => {
             let current = &graph.symbols[existing.index()];
             let (new_rank, old_rank) = (rank(symbol), rank(current));
-            if new_rank == 3 && old_rank == 3 {
+            if new_rank == STRONG && old_rank == STRONG {
                 // Definitions in COMDAT groups are duplicates by design; selection keeps one group.
                 let in_group = |symbol: &Symbol| {
                     symbol
@@ -450,7 +450,7 @@ fn add_definition(
                         graph.input_name(current.origin.input),
                     ));
                 }
-            } else if new_rank > old_rank || (new_rank == 2 && old_rank == 2 && symbol.size > current.size) {
+            } else if new_rank > old_rank || (new_rank == COMMON && old_rank == COMMON && symbol.size > current.size) {
                 table.insert(symbol.name.clone(), id);
             }
         }

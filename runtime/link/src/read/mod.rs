@@ -7,6 +7,7 @@ pub mod bitcode;
 pub(crate) mod bitcode_input;
 pub(crate) mod object_file;
 pub(crate) mod parallel;
+pub(crate) mod shared_library;
 
 use std::path::Path;
 
@@ -119,10 +120,7 @@ pub(crate) fn read_input(graph: &mut LinkGraph, input: InputId, phase: u16) -> R
     match entry.kind {
         InputKind::Object => object_file::read_object(graph, input, phase),
         InputKind::Archive => archive::read_archive(graph, input, phase).map(|_| ()),
-        InputKind::SharedLibrary => Err(ReadError::new(
-            &entry.logical_name,
-            "shared libraries are not supported by the static linker",
-        )),
+        InputKind::SharedLibrary => shared_library::read_shared_library(graph, input, phase),
         InputKind::Bitcode => bitcode_input::read_bitcode(graph, input, phase),
         InputKind::Script => Err(ReadError::new(&entry.logical_name, "linker scripts are not supported")),
         InputKind::Unknown | InputKind::Blob => Err(ReadError::new(

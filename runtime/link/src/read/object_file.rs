@@ -483,6 +483,11 @@ pub(crate) fn target_named_by(bytes: &[u8]) -> Option<&'static TargetRecord> {
     ElfIdentity::read(bytes)?.target()
 }
 
+/// Checks an ELF file (a shared library) against the graph's target, setting the target if no object set it.
+pub(crate) fn check_target(graph: &mut LinkGraph, name: &str, bytes: &[u8]) -> Result<(), ReadError> {
+    relocation_table(graph, name, ObjectFormat::Elf, bytes).map(|_| ())
+}
+
 /// Checks an object against the graph's target (setting the target from the first object) and returns the
 /// target whose declared relocations its relocations must be: `None` when nothing is checked (a non-ELF
 /// object, or an ELF object of a machine no bundled target declares, read for inspection only).

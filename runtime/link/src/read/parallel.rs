@@ -155,6 +155,13 @@ fn append_fragment(graph: &mut LinkGraph, fragment: LinkGraph, input: InputId) {
             entry
         }));
     graph
+        .shared_libraries
+        .extend(fragment.shared_libraries.into_iter().map(|mut entry| {
+            entry.input = input;
+            shift_origin(&mut entry.origin);
+            entry
+        }));
+    graph
         .bitcode_modules
         .extend(fragment.bitcode_modules.into_iter().map(|mut entry| {
             entry.input = input;
