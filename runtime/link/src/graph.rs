@@ -857,6 +857,11 @@ impl LinkGraph {
                 return Some(format!("edge {index}: source or target out of range"));
             }
         }
+        for (index, library) in self.shared_libraries.iter().enumerate() {
+            if library.input.index() >= self.inputs.len() {
+                return Some(format!("shared library {index}: input out of range"));
+            }
+        }
         for (index, comdat) in self.comdats.iter().enumerate() {
             if comdat
                 .sections
