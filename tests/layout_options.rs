@@ -13,53 +13,22 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::OnceLock;
 
+use neverc_test_support::cross::{AARCH64, Arch, X86_64, compile_fixtures, run_program};
 use neverc_test_support::{program_headers, repo, run_in, succeeded, text};
 
 const BIN: &str = env!("CARGO_BIN_EXE_neverc-spec");
-
-/// An architecture: its compiler driver, its binutils prefix and what runs its programs.
-struct Arch {
-    name: &'static str,
-    gcc: &'static str,
-    binutils: &'static str,
-    runner: &'static [&'static str],
-}
-
-const X86_64: Arch = Arch {
-    name: "x86_64",
-    gcc: "gcc",
-    binutils: "",
-    runner: &[],
-};
-
-const AARCH64: Arch = Arch {
-    name: "aarch64",
-    gcc: "aarch64-linux-gnu-gcc",
-    binutils: "aarch64-linux-gnu-",
-    runner: &["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"],
-};
 
 static OBJECTS: OnceLock<PathBuf> = OnceLock::new();
 
 /// The compiled fixtures (`ARCH/sections.o`, `ARCH/code_kinds.o`) and `bin/ld`, made on first use.
 fn objects() -> &'static Path {
     OBJECTS.get_or_init(|| {
-        let out = neverc_test_support::scratch!("layout-options");
-        let bin = out.join("bin");
-        std::fs::create_dir_all(&bin).unwrap();
-        std::os::unix::fs::symlink(BIN, bin.join("ld")).unwrap();
-        let sources = repo().join("tests/fixtures/layout_options");
-        for arch in [X86_64, AARCH64] {
-            let dir = out.join(arch.name);
-            std::fs::create_dir_all(&dir).unwrap();
-            for (source, flags) in [("sections", &[][..]), ("code_kinds", &["-ffunction-sections"][..])] {
-                let input = sources.join(format!("{source}.c")).display().to_string();
-                let output = format!("{source}.o");
-                let args = [&["-O2", "-c", &input, "-o", &output][..], flags].concat();
-                succeeded(&run_in(arch.gcc, &dir, &args), arch.gcc);
-            }
-        }
-        out
+        compile_fixtures(
+            neverc_test_support::scratch!("layout-options"),
+            BIN,
+            &repo().join("tests/fixtures/layout_options"),
+            &[("sections", &[][..]), ("code_kinds", &["-ffunction-sections"][..])],
+        )
     })
 }
 
@@ -96,18 +65,12 @@ fn both(arch: &Arch, object: &str, extra: &[&str], name: &str) -> (PathBuf, Path
     );
     succeeded(&link(arch, Linker::Bfd, object, extra, &bfd), "the link by ld.bfd");
     let (ours, bfd) = (dir.join(ours), dir.join(bfd));
-    assert_eq!(run(arch, &ours), run(arch, &bfd), "{name}: the programs differ");
+    assert_eq!(
+        run_program(arch, &ours),
+        run_program(arch, &bfd),
+        "{name}: the programs differ"
+    );
     (ours, bfd)
-}
-
-/// What `program` prints and its exit status.
-fn run(arch: &Arch, program: &Path) -> (String, Option<i32>) {
-    let path = program.display().to_string();
-    let output = match arch.runner.split_first() {
-        Some((runner, rest)) => run_in(runner, program.parent().unwrap(), &[rest, &[&path]].concat()),
-        None => run_in(&path, program.parent().unwrap(), &[]),
-    };
-    (text(&output.stdout), output.status.code())
 }
 
 /// The address of each section of `program` (`readelf -SW`), by name.
@@ -325,7 +288,7 @@ fn keep_text_section_prefix_makes_the_output_sections_ld_lld_makes() {
         "ld.lld",
     );
     let (ours, lld) = (dir.join("prefix-ours"), dir.join("prefix-lld"));
-    assert_eq!(run(&arch, &ours), run(&arch, &lld));
+    assert_eq!(run_program(&arch, &ours), run_program(&arch, &lld));
     let mut expected = function_sections(&arch, &lld);
     let mut found = function_sections(&arch, &ours);
     expected.sort();
@@ -338,7 +301,7 @@ fn keep_text_section_prefix_makes_the_output_sections_ld_lld_makes() {
     // ld.bfd ignores the option for a static executable (with a warning); the program is the same.
     let bfd = link(&arch, Linker::Bfd, "code_kinds.o", &extra, "prefix-bfd");
     succeeded(&bfd, "ld.bfd");
-    assert_eq!(run(&arch, &dir.join("prefix-bfd")), run(&arch, &ours));
+    assert_eq!(run_program(&arch, &dir.join("prefix-bfd")), run_program(&arch, &ours));
 }
 
 #[test]
@@ -360,6 +323,6 @@ fn output_dash_writes_a_file_named_dash_as_ld_bfd_does() {
         succeeded(&output, "gcc -Wl,-o,-");
         assert!(dir.join("-").is_file());
         assert!(!dir.join("unused").exists());
-        assert_eq!(run(&X86_64, &dir.join("-")).0, "read-only data 19 7\n");
+        assert_eq!(run_program(&X86_64, &dir.join("-")).0, "read-only data 19 7\n");
     }
 }

@@ -12,53 +12,22 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::OnceLock;
 
+use neverc_test_support::cross::{AARCH64, Arch, X86_64, compile_fixtures, run_program};
 use neverc_test_support::{program_headers, repo, run_in, succeeded, text};
 
 const BIN: &str = env!("CARGO_BIN_EXE_neverc-spec");
-
-/// An architecture: its compiler driver, its binutils prefix and what runs its programs.
-struct Arch {
-    name: &'static str,
-    gcc: &'static str,
-    binutils: &'static str,
-    runner: &'static [&'static str],
-}
-
-const X86_64: Arch = Arch {
-    name: "x86_64",
-    gcc: "gcc",
-    binutils: "",
-    runner: &[],
-};
-
-const AARCH64: Arch = Arch {
-    name: "aarch64",
-    gcc: "aarch64-linux-gnu-gcc",
-    binutils: "aarch64-linux-gnu-",
-    runner: &["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu"],
-};
 
 static OBJECTS: OnceLock<PathBuf> = OnceLock::new();
 
 /// The compiled fixtures (`ARCH/pie.o`, `ARCH/absolute.o` with `-fno-pie`) and `bin/ld`, made on first use.
 fn objects() -> &'static Path {
     OBJECTS.get_or_init(|| {
-        let out = neverc_test_support::scratch!("static-pie");
-        let bin = out.join("bin");
-        std::fs::create_dir_all(&bin).unwrap();
-        std::os::unix::fs::symlink(BIN, bin.join("ld")).unwrap();
-        let sources = repo().join("tests/fixtures/static_pie");
-        for arch in [X86_64, AARCH64] {
-            let dir = out.join(arch.name);
-            std::fs::create_dir_all(&dir).unwrap();
-            for (source, flags) in [("pie", &["-fPIE"][..]), ("absolute", &["-fno-pie"][..])] {
-                let input = sources.join(format!("{source}.c")).display().to_string();
-                let output = format!("{source}.o");
-                let args = [&["-O2", "-c", &input, "-o", &output][..], flags].concat();
-                succeeded(&run_in(arch.gcc, &dir, &args), arch.gcc);
-            }
-        }
-        out
+        compile_fixtures(
+            neverc_test_support::scratch!("static-pie"),
+            BIN,
+            &repo().join("tests/fixtures/static_pie"),
+            &[("pie", &["-fPIE"][..]), ("absolute", &["-fno-pie"][..])],
+        )
     })
 }
 
@@ -69,16 +38,6 @@ fn link(arch: &Arch, ours: bool, object: &str, output: &str) -> Output {
     let chosen: &[&str] = if ours { &[&bin] } else { &[] };
     let args = [&["-static-pie"][..], chosen, &[object, "-o", output]].concat();
     run_in(arch.gcc, &dir, &args)
-}
-
-/// What `program` prints and its exit status.
-fn run(arch: &Arch, program: &Path) -> (String, Option<i32>) {
-    let path = program.display().to_string();
-    let output = match arch.runner.split_first() {
-        Some((runner, rest)) => run_in(runner, program.parent().unwrap(), &[rest, &[&path]].concat()),
-        None => run_in(&path, program.parent().unwrap(), &[]),
-    };
-    (text(&output.stdout), output.status.code())
 }
 
 /// `ARCH-readelf ARGS program`'s output.
@@ -126,7 +85,7 @@ fn a_static_pie_runs_as_ld_bfds_and_has_its_dynamic_relocations() {
         succeeded(&link(&arch, true, "pie.o", "ours"), "gcc -static-pie (neverc-spec)");
         succeeded(&link(&arch, false, "pie.o", "bfd"), "gcc -static-pie (ld.bfd)");
         let (ours, bfd) = (dir.join("ours"), dir.join("bfd"));
-        let expected = run(&arch, &bfd);
+        let expected = run_program(&arch, &bfd);
         assert_eq!(
             expected,
             (
@@ -134,7 +93,7 @@ fn a_static_pie_runs_as_ld_bfds_and_has_its_dynamic_relocations() {
                 Some(0)
             )
         );
-        assert_eq!(run(&arch, &ours), expected, "{}", arch.name);
+        assert_eq!(run_program(&arch, &ours), expected, "{}", arch.name);
 
         let header = readelf(&arch, &["-hW"], &ours);
         assert!(

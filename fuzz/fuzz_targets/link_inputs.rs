@@ -6,12 +6,9 @@
 //! the limit or an error, never a panic or an allocation past the limit.
 #![no_main]
 
-use std::path::PathBuf;
-
 use libfuzzer_sys::fuzz_target;
-use neverc_link::context::LinkOptions;
-use neverc_link::graph::{AtomId, Definition, LinkGraph};
-use neverc_link::lay_out_and_relocate;
+use neverc_link::graph::{AtomId, LinkGraph};
+use neverc_link::lay_out_within;
 use neverc_link::read::{ReadError, extract_all_members, graph_from_inputs};
 
 /// The output limit of the layout runs: small, so that the fuzzer cannot make the linker allocate gigabytes.
@@ -42,19 +39,9 @@ fn check_graph(graph: &LinkGraph) {
     assert_eq!(edges, graph.edges.len());
 }
 
-/// Lays out and relocates `graph` under [`OUTPUT_LIMIT`], with the first defined named symbol as the entry
-/// (a fuzzed object rarely defines `_start`); the laid-out file must respect the limit.
+/// Lays out and relocates `graph` under [`OUTPUT_LIMIT`]; the laid-out file must respect the limit.
 fn lay_out(graph: LinkGraph) {
-    let mut options = LinkOptions::new(Vec::new(), PathBuf::from("/nonexistent-neverc-fuzz/a.out"));
-    options.max_output_size = OUTPUT_LIMIT;
-    if let Some(symbol) = graph
-        .symbols
-        .iter()
-        .find(|symbol| !symbol.name.is_empty() && symbol.definition != Definition::Undefined)
-    {
-        options.entry = symbol.name.clone();
-    }
-    if let Ok(file_size) = lay_out_and_relocate(graph, options) {
+    if let Ok(file_size) = lay_out_within(graph, OUTPUT_LIMIT) {
         assert!(file_size <= OUTPUT_LIMIT, "a layout of {file_size} bytes passed the limit");
     }
 }

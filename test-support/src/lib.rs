@@ -12,6 +12,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+pub mod cross;
 pub mod redis;
 
 /// Returns the root of the workspace, the directory that holds `PhaseSchema.json`, `targets/` and every crate.

@@ -1438,18 +1438,18 @@ fn fixture_library() -> PathBuf {
         .clone()
 }
 
-/// What `readelf -d` and `readelf --dyn-syms` say a shared library is: its SONAME, its NEEDED entries, the
-/// names it references, and its definitions that an unversioned reference may bind to (global, weak or
-/// unique, not hidden), each with its version.
-#[allow(clippy::type_complexity)]
-fn readelf_library(
-    path: &Path,
-) -> (
-    Option<String>,
-    Vec<String>,
-    BTreeSet<String>,
-    BTreeSet<(String, Option<String>)>,
-) {
+/// What `readelf -d` and `readelf --dyn-syms` say a shared library is.
+struct ReadelfLibrary {
+    soname: Option<String>,
+    needed: Vec<String>,
+    /// The names it references.
+    references: BTreeSet<String>,
+    /// Its definitions that an unversioned reference may bind to (global, weak or unique, not hidden), each
+    /// with its version.
+    definitions: BTreeSet<(String, Option<String>)>,
+}
+
+fn readelf_library(path: &Path) -> ReadelfLibrary {
     let path_text = path.display().to_string();
     let dynamic = tool("readelf", &["-d", "-W", &path_text], None);
     let bracketed = |line: &str| {
@@ -1500,7 +1500,12 @@ fn readelf_library(
             definitions.insert((name.to_string(), None));
         }
     }
-    (soname, needed, references, definitions)
+    ReadelfLibrary {
+        soname,
+        needed,
+        references,
+        definitions,
+    }
 }
 
 #[test]
@@ -1512,7 +1517,12 @@ fn shared_libraries_match_readelf() {
     }
     for path in &libraries {
         let graph = read_files(std::slice::from_ref(path));
-        let (soname, needed, references, definitions) = readelf_library(path);
+        let ReadelfLibrary {
+            soname,
+            needed,
+            references,
+            definitions,
+        } = readelf_library(path);
         assert_eq!(graph.inputs[0].kind, InputKind::SharedLibrary, "{}", path.display());
         assert_eq!(graph.shared_libraries.len(), 1);
         let library = &graph.shared_libraries[0];

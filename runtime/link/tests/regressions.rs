@@ -3,9 +3,7 @@
 //! each gives a graph or an error naming the input, never a panic, a hang or unbounded memory; a graph that
 //! reads is laid out and relocated under a 1 MiB output limit, as the fuzz target does, and stays within it.
 
-use neverc_link::context::LinkOptions;
-use neverc_link::graph::Definition;
-use neverc_link::lay_out_and_relocate;
+use neverc_link::lay_out_within;
 use neverc_link::read::{extract_all_members, graph_from_inputs};
 use neverc_test_support::repo;
 
@@ -22,16 +20,7 @@ fn saved_fuzz_regressions_read_without_failing_badly() {
                 Err(error) => assert!(error.input.contains(&name), "{error}"),
                 Ok(()) => {
                     const LIMIT: u64 = 1 << 20;
-                    let mut options = LinkOptions::new(Vec::new(), "/nonexistent/a.out".into());
-                    options.max_output_size = LIMIT;
-                    if let Some(symbol) = graph
-                        .symbols
-                        .iter()
-                        .find(|symbol| !symbol.name.is_empty() && symbol.definition != Definition::Undefined)
-                    {
-                        options.entry = symbol.name.clone();
-                    }
-                    if let Ok(size) = lay_out_and_relocate(graph, options) {
+                    if let Ok(size) = lay_out_within(graph, LIMIT) {
                         assert!(size <= LIMIT, "{name}: a layout of {size} bytes");
                     }
                 }

@@ -63,6 +63,22 @@ pub(crate) const fn builtin_for(phase: LinkPhase) -> Option<Builtin> {
     })
 }
 
+/// [`lay_out_and_relocate`] for a graph of inputs read for checking (tests and fuzzing): the output limited
+/// to `limit` bytes and never written, the entry the first named symbol that is not undefined (a fuzzed
+/// object rarely defines `_start`). Returns the file size of the laid-out image.
+pub fn lay_out_within(graph: crate::graph::LinkGraph, limit: u64) -> Result<u64, PhaseError> {
+    let mut options = crate::context::LinkOptions::new(Vec::new(), "/nonexistent-neverc/a.out".into());
+    options.max_output_size = limit;
+    if let Some(symbol) = graph
+        .symbols
+        .iter()
+        .find(|symbol| !symbol.name.is_empty() && symbol.definition != crate::graph::Definition::Undefined)
+    {
+        options.entry = symbol.name.clone();
+    }
+    lay_out_and_relocate(graph, options)
+}
+
 /// Runs the builtins from symbol resolution through relocation over `graph` (its inputs already read), with
 /// `options`, whose output limit bounds every size laid out: what a link does between reading its inputs and
 /// emitting the image, for fuzzing and tests, in the order the bundled link state machine declares (no
