@@ -39,7 +39,7 @@ rustup component add rustfmt clippy >/dev/null 2>&1 || true
 # The tests write their fixtures and outputs under target/: a failed run tells how much disk was left, so that
 # a full disk is not mistaken for a failing test.
 echo "== disk where the tests write: $(df -h --output=avail,iavail . | tail -1 | xargs) (bytes, inodes) free"
-trap 'status=$?; if ((status)); then echo "== failed with exit status $status; disk:"; df -h .; df -i .; fi' EXIT
+trap 'status=$?; if ((status)); then echo "== failed with exit status $status; disk and memory:"; df -h .; df -i .; free -m; dmesg 2>/dev/null | tail -5 || true; fi' EXIT
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
