@@ -152,13 +152,17 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
     options.thinlto_index_only = command.thinlto_index_only;
     options.thinlto_naming = command.thinlto_naming;
     options.lto_cache_policy = command.lto_cache_policy;
-    // The driver refuses -shared by name, and -pie with an interpreter (their outputs are not made yet).
+    // The driver refuses -shared by name. Without -pie the output is a static executable whatever -static
+    // says (shared libraries are refused by the search, so nothing is imported, and ld.bfd then writes no
+    // interpreter either); -pie makes a PIE with an interpreter unless -static or --no-dynamic-linker.
     options.output_kind = OutputKind::decide(OutputRequest {
         relocatable: command.relocatable,
         shared: false,
         pie: command.pie,
-        static_link: true,
+        static_link: !command.pie || command.static_seen || command.no_dynamic_linker,
     });
+    options.interpreter = command.dynamic_linker;
+    options.hash_style = command.hash_style;
     // A position-independent output is laid out from address 0 (the loader chooses where it goes).
     if options.output_kind.is_position_independent() && command.image_base.is_none() {
         options.image_base = 0;
@@ -298,10 +302,17 @@ Output:
                                   position-independent executable, as gcc -static-pie asks: ET_DYN from
                                   address 0 without an interpreter, a RELATIVE relocation in .rela.dyn for
                                   every address its data holds, the indirect functions' IRELATIVE ones in
-                                  .rela.plt, and the .dynamic (with .dynsym, .dynstr, .gnu.hash) glibc's
+                                  .rela.plt, and the .dynamic (with .dynsym, .dynstr, hash tables) glibc's
                                   start-up code reads to relocate it; code holding 32-bit absolute addresses
                                   (not -fPIE) is refused naming the relocation, as are addresses in read-only
-                                  sections (text relocations)
+                                  sections (text relocations). Without -static, -pie makes a PIE that
+                                  the kernel starts through its program interpreter (PT_INTERP, after
+                                  PT_PHDR): so far one that imports nothing (a shared library is refused)
+  -dynamic-linker FILE, -I FILE   the interpreter a PIE names (default: the target's `[elf] interpreter`,
+                                  /lib64/ld-linux-x86-64.so.2 on x86-64); ignored for a static output, as
+                                  ld.bfd ignores it
+  --hash-style=sysv|gnu|both      the symbol hash tables of an output with a .dynamic: .hash, .gnu.hash or
+                                  both (the default, as GNU ld's; gcc passes gnu)
   -r, -i, --relocatable           merge the inputs into one relocatable object (ET_REL) as GNU ld -r
                                   does: sections combined by name, relocations and symbols kept, COMDAT
                                   groups kept as groups (a second copy dropped), archive members pulled as
@@ -365,8 +376,7 @@ Symbols (as GNU ld defines them):
 Accepted, since they cannot change a static executable (or ask for what neverc-spec does anyway):
   --threads[=N], --no-threads (lld's; the link is not threaded yet); with a note: -Bsymbolic,
   -Bsymbolic-functions, -Bno-symbolic, --exclude-libs=LIBS (a static executable has no dynamic symbols);
-  --hash-style=sysv|gnu|both, -O LEVEL, --as-needed, --no-as-needed,
-  -dynamic-linker FILE and -I FILE (ignored for a static output, as ld.bfd does),
+  -O LEVEL, --as-needed, --no-as-needed,
   -rpath DIR, -rpath-link DIR, -R DIR, --export-dynamic, -E, --no-undefined, --[no-]allow-shlib-undefined,
   --enable-new-dtags, --disable-new-dtags, --[no-]copy-dt-needed-entries,
   --[no-]warn-rwx-segments, --[no-]warn-execstack, --warn-common, --warn-once,
@@ -413,7 +423,7 @@ Ignored:
                                   machine code are refused by name
 
 Refused (exit 2, naming the option), because neverc-spec does not implement what they would change:
-  -pie without -static or --no-dynamic-linker (a PIE with an interpreter), -shared, -T/--script, -Trodata-segment, -Tldata-segment, -x/--discard-all, -N, -n,
+  -shared, -T/--script, -Trodata-segment, -Tldata-segment, -x/--discard-all, -N, -n,
   -z execstack, -m naming no
   declared emulation, -EB or -EL for the other byte order, --build-id=md5|uuid|0xHEX, --icf=safe, any other
   -z keyword, and every option not listed here.

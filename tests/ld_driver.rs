@@ -650,15 +650,8 @@ fn unsupported_options_values_and_script_commands_are_refused_naming_them_and_no
         assert!(!out.join("never").exists(), "{extra:?}");
     };
     refused(&["--frobnicate"], "unrecognized option `--frobnicate`");
-    // With -static, -pie makes a static PIE; without it, a PIE with an interpreter, which is refused.
-    let pie = ld(&["-pie", "-o", &output, "start.o", "main.o", "liba.a", "libb.a"]);
-    assert_eq!(pie.status.code(), Some(2), "{}", text(&pie.stderr));
-    assert!(
-        text(&pie.stderr).contains("`-pie` is not supported"),
-        "{}",
-        text(&pie.stderr)
-    );
-    assert!(!out.join("never").exists());
+    // -shared is refused by name (a PIE, with or without an interpreter, is made: tests/dynamic.rs).
+    refused(&["-shared"], "`-shared` is not supported");
     refused(&["-N"], "`-N` is not supported");
     refused(&["-T", "x.ld"], "`-T` is not supported");
     refused(&["-m", "armelf"], "emulation `armelf` is not declared by any target");

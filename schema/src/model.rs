@@ -343,6 +343,7 @@ fn lower_elf<'a>(elf: &ElfFacts, arena: &'a Bump) -> Result<ElfRecordIn<'a>, Str
         tls,
         emulations: strs(arena, &elf.emulations),
         errata: strs(arena, &elf.errata),
+        interpreter: elf.interpreter.as_deref().map(|path| &*arena.alloc_str(path)),
     })
 }
 

@@ -66,6 +66,12 @@ pub struct ElfFacts {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(inner(regex(pattern = r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")))]
     pub errata: Vec<String>,
+    /// The program interpreter (the dynamic loader) that a dynamically linked executable names in
+    /// `PT_INTERP` when the command line names none (`-dynamic-linker`): the target's glibc loader, as GNU
+    /// ld and gcc's specs have it. An absolute path; absent for a target without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^/[!-~]+$"))]
+    pub interpreter: Option<String>,
 }
 
 /// Where an executable's TLS block lies relative to the thread pointer ("ELF Handling For Thread-Local

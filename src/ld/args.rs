@@ -11,7 +11,7 @@
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
-use neverc_link::context::{IcfMode, Strip};
+use neverc_link::context::{HashStyle, IcfMode, Strip};
 use neverc_link::image::DebugCompression;
 use neverc_tables::{BUNDLED_TARGETS, TargetRecord};
 
@@ -51,6 +51,10 @@ pub(crate) struct LdCommand {
     pub(crate) static_seen: bool,
     /// `--no-dynamic-linker`.
     pub(crate) no_dynamic_linker: bool,
+    /// `-dynamic-linker FILE` (`-I FILE`): the program interpreter of a PIE (the last one given counts).
+    pub(crate) dynamic_linker: Option<String>,
+    /// `--hash-style=sysv|gnu|both` (GNU ld's default: both).
+    pub(crate) hash_style: HashStyle,
     /// `-z separate-code` (the default) or `-z noseparate-code`.
     pub(crate) separate_code: bool,
     /// `-z keep-text-section-prefix`.
@@ -551,6 +555,8 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
             pie: false,
             static_seen: false,
             no_dynamic_linker: false,
+            dynamic_linker: None,
+            hash_style: HashStyle::Both,
             keep_text_section_prefix: false,
             print_gc_sections: false,
             print_map: false,
@@ -768,13 +774,19 @@ impl Parser {
             Opt::ByteOrder(little) => command.little_endian = Some(little),
             Opt::HashStyle => {
                 let style = text(&value)?;
-                // There is no dynamic symbol table, so no hash table, in a static executable.
-                if !matches!(style.as_str(), "sysv" | "gnu" | "both") {
-                    return Err(bad(
-                        spelled,
-                        format!("unknown hash style `{style}` (sysv, gnu or both)"),
-                    ));
-                }
+                // A static executable has no dynamic symbol table, so no hash table: the style counts only for
+                // outputs with a `.dynamic`.
+                command.hash_style = match style.as_str() {
+                    "sysv" => HashStyle::Sysv,
+                    "gnu" => HashStyle::Gnu,
+                    "both" => HashStyle::Both,
+                    _ => {
+                        return Err(bad(
+                            spelled,
+                            format!("unknown hash style `{style}` (sysv, gnu or both)"),
+                        ));
+                    }
+                };
             }
             Opt::BuildId => {
                 command.build_id = match value.as_deref().map(|style| style.to_str()) {
@@ -872,7 +884,8 @@ impl Parser {
                     PluginKind::None | PluginKind::Other => command.ignored_plugin_options += 1,
                 }
             }
-            Opt::DynamicLinker | Opt::IgnoredWithValue | Opt::NoEffect => {}
+            Opt::DynamicLinker => command.dynamic_linker = Some(text(&value)?),
+            Opt::IgnoredWithValue | Opt::NoEffect => {}
             Opt::RpathOrJustSymbols => {
                 // GNU ld reads `-R FILE` as --just-symbols and `-R DIR` as -rpath.
                 let target = path(value)?;
@@ -1086,14 +1099,6 @@ impl Parser {
         }
         if let Some(little) = self.command.little_endian {
             check_byte_order(little, self.command.emulation.as_ref())?;
-        }
-        // A PIE with an interpreter (gcc's default) imports from shared libraries, which are not read yet.
-        if self.command.pie && !self.command.static_seen && !self.command.no_dynamic_linker {
-            return Err(LdError::Unsupported {
-                option: "-pie".to_string(),
-                reason: "neverc-spec does not write dynamically linked executables yet: link with -static-pie \
-                         (a static position-independent executable) or -static -no-pie",
-            });
         }
         if let Some(common) = self.command.common_page_size {
             // Without `-z max-page-size`, the page size is the target's when `-m` named it.

@@ -21,6 +21,29 @@ pub enum IcfMode {
     All,
 }
 
+/// The symbol hash tables of a dynamic output (`--hash-style`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HashStyle {
+    /// The System V `.hash` (`DT_HASH`) only.
+    Sysv,
+    /// GNU's `.gnu.hash` (`DT_GNU_HASH`) only, as gcc asks on Debian.
+    Gnu,
+    /// Both, GNU ld's default.
+    Both,
+}
+
+impl HashStyle {
+    /// Whether the output has a System V `.hash`.
+    pub fn sysv(self) -> bool {
+        matches!(self, HashStyle::Sysv | HashStyle::Both)
+    }
+
+    /// Whether the output has a `.gnu.hash`.
+    pub fn gnu(self) -> bool {
+        matches!(self, HashStyle::Gnu | HashStyle::Both)
+    }
+}
+
 /// The options of one link (the command line of `neverc-spec link`).
 #[derive(Clone, Debug)]
 pub struct LinkOptions {
@@ -51,6 +74,12 @@ pub struct LinkOptions {
     /// What the link makes (`-r` is a relocatable object, which the `object_merge` phase makes), decided once
     /// from the command line.
     pub output_kind: crate::output_kind::OutputKind,
+    /// `-dynamic-linker FILE`: the program interpreter a dynamically linked executable names in `PT_INTERP`;
+    /// `None` means the target's declared one (`[elf] interpreter`).
+    pub interpreter: Option<String>,
+    /// `--hash-style`: which symbol hash tables a dynamic output's loader finds its symbols by (`.hash`,
+    /// `.gnu.hash` or both; GNU ld writes both unless told otherwise).
+    pub hash_style: HashStyle,
     /// The largest image layout may lay out, in bytes from the image base, in the file and in memory
     /// ([`MAX_OUTPUT_SIZE`] by default). Every size and address derived from the inputs is checked against
     /// it before anything is allocated for it.
@@ -140,6 +169,8 @@ impl LinkOptions {
             keep_text_section_prefix: false,
             page_size: 0,
             output_kind: crate::output_kind::OutputKind::StaticExecutable,
+            interpreter: None,
+            hash_style: HashStyle::Both,
             max_output_size: MAX_OUTPUT_SIZE,
             build_id: false,
             eh_frame_hdr: false,

@@ -100,6 +100,11 @@ impl OutputKind {
         )
     }
 
+    /// Whether the output names a program interpreter (`PT_INTERP`) that the kernel starts it through.
+    pub fn has_interpreter(self) -> bool {
+        matches!(self, OutputKind::Pie | OutputKind::DynamicExecutable)
+    }
+
     /// Whether the output is a program (as opposed to a library or an object).
     pub fn is_executable(self) -> bool {
         self.abi_kind() == LinkOutputKind::Executable
@@ -115,11 +120,11 @@ impl OutputKind {
     }
 
     /// What is missing for this linker to make this kind, if anything: it makes static executables, static
-    /// position-independent executables and relocatable objects.
+    /// position-independent executables, position-independent executables (that import nothing yet) and
+    /// relocatable objects.
     pub fn unsupported(self) -> Option<&'static str> {
         match self {
-            OutputKind::StaticExecutable | OutputKind::Relocatable | OutputKind::StaticPie => None,
-            OutputKind::Pie => Some("a position-independent executable (-pie)"),
+            OutputKind::StaticExecutable | OutputKind::Relocatable | OutputKind::StaticPie | OutputKind::Pie => None,
             OutputKind::DynamicExecutable => Some("a dynamically linked executable"),
             OutputKind::SharedLibrary => Some("a shared library (-shared)"),
         }

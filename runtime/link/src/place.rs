@@ -10,7 +10,9 @@ use rustc_hash::FxHashMap;
 
 use crate::context::{Layout, LinkContext, OutputSection, OutputSegment, PhaseError, Thunk, TlsTemplate, TlsVariant};
 use crate::graph::{Atom, AtomId, Content, Definition, LinkGraph, atom_flags, effective_alignment, section_flags};
-use crate::image::{ProgramHeaderKind, ProgramHeaderLayout, SectionKind, SegmentFlags, elf_headers_size};
+use crate::image::{
+    FILE_HEADER_SIZE, ProgramHeaderKind, ProgramHeaderLayout, SectionKind, SegmentFlags, elf_headers_size,
+};
 use crate::linker_defined::{LinkerDefined, linker_defined};
 use crate::phases::LinkPhase;
 use crate::sections::{CodeKind, OTHER_RANK, OutputSectionId};
@@ -410,6 +412,11 @@ fn other_program_headers<'s>(
     let mut relro = Vec::new();
     let mut note_alignment = None;
     for (index, section) in sections.enumerate() {
+        // `PT_PHDR` and `PT_INTERP` come before the loads (`PT_PHDR` covers no section: the header table).
+        if section.id == Some(OutputSectionId::Interp) {
+            headers.insert(0, (ProgramHeaderKind::Interp, vec![index]));
+            headers.insert(0, (ProgramHeaderKind::Phdr, Vec::new()));
+        }
         // `PT_DYNAMIC` comes first after the loads, as ld.bfd orders them.
         if section.id == Some(OutputSectionId::Dynamic) {
             headers.insert(0, (ProgramHeaderKind::Dynamic, vec![index]));
@@ -463,9 +470,26 @@ fn describe_program_headers(
     variant: TlsVariant,
 ) -> (Vec<ProgramHeaderLayout>, Option<TlsTemplate>) {
     let mut tls = None;
+    let count = segments.len() + others.len();
     let headers = others
         .into_iter()
         .map(|(kind, members)| {
+            if members.is_empty() {
+                // `PT_PHDR`: the table after the ELF header, at the start of the first load.
+                let (address, offset) = segments
+                    .first()
+                    .map_or((0, 0), |segment| (segment.address, segment.file_offset));
+                let size = elf_headers_size(count) - FILE_HEADER_SIZE;
+                return ProgramHeaderLayout {
+                    kind,
+                    flags: SegmentFlags::READ,
+                    virtual_address: address + FILE_HEADER_SIZE,
+                    file_offset: offset + FILE_HEADER_SIZE,
+                    file_size: size,
+                    memory_size: size,
+                    alignment: 8,
+                };
+            }
             let covered = || members.iter().map(|index| &sections[*index]);
             let first = &sections[members[0]];
             let start = first.address;

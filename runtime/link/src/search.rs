@@ -130,8 +130,8 @@ pub enum SearchError {
     },
     /// An input that is a shared object (`libc.so.6`, or a `.so` found by `-l` without `-static`).
     #[error(
-        "`{}`{} is a shared object, and neverc-spec links static executables only (link with -static, so \
-         that -l finds archives, or name the archive)",
+        "`{}`{} is a shared object, and neverc-spec does not link against shared libraries yet (link with \
+         -static, so that -l finds archives, or name the archive)",
         path.display(),
         Via(via)
     )]

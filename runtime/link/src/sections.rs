@@ -24,6 +24,8 @@ pub enum OutputSectionId {
     NoteGnuProperty,
     NoteGnuBuildId,
     RelaIplt,
+    Interp,
+    Hash,
     GnuHash,
     DynSym,
     DynStr,
@@ -138,11 +140,11 @@ const fn with_headers(kind: OutputSectionKind) -> OutputSectionKind {
 
 use crate::graph::section_flags::{EXECUTABLE, WRITABLE};
 use OutputSectionId as Id;
-use SectionKind::{DynSym, Dynamic, FiniArray, GnuHash, InitArray, Note, PreinitArray, ProgBits, Rela, StrTab};
+use SectionKind::{DynSym, Dynamic, FiniArray, GnuHash, Hash, InitArray, Note, PreinitArray, ProgBits, Rela, StrTab};
 
 /// The table, in the order its rules are tried: the first rule that claims an input section's name wins
 /// (`.data.rel.ro` before `.data`, `.init` before `.init_array`'s family).
-static OUTPUT_SECTIONS: [OutputSectionKind; 27] = [
+static OUTPUT_SECTIONS: [OutputSectionKind; 29] = [
     kind(Id::Text, ".text", Inputs::Families(&[".text"]), ProgBits, 2),
     keep_unique(kind(Id::Init, ".init", Inputs::Named(&[".init"]), ProgBits, 0)),
     made(
@@ -151,8 +153,12 @@ static OUTPUT_SECTIONS: [OutputSectionKind; 27] = [
     ),
     keep_unique(kind(Id::Fini, ".fini", Inputs::Named(&[".fini"]), ProgBits, 3)),
     with_headers(kind(Id::RelaIplt, ".rela.plt", Inputs::Named(&[".rela.plt"]), Rela, 60)),
+    // The program interpreter's path, first after the headers, as ld.bfd places it (the ELF gABI wants its
+    // `PT_INTERP` before every load).
+    with_headers(kind(Id::Interp, ".interp", Inputs::Named(&[".interp"]), ProgBits, 30)),
     // What a position-independent executable's loader (or its own start-up code) reads, after the notes, as
     // ld.bfd places it.
+    with_headers(kind(Id::Hash, ".hash", Inputs::Named(&[".hash"]), Hash, 51)),
     with_headers(kind(
         Id::GnuHash,
         ".gnu.hash",

@@ -4,6 +4,7 @@
 pub const DT_NULL: u64 = 0;
 pub const DT_PLTRELSZ: u64 = 2;
 pub const DT_PLTGOT: u64 = 3;
+pub const DT_HASH: u64 = 4;
 pub const DT_STRTAB: u64 = 5;
 pub const DT_SYMTAB: u64 = 6;
 pub const DT_RELA: u64 = 7;

@@ -51,6 +51,8 @@ const SYMBOL_SIZE: u64 = 24;
 
 pub(crate) const PT_LOAD: u32 = 1;
 pub(crate) const PT_DYNAMIC: u32 = 2;
+pub(crate) const PT_INTERP: u32 = 3;
+pub(crate) const PT_PHDR: u32 = 6;
 pub(crate) const PT_NOTE: u32 = 4;
 pub(crate) const PT_TLS: u32 = 7;
 pub(crate) const PT_GNU_EH_FRAME: u32 = 0x6474_e550;
@@ -77,6 +79,7 @@ const SHT_FINI_ARRAY: u32 = 15;
 const SHT_PREINIT_ARRAY: u32 = 16;
 const SHT_RELA: u32 = 4;
 const SHT_DYNAMIC: u32 = 6;
+const SHT_HASH: u32 = 5;
 const SHT_DYNSYM: u32 = 11;
 const SHT_GNU_HASH: u32 = 0x6fff_fff6;
 /// `sh_flags`: `sh_info` holds a section index (that of the section a relocation section applies to).
@@ -256,6 +259,8 @@ pub enum SectionKind {
     StrTab,
     /// GNU's symbol hash table (`SHT_GNU_HASH`).
     GnuHash,
+    /// The System V symbol hash table (`SHT_HASH`): 32-bit words.
+    Hash,
 }
 
 impl SectionKind {
@@ -273,6 +278,7 @@ impl SectionKind {
             SectionKind::DynSym => SHT_DYNSYM,
             SectionKind::StrTab => SHT_STRTAB,
             SectionKind::GnuHash => SHT_GNU_HASH,
+            SectionKind::Hash => SHT_HASH,
         }
     }
 
@@ -283,6 +289,7 @@ impl SectionKind {
             SectionKind::Rela => 24,
             SectionKind::Dynamic => 16,
             SectionKind::DynSym => 24,
+            SectionKind::Hash => 4,
             _ => 0,
         }
     }
@@ -317,6 +324,11 @@ pub enum ProgramHeaderKind {
     GnuRelro,
     /// `PT_DYNAMIC`: `.dynamic`.
     Dynamic,
+    /// `PT_PHDR`: the program header table itself, from which the dynamic loader learns where the executable
+    /// was loaded.
+    Phdr,
+    /// `PT_INTERP`: `.interp`, the program interpreter's path.
+    Interp,
 }
 
 impl ProgramHeaderKind {
@@ -329,12 +341,20 @@ impl ProgramHeaderKind {
             ProgramHeaderKind::GnuEhFrame => PT_GNU_EH_FRAME,
             ProgramHeaderKind::GnuRelro => PT_GNU_RELRO,
             ProgramHeaderKind::Dynamic => PT_DYNAMIC,
+            ProgramHeaderKind::Phdr => PT_PHDR,
+            ProgramHeaderKind::Interp => PT_INTERP,
         }
+    }
+
+    /// Whether the header is written before the `PT_LOAD`s: the ELF gABI wants `PT_PHDR` and `PT_INTERP`
+    /// before every loadable segment (glibc's loader reads `PT_PHDR` first to learn the load address).
+    pub const fn precedes_loads(self) -> bool {
+        matches!(self, ProgramHeaderKind::Phdr | ProgramHeaderKind::Interp)
     }
 }
 
 /// A program header other than `PT_LOAD`, describing part of what the loads map; written after the
-/// `PT_LOAD`s, before `PT_GNU_STACK`.
+/// `PT_LOAD`s (but `PT_PHDR` and `PT_INTERP`, written before them), before `PT_GNU_STACK`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProgramHeaderLayout {
     pub kind: ProgramHeaderKind,
@@ -554,10 +574,17 @@ pub fn write_elf_into(layout: &ImageLayout, writer: &mut BoundedImageWriter) -> 
         return Err(ElfError::WriterNotEmpty { length: writer.len() });
     }
     writer.write(&file_header(layout, &plan))?;
+    let (before, after): (Vec<_>, Vec<_>) = layout
+        .program_headers
+        .iter()
+        .partition(|header| header.kind.precedes_loads());
+    for header in before {
+        writer.write(&other_program_header(header))?;
+    }
     for segment in &layout.segments {
         writer.write(&program_header(segment))?;
     }
-    for header in &layout.program_headers {
+    for header in after {
         writer.write(&other_program_header(header))?;
     }
     writer.write(&gnu_stack_header())?;
@@ -1111,7 +1138,7 @@ fn section_headers(layout: &ImageLayout, plan: &Plan) -> Vec<u8> {
             SectionKind::Dynamic => (dynstr, 0),
             // One local symbol: the null one.
             SectionKind::DynSym => (dynstr, 1),
-            SectionKind::GnuHash => (dynsym, 0),
+            SectionKind::GnuHash | SectionKind::Hash => (dynsym, 0),
             SectionKind::Rela if dynsym != 0 => (dynsym, if section.name == ".rela.plt" { got_plt } else { 0 }),
             _ => (0, 0),
         };

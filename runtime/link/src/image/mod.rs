@@ -26,6 +26,7 @@ mod verify;
 mod writer;
 
 pub use compress::{COMPRESSED_ALIGNMENT, DebugCompression, compress_section, compress_zlib};
+pub(crate) use elf::FILE_HEADER_SIZE;
 pub use elf::{
     ElfError, ImageLayout, ProgramHeaderKind, ProgramHeaderLayout, RelocationLayout, RelocationSectionLayout,
     SectionFlags, SectionKind, SectionLayout, SegmentFlags, SegmentLayout, SymbolBinding, SymbolKind, SymbolLayout,

@@ -14,7 +14,7 @@ use object::elf::FileHeader64;
 use object::read::elf::{FileHeader as _, ProgramHeader as _, SectionHeader as _};
 
 use super::dynamic_tags::{
-    DT_GNU_HASH, DT_JMPREL, DT_NULL, DT_PLTRELSZ, DT_RELA, DT_RELASZ, DT_STRSZ, DT_STRTAB, DT_SYMTAB,
+    DT_GNU_HASH, DT_HASH, DT_JMPREL, DT_NULL, DT_PLTRELSZ, DT_RELA, DT_RELASZ, DT_STRSZ, DT_STRTAB, DT_SYMTAB,
 };
 use super::elf::{
     FILE_HEADER_SIZE, ImageLayout, PF_W, PF_X, PT_DYNAMIC, PT_GNU_RELRO, PT_GNU_STACK, PT_LOAD, PT_TLS,
@@ -542,7 +542,7 @@ fn check_relro(segments: &[ParsedSegment], loads: &[&ParsedSegment], findings: &
 }
 
 /// In an image with `PT_DYNAMIC`: the segment is the `.dynamic` section; the entries that name sections
-/// (`DT_SYMTAB`, `DT_STRTAB` and `DT_STRSZ`, `DT_GNU_HASH`, `DT_RELA` and `DT_RELASZ`, `DT_JMPREL` and
+/// (`DT_SYMTAB`, `DT_STRTAB` and `DT_STRSZ`, `DT_GNU_HASH`, `DT_HASH`, `DT_RELA` and `DT_RELASZ`, `DT_JMPREL` and
 /// `DT_PLTRELSZ`) give those sections' addresses and sizes; and every relocation of `.rela.dyn` and
 /// `.rela.plt` patches 8 bytes that a writable `PT_LOAD` maps (the `PT_GNU_RELRO` part included, which is
 /// made read-only only after relocation).
@@ -581,11 +581,12 @@ fn check_dynamic(
         value.copy_from_slice(&chunk[at..at + 8]);
         u64::from_le_bytes(value)
     };
-    let described: [(u64, &str, OutputSectionId, bool); 8] = [
+    let described: [(u64, &str, OutputSectionId, bool); 9] = [
         (DT_SYMTAB, "DT_SYMTAB", OutputSectionId::DynSym, false),
         (DT_STRTAB, "DT_STRTAB", OutputSectionId::DynStr, false),
         (DT_STRSZ, "DT_STRSZ", OutputSectionId::DynStr, true),
         (DT_GNU_HASH, "DT_GNU_HASH", OutputSectionId::GnuHash, false),
+        (DT_HASH, "DT_HASH", OutputSectionId::Hash, false),
         (DT_RELA, "DT_RELA", OutputSectionId::RelaDyn, false),
         (DT_RELASZ, "DT_RELASZ", OutputSectionId::RelaDyn, true),
         (DT_JMPREL, "DT_JMPREL", OutputSectionId::RelaIplt, false),

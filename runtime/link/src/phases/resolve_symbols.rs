@@ -191,12 +191,51 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
             Unresolved::Error => errors_written_anyway.extend(messages),
         }
     }
+    refuse_imports(graph, &table)?;
     context.global_symbols = table;
     // `--noinhibit-exec`: the errors are printed, and the link goes on.
     context.warnings.extend(errors_written_anyway);
     let warnings = gnu_warnings(&context.graph);
     context.warnings.extend(warnings);
     Ok(())
+}
+
+/// Refuses a link in which a definition of a shared library prevails for a name the link's objects refer
+/// to: the dynamic relocations, PLT and GOT entries that would import it are not made yet, and a reference
+/// left as it is would be a silent wrong output.
+fn refuse_imports(graph: &LinkGraph, table: &FxHashMap<String, SymbolId>) -> Result<(), PhaseError> {
+    if !graph
+        .symbols
+        .iter()
+        .any(|symbol| symbol.definition == Definition::Shared)
+    {
+        return Ok(());
+    }
+    let referenced: FxHashSet<&str> = graph
+        .symbols
+        .iter()
+        .filter(|symbol| symbol.definition == Definition::Undefined)
+        .map(|symbol| symbol.name.as_str())
+        .collect();
+    let mut imported: Vec<String> = referenced
+        .iter()
+        .filter_map(|name| table.get(*name))
+        .map(|id| &graph.symbols[id.index()])
+        .filter(|symbol| symbol.definition == Definition::Shared)
+        .map(|symbol| {
+            format!(
+                "`{}` is defined only by the shared library {}: importing symbols from shared libraries is not \
+                 supported yet (link with -static or -static-pie)",
+                symbol_name::display(&symbol.name),
+                graph.input_name(symbol.origin.input)
+            )
+        })
+        .collect();
+    if imported.is_empty() {
+        return Ok(());
+    }
+    imported.sort();
+    Err(PhaseError::new(PHASE, imported.join("\n")))
 }
 
 /// Whether archive member `member` defines `name` as GNU ld's archive rule for common symbols wants it: a

@@ -2,7 +2,7 @@
 //! relocation for every address the image holds in its writable data (a GOT slot included), and the
 //! `.dynamic` section that tells the loader (or a static PIE's own start-up code, glibc's
 //! `_dl_relocate_static_pie`, which finds it as `_DYNAMIC`) where those relocations are, with the `.dynsym`,
-//! `.dynstr` and `.gnu.hash` it names. A static PIE imports and exports nothing: its symbol table holds the
+//! `.dynstr` and the hash tables `--hash-style` asks for (`.hash`, `.gnu.hash`) it names. A static PIE imports and exports nothing: its symbol table holds the
 //! null symbol only, as ld.bfd writes it. The indirect functions' `IRELATIVE` relocations stay in `.rela.plt`
 //! (`DT_JMPREL`), applied after the `RELATIVE` ones.
 //!
@@ -16,8 +16,8 @@ use super::{PHASE, absolute_edge, declared, new_atom};
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{AtomId, Binding, Definition, Edge, LinkGraph, Origin, atom_flags, section_flags};
 use crate::image::dynamic_tags::{
-    DF_1_PIE, DT_DEBUG, DT_FLAGS_1, DT_GNU_HASH, DT_JMPREL, DT_NULL, DT_PLTGOT, DT_PLTREL, DT_PLTRELSZ, DT_RELA,
-    DT_RELACOUNT, DT_RELAENT, DT_RELASZ, DT_STRSZ, DT_STRTAB, DT_SYMENT, DT_SYMTAB,
+    DF_1_PIE, DT_DEBUG, DT_FLAGS_1, DT_GNU_HASH, DT_HASH, DT_JMPREL, DT_NULL, DT_PLTGOT, DT_PLTREL, DT_PLTRELSZ,
+    DT_RELA, DT_RELACOUNT, DT_RELAENT, DT_RELASZ, DT_STRSZ, DT_STRTAB, DT_SYMENT, DT_SYMTAB,
 };
 use crate::sections::OutputSectionId;
 
@@ -29,6 +29,27 @@ const SYMBOL_SIZE: u64 = 24;
 enum Value {
     Number(u64),
     Address(AtomId),
+}
+
+/// The program interpreter the output names, if it has one: `-dynamic-linker`'s, else the target's declared
+/// one; an executable the dynamic loader must start without a declared or given interpreter is an error.
+fn interpreter(context: &LinkContext) -> Result<Option<String>, PhaseError> {
+    if !context.options.output_kind.has_interpreter() {
+        return Ok(None);
+    }
+    let declared = context
+        .graph
+        .target_record()
+        .and_then(|target| target.elf)
+        .and_then(|elf| elf.interpreter);
+    match (&context.options.interpreter, declared) {
+        (Some(given), _) => Ok(Some(given.clone())),
+        (None, Some(declared)) => Ok(Some(declared.to_string())),
+        (None, None) => Err(PhaseError::new(
+            PHASE,
+            "the target declares no program interpreter (`[elf] interpreter`): name one with -dynamic-linker",
+        )),
+    }
 }
 
 pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), PhaseError> {
@@ -47,7 +68,13 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     // change: a field holding only those (AArch64's `:lo12:` halves of `adrp` pairs) needs no relocation.
     context.resolve_page_size();
     let page_bits = context.options.page_size.max(1).trailing_zeros();
+    let interpreter = interpreter(context)?;
     let graph = &mut context.graph;
+    if let Some(path) = interpreter {
+        let mut bytes = path.into_bytes();
+        bytes.push(0);
+        new_atom(graph, None, OutputSectionId::Interp.name(), 1, bytes, origin);
+    }
     let sites = relative_sites(graph, &excluded, page_bits)?;
     let absolute = declared(graph, RelocationKind::Symbol, RelocationBase::Nothing, 64)?;
     let relative = u64::from(declared(graph, RelocationKind::Relative, RelocationBase::Nothing, 64)?);
@@ -61,13 +88,19 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         origin,
     );
     let dynstr = new_atom(graph, None, OutputSectionId::DynStr.name(), 1, vec![0], origin);
-    // An empty GNU hash table: one bucket (empty), symbols from index 1, one bloom word of zeros.
-    let mut hash = Vec::with_capacity(28);
-    for word in [1u32, 1, 1, 0] {
-        hash.extend_from_slice(&word.to_le_bytes());
-    }
-    hash.extend_from_slice(&[0; 12]);
-    let gnu_hash = new_atom(graph, None, OutputSectionId::GnuHash.name(), 8, hash, origin);
+    // The hash tables `--hash-style` asks for, over a symbol table of the null symbol only. The System V one:
+    // one bucket and one chain (the null symbol's), both 0 (the end of every chain).
+    let hash_style = context.options.hash_style;
+    let sysv_hash = hash_style.sysv().then(|| {
+        let words: Vec<u8> = [1u32, 1, 0, 0].iter().flat_map(|word| word.to_le_bytes()).collect();
+        new_atom(graph, None, OutputSectionId::Hash.name(), 8, words, origin)
+    });
+    // GNU's: one bucket (empty), symbols from index 1, one bloom word of zeros.
+    let gnu_hash = hash_style.gnu().then(|| {
+        let mut words: Vec<u8> = [1u32, 1, 1, 0].iter().flat_map(|word| word.to_le_bytes()).collect();
+        words.extend_from_slice(&[0; 12]);
+        new_atom(graph, None, OutputSectionId::GnuHash.name(), 8, words, origin)
+    });
 
     // `.rela.dyn`: (r_offset, r_info, r_addend) each; the address and the value are filled by relocation.
     let count = sites.len() as u64;
@@ -86,14 +119,18 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         ]);
     }
 
-    let mut entries = vec![
-        (DT_GNU_HASH, Value::Address(gnu_hash)),
+    // The tags in ld.bfd's order.
+    let mut entries: Vec<(u64, Value)> = [(DT_HASH, sysv_hash), (DT_GNU_HASH, gnu_hash)]
+        .into_iter()
+        .filter_map(|(tag, table)| Some((tag, Value::Address(table?))))
+        .collect();
+    entries.extend([
         (DT_STRTAB, Value::Address(dynstr)),
         (DT_SYMTAB, Value::Address(dynsym)),
         (DT_STRSZ, Value::Number(1)),
         (DT_SYMENT, Value::Number(SYMBOL_SIZE)),
         (DT_DEBUG, Value::Number(0)),
-    ];
+    ]);
     if let Some((slots, relocations, functions)) = iplt {
         entries.extend([
             (DT_PLTGOT, Value::Address(slots)),

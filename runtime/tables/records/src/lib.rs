@@ -572,6 +572,9 @@ pub struct ElfRecordIn<'a> {
     /// Errata of the target's cores the linker works around when asked (`--fix-NAME`), by the names of GNU
     /// ld's options for them.
     pub errata: &'a [&'a str],
+    /// The program interpreter a dynamically linked executable names when the command line names none
+    /// (`PT_INTERP`), if the target has one.
+    pub interpreter: Option<&'a str>,
 }
 
 impl ElfRecordIn<'_> {
