@@ -6,22 +6,7 @@
 
 use std::process::Command;
 
-use neverc_test_support::{Bounds, run_bounded, scratch, status_retrying_busy, text};
-
-/// Runs `program ARGS` in `dir` and fails the test when it fails.
-fn tool(dir: &std::path::Path, program: &str, args: &[&str]) {
-    let output = Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap_or_else(|error| panic!("cannot run {program}: {error}"));
-    assert!(
-        output.status.success(),
-        "{program} {}: {}",
-        args.join(" "),
-        text(&output.stderr)
-    );
-}
+use neverc_test_support::{Bounds, run_bounded, run_in, scratch, status_retrying_busy, succeeded, text};
 
 #[test]
 fn item_5_seventy_thousand_inputs_link_without_running_out_of_memory_maps() {
@@ -31,24 +16,21 @@ fn item_5_seventy_thousand_inputs_link_without_running_out_of_memory_maps() {
         "void _start(void) { __asm__ volatile(\"mov $60, %eax; mov $7, %edi; syscall\"); }\n",
     )
     .unwrap();
-    tool(
-        &dir,
-        "gcc",
-        &[
-            "-c",
-            "-O2",
-            "-fno-pie",
-            "-fno-asynchronous-unwind-tables",
-            "start.c",
-            "-o",
-            "start.o",
-        ],
-    );
+    let start = [
+        "-c",
+        "-O2",
+        "-fno-pie",
+        "-fno-asynchronous-unwind-tables",
+        "start.c",
+        "-o",
+        "start.o",
+    ];
+    succeeded(&run_in("gcc", &dir, &start), "gcc");
     // An object with a section and a local symbol only: any number of copies link together. The one file is
     // named 70,000 times: each name is an input of its own, read (and mapped) again, as GNU ld reads it, so
     // the link holds as many inputs as 70,000 files would give it without 70,000 files on the disk.
     std::fs::write(dir.join("empty.c"), "static int unused[4];\nint *empty(void);\n").unwrap();
-    tool(&dir, "gcc", &["-c", "-O0", "empty.c", "-o", "empty.o"]);
+    succeeded(&run_in("gcc", &dir, &["-c", "-O0", "empty.c", "-o", "empty.o"]), "gcc");
     let mut arguments = String::from("-o prog start.o\n");
     for _ in 0..70_000 {
         arguments.push_str("empty.o\n");
