@@ -100,15 +100,23 @@ fn drive(arguments: Vec<OsString>) -> Result<(), Driven> {
             Err(LdError::NoInputs.into())
         };
     }
+    let resolver = resolver.allowing_shared_libraries(output_kind(&command).is_dynamic());
     let resolved = resolver.resolve_items(&command.items).map_err(LdError::from)?;
-    // `--whole-archive` applies to the files of the items named inside it (a script's files included).
+    // `--whole-archive` and `--as-needed` apply to the files of the items named inside them (a script's files
+    // included); a script's `AS_NEEDED` to the files it names.
     let whole_archive = resolved
         .iter()
         .enumerate()
-        .filter(|(_, (_, item))| command.whole_archive_items.contains(item))
+        .filter(|(_, found)| command.whole_archive_items.contains(&found.item))
         .map(|(index, _)| index)
         .collect();
-    let files: Vec<std::path::PathBuf> = resolved.into_iter().map(|(file, _)| file).collect();
+    let as_needed = resolved
+        .iter()
+        .enumerate()
+        .filter(|(_, found)| found.as_needed || command.as_needed_items.contains(&found.item))
+        .map(|(index, _)| index)
+        .collect();
+    let files: Vec<std::path::PathBuf> = resolved.into_iter().map(|found| found.path).collect();
     if command.trace_inputs {
         for file in &files {
             outln!("{}", file.display());
@@ -116,11 +124,26 @@ fn drive(arguments: Vec<OsString>) -> Result<(), Driven> {
     }
     let mut request = request(*command, files);
     request.options.whole_archive = whole_archive;
+    request.options.as_needed = as_needed;
     link(request).map_err(Driven::Link)
+}
+
+/// What the command line makes. The driver refuses -shared by name. Without -pie the output is a static
+/// executable whatever -static says (shared libraries are refused by the search, so nothing is imported, and
+/// ld.bfd then writes no interpreter either); -pie makes a dynamically linked PIE, with an interpreter and
+/// shared libraries as inputs, unless -static or --no-dynamic-linker.
+fn output_kind(command: &LdCommand) -> OutputKind {
+    OutputKind::decide(OutputRequest {
+        relocatable: command.relocatable,
+        shared: false,
+        pie: command.pie,
+        static_link: !command.pie || command.static_seen || command.no_dynamic_linker,
+    })
 }
 
 /// The link the command line describes, over the resolved input files.
 fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
+    let output_kind = output_kind(&command);
     let mut options = LinkOptions::new(files, command.output);
     if let Some(entry) = command.entry {
         options.entry = entry;
@@ -152,15 +175,8 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
     options.thinlto_index_only = command.thinlto_index_only;
     options.thinlto_naming = command.thinlto_naming;
     options.lto_cache_policy = command.lto_cache_policy;
-    // The driver refuses -shared by name. Without -pie the output is a static executable whatever -static
-    // says (shared libraries are refused by the search, so nothing is imported, and ld.bfd then writes no
-    // interpreter either); -pie makes a PIE with an interpreter unless -static or --no-dynamic-linker.
-    options.output_kind = OutputKind::decide(OutputRequest {
-        relocatable: command.relocatable,
-        shared: false,
-        pie: command.pie,
-        static_link: !command.pie || command.static_seen || command.no_dynamic_linker,
-    });
+    options.output_kind = output_kind;
+    options.export_dynamic = command.export_dynamic;
     options.interpreter = command.dynamic_linker;
     options.hash_style = command.hash_style;
     // A position-independent output is laid out from address 0 (the loader chooses where it goes).

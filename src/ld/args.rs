@@ -26,6 +26,10 @@ pub(crate) struct LdCommand {
     /// The indices in `items` of those named between `--whole-archive` and `--no-whole-archive`: every
     /// member of the archives they are (or name) is linked.
     pub(crate) whole_archive_items: std::collections::BTreeSet<usize>,
+    /// The items named inside `--as-needed` (their shared libraries are needed only if imported from).
+    pub(crate) as_needed_items: std::collections::BTreeSet<usize>,
+    /// `--export-dynamic` (`-E`).
+    pub(crate) export_dynamic: bool,
     /// `-L` directories in order (all apply to every `-l`, wherever they appear, as in GNU ld).
     pub(crate) library_dirs: Vec<PathBuf>,
     pub(crate) output: PathBuf,
@@ -289,6 +293,8 @@ enum Opt {
     /// `--whole-archive` (true) / `--no-whole-archive` (false): whether the archives after it contribute every
     /// member.
     WholeArchive(bool),
+    AsNeeded(bool),
+    ExportDynamic(bool),
     /// `--fix-NAME[=full]` for an erratum a target declares: its workaround, as ld.bfd makes it.
     FixErratum,
     ImageBase,
@@ -383,6 +389,10 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         "sysroot" => (Opt::Sysroot, Required),
         "relocatable" => (Opt::Relocatable, Flag),
         "whole-archive" => (Opt::WholeArchive(true), Flag),
+        "as-needed" => (Opt::AsNeeded(true), Flag),
+        "no-as-needed" => (Opt::AsNeeded(false), Flag),
+        "export-dynamic" => (Opt::ExportDynamic(true), Flag),
+        "no-export-dynamic" => (Opt::ExportDynamic(false), Flag),
         "no-whole-archive" => (Opt::WholeArchive(false), Flag),
         "trace" => (Opt::Trace, Flag),
         "trace-phases" => (Opt::TracePhases, Flag),
@@ -417,13 +427,9 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         "emit-relocs" => (Opt::EmitRelocs, Flag),
         // Nothing to do for a static executable: no dynamic section, no dynamic symbols, no shared libraries;
         // or what neverc-spec does anyway (undefined symbols are errors).
-        "as-needed"
-        | "no-as-needed"
-        | "no-undefined"
+        "no-undefined"
         | "allow-shlib-undefined"
         | "no-allow-shlib-undefined"
-        | "export-dynamic"
-        | "no-export-dynamic"
         | "enable-new-dtags"
         | "disable-new-dtags"
         | "copy-dt-needed-entries"
@@ -505,7 +511,8 @@ fn short_option(letter: u8) -> Option<(Opt, Arity)> {
         b't' => (Opt::Trace, Flag),
         // -E: export all dynamic symbols (there are none); -g: ignored by GNU ld too; -X (--discard-locals):
         // temporary local symbols (`.L...`) are never written to the symbol table anyway.
-        b'E' | b'g' | b'X' => (Opt::NoEffect, Flag),
+        b'E' => (Opt::ExportDynamic(true), Flag),
+        b'g' | b'X' => (Opt::NoEffect, Flag),
         b'T' => (Opt::Unsupported(SCRIPT), Flag),
         b'h' => (Opt::Unsupported(SHARED), Flag),
         b'y' => (Opt::TraceSymbol, Required),
@@ -527,8 +534,10 @@ struct Parser {
     in_group: bool,
     /// Inside `--whole-archive`.
     whole_archive: bool,
-    /// What `--push-state` saved: the `-Bstatic` state and the `--whole-archive` state.
-    pushed: Vec<(bool, bool)>,
+    /// Inside `--as-needed`.
+    as_needed: bool,
+    /// What `--push-state` saved: the `-Bstatic`, `--whole-archive` and `--as-needed` states.
+    pushed: Vec<(bool, bool, bool)>,
 }
 
 /// Parses GNU ld's command line (after response files are expanded).
@@ -538,6 +547,8 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
         command: LdCommand {
             items: Vec::new(),
             whole_archive_items: std::collections::BTreeSet::new(),
+            as_needed_items: std::collections::BTreeSet::new(),
+            export_dynamic: false,
             library_dirs: Vec::new(),
             output: PathBuf::from("a.out"),
             entry: None,
@@ -598,6 +609,7 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
         static_only: false,
         in_group: false,
         whole_archive: false,
+        as_needed: false,
         pushed: Vec::new(),
     };
     // The first refusal is reported once the whole line is read, so that `--help` and `--version` work
@@ -644,6 +656,9 @@ impl Parser {
     fn push(&mut self, item: Item) {
         if self.whole_archive {
             self.command.whole_archive_items.insert(self.command.items.len());
+        }
+        if self.as_needed {
+            self.command.as_needed_items.insert(self.command.items.len());
         }
         self.command.items.push(item);
     }
@@ -749,14 +764,16 @@ impl Parser {
                 }
                 self.in_group = false;
             }
-            Opt::PushState => self.pushed.push((self.static_only, self.whole_archive)),
+            Opt::PushState => self.pushed.push((self.static_only, self.whole_archive, self.as_needed)),
             Opt::PopState => {
-                (self.static_only, self.whole_archive) = self
+                (self.static_only, self.whole_archive, self.as_needed) = self
                     .pushed
                     .pop()
                     .ok_or(LdError::Group("--pop-state without --push-state"))?;
             }
             Opt::WholeArchive(on) => self.whole_archive = on,
+            Opt::AsNeeded(on) => self.as_needed = on,
+            Opt::ExportDynamic(on) => self.command.export_dynamic = on,
             Opt::Emulation => {
                 let name = text(&value)?;
                 // The emulations are the targets' declared `[elf] emulations`.

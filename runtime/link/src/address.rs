@@ -34,6 +34,16 @@ pub(crate) fn symbol_address(context: &LinkContext, symbol: SymbolId) -> Option<
     {
         return atom_address(context, iplt.atom).checked_add(u64::from(*entry) * iplt.entry_size);
     }
+    // An imported function called from the output is its PLT entry.
+    if let Some(plt) = context
+        .synthesized
+        .dynamic_symbols
+        .as_ref()
+        .and_then(|symbols| symbols.plt.as_ref())
+        && let Some(offset) = plt.entry_offset(resolved)
+    {
+        return atom_address(context, plt.atom).checked_add(offset);
+    }
     let symbol = &context.graph.symbols[resolved.index()];
     match (symbol.definition, symbol.atom) {
         (Definition::Undefined, _) => Some(0),

@@ -51,6 +51,12 @@ pub struct LinkOptions {
     /// `--whole-archive`: the indices in `inputs` of the archives every member of which is linked (or merged,
     /// for `-r`), whether or not it defines a symbol something needs.
     pub whole_archive: std::collections::BTreeSet<usize>,
+    /// The inputs (by index) given with `--as-needed` or inside a script's `AS_NEEDED`: a shared library
+    /// among them is needed (`DT_NEEDED`) only when the output imports one of its definitions.
+    pub as_needed: std::collections::BTreeSet<usize>,
+    /// `--export-dynamic` (`-E`): every global definition goes into `.dynsym`, not only those the link's
+    /// shared libraries refer to.
+    pub export_dynamic: bool,
     pub output: PathBuf,
     pub entry: String,
     pub gc_sections: bool,
@@ -158,6 +164,8 @@ impl LinkOptions {
         LinkOptions {
             inputs,
             whole_archive: std::collections::BTreeSet::new(),
+            as_needed: std::collections::BTreeSet::new(),
+            export_dynamic: false,
             output,
             entry: "_start".into(),
             gc_sections: false,

@@ -31,6 +31,8 @@ pub const OUTPUT_FORMAT: &str = "elf64-x86-64";
 pub struct ScriptInput {
     pub name: String,
     pub span: Range<usize>,
+    /// Named inside `AS_NEEDED(...)`: a shared library is needed only if the output imports from it.
+    pub as_needed: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,6 +162,7 @@ impl<'a> Lexer<'a> {
                 Token::Word(name) | Token::Quoted(name) => inputs.push(ScriptInput {
                     name: name.to_string(),
                     span,
+                    as_needed,
                 }),
                 other => return Err(self.error(span, format!("expected a file name, found {}", describe(other)))),
             }

@@ -1,12 +1,13 @@
 //! From the inputs of a GNU ld command line to the files a link reads: `-l` searched in the library
-//! directories, linker scripts expanded, shared objects refused. The `ld` driver runs it over the file system
+//! directories, linker scripts expanded, shared objects taken for a dynamically linked output and refused
+//! for a static one. The `ld` driver runs it over the file system
 //! ([`RealFiles`]); anything implementing [`Files`] can stand in for it (the fuzz target's files in memory).
 //!
 //! `-lNAME` looks in every `-L` directory in order (all `-L` options apply to every `-l`, wherever they
 //! appear, as in GNU ld), then in the default directories the caller gives. After `-Bstatic` (`-static`) only
 //! `libNAME.a` is looked for; otherwise `libNAME.so` first, then `libNAME.a`, in each directory, as GNU ld does
-//! — and a shared library found that way is refused, since the output is a static executable. `-l:FILE` looks
-//! for FILE itself.
+//! — and a shared library found that way is refused unless the search allows shared libraries
+//! ([`Search::allowing_shared_libraries`]: the output is dynamically linked). `-l:FILE` looks for FILE itself.
 //!
 //! A file whose first bytes are neither ELF nor an archive and which is text is a linker script
 //! ([`crate::script`]); its inputs are resolved as GNU ld resolves them: `=` or `$SYSROOT` at the start means
@@ -128,10 +129,11 @@ pub enum SearchError {
         via: String,
         shared: PathBuf,
     },
-    /// An input that is a shared object (`libc.so.6`, or a `.so` found by `-l` without `-static`).
+    /// An input that is a shared object (`libc.so.6`, or a `.so` found by `-l` without `-static`) in the
+    /// link of a static output.
     #[error(
-        "`{}`{} is a shared object, and neverc-spec does not link against shared libraries yet (link with \
-         -static, so that -l finds archives, or name the archive)",
+        "`{}`{} is a shared object, which a static output cannot link against (link with -static, so that -l \
+         finds archives, or name the archive; or make a dynamically linked executable with -pie)",
         path.display(),
         Via(via)
     )]
@@ -174,12 +176,24 @@ pub struct Search<'f, F: Files> {
     /// The sysroot as the file system names it, to tell whether a script lies inside it.
     canonical_sysroot: Option<PathBuf>,
     files: &'f F,
+    /// Whether shared objects are inputs (the output is dynamically linked) or refused.
+    shared_libraries: bool,
+}
+
+/// One input file a search found: its path, the index of the command-line item it comes from (a file a
+/// script names comes from the item that named the script), and whether a script named it inside
+/// `AS_NEEDED(...)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FoundInput {
+    pub path: PathBuf,
+    pub item: usize,
+    pub as_needed: bool,
 }
 
 /// What one resolution has found and expanded so far.
 #[derive(Default)]
 struct Found {
-    files: Vec<PathBuf>,
+    files: Vec<(PathBuf, bool)>,
     scripts: usize,
     script_bytes: usize,
 }
@@ -199,6 +213,15 @@ impl<'f, F: Files> Search<'f, F> {
             canonical_sysroot: sysroot.as_deref().and_then(|root| files.canonicalize(root)),
             sysroot,
             files,
+            shared_libraries: false,
+        }
+    }
+
+    /// The same search, taking shared objects as inputs (for a dynamically linked output) or refusing them.
+    pub fn allowing_shared_libraries(self, allowed: bool) -> Self {
+        Search {
+            shared_libraries: allowed,
+            ..self
         }
     }
 
@@ -209,32 +232,38 @@ impl<'f, F: Files> Search<'f, F> {
 
     /// Every input file of `items`, scripts expanded, in link order.
     pub fn resolve(&self, items: &[Item]) -> Result<Vec<PathBuf>, SearchError> {
-        Ok(self.resolve_items(items)?.into_iter().map(|(path, _)| path).collect())
+        Ok(self.resolve_items(items)?.into_iter().map(|found| found.path).collect())
     }
 
     /// Like [`Search::resolve`], each file with the index in `items` of the item it comes from (a file a
     /// script names comes from the item that named the script), for options that apply to a stretch of the
     /// command line (`--whole-archive`).
-    pub fn resolve_items(&self, items: &[Item]) -> Result<Vec<(PathBuf, usize)>, SearchError> {
+    pub fn resolve_items(&self, items: &[Item]) -> Result<Vec<FoundInput>, SearchError> {
         let mut found = Found::default();
         let mut origins = Vec::new();
         for (index, item) in items.iter().enumerate() {
             match item {
                 Item::File { path, static_only } => {
-                    self.add(&mut found, path.clone(), *static_only, String::new(), 0)?;
+                    self.add(&mut found, path.clone(), *static_only, String::new(), 0, false)?;
                 }
                 Item::Library { namespec, static_only } => {
                     let via = format!("found for -l{}", namespec.to_string_lossy());
                     let path = self.find_library(namespec, *static_only, "")?;
-                    self.add(&mut found, path, *static_only, via, 0)?;
+                    self.add(&mut found, path, *static_only, via, 0, false)?;
                 }
             }
             origins.resize(found.files.len(), index);
         }
-        Ok(found.files.into_iter().zip(origins).collect())
+        Ok(found
+            .files
+            .into_iter()
+            .zip(origins)
+            .map(|((path, as_needed), item)| FoundInput { path, item, as_needed })
+            .collect())
     }
 
-    /// Adds `path`: an input as it is, or the inputs of the script it is. `via` says how it was found.
+    /// Adds `path`: an input as it is, or the inputs of the script it is. `via` says how it was found;
+    /// `as_needed`, whether a script named it inside `AS_NEEDED`.
     fn add(
         &self,
         found: &mut Found,
@@ -242,8 +271,13 @@ impl<'f, F: Files> Search<'f, F> {
         static_only: bool,
         via: String,
         depth: usize,
+        as_needed: bool,
     ) -> Result<(), SearchError> {
-        match self.files.classify(&path)? {
+        let kind = match self.files.classify(&path)? {
+            FileKind::SharedObject if self.shared_libraries => FileKind::Input,
+            kind => kind,
+        };
+        match kind {
             FileKind::Input => {
                 if found.files.len() >= MAX_INPUTS {
                     return Err(SearchError::TooManyInputs {
@@ -252,7 +286,7 @@ impl<'f, F: Files> Search<'f, F> {
                         via,
                     });
                 }
-                found.files.push(path);
+                found.files.push((path, as_needed));
             }
             FileKind::SharedObject => return Err(SearchError::SharedObject { path, via }),
             FileKind::Script(text) => {
@@ -280,7 +314,7 @@ impl<'f, F: Files> Search<'f, F> {
                         Some(name) => self.find_library(&OsString::from(name), static_only, &from)?,
                         None => self.find_script_input(&input.name, inside_sysroot, &from)?,
                     };
-                    self.add(found, next, static_only, from, depth + 1)?;
+                    self.add(found, next, static_only, from, depth + 1, as_needed || input.as_needed)?;
                 }
             }
         }

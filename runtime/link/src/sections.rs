@@ -29,6 +29,8 @@ pub enum OutputSectionId {
     GnuHash,
     DynSym,
     DynStr,
+    GnuVersion,
+    GnuVersionR,
     RelaDyn,
     Dynamic,
     Tdata,
@@ -140,11 +142,13 @@ const fn with_headers(kind: OutputSectionKind) -> OutputSectionKind {
 
 use crate::graph::section_flags::{EXECUTABLE, WRITABLE};
 use OutputSectionId as Id;
-use SectionKind::{DynSym, Dynamic, FiniArray, GnuHash, Hash, InitArray, Note, PreinitArray, ProgBits, Rela, StrTab};
+use SectionKind::{
+    DynSym, Dynamic, FiniArray, GnuHash, Hash, InitArray, Note, PreinitArray, ProgBits, Rela, StrTab, VerNeed, VerSym,
+};
 
 /// The table, in the order its rules are tried: the first rule that claims an input section's name wins
 /// (`.data.rel.ro` before `.data`, `.init` before `.init_array`'s family).
-static OUTPUT_SECTIONS: [OutputSectionKind; 29] = [
+static OUTPUT_SECTIONS: [OutputSectionKind; 31] = [
     kind(Id::Text, ".text", Inputs::Families(&[".text"]), ProgBits, 2),
     keep_unique(kind(Id::Init, ".init", Inputs::Named(&[".init"]), ProgBits, 0)),
     made(
@@ -168,7 +172,23 @@ static OUTPUT_SECTIONS: [OutputSectionKind; 29] = [
     )),
     with_headers(kind(Id::DynSym, ".dynsym", Inputs::Named(&[".dynsym"]), DynSym, 53)),
     with_headers(kind(Id::DynStr, ".dynstr", Inputs::Named(&[".dynstr"]), StrTab, 54)),
-    with_headers(kind(Id::RelaDyn, ".rela.dyn", Inputs::Named(&[".rela.dyn"]), Rela, 56)),
+    // The version of each dynamic symbol and the versions the output needs of each library, after the
+    // dynamic strings, as ld.bfd places them.
+    with_headers(kind(
+        Id::GnuVersion,
+        ".gnu.version",
+        Inputs::Named(&[".gnu.version"]),
+        VerSym,
+        55,
+    )),
+    with_headers(kind(
+        Id::GnuVersionR,
+        ".gnu.version_r",
+        Inputs::Named(&[".gnu.version_r"]),
+        VerNeed,
+        56,
+    )),
+    with_headers(kind(Id::RelaDyn, ".rela.dyn", Inputs::Named(&[".rela.dyn"]), Rela, 57)),
     // The first note, as ld.bfd places it, then the build ID.
     with_headers(kind(
         Id::NoteGnuProperty,

@@ -33,6 +33,9 @@ pub(crate) struct Arch {
     pub(crate) machine: Machine,
     /// The PLT entry of an indirect function (`STT_GNU_IFUNC`); `None`: indirect functions are refused.
     pub(crate) iplt_entry: Option<&'static CodeTemplate>,
+    /// The lazily bound PLT through which a dynamically linked output calls the functions it imports;
+    /// `None`: importing functions is refused for this target.
+    pub(crate) lazy_plt: Option<&'static LazyPlt>,
     /// The range-extension thunk branches that do not reach go through; `None`: branches reach the whole
     /// output, or an out-of-range branch is relocation's error.
     pub(crate) thunk: Option<&'static ThunkTemplate>,
@@ -113,6 +116,38 @@ pub(crate) struct CodeField {
     pub(crate) bias: i64,
 }
 
+/// The PLT of imported functions, bound lazily as the System V psABIs describe it: `.got.plt` starts with
+/// [`LazyPlt::RESERVED_SLOTS`] words (the address of `.dynamic`, then two the dynamic loader fills with its
+/// own link map and resolver); each function has a slot after them, which initially sends its entry's jump
+/// to code that asks the resolver for the function (and, once bound, holds the function's address).
+pub(crate) struct LazyPlt {
+    /// The first entry, which enters the loader's resolver: its fields reach the start of `.got.plt` (their
+    /// biases hold the offsets of the reserved words they read).
+    pub(crate) header: CodeTemplate,
+    /// One function's entry: its fields reach the function's slot.
+    pub(crate) entry: CodeTemplate,
+    /// The fields of an entry that reach the first entry (an empty `code`: the entry's bytes are `entry`'s).
+    pub(crate) entry_to_header: CodeTemplate,
+    /// Where an entry holds the index of its `JUMP_SLOT` relocation in `.rela.plt` (32 bits), if it does.
+    pub(crate) index_at: Option<u64>,
+    /// What a function's slot holds until the function is bound.
+    pub(crate) unbound: Unbound,
+}
+
+impl LazyPlt {
+    /// The words at the start of `.got.plt` that belong to the dynamic loader.
+    pub(crate) const RESERVED_SLOTS: u64 = 3;
+}
+
+/// Where an unbound slot of a lazily bound PLT sends its entry's jump.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unbound {
+    /// Back into the entry, at this offset (x86-64: the `push` after the jump).
+    IntoEntry(u64),
+    /// To the first entry (AArch64).
+    Header,
+}
+
 /// A range-extension thunk.
 pub(crate) struct ThunkTemplate {
     /// The thunk atom's name is this followed by the target's name.
@@ -158,6 +193,7 @@ pub(crate) enum UndefinedWeak {
 pub(crate) static GENERIC: Arch = Arch {
     machine: Machine(0),
     iplt_entry: None,
+    lazy_plt: None,
     thunk: None,
     got_relaxation: |_, _| None,
     relax_got_load: |_, _, _| Err("this target relaxes no GOT load".to_string()),

@@ -82,6 +82,8 @@ const SHT_DYNAMIC: u32 = 6;
 const SHT_HASH: u32 = 5;
 const SHT_DYNSYM: u32 = 11;
 const SHT_GNU_HASH: u32 = 0x6fff_fff6;
+const SHT_GNU_VERNEED: u32 = 0x6fff_fffe;
+const SHT_GNU_VERSYM: u32 = 0x6fff_ffff;
 /// `sh_flags`: `sh_info` holds a section index (that of the section a relocation section applies to).
 const SHF_INFO_LINK: u64 = 0x40;
 /// The size of one ELF64 relocation with an addend.
@@ -261,6 +263,10 @@ pub enum SectionKind {
     GnuHash,
     /// The System V symbol hash table (`SHT_HASH`): 32-bit words.
     Hash,
+    /// The version of each dynamic symbol (`SHT_GNU_versym`): 16-bit words.
+    VerSym,
+    /// The versions needed of each shared library (`SHT_GNU_verneed`).
+    VerNeed,
 }
 
 impl SectionKind {
@@ -279,6 +285,8 @@ impl SectionKind {
             SectionKind::StrTab => SHT_STRTAB,
             SectionKind::GnuHash => SHT_GNU_HASH,
             SectionKind::Hash => SHT_HASH,
+            SectionKind::VerSym => SHT_GNU_VERSYM,
+            SectionKind::VerNeed => SHT_GNU_VERNEED,
         }
     }
 
@@ -290,6 +298,7 @@ impl SectionKind {
             SectionKind::Dynamic => 16,
             SectionKind::DynSym => 24,
             SectionKind::Hash => 4,
+            SectionKind::VerSym => 2,
             _ => 0,
         }
     }
@@ -1113,6 +1122,22 @@ impl SectionHeader {
     }
 }
 
+/// The number of entries of a `.gnu.version_r` (its `sh_info`): the chain of `vn_next` offsets from the
+/// first entry, each `Elf64_Verneed` 16 bytes, to the one whose `vn_next` is 0.
+fn verneed_count(contents: &SparseBytes) -> u32 {
+    let mut count = 0;
+    let mut at = 0u64;
+    while let Ok(Some(entry)) = contents.read(at, 16) {
+        count += 1;
+        let next = u32::from_le_bytes([entry[12], entry[13], entry[14], entry[15]]);
+        if next == 0 || count >= u32::from(u16::MAX) {
+            break;
+        }
+        at += u64::from(next);
+    }
+    count
+}
+
 /// The section header table.
 fn section_headers(layout: &ImageLayout, plan: &Plan) -> Vec<u8> {
     let mut encoder = Encoder::default();
@@ -1138,7 +1163,8 @@ fn section_headers(layout: &ImageLayout, plan: &Plan) -> Vec<u8> {
             SectionKind::Dynamic => (dynstr, 0),
             // One local symbol: the null one.
             SectionKind::DynSym => (dynstr, 1),
-            SectionKind::GnuHash | SectionKind::Hash => (dynsym, 0),
+            SectionKind::GnuHash | SectionKind::Hash | SectionKind::VerSym => (dynsym, 0),
+            SectionKind::VerNeed => (dynstr, verneed_count(&section.contents)),
             SectionKind::Rela if dynsym != 0 => (dynsym, if section.name == ".rela.plt" { got_plt } else { 0 }),
             _ => (0, 0),
         };

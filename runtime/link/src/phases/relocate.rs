@@ -15,7 +15,7 @@ use crate::graph::{AtomId, Binding, Definition, Edge};
 use crate::image::SparseBytes;
 use crate::phases::LinkPhase;
 use crate::sections::OutputSectionId;
-use crate::synth::{eh_frame, got};
+use crate::synth::{LateValue, eh_frame, got};
 use neverc_tables::{RelocationBase, RelocationKind, RelocationRecord};
 
 const PHASE: LinkPhase = LinkPhase::Relocate;
@@ -59,6 +59,7 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
         return Err(PhaseError::new(PHASE, errors.join("\n")));
     }
     fill_eh_frame_header(layout, &mut buffers)?;
+    fill_late_values(context, layout, &mut buffers)?;
     context.set_section_bytes(buffers);
     Ok(())
 }
@@ -92,6 +93,56 @@ fn fill_eh_frame_header(layout: &Layout, buffers: &mut [SparseBytes]) -> Result<
     buffers[header]
         .write_at(0, &table)
         .map_err(|error| failed(&error.to_string()))
+}
+
+/// Writes what only the final layout gives into the linker's own tables (`.dynamic`'s array addresses and
+/// sizes, the section indices of `.dynsym`'s definitions).
+fn fill_late_values(context: &LinkContext, layout: &Layout, buffers: &mut [SparseBytes]) -> Result<(), PhaseError> {
+    if context.synthesized.late_fills.is_empty() {
+        return Ok(());
+    }
+    let sections: rustc_hash::FxHashMap<AtomId, usize> = layout
+        .sections
+        .iter()
+        .enumerate()
+        .flat_map(|(index, section)| section.atoms.iter().map(move |atom| (*atom, index)))
+        .collect();
+    let section_of = |atom: AtomId| sections.get(&atom).copied();
+    let by_id = |id: OutputSectionId| layout.sections.iter().find(|section| section.id == Some(id));
+    for fill in &context.synthesized.late_fills {
+        let failed = |what: &str| {
+            PhaseError::new(
+                PHASE,
+                format!("`{}`: {what}", context.graph.atoms[fill.atom.index()].name),
+            )
+        };
+        let Some(index) = section_of(fill.atom) else {
+            continue;
+        };
+        let section = &layout.sections[index];
+        let atom = &context.graph.atoms[fill.atom.index()];
+        let at = atom
+            .address
+            .checked_sub(section.address)
+            .and_then(|start| start.checked_add(fill.offset))
+            .ok_or_else(|| failed("a filled value lies outside its section"))?;
+        let bytes: Vec<u8> = match fill.value {
+            LateValue::SectionAddress(id) => by_id(id).map_or(0, |found| found.address).to_le_bytes().to_vec(),
+            LateValue::SectionSize(id) => by_id(id).map_or(0, |found| found.size).to_le_bytes().to_vec(),
+            LateValue::SectionIndexOf(target) => {
+                let target = crate::address::placed_atom(context, target).unwrap_or(target);
+                let index = section_of(target).ok_or_else(|| failed("a symbol's atom is in no output section"))?;
+                u16::try_from(index + 1)
+                    .map_err(|_| failed("more output sections than a 16-bit section index holds"))?
+                    .to_le_bytes()
+                    .to_vec()
+            }
+        };
+        buffers[index]
+            .write_at(at, &bytes)
+            .map_err(|error| failed(&error.to_string()))?;
+    }
+    Ok(())
 }
 
 /// Copies one atom into its section's bytes and patches its edges; the message of the first failure.
@@ -188,6 +239,16 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
             .unwrap_or_else(|| "<section>".into())
     };
     let what = || format!("{} against `{}`", record.name, name());
+    // An address of an import that only the loader knows is left for the dynamic relocation that names it
+    // (its addend is in the relocation).
+    if record.kind == RelocationKind::Symbol
+        && record.relative_to == RelocationBase::Nothing
+        && record.size == 64
+        && let (Some(symbol), Some(imports)) = (edge.target_symbol, &context.synthesized.dynamic_symbols)
+        && imports.is_run_time(graph.resolved(symbol))
+    {
+        return Ok(());
+    }
     // S + A.
     let value = || target_value(context, edge).ok_or_else(|| format!("{}: no address", what()));
     // GOT + G + A.
@@ -287,7 +348,10 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
         RelocationKind::TlsModule
         | RelocationKind::TlsDescriptor
         | RelocationKind::Irelative
-        | RelocationKind::Relative => {
+        | RelocationKind::Relative
+        | RelocationKind::GlobDat
+        | RelocationKind::JumpSlot
+        | RelocationKind::Copy => {
             return Err(format!("{}: a dynamic relocation in a relocatable input", what()));
         }
     };

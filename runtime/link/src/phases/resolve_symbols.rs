@@ -191,7 +191,11 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
             Unresolved::Error => errors_written_anyway.extend(messages),
         }
     }
-    refuse_imports(graph, &table)?;
+    // A dynamically linked output imports what shared libraries define (synthesis decides how); any other
+    // cannot.
+    if !context.options.output_kind.is_dynamic() {
+        refuse_imports(graph, &table)?;
+    }
     context.global_symbols = table;
     // `--noinhibit-exec`: the errors are printed, and the link goes on.
     context.warnings.extend(errors_written_anyway);
@@ -200,9 +204,9 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     Ok(())
 }
 
-/// Refuses a link in which a definition of a shared library prevails for a name the link's objects refer
-/// to: the dynamic relocations, PLT and GOT entries that would import it are not made yet, and a reference
-/// left as it is would be a silent wrong output.
+/// Refuses a link of an output that is not dynamically linked (a static executable or PIE) in which a
+/// definition of a shared library prevails for a name the link's objects refer to: nothing could import it,
+/// and a reference left as it is would be a silent wrong output.
 fn refuse_imports(graph: &LinkGraph, table: &FxHashMap<String, SymbolId>) -> Result<(), PhaseError> {
     if !graph
         .symbols
@@ -224,8 +228,7 @@ fn refuse_imports(graph: &LinkGraph, table: &FxHashMap<String, SymbolId>) -> Res
         .filter(|symbol| symbol.definition == Definition::Shared)
         .map(|symbol| {
             format!(
-                "`{}` is defined only by the shared library {}: importing symbols from shared libraries is not \
-                 supported yet (link with -static or -static-pie)",
+                "`{}` is defined only by the shared library {}, which a static output cannot import from",
                 symbol_name::display(&symbol.name),
                 graph.input_name(symbol.origin.input)
             )

@@ -12,12 +12,17 @@
 
 use neverc_tables::{RelocationBase, RelocationKind};
 
-use super::{PHASE, absolute_edge, declared, new_atom};
+use super::imports::{DynamicSymbols, bucket_count, gnu_hash, sysv_hash};
+use super::{LateFill, LateValue, PHASE, absolute_edge, declared, new_atom};
 use crate::context::{LinkContext, PhaseError};
-use crate::graph::{AtomId, Binding, Definition, Edge, LinkGraph, Origin, atom_flags, section_flags};
+use crate::graph::{
+    AtomId, Binding, Definition, Edge, LinkGraph, Origin, SymbolId, SymbolType, Visibility, atom_flags, section_flags,
+};
 use crate::image::dynamic_tags::{
-    DF_1_PIE, DT_DEBUG, DT_FLAGS_1, DT_GNU_HASH, DT_HASH, DT_JMPREL, DT_NULL, DT_PLTGOT, DT_PLTREL, DT_PLTRELSZ,
-    DT_RELA, DT_RELACOUNT, DT_RELAENT, DT_RELASZ, DT_STRSZ, DT_STRTAB, DT_SYMENT, DT_SYMTAB,
+    DF_1_PIE, DT_DEBUG, DT_FINI, DT_FINI_ARRAY, DT_FINI_ARRAYSZ, DT_FLAGS_1, DT_GNU_HASH, DT_HASH, DT_INIT,
+    DT_INIT_ARRAY, DT_INIT_ARRAYSZ, DT_JMPREL, DT_NEEDED, DT_NULL, DT_PLTGOT, DT_PLTREL, DT_PLTRELSZ, DT_PREINIT_ARRAY,
+    DT_PREINIT_ARRAYSZ, DT_RELA, DT_RELACOUNT, DT_RELAENT, DT_RELASZ, DT_STRSZ, DT_STRTAB, DT_SYMENT, DT_SYMTAB,
+    DT_VERNEED, DT_VERNEEDNUM, DT_VERSYM,
 };
 use crate::sections::OutputSectionId;
 
@@ -25,10 +30,13 @@ use crate::sections::OutputSectionId;
 const RELA_SIZE: u64 = 24;
 const SYMBOL_SIZE: u64 = 24;
 
-/// A value of a `.dynamic` entry: a number, or the address of an atom the linker made.
+/// A value of a `.dynamic` entry: a number, the address of an atom the linker made or of a symbol, or what
+/// the final layout says.
 enum Value {
     Number(u64),
     Address(AtomId),
+    Symbol(SymbolId),
+    Late(LateValue),
 }
 
 /// The program interpreter the output names, if it has one: `-dynamic-linker`'s, else the target's declared
@@ -56,85 +64,224 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     if context.synthesized.dynamic.is_some() {
         return Ok(());
     }
-    // The atoms whose addresses only the loader interprets: the indirect functions' slots, which their
-    // `IRELATIVE` relocations fill, and those relocations themselves.
+    // The atoms whose addresses only the loader interprets: the PLT slots, which their `IRELATIVE` and
+    // `JUMP_SLOT` relocations fill, and those relocations themselves.
     let iplt = context
         .synthesized
         .iplt
         .as_ref()
         .map(|iplt| (iplt.slots, iplt.relocations, iplt.entries.len() as u64));
-    let excluded: Vec<AtomId> = iplt.iter().flat_map(|(slots, rela, _)| [*slots, *rela]).collect();
+    let symbols = context.synthesized.dynamic_symbols.take().unwrap_or_default();
+    let import_plt = symbols
+        .plt
+        .as_ref()
+        .map(|plt| (plt.slots, plt.relocations, plt.functions.len() as u64));
+    let excluded: Vec<AtomId> = iplt
+        .iter()
+        .chain(import_plt.iter())
+        .flat_map(|(slots, rela, _)| [*slots, *rela])
+        .collect();
     // The loader moves the image by a multiple of its page size, so the bits of an address below it do not
     // change: a field holding only those (AArch64's `:lo12:` halves of `adrp` pairs) needs no relocation.
     context.resolve_page_size();
     let page_bits = context.options.page_size.max(1).trailing_zeros();
     let interpreter = interpreter(context)?;
+    let got_atom = context.synthesized.got_atom;
+    let output_kind = context.options.output_kind;
+    let init_fini: Vec<(u64, SymbolId)> = [(DT_INIT, "_init"), (DT_FINI, "_fini")]
+        .into_iter()
+        .filter_map(|(tag, name)| {
+            let symbol = *context.global_symbols.get(name)?;
+            let entry = &context.graph.symbols[symbol.index()];
+            (!matches!(entry.definition, Definition::Undefined | Definition::Shared)).then_some((tag, symbol))
+        })
+        .collect();
     let graph = &mut context.graph;
     if let Some(path) = interpreter {
         let mut bytes = path.into_bytes();
         bytes.push(0);
         new_atom(graph, None, OutputSectionId::Interp.name(), 1, bytes, origin);
     }
-    let sites = relative_sites(graph, &excluded, page_bits)?;
+    let sites = relative_sites(graph, &excluded, page_bits, &symbols, got_atom)?;
     let absolute = declared(graph, RelocationKind::Symbol, RelocationBase::Nothing, 64)?;
     let relative = u64::from(declared(graph, RelocationKind::Relative, RelocationBase::Nothing, 64)?);
 
-    let dynsym = new_atom(
-        graph,
-        None,
-        OutputSectionId::DynSym.name(),
-        8,
-        vec![0; SYMBOL_SIZE as usize],
-        origin,
-    );
-    let dynstr = new_atom(graph, None, OutputSectionId::DynStr.name(), 1, vec![0], origin);
-    // The hash tables `--hash-style` asks for, over a symbol table of the null symbol only. The System V one:
-    // one bucket and one chain (the null symbol's), both 0 (the end of every chain).
+    // `.dynstr`, `.dynsym`, `.gnu.version` and `.gnu.version_r`.
+    let mut strings = Strings::default();
+    let needed: Vec<u32> = symbols
+        .needed
+        .iter()
+        .map(|library| strings.add(graph.shared_libraries[library.index()].install_name.as_bytes()))
+        .collect();
+    let tables = symbol_tables(graph, &symbols, &mut strings);
+    let mut late_fills = Vec::new();
+    let dynsym = new_atom(graph, None, OutputSectionId::DynSym.name(), 8, tables.symbols, origin);
+    for (offset, symbol) in tables.values {
+        graph.edges.push(absolute_edge(
+            absolute,
+            dynsym,
+            offset + 8,
+            (Some(symbol), None),
+            0,
+            origin,
+        ));
+    }
+    for (offset, atom) in tables.section_indices {
+        late_fills.push(LateFill {
+            atom: dynsym,
+            offset: offset + 6,
+            value: LateValue::SectionIndexOf(atom),
+        });
+    }
+    let versions = (!tables.needs.is_empty()).then(|| {
+        let versym = new_atom(
+            graph,
+            None,
+            OutputSectionId::GnuVersion.name(),
+            2,
+            tables.versions,
+            origin,
+        );
+        let verneed = new_atom(
+            graph,
+            None,
+            OutputSectionId::GnuVersionR.name(),
+            8,
+            tables.needs,
+            origin,
+        );
+        (versym, verneed, tables.need_count)
+    });
+    let string_size = strings.bytes.len() as u64;
+    let dynstr = new_atom(graph, None, OutputSectionId::DynStr.name(), 1, strings.bytes, origin);
+    // The hash tables `--hash-style` asks for.
     let hash_style = context.options.hash_style;
-    let sysv_hash = hash_style.sysv().then(|| {
-        let words: Vec<u8> = [1u32, 1, 0, 0].iter().flat_map(|word| word.to_le_bytes()).collect();
-        new_atom(graph, None, OutputSectionId::Hash.name(), 8, words, origin)
-    });
-    // GNU's: one bucket (empty), symbols from index 1, one bloom word of zeros.
-    let gnu_hash = hash_style.gnu().then(|| {
-        let mut words: Vec<u8> = [1u32, 1, 1, 0].iter().flat_map(|word| word.to_le_bytes()).collect();
-        words.extend_from_slice(&[0; 12]);
-        new_atom(graph, None, OutputSectionId::GnuHash.name(), 8, words, origin)
-    });
+    let sysv_hash = hash_style
+        .sysv()
+        .then(|| new_atom(graph, None, OutputSectionId::Hash.name(), 8, tables.sysv_hash, origin));
+    let gnu_hash = hash_style
+        .gnu()
+        .then(|| new_atom(graph, None, OutputSectionId::GnuHash.name(), 8, tables.gnu_hash, origin));
 
-    // `.rela.dyn`: (r_offset, r_info, r_addend) each; the address and the value are filled by relocation.
-    let count = sites.len() as u64;
+    // `.rela.dyn`: (r_offset, r_info, r_addend) each, `RELATIVE` ones first (`DT_RELACOUNT` counts them),
+    // then those naming symbols, then the copies; addresses and values are filled by relocation.
+    let copy = symbols
+        .copies
+        .first()
+        .map(|_| declared(graph, RelocationKind::Copy, RelocationBase::Nothing, 64))
+        .transpose()?;
+    let glob_dat = sites
+        .iter()
+        .any(|site| matches!(site, Site::Symbolic { got: true, .. }))
+        .then(|| declared(graph, RelocationKind::GlobDat, RelocationBase::Nothing, 64))
+        .transpose()?;
+    let relatives = sites
+        .iter()
+        .filter(|site| matches!(site, Site::Relative { .. }))
+        .count() as u64;
+    let count = sites.len() as u64 + symbols.copies.len() as u64;
     let mut rela = Vec::with_capacity((count * RELA_SIZE) as usize);
-    for _ in 0..count {
+    let mut rela_edges = Vec::new();
+    let mut ordered: Vec<&Site> = sites
+        .iter()
+        .filter(|site| matches!(site, Site::Relative { .. }))
+        .collect();
+    ordered.extend(sites.iter().filter(|site| matches!(site, Site::Symbolic { .. })));
+    for site in ordered {
+        let at = rela.len() as u64;
+        match *site {
+            Site::Relative {
+                source,
+                offset,
+                target,
+                addend,
+            } => {
+                rela.extend_from_slice(&[0; 8]);
+                rela.extend_from_slice(&relative.to_le_bytes());
+                rela.extend_from_slice(&[0; 8]);
+                rela_edges.push(absolute_edge(
+                    absolute,
+                    AtomId(0),
+                    at,
+                    (None, Some(source)),
+                    offset,
+                    origin,
+                ));
+                rela_edges.push(absolute_edge(absolute, AtomId(0), at + 16, target, addend, origin));
+            }
+            Site::Symbolic {
+                source,
+                offset,
+                index,
+                addend,
+                got,
+            } => {
+                let kind = u64::from(if got { glob_dat.unwrap_or(absolute) } else { absolute });
+                rela.extend_from_slice(&[0; 8]);
+                rela.extend_from_slice(&(u64::from(index) << 32 | kind).to_le_bytes());
+                rela.extend_from_slice(&addend.to_le_bytes());
+                rela_edges.push(absolute_edge(
+                    absolute,
+                    AtomId(0),
+                    at,
+                    (None, Some(source)),
+                    offset,
+                    origin,
+                ));
+            }
+        }
+    }
+    for (symbol, atom) in &symbols.copies {
+        let at = rela.len() as u64;
+        let index = u64::from(symbols.index.get(symbol).copied().unwrap_or(0));
         rela.extend_from_slice(&[0; 8]);
-        rela.extend_from_slice(&relative.to_le_bytes());
+        rela.extend_from_slice(&(index << 32 | u64::from(copy.unwrap_or(absolute))).to_le_bytes());
         rela.extend_from_slice(&[0; 8]);
+        rela_edges.push(absolute_edge(absolute, AtomId(0), at, (None, Some(*atom)), 0, origin));
     }
     let rela_dyn = new_atom(graph, None, OutputSectionId::RelaDyn.name(), 8, rela, origin);
-    for (index, (source, offset, target, addend)) in sites.into_iter().enumerate() {
-        let at = index as u64 * RELA_SIZE;
-        graph.edges.extend([
-            absolute_edge(absolute, rela_dyn, at, (None, Some(source)), offset, origin),
-            absolute_edge(absolute, rela_dyn, at + 16, target, addend, origin),
-        ]);
-    }
+    graph.edges.extend(rela_edges.into_iter().map(|edge| Edge {
+        source: rela_dyn,
+        ..edge
+    }));
 
     // The tags in ld.bfd's order.
-    let mut entries: Vec<(u64, Value)> = [(DT_HASH, sysv_hash), (DT_GNU_HASH, gnu_hash)]
-        .into_iter()
-        .filter_map(|(tag, table)| Some((tag, Value::Address(table?))))
+    let mut entries: Vec<(u64, Value)> = needed
+        .iter()
+        .map(|name| (DT_NEEDED, Value::Number(u64::from(*name))))
         .collect();
+    entries.extend(init_fini.into_iter().map(|(tag, symbol)| (tag, Value::Symbol(symbol))));
+    for (section, start, size) in [
+        (OutputSectionId::PreinitArray, DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ),
+        (OutputSectionId::InitArray, DT_INIT_ARRAY, DT_INIT_ARRAYSZ),
+        (OutputSectionId::FiniArray, DT_FINI_ARRAY, DT_FINI_ARRAYSZ),
+    ] {
+        if has_output_section(graph, section) {
+            entries.extend([
+                (start, Value::Late(LateValue::SectionAddress(section))),
+                (size, Value::Late(LateValue::SectionSize(section))),
+            ]);
+        }
+    }
+    entries.extend(
+        [(DT_HASH, sysv_hash), (DT_GNU_HASH, gnu_hash)]
+            .into_iter()
+            .filter_map(|(tag, table)| Some((tag, Value::Address(table?)))),
+    );
     entries.extend([
         (DT_STRTAB, Value::Address(dynstr)),
         (DT_SYMTAB, Value::Address(dynsym)),
-        (DT_STRSZ, Value::Number(1)),
+        (DT_STRSZ, Value::Number(string_size)),
         (DT_SYMENT, Value::Number(SYMBOL_SIZE)),
         (DT_DEBUG, Value::Number(0)),
     ]);
-    if let Some((slots, relocations, functions)) = iplt {
+    // The PLT's slots start with the imports' (and the words the loader owns); their relocations come first.
+    let jump_slots =
+        import_plt.map_or(0, |(_, _, functions)| functions) + iplt.map_or(0, |(_, _, functions)| functions);
+    if let Some((slots, relocations, _)) = import_plt.or(iplt) {
         entries.extend([
             (DT_PLTGOT, Value::Address(slots)),
-            (DT_PLTRELSZ, Value::Number(functions * RELA_SIZE)),
+            (DT_PLTRELSZ, Value::Number(jump_slots * RELA_SIZE)),
             (DT_PLTREL, Value::Number(DT_RELA)),
             (DT_JMPREL, Value::Address(relocations)),
         ]);
@@ -143,33 +290,327 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         (DT_RELA, Value::Address(rela_dyn)),
         (DT_RELASZ, Value::Number(count * RELA_SIZE)),
         (DT_RELAENT, Value::Number(RELA_SIZE)),
-        (DT_FLAGS_1, Value::Number(DF_1_PIE)),
     ]);
-    if count > 0 {
-        entries.push((DT_RELACOUNT, Value::Number(count)));
+    if output_kind.is_position_independent() && output_kind.is_executable() {
+        entries.push((DT_FLAGS_1, Value::Number(DF_1_PIE)));
+    }
+    if let Some((versym, verneed, need_count)) = versions {
+        entries.extend([
+            (DT_VERNEED, Value::Address(verneed)),
+            (DT_VERNEEDNUM, Value::Number(need_count)),
+            (DT_VERSYM, Value::Address(versym)),
+        ]);
+    }
+    if relatives > 0 {
+        entries.push((DT_RELACOUNT, Value::Number(relatives)));
     }
     entries.push((DT_NULL, Value::Number(0)));
     let mut bytes = Vec::with_capacity(entries.len() * 16);
     let mut addresses = Vec::new();
     for (index, (tag, value)) in entries.into_iter().enumerate() {
         bytes.extend_from_slice(&tag.to_le_bytes());
+        let at = index as u64 * 16 + 8;
         match value {
             Value::Number(number) => bytes.extend_from_slice(&number.to_le_bytes()),
             Value::Address(atom) => {
                 bytes.extend_from_slice(&[0; 8]);
-                addresses.push((index as u64 * 16 + 8, atom));
+                addresses.push((at, (None, Some(atom))));
+            }
+            Value::Symbol(symbol) => {
+                bytes.extend_from_slice(&[0; 8]);
+                addresses.push((at, (Some(symbol), None)));
+            }
+            Value::Late(value) => {
+                bytes.extend_from_slice(&[0; 8]);
+                late_fills.push(LateFill {
+                    atom: AtomId(u32::MAX),
+                    offset: at,
+                    value,
+                });
             }
         }
     }
     let dynamic = new_atom(graph, None, OutputSectionId::Dynamic.name(), 8, bytes, origin);
-    for (offset, atom) in addresses {
+    for fill in &mut late_fills {
+        if fill.atom == AtomId(u32::MAX) {
+            fill.atom = dynamic;
+        }
+    }
+    for (offset, target) in addresses {
         graph
             .edges
-            .push(absolute_edge(absolute, dynamic, offset, (None, Some(atom)), 0, origin));
+            .push(absolute_edge(absolute, dynamic, offset, target, 0, origin));
+    }
+    // The first word of `.got.plt` is the address of `.dynamic`, as the psABIs reserve it.
+    if let Some((slots, _, _)) = import_plt {
+        graph
+            .edges
+            .push(absolute_edge(absolute, slots, 0, (None, Some(dynamic)), 0, origin));
     }
     graph.index_edges();
+    context.synthesized.late_fills.extend(late_fills);
+    context.synthesized.dynamic_symbols = Some(symbols);
     context.synthesized.dynamic = Some(dynamic);
     Ok(())
+}
+
+/// Whether some live atom goes to the output section `id`.
+fn has_output_section(graph: &LinkGraph, id: OutputSectionId) -> bool {
+    graph.atoms.iter().any(|atom| {
+        atom.is_live()
+            && atom.flags & atom_flags::FOLDED == 0
+            && atom.size() > 0
+            && atom.section.map_or_else(
+                || OutputSectionId::for_input(&atom.name),
+                |section| OutputSectionId::for_input(&graph.sections[section.index()].name),
+            ) == Some(id)
+    })
+}
+
+/// `.dynstr` as it is built: each string once.
+#[derive(Default)]
+struct Strings {
+    bytes: Vec<u8>,
+    offsets: rustc_hash::FxHashMap<Vec<u8>, u32>,
+}
+
+impl Strings {
+    fn add(&mut self, text: &[u8]) -> u32 {
+        if self.bytes.is_empty() {
+            self.bytes.push(0);
+        }
+        if text.is_empty() {
+            return 0;
+        }
+        if let Some(offset) = self.offsets.get(text) {
+            return *offset;
+        }
+        let offset = self.bytes.len() as u32;
+        self.bytes.extend_from_slice(text);
+        self.bytes.push(0);
+        self.offsets.insert(text.to_vec(), offset);
+        offset
+    }
+}
+
+/// The symbol tables of `.dynsym`'s entries, and what relocation and the final layout fill in.
+struct SymbolTables {
+    symbols: Vec<u8>,
+    /// (offset of an entry, the symbol whose address is its `st_value`).
+    values: Vec<(u64, SymbolId)>,
+    /// (offset of an entry, the atom whose output section is its `st_shndx`).
+    section_indices: Vec<(u64, AtomId)>,
+    versions: Vec<u8>,
+    needs: Vec<u8>,
+    need_count: u64,
+    sysv_hash: Vec<u8>,
+    gnu_hash: Vec<u8>,
+}
+
+/// ELF symbol bindings, types and special section indices.
+const STB_GLOBAL: u8 = 1;
+const STB_WEAK: u8 = 2;
+const SHN_ABS: u16 = 0xfff1;
+const STV_PROTECTED: u8 = 3;
+
+fn symbol_tables(graph: &LinkGraph, symbols: &DynamicSymbols, strings: &mut Strings) -> SymbolTables {
+    let count = symbols.entries.len() + 1;
+    let mut table = vec![0u8; SYMBOL_SIZE as usize];
+    let mut values = Vec::new();
+    let mut section_indices = Vec::new();
+    let mut versions: Vec<u16> = vec![0];
+    // The versions needed, numbered from 2 in order of first use, grouped by library.
+    let mut needs: Vec<(String, Vec<(String, u16)>)> = Vec::new();
+    let mut next_version = 2u16;
+    let mut names: Vec<Vec<u8>> = Vec::with_capacity(count);
+    names.push(Vec::new());
+    for (position, symbol) in symbols.entries.iter().enumerate() {
+        let entry = &graph.symbols[symbol.index()];
+        let name = crate::symbol_name::to_bytes(&entry.name).into_owned();
+        let at = (position as u64 + 1) * SYMBOL_SIZE;
+        let defined = position as u32 + 1 >= symbols.defined_from;
+        let binding = if !defined && symbols.weak.contains(symbol) || defined && entry.binding == Binding::Weak {
+            STB_WEAK
+        } else {
+            STB_GLOBAL
+        };
+        let kind = match entry.symbol_type {
+            SymbolType::Function => 2,
+            SymbolType::Object => 1,
+            SymbolType::Tls => 6,
+            SymbolType::Ifunc => 10,
+            _ => 0,
+        };
+        let other = if entry.visibility == Visibility::Protected {
+            STV_PROTECTED
+        } else {
+            0
+        };
+        table.extend_from_slice(&strings.add(&name).to_le_bytes());
+        table.push(binding << 4 | kind);
+        table.push(other);
+        let shndx = if defined && entry.atom.is_none() { SHN_ABS } else { 0 };
+        table.extend_from_slice(&shndx.to_le_bytes());
+        table.extend_from_slice(&[0; 8]);
+        let size = if defined { entry.size } else { 0 };
+        table.extend_from_slice(&size.to_le_bytes());
+        if defined {
+            values.push((at, *symbol));
+            if let Some(atom) = entry.atom {
+                section_indices.push((at, atom));
+            }
+        }
+        // The version: a definition of a shared library's names its version; anything else is global.
+        let library = entry
+            .origin
+            .input
+            .filter(|_| entry.definition == Definition::Shared)
+            .and_then(|input| graph.shared_libraries.iter().find(|library| library.input == input));
+        let version = match (library, &entry.version) {
+            (Some(library), Some(version)) => {
+                let position = match needs.iter().position(|(file, _)| *file == library.install_name) {
+                    Some(position) => position,
+                    None => {
+                        needs.push((library.install_name.clone(), Vec::new()));
+                        needs.len() - 1
+                    }
+                };
+                let list = &mut needs[position].1;
+                match list.iter().find(|(name, _)| name == version) {
+                    Some((_, number)) => *number,
+                    None => {
+                        list.push((version.clone(), next_version));
+                        next_version += 1;
+                        next_version - 1
+                    }
+                }
+            }
+            _ => 1,
+        };
+        versions.push(version);
+        names.push(name);
+    }
+    let mut need_bytes = Vec::new();
+    for (index, (file, list)) in needs.iter().enumerate() {
+        let last = index + 1 == needs.len();
+        let file = strings.add(file.as_bytes());
+        need_bytes.extend_from_slice(&1u16.to_le_bytes());
+        need_bytes.extend_from_slice(&(list.len() as u16).to_le_bytes());
+        need_bytes.extend_from_slice(&file.to_le_bytes());
+        need_bytes.extend_from_slice(&16u32.to_le_bytes());
+        let next = if last { 0 } else { 16 + 16 * list.len() as u32 };
+        need_bytes.extend_from_slice(&next.to_le_bytes());
+        for (position, (version, number)) in list.iter().enumerate() {
+            let name = strings.add(version.as_bytes());
+            need_bytes.extend_from_slice(&sysv_hash(version.as_bytes()).to_le_bytes());
+            need_bytes.extend_from_slice(&0u16.to_le_bytes());
+            need_bytes.extend_from_slice(&number.to_le_bytes());
+            need_bytes.extend_from_slice(&name.to_le_bytes());
+            let next: u32 = if position + 1 == list.len() { 0 } else { 16 };
+            need_bytes.extend_from_slice(&next.to_le_bytes());
+        }
+    }
+    SymbolTables {
+        symbols: table,
+        values,
+        section_indices,
+        versions: versions.iter().flat_map(|version| version.to_le_bytes()).collect(),
+        need_count: needs.len() as u64,
+        needs: need_bytes,
+        sysv_hash: sysv_table(&names),
+        gnu_hash: gnu_table(&names, symbols.defined_from as usize, symbols.gnu_buckets),
+    }
+}
+
+/// The System V hash table of the symbols named `names` (the null symbol's first): buckets and chains.
+fn sysv_table(names: &[Vec<u8>]) -> Vec<u8> {
+    let buckets = bucket_count(names.len().saturating_sub(1));
+    let mut bucket = vec![0u32; buckets as usize];
+    let mut chain = vec![0u32; names.len()];
+    for (index, name) in names.iter().enumerate().skip(1) {
+        let slot = (sysv_hash(name) % buckets) as usize;
+        chain[index] = bucket[slot];
+        bucket[slot] = index as u32;
+    }
+    [buckets, names.len() as u32]
+        .into_iter()
+        .chain(bucket)
+        .chain(chain)
+        .flat_map(u32::to_le_bytes)
+        .collect()
+}
+
+/// GNU's hash table of the symbols named `names` (the null symbol's first) from `from` on, which are sorted
+/// by bucket (`buckets` of them): a Bloom filter of 64-bit words sized as GNU ld sizes it, the buckets and
+/// the chain of hash values.
+fn gnu_table(names: &[Vec<u8>], from: usize, buckets: u32) -> Vec<u8> {
+    let hashed: Vec<u32> = names.iter().skip(from).map(|name| gnu_hash(name)).collect();
+    let count = hashed.len();
+    if count == 0 {
+        // One empty bucket, the symbols from past the last, and one Bloom word of zeros.
+        let mut words: Vec<u8> = [1u32, names.len() as u32, 1, 0]
+            .iter()
+            .flat_map(|word| word.to_le_bytes())
+            .collect();
+        words.extend_from_slice(&[0; 12]);
+        return words;
+    }
+    // GNU ld's sizes: `maskbitslog2` from the number of symbols, in 64-bit words.
+    let log2 = usize::BITS - (count - 1).leading_zeros();
+    let mut mask_bits_log2 = log2 + 1;
+    if mask_bits_log2 < 3 {
+        mask_bits_log2 = 5;
+    } else if (1usize << (mask_bits_log2 - 2)) & count != 0 {
+        mask_bits_log2 += 3;
+    } else {
+        mask_bits_log2 += 2;
+    }
+    mask_bits_log2 = mask_bits_log2.max(6);
+    let shift2 = mask_bits_log2;
+    let words = 1usize << (mask_bits_log2 - 6);
+    let mut bloom = vec![0u64; words];
+    for hash in &hashed {
+        let word = (*hash as usize / 64) & (words - 1);
+        bloom[word] |= 1u64 << (hash % 64) | 1u64 << ((hash >> shift2) % 64);
+    }
+    let mut bucket = vec![0u32; buckets as usize];
+    let mut chain = vec![0u32; count];
+    for (position, hash) in hashed.iter().enumerate() {
+        let slot = (hash % buckets) as usize;
+        if bucket[slot] == 0 {
+            bucket[slot] = (from + position) as u32;
+        }
+        let last = hashed
+            .get(position + 1)
+            .is_none_or(|next| next % buckets != hash % buckets);
+        chain[position] = (hash & !1) | u32::from(last);
+    }
+    let mut bytes: Vec<u8> = [buckets, from as u32, words as u32, shift2]
+        .into_iter()
+        .flat_map(u32::to_le_bytes)
+        .collect();
+    bytes.extend(bloom.iter().flat_map(|word| word.to_le_bytes()));
+    bytes.extend(bucket.iter().chain(&chain).flat_map(|word| word.to_le_bytes()));
+    bytes
+}
+
+/// A place that holds an absolute address: a `RELATIVE` relocation makes it the load address plus the
+/// link-time one; one naming a symbol of `.dynsym` makes it what the loader finds for the symbol.
+enum Site {
+    Relative {
+        source: AtomId,
+        offset: i64,
+        target: (Option<SymbolId>, Option<AtomId>),
+        addend: i64,
+    },
+    Symbolic {
+        source: AtomId,
+        offset: i64,
+        index: u32,
+        addend: i64,
+        /// A GOT slot (`GLOB_DAT`), not data (the target's 64-bit absolute relocation).
+        got: bool,
+    },
 }
 
 /// The places that hold an absolute address, in link order: (atom, offset, target, addend). Each gets a
@@ -177,12 +618,13 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
 /// symbols of the inputs, undefined weak symbols, which stay 0) and fields holding only the bits of an address
 /// below the page size (`page_bits`) need none; an address in an allocated section that is not writable, or in
 /// a field narrower than an address, is an error.
-#[allow(clippy::type_complexity)]
 fn relative_sites(
     graph: &LinkGraph,
     excluded: &[AtomId],
     page_bits: u32,
-) -> Result<Vec<(AtomId, i64, (Option<crate::graph::SymbolId>, Option<AtomId>), i64)>, PhaseError> {
+    symbols: &DynamicSymbols,
+    got: Option<AtomId>,
+) -> Result<Vec<Site>, PhaseError> {
     let mut sites = Vec::new();
     let mut refused = Vec::new();
     for edge in &graph.edges {
@@ -205,12 +647,35 @@ fn relative_sites(
         if record.kind != RelocationKind::Symbol || record.relative_to != RelocationBase::Nothing {
             continue;
         }
-        if holds_fixed_value(graph, edge) || record.shift + record.value_width() <= page_bits {
+        let offset = i64::try_from(edge.offset).unwrap_or(i64::MAX);
+        // An address of an import that only the loader knows: a relocation naming its `.dynsym` entry.
+        let imported = edge
+            .target_symbol
+            .map(|symbol| graph.resolved(symbol))
+            .filter(|symbol| symbols.is_run_time(*symbol));
+        if let Some(symbol) = imported
+            && record.size == 64
+            && flags & section_flags::WRITABLE != 0
+        {
+            sites.push(Site::Symbolic {
+                source: edge.source,
+                offset,
+                index: symbols.index.get(&symbol).copied().unwrap_or(0),
+                addend: edge.addend,
+                got: Some(edge.source) == got,
+            });
+            continue;
+        }
+        if imported.is_none() && (holds_fixed_value(graph, edge) || record.shift + record.value_width() <= page_bits) {
             continue;
         }
         if record.size == 64 && flags & section_flags::WRITABLE != 0 {
-            let offset = i64::try_from(edge.offset).unwrap_or(i64::MAX);
-            sites.push((edge.source, offset, (edge.target_symbol, edge.target_atom), edge.addend));
+            sites.push(Site::Relative {
+                source: edge.source,
+                offset,
+                target: (edge.target_symbol, edge.target_atom),
+                addend: edge.addend,
+            });
             continue;
         }
         let input = graph.input_name(source.origin.input);

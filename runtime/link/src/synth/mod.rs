@@ -7,7 +7,8 @@
 //! table (`got.rs`), merged strings (`strings.rs`), the unwind tables without the records of dropped
 //! functions and their search table (`eh_frame.rs`), the merged program properties (`gnu_property.rs`) and
 //! the build ID note (`build_id.rs`), and, for a position-independent output, its dynamic relocations and
-//! `.dynamic` (`dynamic.rs`). Linker-made code comes from the architecture's templates
+//! `.dynamic` (`dynamic.rs`). Before all of them, a dynamically linked output's imports and exports
+//! (`imports.rs`), which decide how references reach symbols of shared libraries. Linker-made code comes from the architecture's templates
 //! (`code.rs`). Every maker does nothing when it has made its product already, so a rerun of the phase adds
 //! nothing twice.
 
@@ -17,6 +18,7 @@ mod dynamic;
 pub(crate) mod eh_frame;
 pub(crate) mod gnu_property;
 pub(crate) mod got;
+pub(crate) mod imports;
 mod iplt;
 mod strings;
 
@@ -54,6 +56,30 @@ pub struct Synthesized {
     pub(crate) build_id_made: bool,
     /// The `.dynamic` atom of a position-independent output.
     pub(crate) dynamic: Option<AtomId>,
+    /// What a dynamically linked output imports and exports, and the PLT of the functions it imports.
+    pub(crate) dynamic_symbols: Option<imports::DynamicSymbols>,
+    /// Values of the linker's own tables that only the final layout gives, filled in by relocation.
+    pub(crate) late_fills: Vec<LateFill>,
+}
+
+/// A value of a linker-made atom that only the final layout gives: at `offset` of `atom`, 64 bits (or the
+/// 16-bit section index) of what `value` says.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LateFill {
+    pub(crate) atom: AtomId,
+    pub(crate) offset: u64,
+    pub(crate) value: LateValue,
+}
+
+/// What a [`LateFill`] writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LateValue {
+    /// The address of an output section (0 when the output has none).
+    SectionAddress(crate::sections::OutputSectionId),
+    /// The size of an output section in memory (0 when the output has none).
+    SectionSize(crate::sections::OutputSectionId),
+    /// The ELF section index (16 bits, `st_shndx`) of the output section that holds an atom.
+    SectionIndexOf(AtomId),
 }
 
 /// The PLT of indirect functions: its atom, the size of one entry, and each function's entry.
@@ -83,6 +109,9 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         created_by_phase: Some(phase),
         ..Origin::default()
     };
+    // The imports' PLT before the indirect functions', so that `.got.plt` starts with the words the dynamic
+    // loader owns and `.rela.plt` holds the relocations of both in one run.
+    imports::make(context, origin)?;
     iplt::make(context, origin)?;
     got::make(context, origin)?;
     strings::merge(context, origin);

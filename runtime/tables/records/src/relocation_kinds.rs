@@ -45,10 +45,16 @@ pub enum RelocationKind {
     Irelative,
     /// B + A: the load address plus the addend, stored by the dynamic loader (or a static PIE itself) at start-up; dynamic.
     Relative,
+    /// S: the address of the symbol, stored in a GOT slot by the dynamic loader at start-up; dynamic.
+    GlobDat,
+    /// S: the address of the function a PLT entry jumps to, stored in its `.got.plt` slot by the dynamic loader (at start-up, or at the first call when binding is lazy); dynamic.
+    JumpSlot,
+    /// The bytes of the symbol's definition in a shared library, copied by the dynamic loader at start-up into the space the executable reserved for it; dynamic.
+    Copy,
 }
 impl RelocationKind {
     /// Every kind, in the vocabulary's order.
-    pub const ALL: [RelocationKind; 18] = [
+    pub const ALL: [RelocationKind; 21] = [
         RelocationKind::None,
         RelocationKind::Symbol,
         RelocationKind::Branch,
@@ -67,6 +73,9 @@ impl RelocationKind {
         RelocationKind::TlsDescriptor,
         RelocationKind::Irelative,
         RelocationKind::Relative,
+        RelocationKind::GlobDat,
+        RelocationKind::JumpSlot,
+        RelocationKind::Copy,
     ];
     /// The kind as target files spell it.
     pub const fn name(self) -> &'static str {
@@ -89,6 +98,9 @@ impl RelocationKind {
             RelocationKind::TlsDescriptor => "tls_descriptor",
             RelocationKind::Irelative => "irelative",
             RelocationKind::Relative => "relative",
+            RelocationKind::GlobDat => "glob_dat",
+            RelocationKind::JumpSlot => "jump_slot",
+            RelocationKind::Copy => "copy",
         }
     }
     /// The kind target files spell `name`.
@@ -155,6 +167,15 @@ impl RelocationKind {
             RelocationKind::Relative => {
                 "B + A: the load address plus the addend, stored by the dynamic loader (or a static PIE itself) at start-up; dynamic."
             }
+            RelocationKind::GlobDat => {
+                "S: the address of the symbol, stored in a GOT slot by the dynamic loader at start-up; dynamic."
+            }
+            RelocationKind::JumpSlot => {
+                "S: the address of the function a PLT entry jumps to, stored in its `.got.plt` slot by the dynamic loader (at start-up, or at the first call when binding is lazy); dynamic."
+            }
+            RelocationKind::Copy => {
+                "The bytes of the symbol's definition in a shared library, copied by the dynamic loader at start-up into the space the executable reserved for it; dynamic."
+            }
         }
     }
     /// Whether a relocation of this kind patches bits of its place; a marker (size 0) does not.
@@ -178,6 +199,9 @@ impl RelocationKind {
             RelocationKind::TlsDescriptor => true,
             RelocationKind::Irelative => true,
             RelocationKind::Relative => true,
+            RelocationKind::GlobDat => true,
+            RelocationKind::JumpSlot => true,
+            RelocationKind::Copy => true,
         }
     }
     /// Whether a relocation of this kind may be relative to `base`.
@@ -231,6 +255,9 @@ impl RelocationKind {
             RelocationKind::TlsDescriptor => matches!(base, RelocationBase::Nothing),
             RelocationKind::Irelative => matches!(base, RelocationBase::Nothing),
             RelocationKind::Relative => matches!(base, RelocationBase::Nothing),
+            RelocationKind::GlobDat => matches!(base, RelocationBase::Nothing),
+            RelocationKind::JumpSlot => matches!(base, RelocationBase::Nothing),
+            RelocationKind::Copy => matches!(base, RelocationBase::Nothing),
         }
     }
 }

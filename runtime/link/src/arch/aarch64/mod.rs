@@ -17,6 +17,8 @@ use crate::graph::InstructionField;
 pub(crate) static ARCH: Arch = Arch {
     machine: declared_machine(&neverc_tables::generated::targets::aarch64::TARGET),
     iplt_entry: Some(&IPLT_ENTRY),
+    // Imported functions are not called through a PLT on AArch64 yet.
+    lazy_plt: None,
     thunk: Some(&thunks::VENEER),
     // AArch64 GOT loads are not relaxed in a static executable (the target declares none relaxable).
     got_relaxation: |_, _| None,

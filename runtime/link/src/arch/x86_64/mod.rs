@@ -6,13 +6,16 @@ mod tls;
 
 use neverc_tables::{RelocationBase, RelocationKind};
 
-use crate::arch::{Arch, CodeField, CodeTemplate, GotRelaxation, TlsAccess, TlsRelaxed, declared_machine};
+use crate::arch::{
+    Arch, CodeField, CodeTemplate, GotRelaxation, LazyPlt, TlsAccess, TlsRelaxed, Unbound, declared_machine,
+};
 use crate::graph::{Definition, Edge, InstructionField, LinkGraph};
 
 /// The table of x86-64, bound to `targets/x86_64.toml` by its declared machine.
 pub(crate) static ARCH: Arch = Arch {
     machine: declared_machine(&neverc_tables::generated::targets::x86_64::TARGET),
     iplt_entry: Some(&IPLT_ENTRY),
+    lazy_plt: Some(&LAZY_PLT),
     // A branch reaches ±2 GiB, the whole 4 GiB output limit: one that does not is relocation's error.
     thunk: None,
     got_relaxation: relaxation,
@@ -41,6 +44,44 @@ const IPLT_ENTRY: CodeTemplate = CodeTemplate {
     }],
 };
 
+/// A 32-bit displacement from the end of its instruction, which the field ends.
+const DISPLACEMENT: InstructionField = InstructionField {
+    size: 32,
+    shift: 0,
+    bits: &[],
+};
+
+/// A field of linker-made code holding `target + offset` as a displacement from the end of its instruction.
+const fn displacement(at: u64, offset: i64) -> CodeField {
+    CodeField {
+        offset: at,
+        kind: RelocationKind::Symbol,
+        base: RelocationBase::Place,
+        field: DISPLACEMENT,
+        bias: offset - 4,
+    }
+}
+
+/// The lazily bound PLT, as ld.bfd writes it (without IBT): the first entry `push GOT+8(%rip); jmp
+/// *GOT+16(%rip); nopl 0(%rax)`; each function's entry `jmp *slot(%rip); push $index; jmp first`, whose slot
+/// first points at its `push`.
+const LAZY_PLT: LazyPlt = LazyPlt {
+    header: CodeTemplate {
+        code: &[0xff, 0x35, 0, 0, 0, 0, 0xff, 0x25, 0, 0, 0, 0, 0x0f, 0x1f, 0x40, 0x00],
+        fields: &[displacement(2, 8), displacement(8, 16)],
+    },
+    entry: CodeTemplate {
+        code: &[0xff, 0x25, 0, 0, 0, 0, 0x68, 0, 0, 0, 0, 0xe9, 0, 0, 0, 0],
+        fields: &[displacement(2, 0)],
+    },
+    entry_to_header: CodeTemplate {
+        code: &[],
+        fields: &[displacement(12, 0)],
+    },
+    index_at: Some(7),
+    unbound: Unbound::IntoEntry(6),
+};
+
 /// How a relaxable GOT load is rewritten (the meanings of this architecture's [`GotRelaxation`]s):
 /// `mov foo@GOTPCREL(%rip), %reg` → `lea foo(%rip), %reg`.
 const MOV_TO_LEA: GotRelaxation = GotRelaxation(0);
@@ -56,7 +97,9 @@ fn relaxation(graph: &LinkGraph, edge: &Edge) -> Option<GotRelaxation> {
         return None;
     }
     let symbol = &graph.symbols[graph.resolved(edge.target_symbol?).index()];
-    if symbol.definition == Definition::Undefined {
+    // A symbol a shared library defines has its address only at run time (unless the output holds a copy).
+    if symbol.definition == Definition::Undefined || (symbol.definition == Definition::Shared && symbol.atom.is_none())
+    {
         return None;
     }
     let atom = &graph.atoms[edge.source.index()];

@@ -1,0 +1,559 @@
+//! What a dynamically linked output takes from shared libraries and gives them: which symbols it imports
+//! (a shared library's definition prevails for a name its live code refers to, or a weak undefined symbol is
+//! loaded through the GOT, which the loader fills with 0 when nothing defines it), how each reference reaches
+//! an import, and which of its own definitions it exports.
+//!
+//! By the kind of the reference, as GNU ld decides it for an executable:
+//! - a GOT load gets a slot (`got.rs`) that a `GLOB_DAT` relocation fills;
+//! - a call or jump goes through the function's entry in the lazily bound PLT (the architecture's
+//!   [`LazyPlt`]), whose `.got.plt` slot a `JUMP_SLOT` relocation in `.rela.plt` fills;
+//! - a 64-bit absolute address in writable data gets a symbolic dynamic relocation (`dynamic.rs`);
+//! - any other reference to a function means its PLT entry, and to data a *copy*: space in the output's
+//!   `.bss` that a `COPY` relocation fills from the library at start-up, which then is the variable for
+//!   everyone (the library's own references bind to it through the output's `.dynsym`).
+//!
+//! A definition of the output is exported when a shared library of the link refers to its name (or with
+//! `--export-dynamic`, every global one of default or protected visibility). The `.dynsym` order is decided
+//! here: the null symbol, the imports in the order of their first references, then the defined symbols
+//! (copies, exports) sorted by their `.gnu.hash` bucket, as that table needs them. Shared libraries given
+//! with `--as-needed` (or inside a script's `AS_NEEDED`) are needed only when an import resolves to them.
+
+use neverc_tables::{RelocationBase, RelocationKind};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::code::DeclaredFields;
+use super::{PHASE, absolute_edge, declared, new_atom};
+use crate::arch::{LazyPlt, Unbound};
+use crate::context::{LinkContext, PhaseError};
+use crate::graph::{
+    Atom, AtomId, Binding, Content, Definition, Export, Import, LinkGraph, Origin, SharedLibraryId, SymbolId,
+    SymbolType, Visibility, atom_flags, section_flags,
+};
+use crate::sections::OutputSectionId;
+
+/// The size of an `Elf64_Rela`.
+const RELA_SIZE: u64 = 24;
+
+/// What a dynamically linked output imports and exports.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct DynamicSymbols {
+    /// The `.dynsym` entries after the null symbol, in order: the imports, then the defined symbols from
+    /// index `defined_from`.
+    pub(crate) entries: Vec<SymbolId>,
+    /// The `.dynsym` index of each entry.
+    pub(crate) index: FxHashMap<SymbolId, u32>,
+    /// The index of the first defined entry (`symoffset` of `.gnu.hash`).
+    pub(crate) defined_from: u32,
+    /// The number of `.gnu.hash` buckets the defined entries are sorted by.
+    pub(crate) gnu_buckets: u32,
+    /// The imports that some reference in the output's code binds weakly only (`STB_WEAK` in `.dynsym`).
+    pub(crate) weak: FxHashSet<SymbolId>,
+    /// The imported variables the output holds a copy of, each with its atom in `.bss`.
+    pub(crate) copies: Vec<(SymbolId, AtomId)>,
+    /// The lazily bound PLT of the imported functions that are called.
+    pub(crate) plt: Option<ImportPlt>,
+    /// The libraries the output needs (`DT_NEEDED`), in link order.
+    pub(crate) needed: Vec<SharedLibraryId>,
+}
+
+impl DynamicSymbols {
+    /// Whether `symbol` (resolved) is imported and not copied: its address is known at run time only.
+    pub(crate) fn is_run_time(&self, symbol: SymbolId) -> bool {
+        self.index.contains_key(&symbol) && !self.copies.iter().any(|(copied, _)| *copied == symbol)
+    }
+}
+
+/// The PLT of imported functions: its atom (the header then one entry per function), the `.got.plt` slots
+/// and the `.rela.plt` relocations.
+#[derive(Clone, Debug)]
+pub(crate) struct ImportPlt {
+    pub(crate) atom: AtomId,
+    pub(crate) slots: AtomId,
+    pub(crate) relocations: AtomId,
+    pub(crate) header_size: u64,
+    pub(crate) entry_size: u64,
+    /// The entry of each function.
+    pub(crate) entries: FxHashMap<SymbolId, u32>,
+    /// The functions, in entry order (for their `JUMP_SLOT` relocations).
+    pub(crate) functions: Vec<SymbolId>,
+}
+
+impl ImportPlt {
+    /// The offset of `function`'s entry in the PLT atom.
+    pub(crate) fn entry_offset(&self, function: SymbolId) -> Option<u64> {
+        let entry = *self.entries.get(&function)?;
+        Some(self.header_size + u64::from(entry) * self.entry_size)
+    }
+}
+
+/// How the output's references reach an import.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Need {
+    /// Through a GOT slot, or a dynamic relocation at the reference.
+    Loader,
+    /// Through the function's PLT entry.
+    Plt,
+    /// Through a copy in the output.
+    Copy,
+}
+
+pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), PhaseError> {
+    if context.synthesized.dynamic_symbols.is_some() || !context.options.output_kind.is_dynamic() {
+        return Ok(());
+    }
+    let graph = &context.graph;
+    let order = graph.command_line_order();
+    let mut uses: Vec<((u32, u32), usize, SymbolId, Need)> = Vec::new();
+    let mut refused = Vec::new();
+    for (position, edge) in graph.edges.iter().enumerate() {
+        let source = &graph.atoms[edge.source.index()];
+        if !source.is_live() || source.flags & atom_flags::FOLDED != 0 {
+            continue;
+        }
+        let (Some(symbol), Some(record)) = (
+            edge.target_symbol.map(|symbol| graph.resolved(symbol)),
+            graph.relocation(edge),
+        ) else {
+            continue;
+        };
+        let entry = &graph.symbols[symbol.index()];
+        let through_got = matches!(
+            record.kind,
+            RelocationKind::GotEntry | RelocationKind::GotEntryRelaxable
+        );
+        let imported = match entry.definition {
+            Definition::Shared => true,
+            Definition::Undefined => entry.binding == Binding::Weak && through_got,
+            _ => false,
+        };
+        if !imported {
+            continue;
+        }
+        let function = matches!(entry.symbol_type, SymbolType::Function | SymbolType::Ifunc);
+        let need = match record.kind {
+            RelocationKind::GotEntry
+            | RelocationKind::GotEntryRelaxable
+            | RelocationKind::Size
+            | RelocationKind::None => Need::Loader,
+            RelocationKind::Branch => Need::Plt,
+            RelocationKind::Symbol
+                if record.relative_to == RelocationBase::Nothing
+                    && record.size == 64
+                    && writable(graph, edge.source) =>
+            {
+                Need::Loader
+            }
+            RelocationKind::Symbol if function => Need::Plt,
+            RelocationKind::Symbol => Need::Copy,
+            _ => {
+                let input = graph.input_name(source.origin.input);
+                refused.push(format!(
+                    "{input}({}+{:#x}): relocation {} against `{}`, which the shared library {} defines: \
+                     thread-local variables of shared libraries are not supported yet",
+                    source.name,
+                    edge.offset,
+                    record.name,
+                    crate::symbol_name::display(&entry.name),
+                    graph.input_name(entry.origin.input)
+                ));
+                continue;
+            }
+        };
+        let place = source.origin.input.map_or((u32::MAX, 0), |input| order[input.index()]);
+        uses.push((place, position, symbol, need));
+    }
+    if !refused.is_empty() {
+        refused.sort();
+        refused.dedup();
+        return Err(PhaseError::new(PHASE, refused.join("\n")));
+    }
+    uses.sort_unstable();
+
+    // The imports in the order of their first references, and what each needs.
+    let mut imports: Vec<SymbolId> = Vec::new();
+    let mut needs: FxHashMap<SymbolId, (bool, bool)> = FxHashMap::default();
+    for (_, _, symbol, need) in &uses {
+        let entry = needs.entry(*symbol).or_insert_with(|| {
+            imports.push(*symbol);
+            (false, false)
+        });
+        match need {
+            Need::Plt => entry.0 = true,
+            Need::Copy => entry.1 = true,
+            Need::Loader => {}
+        }
+    }
+    let functions: Vec<SymbolId> = imports.iter().copied().filter(|symbol| needs[symbol].0).collect();
+    let copied: Vec<SymbolId> = imports
+        .iter()
+        .copied()
+        .filter(|symbol| !needs[symbol].0 && needs[symbol].1)
+        .collect();
+
+    // An import is weak in `.dynsym` when every reference of the output's own objects to it is weak.
+    let strong: FxHashSet<SymbolId> = graph
+        .symbols
+        .iter()
+        .filter(|symbol| {
+            symbol.definition == Definition::Undefined
+                && symbol.binding == Binding::Global
+                && symbol
+                    .origin
+                    .input
+                    .is_some_and(|input| !is_shared_input(graph, input.index()))
+        })
+        .filter_map(|symbol| symbol.resolution)
+        .collect();
+    let weak: FxHashSet<SymbolId> = imports
+        .iter()
+        .copied()
+        .filter(|symbol| !strong.contains(symbol))
+        .collect();
+
+    let copies = make_copies(context, &copied, origin)?;
+    let exports = exports(context);
+    let graph = &mut context.graph;
+    let plt = if functions.is_empty() {
+        None
+    } else {
+        Some(make_plt(graph, &functions, origin)?)
+    };
+
+    // `.dynsym`: the imports that stay undefined, then the defined symbols by `.gnu.hash` bucket.
+    let copied_set: FxHashSet<SymbolId> = copied.iter().copied().collect();
+    let mut entries: Vec<SymbolId> = imports
+        .iter()
+        .copied()
+        .filter(|symbol| !copied_set.contains(symbol))
+        .collect();
+    let defined_from = entries.len() as u32 + 1;
+    let mut defined: Vec<SymbolId> = copied.clone();
+    defined.extend(exports.iter().copied().filter(|symbol| !copied_set.contains(symbol)));
+    let gnu_buckets = bucket_count(defined.len());
+    defined.sort_by_key(|symbol| {
+        gnu_hash(&crate::symbol_name::to_bytes(&graph.symbols[symbol.index()].name)) % gnu_buckets
+    });
+    entries.extend(defined);
+    let index: FxHashMap<SymbolId, u32> = entries
+        .iter()
+        .enumerate()
+        .map(|(position, symbol)| (*symbol, position as u32 + 1))
+        .collect();
+
+    // The `JUMP_SLOT` relocations name their functions' `.dynsym` entries.
+    if let Some(plt) = &plt {
+        let jump_slot = u64::from(declared(graph, RelocationKind::JumpSlot, RelocationBase::Nothing, 64)?);
+        let absolute = declared(graph, RelocationKind::Symbol, RelocationBase::Nothing, 64)?;
+        let mut rela = Vec::with_capacity(plt.functions.len() * RELA_SIZE as usize);
+        for (entry, function) in plt.functions.iter().enumerate() {
+            let symbol = u64::from(index[function]);
+            rela.extend_from_slice(&[0; 8]);
+            rela.extend_from_slice(&(symbol << 32 | jump_slot).to_le_bytes());
+            rela.extend_from_slice(&[0; 8]);
+            let slot = (LazyPlt::RESERVED_SLOTS + entry as u64) * 8;
+            graph.edges.push(absolute_edge(
+                absolute,
+                plt.relocations,
+                entry as u64 * RELA_SIZE,
+                (None, Some(plt.slots)),
+                slot as i64,
+                origin,
+            ));
+        }
+        if let Some(atom) = graph.atoms.get_mut(plt.relocations.index()) {
+            atom.content = Content::Owned(std::sync::Arc::from(rela));
+        }
+    }
+
+    // The plugin-visible entities: what is imported, from which library, and what is exported.
+    let library_of = |graph: &LinkGraph, symbol: SymbolId| {
+        let input = graph.symbols[symbol.index()].origin.input?;
+        graph
+            .shared_libraries
+            .iter()
+            .position(|library| library.input == input)
+            .map(|position| SharedLibraryId(position as u32))
+    };
+    for symbol in &imports {
+        let library = library_of(graph, *symbol);
+        graph.imports.push(Import {
+            name: graph.symbols[symbol.index()].name.clone(),
+            library,
+            symbol: *symbol,
+            origin,
+        });
+        graph.symbols[symbol.index()].imported = true;
+    }
+    for symbol in &exports {
+        graph.exports.push(Export {
+            name: graph.symbols[symbol.index()].name.clone(),
+            symbol: *symbol,
+            origin,
+        });
+        graph.symbols[symbol.index()].exported = true;
+    }
+
+    // The libraries the output needs: every one not given as needed only, and those whose definitions it
+    // imports.
+    let used: FxHashSet<SharedLibraryId> = imports.iter().filter_map(|symbol| library_of(graph, *symbol)).collect();
+    let needed: Vec<SharedLibraryId> = (0..graph.shared_libraries.len())
+        .map(|position| SharedLibraryId(position as u32))
+        .filter(|library| {
+            let input = graph.shared_libraries[library.index()].input.index();
+            used.contains(library) || !context.options.as_needed.contains(&input)
+        })
+        .collect();
+    let mut seen = FxHashSet::default();
+    let needed = needed
+        .into_iter()
+        .filter(|library| seen.insert(graph.shared_libraries[library.index()].install_name.clone()))
+        .collect();
+
+    graph.index_edges();
+    context.synthesized.dynamic_symbols = Some(DynamicSymbols {
+        entries,
+        index,
+        defined_from,
+        gnu_buckets,
+        weak,
+        copies,
+        plt,
+        needed,
+    });
+    Ok(())
+}
+
+/// Whether input `index` is a shared library.
+fn is_shared_input(graph: &LinkGraph, index: usize) -> bool {
+    graph
+        .shared_libraries
+        .iter()
+        .any(|library| library.input.index() == index)
+}
+
+/// Whether the atom lies in a writable allocated section (its input section's, or what the linker makes).
+fn writable(graph: &LinkGraph, atom: AtomId) -> bool {
+    let atom = &graph.atoms[atom.index()];
+    let flags = match atom.section {
+        Some(section) => graph.sections[section.index()].flags,
+        None => section_flags::ALLOCATED | OutputSectionId::for_input(&atom.name).map_or(0, |id| id.kind().made_flags),
+    };
+    flags & section_flags::ALLOCATED != 0 && flags & section_flags::WRITABLE != 0
+}
+
+/// Reserves space in `.bss` for each copied variable, which from then on is the variable's definition in
+/// the output. Its alignment is the largest power of two (up to 64) its address in the library has, which
+/// is at least what it needs.
+fn make_copies(
+    context: &mut LinkContext,
+    copied: &[SymbolId],
+    origin: Origin,
+) -> Result<Vec<(SymbolId, AtomId)>, PhaseError> {
+    let graph = &mut context.graph;
+    let mut copies = Vec::with_capacity(copied.len());
+    for symbol in copied {
+        let entry = &graph.symbols[symbol.index()];
+        if entry.size == 0 {
+            return Err(PhaseError::new(
+                PHASE,
+                format!(
+                    "`{}` of the shared library {} is referred to directly, which needs a copy in the \
+                     executable, but its size is 0; recompile with -fPIE",
+                    crate::symbol_name::display(&entry.name),
+                    graph.input_name(entry.origin.input)
+                ),
+            ));
+        }
+        let alignment = 1u64 << entry.value.trailing_zeros().min(6);
+        let atom = AtomId(graph.atoms.len() as u32);
+        graph.atoms.push(Atom {
+            section: None,
+            name: "COMMON".into(),
+            flags: atom_flags::SYNTHETIC | atom_flags::LIVE,
+            alignment,
+            address: 0,
+            file_offset: 0,
+            content: Content::ZeroFill,
+            zero_fill: entry.size,
+            comdat: None,
+            fold_leader: None,
+            origin,
+        });
+        let entry = &mut graph.symbols[symbol.index()];
+        entry.atom = Some(atom);
+        entry.value = 0;
+        copies.push((*symbol, atom));
+    }
+    graph.edges_by_atom.resize(graph.atoms.len(), 0..0);
+    Ok(copies)
+}
+
+/// The output's definitions it exports: those a shared library of the link refers to (or, with
+/// `--export-dynamic`, every global one), of default or protected visibility, in name order.
+fn exports(context: &LinkContext) -> Vec<SymbolId> {
+    let graph = &context.graph;
+    let table = &context.global_symbols;
+    let exportable = |symbol: SymbolId| {
+        let entry = &graph.symbols[symbol.index()];
+        matches!(entry.visibility, Visibility::Default | Visibility::Protected)
+            && matches!(entry.binding, Binding::Global | Binding::Weak)
+            && !matches!(entry.definition, Definition::Undefined | Definition::Shared)
+            && entry.symbol_type != SymbolType::Section
+    };
+    let mut exports: Vec<SymbolId> = if context.options.export_dynamic {
+        table.values().copied().filter(|symbol| exportable(*symbol)).collect()
+    } else {
+        graph
+            .shared_libraries
+            .iter()
+            .flat_map(|library| &library.references)
+            .filter_map(|name| table.get(name).copied())
+            .filter(|symbol| exportable(*symbol))
+            .collect()
+    };
+    exports.sort_by(|a, b| graph.symbols[a.index()].name.cmp(&graph.symbols[b.index()].name));
+    exports.dedup();
+    exports
+}
+
+/// Makes the PLT of `functions`: the architecture's header and one entry each, their `.got.plt` slots (after
+/// the reserved words; each first sends its entry to the loader's resolver) and room for their `JUMP_SLOT`
+/// relocations in `.rela.plt`, which the caller fills once `.dynsym` is ordered.
+fn make_plt(graph: &mut LinkGraph, functions: &[SymbolId], origin: Origin) -> Result<ImportPlt, PhaseError> {
+    let Some(templates) = graph.arch().lazy_plt else {
+        let names: Vec<String> = functions
+            .iter()
+            .take(3)
+            .map(|symbol| format!("`{}`", crate::symbol_name::display(&graph.symbols[symbol.index()].name)))
+            .collect();
+        return Err(PhaseError::new(
+            PHASE,
+            format!(
+                "calling functions of shared libraries ({}) is not supported for this target yet",
+                names.join(", ")
+            ),
+        ));
+    };
+    let header_fields =
+        DeclaredFields::of(graph, &templates.header, "its PLT").map_err(|error| PhaseError::new(PHASE, error))?;
+    let entry_fields =
+        DeclaredFields::of(graph, &templates.entry, "its PLT").map_err(|error| PhaseError::new(PHASE, error))?;
+    let back_fields = DeclaredFields::of(graph, &templates.entry_to_header, "its PLT")
+        .map_err(|error| PhaseError::new(PHASE, error))?;
+    let absolute = declared(graph, RelocationKind::Symbol, RelocationBase::Nothing, 64)?;
+    let header_size = templates.header.size();
+    let entry_size = templates.entry.size();
+    let count = functions.len() as u64;
+    let mut code = templates.header.code.to_vec();
+    for entry in 0..count {
+        let start = code.len();
+        code.extend_from_slice(templates.entry.code);
+        if let Some(at) = templates.index_at {
+            let at = start + at as usize;
+            if let Some(field) = code.get_mut(at..at + 4) {
+                field.copy_from_slice(&(entry as u32).to_le_bytes());
+            }
+        }
+    }
+    let reserved = LazyPlt::RESERVED_SLOTS;
+    let plt = new_atom(graph, None, OutputSectionId::Iplt.name(), 16, code, origin);
+    let slots = new_atom(
+        graph,
+        None,
+        OutputSectionId::IgotPlt.name(),
+        8,
+        vec![0; ((reserved + count) * 8) as usize],
+        origin,
+    );
+    let relocations = new_atom(graph, None, OutputSectionId::RelaIplt.name(), 8, Vec::new(), origin);
+    let edges: Vec<_> = header_fields.edges(plt, 0, (None, Some(slots)), 0, origin).collect();
+    graph.edges.extend(edges);
+    for entry in 0..count {
+        let at = header_size + entry * entry_size;
+        let slot = ((reserved + entry) * 8) as i64;
+        let mut edges: Vec<_> = entry_fields.edges(plt, at, (None, Some(slots)), slot, origin).collect();
+        edges.extend(back_fields.edges(plt, at, (None, Some(plt)), 0, origin));
+        let unbound = match templates.unbound {
+            Unbound::IntoEntry(offset) => at + offset,
+            Unbound::Header => 0,
+        };
+        edges.push(absolute_edge(
+            absolute,
+            slots,
+            slot as u64,
+            (None, Some(plt)),
+            unbound as i64,
+            origin,
+        ));
+        graph.edges.extend(edges);
+    }
+    let entries = functions
+        .iter()
+        .enumerate()
+        .map(|(entry, function)| (*function, entry as u32))
+        .collect();
+    Ok(ImportPlt {
+        atom: plt,
+        slots,
+        relocations,
+        header_size,
+        entry_size,
+        entries,
+        functions: functions.to_vec(),
+    })
+}
+
+/// The number of hash buckets for `count` symbols, as GNU ld chooses it without optimization: the largest
+/// of its primes that is at most the count.
+pub(crate) fn bucket_count(count: usize) -> u32 {
+    const BUCKETS: [u32; 16] = [
+        1, 3, 17, 37, 67, 97, 131, 197, 263, 521, 1031, 2053, 4099, 8209, 16411, 32771,
+    ];
+    let mut best = BUCKETS[0];
+    for pair in BUCKETS.windows(2) {
+        best = pair[0];
+        if (count as u64) < u64::from(pair[1]) {
+            return best;
+        }
+    }
+    BUCKETS[BUCKETS.len() - 1].max(best)
+}
+
+/// GNU's symbol hash (`.gnu.hash`, the DJB hash).
+pub(crate) fn gnu_hash(name: &[u8]) -> u32 {
+    name.iter().fold(5381u32, |hash, byte| {
+        hash.wrapping_mul(33).wrapping_add(u32::from(*byte))
+    })
+}
+
+/// The System V symbol hash (`.hash`, and the version names of `.gnu.version_r`).
+pub(crate) fn sysv_hash(name: &[u8]) -> u32 {
+    let mut hash = 0u32;
+    for byte in name {
+        hash = (hash << 4).wrapping_add(u32::from(*byte));
+        let high = hash & 0xf000_0000;
+        if high != 0 {
+            hash ^= high >> 24;
+        }
+        hash &= !high;
+    }
+    hash
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hashes_are_the_elf_ones() {
+        // The values the gABI and GNU's documentation give.
+        assert_eq!(gnu_hash(b""), 5381);
+        assert_eq!(gnu_hash(b"printf"), 0x156b_2bb8);
+        assert_eq!(sysv_hash(b"printf"), 0x0779_05a6);
+        assert_eq!(sysv_hash(b"GLIBC_2.2.5"), 0x09691a75);
+        assert_eq!(bucket_count(0), 1);
+        assert_eq!(bucket_count(2), 1);
+        assert_eq!(bucket_count(3), 3);
+        assert_eq!(bucket_count(40), 37);
+    }
+}
