@@ -178,3 +178,135 @@ fn a_pie_that_imports_nothing_starts_through_its_interpreter_as_ld_bfds_does() {
         );
     }
 }
+
+/// The dynamic symbols of `program` (`name@version`, `readelf --dyn-syms`), sorted.
+fn dynamic_symbols(arch: &Arch, program: &Path) -> Vec<String> {
+    let mut names: Vec<String> = readelf(arch, &["--dyn-syms", "-W"], program)
+        .lines()
+        .filter(|line| {
+            line.trim_start()
+                .split(':')
+                .next()
+                .is_some_and(|index| index.parse::<u32>().is_ok())
+        })
+        .filter_map(|line| line.split_whitespace().nth(7))
+        .map(str::to_string)
+        .collect();
+    names.sort();
+    names
+}
+
+/// The `.dynamic` entries of `program` with these tags (`readelf -d`'s names), with their values.
+fn dynamic_entries(arch: &Arch, program: &Path, tags: &[&str]) -> Vec<String> {
+    readelf(arch, &["-dW"], program)
+        .lines()
+        .filter(|line| tags.iter().any(|tag| line.contains(&format!("({tag})"))))
+        .map(|line| line.split_whitespace().skip(1).collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+/// The libraries `ldd` lists for `program`, without their load addresses.
+fn ldd(program: &Path) -> Vec<String> {
+    let output = run_in("ldd", Path::new("."), &[&program.display().to_string()]);
+    succeeded(&output, "ldd");
+    text(&output.stdout)
+        .lines()
+        .map(|line| line.split(" (0x").next().unwrap_or(line).trim().to_string())
+        .filter(|line| !line.starts_with("linux-vdso"))
+        .collect()
+}
+
+/// What `program` does, run with `environment` set: (stdout, stderr, exit status).
+fn run_with(program: &Path, environment: &[(&str, &str)]) -> (String, String, Option<i32>) {
+    let output = std::process::Command::new(program)
+        .envs(environment.iter().copied())
+        .output()
+        .unwrap_or_else(|error| panic!("cannot run {}: {error}", program.display()));
+    (text(&output.stdout), text(&output.stderr), output.status.code())
+}
+
+/// Links `objects` in `dir` through `driver` (gcc's default: a PIE against the shared C library) with
+/// neverc-spec (`bin` holds its `ld`) into `ours` and with ld.bfd into `bfd`; checks that ours runs as ld.bfd's
+/// does, lazily and with `LD_BIND_NOW=1`, and that its needed libraries, flags, dynamic symbols (with their
+/// versions) and `ldd` listing are ld.bfd's.
+fn check_against_ld_bfd(driver: &str, dir: &Path, bin: &Path, objects: &[&str], name: &str) {
+    let ours = format!("{name}-ours");
+    let theirs = format!("{name}-bfd");
+    let mut arguments = objects.to_vec();
+    arguments.extend(["-o", theirs.as_str()]);
+    succeeded(&run_in(driver, dir, &arguments), &format!("{driver} (ld.bfd)"));
+    let with_bin = format!("-B{}", bin.display());
+    let mut arguments = vec![with_bin.as_str(), "-Wl,-v"];
+    arguments.extend(objects);
+    arguments.extend(["-o", ours.as_str()]);
+    let linked = run_in(driver, dir, &arguments);
+    succeeded(&linked, &format!("{driver} (neverc-spec)"));
+    assert!(
+        text(&linked.stdout).contains("neverc-spec"),
+        "{name}: neverc-spec did not run as ld"
+    );
+    let (ours, theirs) = (dir.join(ours), dir.join(theirs));
+    assert!(readelf(&X86_64, &["-hW"], &ours).contains("DYN (Position-Independent Executable file)"));
+    let expected = run_with(&theirs, &[]);
+    assert!(
+        expected.0.lines().count() >= 4,
+        "{name}: ld.bfd's build printed {expected:?}"
+    );
+    assert_eq!(run_with(&ours, &[]), expected, "{name}: lazily bound");
+    assert_eq!(
+        run_with(&ours, &[("LD_BIND_NOW", "1")]),
+        expected,
+        "{name}: LD_BIND_NOW=1"
+    );
+    let tags = ["NEEDED", "RUNPATH", "RPATH", "FLAGS", "FLAGS_1", "VERNEEDNUM"];
+    assert_eq!(
+        dynamic_entries(&X86_64, &ours, &tags),
+        dynamic_entries(&X86_64, &theirs, &tags),
+        "{name}"
+    );
+    let symbols = dynamic_symbols(&X86_64, &ours);
+    assert!(
+        symbols.iter().any(|symbol| symbol.contains("@GLIBC_")),
+        "{name}: {symbols:?}"
+    );
+    assert_eq!(symbols, dynamic_symbols(&X86_64, &theirs), "{name}");
+    assert_eq!(ldd(&ours), ldd(&theirs), "{name}");
+}
+
+#[test]
+fn gccs_default_link_of_a_c_program_against_the_shared_c_library_runs_like_ld_bfds() {
+    let objects = compile_fixtures(
+        scratch!("dynamic-imports"),
+        BIN,
+        &repo().join("tests/fixtures/dynamic"),
+        &[("imports", &[][..])],
+    );
+    let dir = objects.join(X86_64.name);
+    check_against_ld_bfd("gcc", &dir, &objects.join("bin"), &["imports.o"], "imports");
+    // The variable and its other name are defined by the copy, as ld.bfd defines them.
+    let symbols = dynamic_symbols(&X86_64, &dir.join("imports-ours"));
+    for copied in ["stdout@GLIBC_2.2.5", "environ@GLIBC_2.2.5", "__environ@GLIBC_2.2.5"] {
+        assert!(symbols.iter().any(|symbol| symbol == copied), "{copied}: {symbols:?}");
+    }
+    let relocations = readelf(&X86_64, &["-rW"], &dir.join("imports-ours"));
+    for kind in [
+        "R_X86_64_COPY",
+        "R_X86_64_GLOB_DAT",
+        "R_X86_64_JUMP_SLOT",
+        "R_X86_64_64 ",
+        "R_X86_64_RELATIVE",
+    ] {
+        assert!(relocations.contains(kind), "{kind}: {relocations}");
+    }
+}
+
+#[test]
+fn gpps_default_link_of_a_cxx_program_against_libstdcxx_runs_like_ld_bfds() {
+    let dir = scratch!("dynamic-classes");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(BIN, bin.join("ld")).unwrap();
+    let source = repo().join("tests/fixtures/dynamic/classes.cc").display().to_string();
+    succeeded(&run_in("g++", &dir, &["-O2", "-c", &source, "-o", "classes.o"]), "g++");
+    check_against_ld_bfd("g++", &dir, &bin, &["classes.o"], "classes");
+}

@@ -247,3 +247,107 @@ fn linking_twice_gives_byte_identical_programs() {
         println!("{name}: sha256 {hash} ({} bytes), twice", first_bytes.len());
     }
 }
+
+/// The dynamic symbols (`name@version`, sorted) and the `NEEDED` and `FLAGS` entries of a program.
+fn dynamic_facts(program: &Path) -> (Vec<String>, Vec<String>) {
+    let readelf = |args: &[&str]| {
+        let output = Command::new("readelf").args(args).arg(program).output().unwrap();
+        assert!(output.status.success(), "readelf {args:?} {}", program.display());
+        text(&output.stdout)
+    };
+    let mut symbols: Vec<String> = readelf(&["--dyn-syms", "-W"])
+        .lines()
+        .filter(|line| {
+            line.trim_start()
+                .split(':')
+                .next()
+                .is_some_and(|index| index.parse::<u32>().is_ok())
+        })
+        .filter_map(|line| line.split_whitespace().nth(7))
+        .map(str::to_string)
+        .collect();
+    symbols.sort();
+    let entries = readelf(&["-dW"])
+        .lines()
+        .filter(|line| {
+            ["(NEEDED)", "(FLAGS)", "(FLAGS_1)"]
+                .iter()
+                .any(|tag| line.contains(tag))
+        })
+        .map(|line| line.split_whitespace().skip(1).collect::<Vec<_>>().join(" "))
+        .collect();
+    (symbols, entries)
+}
+
+/// The programs built with their driver's default link instead of `-static`: a position-independent executable
+/// against the shared C library (glibc's libc.so.6, musl's libc.so), started through its interpreter. Each runs
+/// as its ld.bfd build does (lazily bound, and with every function bound at start-up, `LD_BIND_NOW=1`), and
+/// its dynamic symbols (with their versions) and needed libraries are those of ld.bfd's dynamic link of the
+/// same command line.
+#[test]
+fn the_workloads_as_gccs_default_dynamic_pie_run_like_their_ld_bfd_builds() {
+    let mut failures = Vec::new();
+    let cases = [
+        "all-glibc-plain",
+        "all-glibc-sections-gc",
+        "all-musl-plain",
+        "sqlite-glibc-plain",
+        "lua-glibc-plain",
+        "zstd-glibc-plain",
+        "zlib-glibc-sections-gc",
+    ];
+    for name in cases {
+        let case = fixtures().join(name);
+        let arguments: Vec<String> = lines(&case, "link.args")
+            .into_iter()
+            .filter(|argument| argument != "-static")
+            .collect();
+        if let Err(stderr) = link_with(&case, "neverc-dynamic.elf", arguments.clone()) {
+            failures.push(format!("{name}: the link failed:\n{stderr}"));
+            continue;
+        }
+        let driver = read_text(&case.join("driver"));
+        let bfd = Command::new(driver.trim())
+            .args(&arguments)
+            .args(["-o", "bfd-dynamic.elf"])
+            .current_dir(&case)
+            .output()
+            .unwrap();
+        assert!(bfd.status.success(), "{name}: {}", text(&bfd.stderr));
+        let ours = case.join("neverc-dynamic.elf");
+        let header = Command::new("readelf").arg("-lW").arg(&ours).output().unwrap();
+        assert!(
+            text(&header.stdout).contains("Requesting program interpreter"),
+            "{name}: no interpreter"
+        );
+        let expected = (
+            read_text(&case.join("expected.stdout")),
+            read_text(&case.join("expected.stderr")),
+            Some(read_text(&case.join("expected.status")).trim().parse().unwrap()),
+        );
+        for bind_now in [false, true] {
+            let mut command = Command::new(&ours);
+            command.args(lines(&case, "run.args")).current_dir(&case);
+            if bind_now {
+                command.env("LD_BIND_NOW", "1");
+            }
+            let result = command.output().unwrap();
+            let ran = (text(&result.stdout), text(&result.stderr), result.status.code());
+            if ran != expected {
+                failures.push(format!(
+                    "{name} (LD_BIND_NOW {bind_now}): exit {:?} (ld.bfd's build: {:?})\n{}{}",
+                    ran.2, expected.2, ran.0, ran.1
+                ));
+            }
+        }
+        let (facts, reference) = (dynamic_facts(&ours), dynamic_facts(&case.join("bfd-dynamic.elf")));
+        assert!(
+            facts.1.iter().any(|entry| entry.starts_with("(NEEDED)")),
+            "{name}: {facts:?}"
+        );
+        if facts != reference {
+            failures.push(format!("{name}: ours {facts:?}\nld.bfd's {reference:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}

@@ -435,6 +435,8 @@ fn symbol_tables(graph: &LinkGraph, symbols: &DynamicSymbols, strings: &mut Stri
             STB_GLOBAL
         };
         let kind = match entry.symbol_type {
+            // An imported indirect function is a function to the output: the library runs its resolver.
+            SymbolType::Ifunc if !defined => 2,
             SymbolType::Function => 2,
             SymbolType::Object => 1,
             SymbolType::Tls => 6,
@@ -544,6 +546,8 @@ fn sysv_table(names: &[Vec<u8>]) -> Vec<u8> {
 /// by bucket (`buckets` of them): a Bloom filter of 64-bit words sized as GNU ld sizes it, the buckets and
 /// the chain of hash values.
 fn gnu_table(names: &[Vec<u8>], from: usize, buckets: u32) -> Vec<u8> {
+    // The null symbol is never hashed, and there is at least one bucket.
+    let (from, buckets) = (from.max(1), buckets.max(1));
     let hashed: Vec<u32> = names.iter().skip(from).map(|name| gnu_hash(name)).collect();
     let count = hashed.len();
     if count == 0 {

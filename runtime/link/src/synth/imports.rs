@@ -48,8 +48,12 @@ pub(crate) struct DynamicSymbols {
     pub(crate) gnu_buckets: u32,
     /// The imports that some reference in the output's code binds weakly only (`STB_WEAK` in `.dynsym`).
     pub(crate) weak: FxHashSet<SymbolId>,
-    /// The imported variables the output holds a copy of, each with its atom in `.bss`.
+    /// The imported variables the output holds a copy of, each with its atom in `.bss` (one `COPY`
+    /// relocation each).
     pub(crate) copies: Vec<(SymbolId, AtomId)>,
+    /// The copied variables and their aliases (other names the library gives the same variable, such as
+    /// `__environ` for `environ`), all defined by the copies.
+    pub(crate) copied: FxHashSet<SymbolId>,
     /// The lazily bound PLT of the imported functions that are called.
     pub(crate) plt: Option<ImportPlt>,
     /// The libraries the output needs (`DT_NEEDED`), in link order.
@@ -59,7 +63,7 @@ pub(crate) struct DynamicSymbols {
 impl DynamicSymbols {
     /// Whether `symbol` (resolved) is imported and not copied: its address is known at run time only.
     pub(crate) fn is_run_time(&self, symbol: SymbolId) -> bool {
-        self.index.contains_key(&symbol) && !self.copies.iter().any(|(copied, _)| *copied == symbol)
+        self.index.contains_key(&symbol) && !self.copied.contains(&symbol)
     }
 }
 
@@ -210,7 +214,18 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         .filter(|symbol| !strong.contains(symbol))
         .collect();
 
+    let aliased = aliases(context, &copied);
     let copies = make_copies(context, &copied, origin)?;
+    let mut aliases = Vec::with_capacity(aliased.len());
+    for (alias, of) in aliased {
+        let Some((_, atom)) = copies.iter().find(|(copied, _)| *copied == of) else {
+            continue;
+        };
+        let entry = &mut context.graph.symbols[alias.index()];
+        entry.atom = Some(*atom);
+        entry.value = 0;
+        aliases.push(alias);
+    }
     let exports = exports(context);
     let graph = &mut context.graph;
     let plt = if functions.is_empty() {
@@ -220,7 +235,8 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     };
 
     // `.dynsym`: the imports that stay undefined, then the defined symbols by `.gnu.hash` bucket.
-    let copied_set: FxHashSet<SymbolId> = copied.iter().copied().collect();
+    let mut copied_set: FxHashSet<SymbolId> = copied.iter().copied().collect();
+    copied_set.extend(aliases.iter().copied());
     let mut entries: Vec<SymbolId> = imports
         .iter()
         .copied()
@@ -228,6 +244,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         .collect();
     let defined_from = entries.len() as u32 + 1;
     let mut defined: Vec<SymbolId> = copied.clone();
+    defined.extend(aliases.iter().copied());
     defined.extend(exports.iter().copied().filter(|symbol| !copied_set.contains(symbol)));
     let gnu_buckets = bucket_count(defined.len());
     defined.sort_by_key(|symbol| {
@@ -317,6 +334,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         gnu_buckets,
         weak,
         copies,
+        copied: copied_set,
         plt,
         needed,
     });
@@ -388,8 +406,44 @@ fn make_copies(
     Ok(copies)
 }
 
-/// The output's definitions it exports: those a shared library of the link refers to (or, with
-/// `--export-dynamic`, every global one), of default or protected visibility, in name order.
+/// The other names of the variables to copy, as GNU ld finds them: a copied weak definition's global
+/// definitions in the same library at the same address (`__environ` for a weak `environ`), which the copy
+/// defines too, so that the library's code, which uses the global name, reads and writes the copy. Each
+/// prevails for its name. (alias, the copied symbol) pairs.
+fn aliases(context: &LinkContext, copied: &[SymbolId]) -> Vec<(SymbolId, SymbolId)> {
+    if copied.is_empty() {
+        return Vec::new();
+    }
+    let graph = &context.graph;
+    let wanted: FxHashMap<(u32, u64), SymbolId> = copied
+        .iter()
+        .filter(|symbol| graph.symbols[symbol.index()].binding == Binding::Weak)
+        .filter_map(|symbol| {
+            let entry = &graph.symbols[symbol.index()];
+            Some(((entry.origin.input?.0, entry.value), *symbol))
+        })
+        .collect();
+    let mut found = Vec::new();
+    for (position, symbol) in graph.symbols.iter().enumerate() {
+        let id = SymbolId(position as u32);
+        if symbol.definition != Definition::Shared || symbol.binding != Binding::Global || copied.contains(&id) {
+            continue;
+        }
+        let Some(input) = symbol.origin.input else {
+            continue;
+        };
+        let Some(of) = wanted.get(&(input.0, symbol.value)) else {
+            continue;
+        };
+        if context.global_symbols.get(&symbol.name) == Some(&id) {
+            found.push((id, *of));
+        }
+    }
+    found
+}
+
+/// The output's definitions it exports: those a shared library of the link refers to or defines too (or,
+/// with `--export-dynamic`, every global one), of default or protected visibility, in name order.
 fn exports(context: &LinkContext) -> Vec<SymbolId> {
     let graph = &context.graph;
     let table = &context.global_symbols;
@@ -403,10 +457,18 @@ fn exports(context: &LinkContext) -> Vec<SymbolId> {
     let mut exports: Vec<SymbolId> = if context.options.export_dynamic {
         table.values().copied().filter(|symbol| exportable(*symbol)).collect()
     } else {
+        // Names shared libraries refer to, and names they define (so that their references bind to the
+        // output's definition), as GNU ld exports them from an executable.
+        let defined_there = graph
+            .symbols
+            .iter()
+            .filter(|symbol| symbol.definition == Definition::Shared)
+            .map(|symbol| &symbol.name);
         graph
             .shared_libraries
             .iter()
             .flat_map(|library| &library.references)
+            .chain(defined_there)
             .filter_map(|name| table.get(name).copied())
             .filter(|symbol| exportable(*symbol))
             .collect()
