@@ -100,7 +100,9 @@ fn drive(arguments: Vec<OsString>) -> Result<(), Driven> {
             Err(LdError::NoInputs.into())
         };
     }
-    let resolver = resolver.allowing_shared_libraries(output_kind(&command).is_dynamic());
+    // Shared objects are inputs where no -Bstatic is in force, unless the output is relocatable or a static
+    // PIE; one among the inputs makes the output dynamically linked.
+    let resolver = resolver.allowing_shared_libraries(!command.relocatable && !static_pie(&command));
     let resolved = resolver.resolve_items(&command.items).map_err(LdError::from)?;
     // `--whole-archive` and `--as-needed` apply to the files of the items named inside them (a script's files
     // included); a script's `AS_NEEDED` to the files it names.
@@ -116,34 +118,46 @@ fn drive(arguments: Vec<OsString>) -> Result<(), Driven> {
         .filter(|(_, found)| found.as_needed || command.as_needed_items.contains(&found.item))
         .map(|(index, _)| index)
         .collect();
+    let imports = resolved.iter().any(|found| found.shared);
     let files: Vec<std::path::PathBuf> = resolved.into_iter().map(|found| found.path).collect();
     if command.trace_inputs {
         for file in &files {
             outln!("{}", file.display());
         }
     }
-    let mut request = request(*command, files);
+    let mut request = request(*command, files, imports);
     request.options.whole_archive = whole_archive;
     request.options.as_needed = as_needed;
     link(request).map_err(Driven::Link)
 }
 
-/// What the command line makes. The driver refuses -shared by name. Without -pie the output is a static
-/// executable whatever -static says (shared libraries are refused by the search, so nothing is imported, and
-/// ld.bfd then writes no interpreter either); -pie makes a dynamically linked PIE, with an interpreter and
-/// shared libraries as inputs, unless -static or --no-dynamic-linker.
-fn output_kind(command: &LdCommand) -> OutputKind {
+/// Whether the command line makes a static PIE: `-pie` with `--no-dynamic-linker` (gcc -static-pie) or
+/// with `-static` and no shared library.
+fn static_pie(command: &LdCommand) -> bool {
+    command.pie && command.no_dynamic_linker
+}
+
+/// What the command line makes, as GNU ld decides it. The driver refuses -shared by name. `-pie` makes a
+/// position-independent executable: static (no interpreter, relocating itself) with --no-dynamic-linker, or
+/// with -static when no shared library is an input; otherwise started through the interpreter. Without it,
+/// the executable is dynamically linked when a shared library is among the inputs (`shared_inputs`), and
+/// static otherwise (ld.bfd then writes no interpreter either).
+fn output_kind(command: &LdCommand, shared_inputs: bool) -> OutputKind {
     OutputKind::decide(OutputRequest {
         relocatable: command.relocatable,
         shared: false,
         pie: command.pie,
-        static_link: !command.pie || command.static_seen || command.no_dynamic_linker,
+        static_link: if command.pie {
+            static_pie(command) || (command.static_seen && !shared_inputs)
+        } else {
+            !shared_inputs
+        },
     })
 }
 
 /// The link the command line describes, over the resolved input files.
-fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
-    let output_kind = output_kind(&command);
+fn request(command: LdCommand, files: Vec<std::path::PathBuf>, shared_inputs: bool) -> LinkRequest {
+    let output_kind = output_kind(&command, shared_inputs);
     let mut options = LinkOptions::new(files, command.output);
     if let Some(entry) = command.entry {
         options.entry = entry;
@@ -154,6 +168,10 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>) -> LinkRequest {
     options.build_id = command.build_id;
     options.eh_frame_hdr = command.eh_frame_hdr;
     options.relro = command.relro;
+    options.rpath = command.rpath;
+    options.new_dtags = command.new_dtags;
+    options.bind_now = command.bind_now;
+    options.origin = command.origin;
     options.fix_erratum = command.fix_erratum;
     options.compress_debug_sections = command.compress_debug_sections;
     options.print_gc_sections = command.print_gc_sections;

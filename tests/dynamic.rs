@@ -225,13 +225,15 @@ fn run_with(program: &Path, environment: &[(&str, &str)]) -> (String, String, Op
     (text(&output.stdout), text(&output.stderr), output.status.code())
 }
 
-/// Links `objects` in `dir` through `driver` (gcc's default: a PIE against the shared C library) with
+/// Links `objects` in `dir` through `driver` (gcc's default: a PIE against the shared C library; `-no-pie`
+/// among them: an executable at a fixed address) with
 /// neverc-spec (`bin` holds its `ld`) into `ours` and with ld.bfd into `bfd`; checks that ours runs as ld.bfd's
 /// does, lazily and with `LD_BIND_NOW=1`, and that its needed libraries, flags, dynamic symbols (with their
 /// versions) and `ldd` listing are ld.bfd's.
 fn check_against_ld_bfd(driver: &str, dir: &Path, bin: &Path, objects: &[&str], name: &str) {
     let ours = format!("{name}-ours");
     let theirs = format!("{name}-bfd");
+    let position_independent = !objects.contains(&"-no-pie");
     let mut arguments = objects.to_vec();
     arguments.extend(["-o", theirs.as_str()]);
     succeeded(&run_in(driver, dir, &arguments), &format!("{driver} (ld.bfd)"));
@@ -246,7 +248,19 @@ fn check_against_ld_bfd(driver: &str, dir: &Path, bin: &Path, objects: &[&str], 
         "{name}: neverc-spec did not run as ld"
     );
     let (ours, theirs) = (dir.join(ours), dir.join(theirs));
-    assert!(readelf(&X86_64, &["-hW"], &ours).contains("DYN (Position-Independent Executable file)"));
+    let header = readelf(&X86_64, &["-hW"], &ours);
+    if position_independent {
+        assert!(
+            header.contains("DYN (Position-Independent Executable file)"),
+            "{name}: {header}"
+        );
+    } else {
+        assert!(header.contains("EXEC (Executable file)"), "{name}: {header}");
+    }
+    assert!(
+        readelf(&X86_64, &["-lW"], &ours).contains("Requesting program interpreter"),
+        "{name}"
+    );
     let expected = run_with(&theirs, &[]);
     assert!(
         expected.0.lines().count() >= 4,
@@ -270,6 +284,13 @@ fn check_against_ld_bfd(driver: &str, dir: &Path, bin: &Path, objects: &[&str], 
         "{name}: {symbols:?}"
     );
     assert_eq!(symbols, dynamic_symbols(&X86_64, &theirs), "{name}");
+    // Every symbol the program defines for the libraries has its address.
+    for line in readelf(&X86_64, &["--dyn-syms", "-W"], &ours).lines().skip(4) {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.len() >= 8 && fields[6] != "UND" {
+            assert!(fields[1].chars().any(|digit| digit != '0'), "{name}: {line}");
+        }
+    }
     assert_eq!(ldd(&ours), ldd(&theirs), "{name}");
 }
 
@@ -298,6 +319,37 @@ fn gccs_default_link_of_a_c_program_against_the_shared_c_library_runs_like_ld_bf
     ] {
         assert!(relocations.contains(kind), "{kind}: {relocations}");
     }
+    // `gcc -no-pie` on code compiled without -fPIE: an executable at a fixed address, whose code takes
+    // `malloc`'s address directly, so that its PLT entry is malloc's address for the whole program (the
+    // value of its undefined `.dynsym` entry), as ld.bfd makes it.
+    let source = repo().join("tests/fixtures/dynamic/imports.c").display().to_string();
+    succeeded(
+        &run_in(
+            "gcc",
+            &dir,
+            &["-O2", "-fno-pie", "-c", &source, "-o", "imports-fixed.o"],
+        ),
+        "gcc -fno-pie",
+    );
+    check_against_ld_bfd(
+        "gcc",
+        &dir,
+        &objects.join("bin"),
+        &["-no-pie", "imports-fixed.o"],
+        "fixed",
+    );
+    let symbols = readelf(&X86_64, &["--dyn-syms", "-W"], &dir.join("fixed-ours"));
+    let malloc = symbols.lines().find(|line| line.contains(" malloc@")).unwrap();
+    assert!(
+        !malloc
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .chars()
+            .all(|digit| digit == '0'),
+        "{malloc}"
+    );
+    assert!(readelf(&X86_64, &["-rW"], &dir.join("fixed-ours")).contains("R_X86_64_COPY"));
 }
 
 #[test]

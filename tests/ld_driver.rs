@@ -465,17 +465,54 @@ fn l_options_search_the_l_directories_in_order_as_ld_bfd_does() {
         stderr.contains("cannot find -lpick") && stderr.contains("three/libpick.so"),
         "{stderr}"
     );
-    // Without -static, GNU ld would take libpick.so before libpick.a in the same directory: refused, named.
+    // Without -static, GNU ld takes libpick.so before libpick.a in the same directory, and the program is
+    // dynamically linked: it needs libpick.so, exports `say` (which libpick.so calls) and runs as ld.bfd's.
     fs::copy(dir.join("one/libpick.a"), out.join("libpick.a")).unwrap();
     fs::copy(dir.join("three/libpick.so"), out.join("libpick.so")).unwrap();
     let search = format!("-L{}", out.display());
-    let refused = ld(&["-Bdynamic", "-o", &missing, "start.o", "pick_main.o", &search, "-lpick"]);
-    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused.stderr));
-    let stderr = text(&refused.stderr);
-    assert!(
-        stderr.contains("libpick.so") && stderr.contains("is a shared object"),
-        "{stderr}"
-    );
+    let library_path = [("LD_LIBRARY_PATH", out.display().to_string())];
+    let mut facts = Vec::new();
+    for (name, linker) in [("dynamic-bfd", "ld.bfd"), ("dynamic-ours", "")] {
+        let output = out.join(name).display().to_string();
+        // ld.bfd's own default interpreter is /lib/ld64.so.1, which Debian does not have.
+        let args = [
+            "-Bdynamic",
+            "-dynamic-linker",
+            "/lib64/ld-linux-x86-64.so.2",
+            "-o",
+            &output,
+            "start.o",
+            "pick_main.o",
+            &search,
+            "-lpick",
+        ];
+        let linked = if linker.is_empty() {
+            ld(&args)
+        } else {
+            run(linker, dir, &args)
+        };
+        succeeded(&linked, name);
+        let ran = Command::new(&output).envs(library_path.clone()).output().unwrap();
+        assert_eq!(
+            (text(&ran.stdout), ran.status.code()),
+            ("three\n".to_string(), Some(0)),
+            "{name}"
+        );
+        let needed = text(&run("readelf", dir, &["-dW", &output]).stdout)
+            .lines()
+            .filter(|line| line.contains("(NEEDED)") || line.contains("(RUNPATH)"))
+            .map(|line| line.split_whitespace().skip(1).collect::<Vec<_>>().join(" "))
+            .collect::<Vec<_>>();
+        let mut symbols = text(&run("readelf", dir, &["--dyn-syms", "-W", &output]).stdout)
+            .lines()
+            .filter_map(|line| line.split_whitespace().nth(7).map(str::to_string))
+            .collect::<Vec<_>>();
+        symbols.sort();
+        facts.push((needed, symbols));
+    }
+    assert!(facts[0].0.iter().any(|entry| entry.contains("libpick.so")), "{facts:?}");
+    assert!(facts[0].1.iter().any(|symbol| symbol == "say"), "{facts:?}");
+    assert_eq!(facts[0], facts[1]);
     // ... and -Bstatic before the -l takes the archive from the same directory.
     let ours = out.join("bstatic").display().to_string();
     succeeded(

@@ -192,17 +192,18 @@ fn code_with_32_bit_absolute_addresses_is_refused_and_nothing_is_written() {
 }
 
 #[test]
-fn a_static_output_that_names_shared_objects_is_refused_by_name() {
-    // `gcc -no-pie` passes no -pie: the output is a static executable, which cannot import from the shared
-    // objects gcc names (libc.so's libc.so.6); they are refused by name, with the ways out, and nothing is
-    // written. (gcc's default, a PIE, imports from them: tests/dynamic.rs.)
+fn a_shared_object_after_static_is_refused_by_name() {
+    // After -static (-Bstatic) no shared object can be linked, as GNU ld refuses it ("attempted static link
+    // of dynamic object"): it is named, with the ways out, and nothing is written. (gcc's default link, a PIE,
+    // imports from shared libraries: tests/dynamic.rs.)
     let dir = objects().join("x86_64");
     let bin = format!("-B{}", objects().join("bin").display());
-    let output = run_in("gcc", &dir, &[&bin, "-no-pie", "pie.o", "-o", "dynamic"]);
+    let libc = text(&run_in("gcc", &dir, &["-print-file-name=libc.so.6"]).stdout);
+    let output = run_in("gcc", &dir, &[&bin, "-static", "pie.o", libc.trim(), "-o", "dynamic"]);
     let stderr = text(&output.stderr);
     assert!(!output.status.success());
     assert!(
-        stderr.contains("is a shared object") && stderr.contains("static output") && stderr.contains("-pie"),
+        stderr.contains("libc.so.6") && stderr.contains("is a shared object") && stderr.contains("-Bdynamic"),
         "{stderr}"
     );
     assert!(!dir.join("dynamic").exists());

@@ -40,6 +40,14 @@ pub(crate) struct LdCommand {
     pub(crate) build_id: bool,
     pub(crate) eh_frame_hdr: bool,
     pub(crate) relro: bool,
+    /// `-rpath DIR` and `-R DIR`, in order.
+    pub(crate) rpath: Vec<String>,
+    /// `--enable-new-dtags` (the default) or `--disable-new-dtags`.
+    pub(crate) new_dtags: bool,
+    /// `-z now` (after any `-z lazy`).
+    pub(crate) bind_now: bool,
+    /// `-z origin`.
+    pub(crate) origin: bool,
     /// `--fix-NAME` for an erratum a target declares (`--fix-cortex-a53-843419`).
     pub(crate) fix_erratum: bool,
     /// `--compress-debug-sections=zlib`.
@@ -288,6 +296,10 @@ enum Opt {
     RpathOrJustSymbols,
     /// Options whose value does not matter for a static executable (`-rpath DIR`).
     IgnoredWithValue,
+    /// `-rpath DIR`.
+    Rpath,
+    /// `--enable-new-dtags` / `--disable-new-dtags`.
+    NewDtags(bool),
     Sysroot,
     Relocatable,
     /// `--whole-archive` (true) / `--no-whole-archive` (false): whether the archives after it contribute every
@@ -385,7 +397,11 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         "lto-cache-namespace" => (Opt::LtoCacheNamespace, Required),
         "lto-cache-hmac-key-file" => (Opt::LtoCacheHmacKeyFile, Required),
         "dynamic-linker" => (Opt::DynamicLinker, Required),
-        "rpath" | "rpath-link" => (Opt::IgnoredWithValue, Required),
+        "rpath" => (Opt::Rpath, Required),
+        // Where to find the libraries shared libraries need, to check their undefined symbols: not checked.
+        "rpath-link" => (Opt::IgnoredWithValue, Required),
+        "enable-new-dtags" => (Opt::NewDtags(true), Flag),
+        "disable-new-dtags" => (Opt::NewDtags(false), Flag),
         "sysroot" => (Opt::Sysroot, Required),
         "relocatable" => (Opt::Relocatable, Flag),
         "whole-archive" => (Opt::WholeArchive(true), Flag),
@@ -430,8 +446,6 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         "no-undefined"
         | "allow-shlib-undefined"
         | "no-allow-shlib-undefined"
-        | "enable-new-dtags"
-        | "disable-new-dtags"
         | "copy-dt-needed-entries"
         | "no-copy-dt-needed-entries"
         | "warn-rwx-segments"
@@ -558,6 +572,10 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
             build_id: false,
             eh_frame_hdr: false,
             relro: true,
+            rpath: Vec::new(),
+            new_dtags: true,
+            bind_now: false,
+            origin: false,
             fix_erratum: false,
             compress_debug_sections: DebugCompression::None,
             image_base: None,
@@ -903,6 +921,8 @@ impl Parser {
             }
             Opt::DynamicLinker => command.dynamic_linker = Some(text(&value)?),
             Opt::IgnoredWithValue | Opt::NoEffect => {}
+            Opt::Rpath => command.rpath.push(text(&value)?),
+            Opt::NewDtags(on) => command.new_dtags = on,
             Opt::RpathOrJustSymbols => {
                 // GNU ld reads `-R FILE` as --just-symbols and `-R DIR` as -rpath.
                 let target = path(value)?;
@@ -912,6 +932,7 @@ impl Parser {
                         reason: "it is --just-symbols for a file, which would change the output",
                     });
                 }
+                command.rpath.push(target.display().to_string());
             }
             Opt::Sysroot => command.sysroot = Some(path(value)?),
             Opt::Relocatable => command.relocatable = true,
@@ -1077,8 +1098,11 @@ impl Parser {
             ("noseparate-code", None) => self.command.separate_code = false,
             ("keep-text-section-prefix", None) => self.command.keep_text_section_prefix = true,
             ("nokeep-text-section-prefix", None) => self.command.keep_text_section_prefix = false,
-            // Binding and text relocations concern the dynamic linker; the stack is never executable.
-            ("now" | "lazy" | "noexecstack" | "defs" | "text" | "notext" | "textoff", None) => {}
+            ("now", None) => self.command.bind_now = true,
+            ("lazy", None) => self.command.bind_now = false,
+            ("origin", None) => self.command.origin = true,
+            // Text relocations are refused anyway; the stack is never executable.
+            ("noexecstack" | "defs" | "text" | "notext" | "textoff", None) => {}
             ("execstack", None) => {
                 return Err(LdError::Unsupported {
                     option,

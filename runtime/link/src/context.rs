@@ -96,6 +96,15 @@ pub struct LinkOptions {
     pub eh_frame_hdr: bool,
     /// `-z relro` (the default) or `-z norelro`: a `PT_GNU_RELRO` over the data that is read-only after start-up.
     pub relro: bool,
+    /// `-rpath DIR` (`-R DIR`), in order: where the dynamic loader looks for the libraries a dynamically
+    /// linked output needs (`DT_RUNPATH`, or `DT_RPATH` with `--disable-new-dtags`), joined by `:`.
+    pub rpath: Vec<String>,
+    /// `--enable-new-dtags` (the default, as Debian's GNU ld has it) or `--disable-new-dtags`.
+    pub new_dtags: bool,
+    /// `-z now`: every function is bound at start-up (`DF_BIND_NOW`, `DF_1_NOW`), not at its first call.
+    pub bind_now: bool,
+    /// `-z origin`: the output's paths may name `$ORIGIN` (`DF_ORIGIN`, `DF_1_ORIGIN`).
+    pub origin: bool,
     /// `--fix-cortex-a53-843419`: work around the core erratum of the target's architecture
     /// ([`crate::arch::ErratumFix`]); an error on a target whose architecture has none.
     pub fix_erratum: bool,
@@ -183,6 +192,10 @@ impl LinkOptions {
             build_id: false,
             eh_frame_hdr: false,
             relro: true,
+            rpath: Vec::new(),
+            new_dtags: true,
+            bind_now: false,
+            origin: false,
             fix_erratum: false,
             compress_debug_sections: crate::image::DebugCompression::None,
             print_gc_sections: false,

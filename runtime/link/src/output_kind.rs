@@ -100,6 +100,12 @@ impl OutputKind {
         )
     }
 
+    /// Whether the output has a `.dynamic` section (and `_DYNAMIC`): it is position-independent or dynamically
+    /// linked.
+    pub fn has_dynamic_section(self) -> bool {
+        self.is_position_independent() || self.is_dynamic()
+    }
+
     /// Whether the output names a program interpreter (`PT_INTERP`) that the kernel starts it through.
     pub fn has_interpreter(self) -> bool {
         matches!(self, OutputKind::Pie | OutputKind::DynamicExecutable)
@@ -119,14 +125,12 @@ impl OutputKind {
         }
     }
 
-    /// What is missing for this linker to make this kind, if anything: it makes static executables, static
-    /// position-independent executables, position-independent executables (that import nothing yet) and
-    /// relocatable objects.
+    /// What is missing for this linker to make this kind, if anything: it makes every kind but shared
+    /// libraries.
     pub fn unsupported(self) -> Option<&'static str> {
         match self {
-            OutputKind::StaticExecutable | OutputKind::Relocatable | OutputKind::StaticPie | OutputKind::Pie => None,
-            OutputKind::DynamicExecutable => Some("a dynamically linked executable"),
             OutputKind::SharedLibrary => Some("a shared library (-shared)"),
+            _ => None,
         }
     }
 }

@@ -863,7 +863,7 @@ fn define_linker_symbol_values(context: &mut LinkContext, layout: &Layout) {
             bounds_of(section).map_or(data_start, |(start, stop)| if end { stop } else { start })
         };
         // Names defined for sections that were all discarded keep the value 0.
-        let dynamic = context.options.output_kind.is_position_independent();
+        let dynamic = context.options.output_kind.has_dynamic_section();
         let Some(meaning) = linker_defined(&name, |_| true, dynamic) else {
             continue;
         };

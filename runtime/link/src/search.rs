@@ -129,11 +129,12 @@ pub enum SearchError {
         via: String,
         shared: PathBuf,
     },
-    /// An input that is a shared object (`libc.so.6`, or a `.so` found by `-l` without `-static`) in the
-    /// link of a static output.
+    /// An input that is a shared object (`libc.so.6`, or a `.so` found by `-l`) where none can be linked:
+    /// after `-static` (`-Bstatic`), or in a relocatable link.
     #[error(
-        "`{}`{} is a shared object, which a static output cannot link against (link with -static, so that -l \
-         finds archives, or name the archive; or make a dynamically linked executable with -pie)",
+        "`{}`{} is a shared object, which a static link cannot use: it comes after -static or -Bstatic (GNU ld: \
+         \"attempted static link of dynamic object\"); name the archive, or put -Bdynamic before it for a \
+         dynamically linked output",
         path.display(),
         Via(via)
     )]
@@ -176,7 +177,7 @@ pub struct Search<'f, F: Files> {
     /// The sysroot as the file system names it, to tell whether a script lies inside it.
     canonical_sysroot: Option<PathBuf>,
     files: &'f F,
-    /// Whether shared objects are inputs (the output is dynamically linked) or refused.
+    /// Whether shared objects may be inputs (where no `-Bstatic` is in force), or are refused.
     shared_libraries: bool,
 }
 
@@ -188,12 +189,15 @@ pub struct FoundInput {
     pub path: PathBuf,
     pub item: usize,
     pub as_needed: bool,
+    /// The file is a shared object (taken where the search allows them).
+    pub shared: bool,
 }
 
 /// What one resolution has found and expanded so far.
 #[derive(Default)]
 struct Found {
-    files: Vec<(PathBuf, bool)>,
+    /// (path, named inside `AS_NEEDED`, a shared object).
+    files: Vec<(PathBuf, bool, bool)>,
     scripts: usize,
     script_bytes: usize,
 }
@@ -217,7 +221,8 @@ impl<'f, F: Files> Search<'f, F> {
         }
     }
 
-    /// The same search, taking shared objects as inputs (for a dynamically linked output) or refusing them.
+    /// The same search, taking shared objects as inputs where no `-Bstatic` is in force (their presence makes
+    /// the output dynamically linked) or refusing them.
     pub fn allowing_shared_libraries(self, allowed: bool) -> Self {
         Search {
             shared_libraries: allowed,
@@ -258,7 +263,12 @@ impl<'f, F: Files> Search<'f, F> {
             .files
             .into_iter()
             .zip(origins)
-            .map(|((path, as_needed), item)| FoundInput { path, item, as_needed })
+            .map(|((path, as_needed, shared), item)| FoundInput {
+                path,
+                item,
+                as_needed,
+                shared,
+            })
             .collect())
     }
 
@@ -273,8 +283,12 @@ impl<'f, F: Files> Search<'f, F> {
         depth: usize,
         as_needed: bool,
     ) -> Result<(), SearchError> {
-        let kind = match self.files.classify(&path)? {
-            FileKind::SharedObject if self.shared_libraries => FileKind::Input,
+        let kind = self.files.classify(&path)?;
+        // A shared object is an input where shared libraries are allowed and no -Bstatic (-static) is in
+        // force, as GNU ld takes one.
+        let shared = kind == FileKind::SharedObject;
+        let kind = match kind {
+            FileKind::SharedObject if self.shared_libraries && !static_only => FileKind::Input,
             kind => kind,
         };
         match kind {
@@ -286,7 +300,7 @@ impl<'f, F: Files> Search<'f, F> {
                         via,
                     });
                 }
-                found.files.push((path, as_needed));
+                found.files.push((path, as_needed, shared));
             }
             FileKind::SharedObject => return Err(SearchError::SharedObject { path, via }),
             FileKind::Script(text) => {

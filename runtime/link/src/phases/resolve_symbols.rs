@@ -125,7 +125,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     graph.index_edges();
     allocate_commons(graph, &table, phase);
     define_symbols(graph, &mut table, &options.defsyms, phase).map_err(|message| PhaseError::new(PHASE, message))?;
-    let dynamic = context.options.output_kind.is_position_independent();
+    let dynamic = context.options.output_kind.has_dynamic_section();
     define_linker_symbols(graph, &mut table, phase, dynamic);
     let missing: Vec<String> = options
         .require_defined

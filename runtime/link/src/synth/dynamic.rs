@@ -19,10 +19,10 @@ use crate::graph::{
     AtomId, Binding, Definition, Edge, LinkGraph, Origin, SymbolId, SymbolType, Visibility, atom_flags, section_flags,
 };
 use crate::image::dynamic_tags::{
-    DF_1_PIE, DT_DEBUG, DT_FINI, DT_FINI_ARRAY, DT_FINI_ARRAYSZ, DT_FLAGS_1, DT_GNU_HASH, DT_HASH, DT_INIT,
-    DT_INIT_ARRAY, DT_INIT_ARRAYSZ, DT_JMPREL, DT_NEEDED, DT_NULL, DT_PLTGOT, DT_PLTREL, DT_PLTRELSZ, DT_PREINIT_ARRAY,
-    DT_PREINIT_ARRAYSZ, DT_RELA, DT_RELACOUNT, DT_RELAENT, DT_RELASZ, DT_STRSZ, DT_STRTAB, DT_SYMENT, DT_SYMTAB,
-    DT_VERNEED, DT_VERNEEDNUM, DT_VERSYM,
+    DF_1_NOW, DF_1_ORIGIN, DF_1_PIE, DF_BIND_NOW, DF_ORIGIN, DT_DEBUG, DT_FINI, DT_FINI_ARRAY, DT_FINI_ARRAYSZ,
+    DT_FLAGS, DT_FLAGS_1, DT_GNU_HASH, DT_HASH, DT_INIT, DT_INIT_ARRAY, DT_INIT_ARRAYSZ, DT_JMPREL, DT_NEEDED, DT_NULL,
+    DT_PLTGOT, DT_PLTREL, DT_PLTRELSZ, DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ, DT_RELA, DT_RELACOUNT, DT_RELAENT,
+    DT_RELASZ, DT_RPATH, DT_RUNPATH, DT_STRSZ, DT_STRTAB, DT_SYMENT, DT_SYMTAB, DT_VERNEED, DT_VERNEEDNUM, DT_VERSYM,
 };
 use crate::sections::OutputSectionId;
 
@@ -102,7 +102,14 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         bytes.push(0);
         new_atom(graph, None, OutputSectionId::Interp.name(), 1, bytes, origin);
     }
-    let sites = relative_sites(graph, &excluded, page_bits, &symbols, got_atom)?;
+    let sites = relative_sites(
+        graph,
+        &excluded,
+        page_bits,
+        &symbols,
+        got_atom,
+        output_kind.is_position_independent(),
+    )?;
     let absolute = declared(graph, RelocationKind::Symbol, RelocationBase::Nothing, 64)?;
     let relative = u64::from(declared(graph, RelocationKind::Relative, RelocationBase::Nothing, 64)?);
 
@@ -113,6 +120,16 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         .iter()
         .map(|library| strings.add(graph.shared_libraries[library.index()].install_name.as_bytes()))
         .collect();
+    let options = &context.options;
+    let search_path = (!options.rpath.is_empty()).then(|| {
+        let tag = if options.new_dtags { DT_RUNPATH } else { DT_RPATH };
+        (tag, strings.add(options.rpath.join(":").as_bytes()))
+    });
+    let flags = u64::from(options.origin) * DF_ORIGIN | u64::from(options.bind_now) * DF_BIND_NOW;
+    let mut flags_1 = u64::from(options.origin) * DF_1_ORIGIN | u64::from(options.bind_now) * DF_1_NOW;
+    if output_kind.is_position_independent() && output_kind.is_executable() {
+        flags_1 |= DF_1_PIE;
+    }
     let tables = symbol_tables(graph, &symbols, &mut strings);
     let mut late_fills = Vec::new();
     let dynsym = new_atom(graph, None, OutputSectionId::DynSym.name(), 8, tables.symbols, origin);
@@ -250,6 +267,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         .iter()
         .map(|name| (DT_NEEDED, Value::Number(u64::from(*name))))
         .collect();
+    entries.extend(search_path.map(|(tag, path)| (tag, Value::Number(u64::from(path)))));
     entries.extend(init_fini.into_iter().map(|(tag, symbol)| (tag, Value::Symbol(symbol))));
     for (section, start, size) in [
         (OutputSectionId::PreinitArray, DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ),
@@ -291,8 +309,11 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         (DT_RELASZ, Value::Number(count * RELA_SIZE)),
         (DT_RELAENT, Value::Number(RELA_SIZE)),
     ]);
-    if output_kind.is_position_independent() && output_kind.is_executable() {
-        entries.push((DT_FLAGS_1, Value::Number(DF_1_PIE)));
+    if flags != 0 {
+        entries.push((DT_FLAGS, Value::Number(flags)));
+    }
+    if flags_1 != 0 {
+        entries.push((DT_FLAGS_1, Value::Number(flags_1)));
     }
     if let Some((versym, verneed, need_count)) = versions {
         entries.extend([
@@ -461,6 +482,8 @@ fn symbol_tables(graph: &LinkGraph, symbols: &DynamicSymbols, strings: &mut Stri
             if let Some(atom) = entry.atom {
                 section_indices.push((at, atom));
             }
+        } else if symbols.canonical.contains(symbol) {
+            values.push((at, *symbol));
         }
         // The version: a definition of a shared library's names its version; anything else is global.
         let library = entry
@@ -628,6 +651,7 @@ fn relative_sites(
     page_bits: u32,
     symbols: &DynamicSymbols,
     got: Option<AtomId>,
+    position_independent: bool,
 ) -> Result<Vec<Site>, PhaseError> {
     let mut sites = Vec::new();
     let mut refused = Vec::new();
@@ -670,7 +694,12 @@ fn relative_sites(
             });
             continue;
         }
-        if imported.is_none() && (holds_fixed_value(graph, edge) || record.shift + record.value_width() <= page_bits) {
+        // At a fixed address, every other address is final.
+        if imported.is_none()
+            && (!position_independent
+                || holds_fixed_value(graph, edge)
+                || record.shift + record.value_width() <= page_bits)
+        {
             continue;
         }
         if record.size == 64 && flags & section_flags::WRITABLE != 0 {

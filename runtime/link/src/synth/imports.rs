@@ -8,7 +8,9 @@
 //! - a call or jump goes through the function's entry in the lazily bound PLT (the architecture's
 //!   [`LazyPlt`]), whose `.got.plt` slot a `JUMP_SLOT` relocation in `.rela.plt` fills;
 //! - a 64-bit absolute address in writable data gets a symbolic dynamic relocation (`dynamic.rs`);
-//! - any other reference to a function means its PLT entry, and to data a *copy*: space in the output's
+//! - any other reference to a function means its PLT entry, which is then the function's address for the
+//!   whole program (the *canonical* PLT entry, named by its `.dynsym` entry's value), and to data a *copy*:
+//!   space in the output's
 //!   `.bss` that a `COPY` relocation fills from the library at start-up, which then is the variable for
 //!   everyone (the library's own references bind to it through the output's `.dynsym`).
 //!
@@ -48,6 +50,9 @@ pub(crate) struct DynamicSymbols {
     pub(crate) gnu_buckets: u32,
     /// The imports that some reference in the output's code binds weakly only (`STB_WEAK` in `.dynsym`).
     pub(crate) weak: FxHashSet<SymbolId>,
+    /// The imported functions whose address the output's code takes other than through the GOT: their PLT
+    /// entries are their addresses for the whole program (`st_value` of their undefined `.dynsym` entries).
+    pub(crate) canonical: FxHashSet<SymbolId>,
     /// The imported variables the output holds a copy of, each with its atom in `.bss` (one `COPY`
     /// relocation each).
     pub(crate) copies: Vec<(SymbolId, AtomId)>,
@@ -61,9 +66,12 @@ pub(crate) struct DynamicSymbols {
 }
 
 impl DynamicSymbols {
-    /// Whether `symbol` (resolved) is imported and not copied: its address is known at run time only.
+    /// Whether `symbol` (resolved) is imported (an undefined `.dynsym` entry, not one the output defines) and
+    /// not at its PLT entry: its address is known at run time only.
     pub(crate) fn is_run_time(&self, symbol: SymbolId) -> bool {
-        self.index.contains_key(&symbol) && !self.copied.contains(&symbol)
+        self.index.get(&symbol).is_some_and(|index| *index < self.defined_from)
+            && !self.copied.contains(&symbol)
+            && !self.canonical.contains(&symbol)
     }
 }
 
@@ -97,6 +105,8 @@ enum Need {
     Loader,
     /// Through the function's PLT entry.
     Plt,
+    /// At the function's PLT entry, which is then its address for everyone (its `.dynsym` entry says so).
+    Address,
     /// Through a copy in the output.
     Copy,
 }
@@ -147,7 +157,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             {
                 Need::Loader
             }
-            RelocationKind::Symbol if function => Need::Plt,
+            RelocationKind::Symbol if function => Need::Address,
             RelocationKind::Symbol => Need::Copy,
             _ => {
                 let input = graph.input_name(source.origin.input);
@@ -176,6 +186,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     // The imports in the order of their first references, and what each needs.
     let mut imports: Vec<SymbolId> = Vec::new();
     let mut needs: FxHashMap<SymbolId, (bool, bool)> = FxHashMap::default();
+    let mut canonical: FxHashSet<SymbolId> = FxHashSet::default();
     for (_, _, symbol, need) in &uses {
         let entry = needs.entry(*symbol).or_insert_with(|| {
             imports.push(*symbol);
@@ -183,6 +194,10 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         });
         match need {
             Need::Plt => entry.0 = true,
+            Need::Address => {
+                entry.0 = true;
+                canonical.insert(*symbol);
+            }
             Need::Copy => entry.1 = true,
             Need::Loader => {}
         }
@@ -333,6 +348,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         defined_from,
         gnu_buckets,
         weak,
+        canonical,
         copies,
         copied: copied_set,
         plt,

@@ -126,7 +126,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         build_id::make_note(context, origin);
     }
     // Last: every address the other makers put in the image needs its relocation.
-    if context.options.output_kind.is_position_independent() {
+    if context.options.output_kind.has_dynamic_section() {
         dynamic::make(context, origin)?;
     }
     Ok(())
