@@ -1,9 +1,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-//! Dynamically linked executables, held to what gcc and ld.bfd make of the same sources. So far: the program
+//! Dynamically linked executables, held to what gcc and ld.bfd make of the same sources: the program
 //! interpreter each target declares (`[elf] interpreter`) is the one a default `gcc` link names in
 //! `PT_INTERP`; a position-independent executable that imports nothing (`ld -pie`) starts through that
-//! interpreter on x86-64 and AArch64 (under qemu) as ld.bfd's does, with the same dynamic section.
+//! interpreter on x86-64 and AArch64 (under qemu) as ld.bfd's does, with the same dynamic section; and
+//! gcc's and g++'s default links of programs against the shared C and C++ libraries (PIEs importing through
+//! the PLT, the GOT, copies and symbolic relocations; on x86-64 also `-no-pie` on code compiled without
+//! -fPIE) run as ld.bfd's do, lazily bound and with `LD_BIND_NOW=1`, with ld.bfd's needed libraries, flags
+//! and dynamic symbols.
 
 use std::path::Path;
 
@@ -179,7 +183,8 @@ fn a_pie_that_imports_nothing_starts_through_its_interpreter_as_ld_bfds_does() {
     }
 }
 
-/// The dynamic symbols of `program` (`name@version`, `readelf --dyn-syms`), sorted.
+/// The named dynamic symbols of `program` (`binding name@version`, `readelf --dyn-syms`), sorted. (ld.bfd
+/// writes local section symbols into AArch64 programs' `.dynsym`; they name nothing and are left out.)
 fn dynamic_symbols(arch: &Arch, program: &Path) -> Vec<String> {
     let mut names: Vec<String> = readelf(arch, &["--dyn-syms", "-W"], program)
         .lines()
@@ -189,8 +194,9 @@ fn dynamic_symbols(arch: &Arch, program: &Path) -> Vec<String> {
                 .next()
                 .is_some_and(|index| index.parse::<u32>().is_ok())
         })
-        .filter_map(|line| line.split_whitespace().nth(7))
-        .map(str::to_string)
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .filter(|fields| fields.len() >= 8 && fields[3] != "SECTION")
+        .map(|fields| format!("{} {}", fields[4], fields[7]))
         .collect();
     names.sort();
     names
@@ -205,20 +211,52 @@ fn dynamic_entries(arch: &Arch, program: &Path, tags: &[&str]) -> Vec<String> {
         .collect()
 }
 
-/// The libraries `ldd` lists for `program`, without their load addresses.
-fn ldd(program: &Path) -> Vec<String> {
-    let output = run_in("ldd", Path::new("."), &[&program.display().to_string()]);
+/// The libraries the dynamic loader maps for `program`, without their load addresses: `ldd`'s list, or for
+/// another architecture its loader's `--list` under the runner.
+fn ldd(arch: &Arch, program: &Path) -> Vec<String> {
+    let path = program.display().to_string();
+    let output = match arch.runner.split_first() {
+        None => run_in("ldd", Path::new("."), &[&path]),
+        Some((runner, rest)) => {
+            let interpreter = neverc_tables::target_by_name(arch.name)
+                .and_then(|target| target.elf)
+                .and_then(|elf| elf.interpreter)
+                .unwrap();
+            // The loader itself is opened on the host: under the runner's `-L` root.
+            let root = rest
+                .iter()
+                .position(|argument| *argument == "-L")
+                .and_then(|at| rest.get(at + 1))
+                .copied()
+                .unwrap_or("");
+            let interpreter = format!("{root}{interpreter}");
+            run_in(
+                runner,
+                Path::new("."),
+                &[rest, &[&interpreter, "--list", &path]].concat(),
+            )
+        }
+    };
     succeeded(&output, "ldd");
     text(&output.stdout)
         .lines()
         .map(|line| line.split(" (0x").next().unwrap_or(line).trim().to_string())
-        .filter(|line| !line.starts_with("linux-vdso"))
+        .filter(|line| !line.is_empty() && !line.starts_with("linux-vdso"))
         .collect()
 }
 
-/// What `program` does, run with `environment` set: (stdout, stderr, exit status).
-fn run_with(program: &Path, environment: &[(&str, &str)]) -> (String, String, Option<i32>) {
-    let output = std::process::Command::new(program)
+/// What `program` does on `arch` (under its runner, which passes the environment on), run with
+/// `environment` set: (stdout, stderr, exit status).
+fn run_with(arch: &Arch, program: &Path, environment: &[(&str, &str)]) -> (String, String, Option<i32>) {
+    let mut command = match arch.runner.split_first() {
+        Some((runner, rest)) => {
+            let mut command = std::process::Command::new(runner);
+            command.args(rest).arg(program);
+            command
+        }
+        None => std::process::Command::new(program),
+    };
+    let output = command
         .envs(environment.iter().copied())
         .output()
         .unwrap_or_else(|error| panic!("cannot run {}: {error}", program.display()));
@@ -226,11 +264,11 @@ fn run_with(program: &Path, environment: &[(&str, &str)]) -> (String, String, Op
 }
 
 /// Links `objects` in `dir` through `driver` (gcc's default: a PIE against the shared C library; `-no-pie`
-/// among them: an executable at a fixed address) with
-/// neverc-spec (`bin` holds its `ld`) into `ours` and with ld.bfd into `bfd`; checks that ours runs as ld.bfd's
-/// does, lazily and with `LD_BIND_NOW=1`, and that its needed libraries, flags, dynamic symbols (with their
-/// versions) and `ldd` listing are ld.bfd's.
-fn check_against_ld_bfd(driver: &str, dir: &Path, bin: &Path, objects: &[&str], name: &str) {
+/// among them: an executable at a fixed address) for `arch` with neverc-spec (`bin` holds its `ld`) into
+/// `NAME-ours` and with ld.bfd into `NAME-bfd`; checks that ours runs as ld.bfd's does, lazily and with
+/// `LD_BIND_NOW=1`, and that its needed libraries, flags, dynamic symbols (with their bindings and versions)
+/// and the libraries the loader maps are ld.bfd's.
+fn check_against_ld_bfd(arch: &Arch, driver: &str, dir: &Path, bin: &Path, objects: &[&str], name: &str) {
     let ours = format!("{name}-ours");
     let theirs = format!("{name}-bfd");
     let position_independent = !objects.contains(&"-no-pie");
@@ -248,7 +286,7 @@ fn check_against_ld_bfd(driver: &str, dir: &Path, bin: &Path, objects: &[&str], 
         "{name}: neverc-spec did not run as ld"
     );
     let (ours, theirs) = (dir.join(ours), dir.join(theirs));
-    let header = readelf(&X86_64, &["-hW"], &ours);
+    let header = readelf(arch, &["-hW"], &ours);
     if position_independent {
         assert!(
             header.contains("DYN (Position-Independent Executable file)"),
@@ -258,40 +296,40 @@ fn check_against_ld_bfd(driver: &str, dir: &Path, bin: &Path, objects: &[&str], 
         assert!(header.contains("EXEC (Executable file)"), "{name}: {header}");
     }
     assert!(
-        readelf(&X86_64, &["-lW"], &ours).contains("Requesting program interpreter"),
+        readelf(arch, &["-lW"], &ours).contains("Requesting program interpreter"),
         "{name}"
     );
-    let expected = run_with(&theirs, &[]);
+    let expected = run_with(arch, &theirs, &[]);
     assert!(
         expected.0.lines().count() >= 4,
         "{name}: ld.bfd's build printed {expected:?}"
     );
-    assert_eq!(run_with(&ours, &[]), expected, "{name}: lazily bound");
+    assert_eq!(run_with(arch, &ours, &[]), expected, "{name}: lazily bound");
     assert_eq!(
-        run_with(&ours, &[("LD_BIND_NOW", "1")]),
+        run_with(arch, &ours, &[("LD_BIND_NOW", "1")]),
         expected,
         "{name}: LD_BIND_NOW=1"
     );
     let tags = ["NEEDED", "RUNPATH", "RPATH", "FLAGS", "FLAGS_1", "VERNEEDNUM"];
     assert_eq!(
-        dynamic_entries(&X86_64, &ours, &tags),
-        dynamic_entries(&X86_64, &theirs, &tags),
+        dynamic_entries(arch, &ours, &tags),
+        dynamic_entries(arch, &theirs, &tags),
         "{name}"
     );
-    let symbols = dynamic_symbols(&X86_64, &ours);
+    let symbols = dynamic_symbols(arch, &ours);
     assert!(
         symbols.iter().any(|symbol| symbol.contains("@GLIBC_")),
         "{name}: {symbols:?}"
     );
-    assert_eq!(symbols, dynamic_symbols(&X86_64, &theirs), "{name}");
+    assert_eq!(symbols, dynamic_symbols(arch, &theirs), "{name}");
     // Every symbol the program defines for the libraries has its address.
-    for line in readelf(&X86_64, &["--dyn-syms", "-W"], &ours).lines().skip(4) {
+    for line in readelf(arch, &["--dyn-syms", "-W"], &ours).lines().skip(4) {
         let fields: Vec<&str> = line.split_whitespace().collect();
         if fields.len() >= 8 && fields[6] != "UND" {
             assert!(fields[1].chars().any(|digit| digit != '0'), "{name}: {line}");
         }
     }
-    assert_eq!(ldd(&ours), ldd(&theirs), "{name}");
+    assert_eq!(ldd(arch, &ours), ldd(arch, &theirs), "{name}");
 }
 
 #[test]
@@ -302,11 +340,26 @@ fn gccs_default_link_of_a_c_program_against_the_shared_c_library_runs_like_ld_bf
         &repo().join("tests/fixtures/dynamic"),
         &[("imports", &[][..])],
     );
+    for arch in [X86_64, AARCH64] {
+        let dir = objects.join(arch.name);
+        check_against_ld_bfd(&arch, arch.gcc, &dir, &objects.join("bin"), &["imports.o"], "imports");
+        let relocations = readelf(&arch, &["-rW"], &dir.join("imports-ours"));
+        let prefix = if arch.name == "x86_64" { "R_X86_64" } else { "R_AARCH64" };
+        for kind in ["GLOB_DAT", "JUMP_SLOT", "RELATIVE"] {
+            assert!(
+                relocations.contains(&format!("{prefix}_{kind}")),
+                "{kind}: {relocations}"
+            );
+        }
+    }
     let dir = objects.join(X86_64.name);
-    check_against_ld_bfd("gcc", &dir, &objects.join("bin"), &["imports.o"], "imports");
     // The variable and its other name are defined by the copy, as ld.bfd defines them.
     let symbols = dynamic_symbols(&X86_64, &dir.join("imports-ours"));
-    for copied in ["stdout@GLIBC_2.2.5", "environ@GLIBC_2.2.5", "__environ@GLIBC_2.2.5"] {
+    for copied in [
+        "GLOBAL stdout@GLIBC_2.2.5",
+        "WEAK environ@GLIBC_2.2.5",
+        "GLOBAL __environ@GLIBC_2.2.5",
+    ] {
         assert!(symbols.iter().any(|symbol| symbol == copied), "{copied}: {symbols:?}");
     }
     let relocations = readelf(&X86_64, &["-rW"], &dir.join("imports-ours"));
@@ -332,6 +385,7 @@ fn gccs_default_link_of_a_c_program_against_the_shared_c_library_runs_like_ld_bf
         "gcc -fno-pie",
     );
     check_against_ld_bfd(
+        &X86_64,
         "gcc",
         &dir,
         &objects.join("bin"),
@@ -359,6 +413,13 @@ fn gpps_default_link_of_a_cxx_program_against_libstdcxx_runs_like_ld_bfds() {
     std::fs::create_dir_all(&bin).unwrap();
     std::os::unix::fs::symlink(BIN, bin.join("ld")).unwrap();
     let source = repo().join("tests/fixtures/dynamic/classes.cc").display().to_string();
-    succeeded(&run_in("g++", &dir, &["-O2", "-c", &source, "-o", "classes.o"]), "g++");
-    check_against_ld_bfd("g++", &dir, &bin, &["classes.o"], "classes");
+    for (arch, compiler) in [(X86_64, "g++"), (AARCH64, "aarch64-linux-gnu-g++")] {
+        let dir = dir.join(arch.name);
+        std::fs::create_dir_all(&dir).unwrap();
+        succeeded(
+            &run_in(compiler, &dir, &["-O2", "-c", &source, "-o", "classes.o"]),
+            compiler,
+        );
+        check_against_ld_bfd(&arch, compiler, &dir, &bin, &["classes.o"], "classes");
+    }
 }

@@ -344,6 +344,7 @@ fn lower_elf<'a>(elf: &ElfFacts, arena: &'a Bump) -> Result<ElfRecordIn<'a>, Str
         emulations: strs(arena, &elf.emulations),
         errata: strs(arena, &elf.errata),
         interpreter: elf.interpreter.as_deref().map(|path| &*arena.alloc_str(path)),
+        output_formats: strs(arena, &elf.output_formats),
     })
 }
 

@@ -72,6 +72,12 @@ pub struct ElfFacts {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = r"^/[!-~]+$"))]
     pub interpreter: Option<String>,
+    /// GNU ld's (BFD's) names of the target's object format, as linker scripts name it in `OUTPUT_FORMAT`
+    /// (`elf64-x86-64`; `elf64-littleaarch64`): a script such as glibc's `libc.so` that names one of them is
+    /// read for this target.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(inner(regex(pattern = r"^[a-z0-9][a-z0-9_.-]*$")))]
+    pub output_formats: Vec<String>,
 }
 
 /// Where an executable's TLS block lies relative to the thread pointer ("ELF Handling For Thread-Local

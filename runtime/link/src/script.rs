@@ -3,9 +3,10 @@
 //! of `libc.so.6`, `libc_nonshared.a` and `AS_NEEDED ( ld-linux-x86-64.so.2 )`.
 //!
 //! Supported: `GROUP(...)` and `INPUT(...)` of file names (separated by white space or commas, quoted or
-//! not) and `-lNAME`, `AS_NEEDED(...)` inside them (its files are inputs like the others: a static link
-//! needs what they define), `OUTPUT_FORMAT(elf64-x86-64)` (with one name or three), `;` between commands
-//! and `/* */` comments. Any other command is refused, naming it and the script, with its position.
+//! not) and `-lNAME`, `AS_NEEDED(...)` inside them (its files are inputs like the others, marked so: a
+//! shared library among them is needed only if the output imports from it),
+//! `OUTPUT_FORMAT(elf64-x86-64)` (with one name or three, the first one a bundled target's declared `[elf]
+//! output_formats`), `;` between commands and `/* */` comments. Any other command is refused, naming it and the script, with its position.
 
 use std::ops::Range;
 use std::path::Path;
@@ -23,8 +24,23 @@ pub struct ScriptError {
     pub span: Range<usize>,
 }
 
-/// The output format a script may ask for.
-pub const OUTPUT_FORMAT: &str = "elf64-x86-64";
+/// Whether `name` is an object format a script may ask for: one a bundled target declares (`[elf]
+/// output_formats`).
+fn declared_format(name: &str) -> bool {
+    neverc_tables::BUNDLED_TARGETS
+        .iter()
+        .any(|target| target.elf.is_some_and(|elf| elf.has_output_format(name)))
+}
+
+/// The declared output formats, for messages.
+fn declared_formats() -> String {
+    neverc_tables::BUNDLED_TARGETS
+        .iter()
+        .filter_map(|target| target.elf)
+        .flat_map(|elf| elf.output_formats.iter().copied())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 /// One input a script names: a file name or `-lNAME`, with where it is in the script.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -184,10 +200,13 @@ impl<'a> Lexer<'a> {
             }
         }
         match names.first() {
-            Some((name, _)) if *name == OUTPUT_FORMAT => Ok(()),
+            Some((name, _)) if declared_format(name) => Ok(()),
             Some((name, span)) => Err(self.error(
                 span.clone(),
-                format!("output format `{name}` is not supported (neverc-spec writes {OUTPUT_FORMAT})"),
+                format!(
+                    "output format `{name}` is not supported (the targets declare {})",
+                    declared_formats()
+                ),
             )),
             None => Err(self.error(
                 self.at.saturating_sub(1)..self.at,

@@ -125,8 +125,8 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         let tag = if options.new_dtags { DT_RUNPATH } else { DT_RPATH };
         (tag, strings.add(options.rpath.join(":").as_bytes()))
     });
-    let flags = u64::from(options.origin) * DF_ORIGIN | u64::from(options.bind_now) * DF_BIND_NOW;
-    let mut flags_1 = u64::from(options.origin) * DF_1_ORIGIN | u64::from(options.bind_now) * DF_1_NOW;
+    let flags = (u64::from(options.origin) * DF_ORIGIN) | (u64::from(options.bind_now) * DF_BIND_NOW);
+    let mut flags_1 = (u64::from(options.origin) * DF_1_ORIGIN) | (u64::from(options.bind_now) * DF_1_NOW);
     if output_kind.is_position_independent() && output_kind.is_executable() {
         flags_1 |= DF_1_PIE;
     }
@@ -147,7 +147,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         late_fills.push(LateFill {
             atom: dynsym,
             offset: offset + 6,
-            value: LateValue::SectionIndexOf(atom),
+            value: LateValue::IndexOf(atom),
         });
     }
     let versions = (!tables.needs.is_empty()).then(|| {
@@ -276,8 +276,8 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     ] {
         if has_output_section(graph, section) {
             entries.extend([
-                (start, Value::Late(LateValue::SectionAddress(section))),
-                (size, Value::Late(LateValue::SectionSize(section))),
+                (start, Value::Late(LateValue::StartOf(section))),
+                (size, Value::Late(LateValue::SizeOf(section))),
             ]);
         }
     }

@@ -229,17 +229,27 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         .filter(|symbol| !strong.contains(symbol))
         .collect();
 
-    let aliased = aliases(context, &copied);
+    // The global names of imported weak definitions come along, as GNU ld takes them: defined by the copy
+    // when the weak one is copied, imported beside it otherwise.
+    let aliased = aliases(context, &imports);
     let copies = make_copies(context, &copied, origin)?;
     let mut aliases = Vec::with_capacity(aliased.len());
     for (alias, of) in aliased {
-        let Some((_, atom)) = copies.iter().find(|(copied, _)| *copied == of) else {
+        if needs.contains_key(&alias) {
             continue;
-        };
-        let entry = &mut context.graph.symbols[alias.index()];
-        entry.atom = Some(*atom);
-        entry.value = 0;
-        aliases.push(alias);
+        }
+        match copies.iter().find(|(copied, _)| *copied == of) {
+            Some((_, atom)) => {
+                let entry = &mut context.graph.symbols[alias.index()];
+                entry.atom = Some(*atom);
+                entry.value = 0;
+                aliases.push(alias);
+            }
+            None => {
+                needs.insert(alias, (false, false));
+                imports.push(alias);
+            }
+        }
     }
     let exports = exports(context);
     let graph = &mut context.graph;
@@ -422,27 +432,33 @@ fn make_copies(
     Ok(copies)
 }
 
-/// The other names of the variables to copy, as GNU ld finds them: a copied weak definition's global
-/// definitions in the same library at the same address (`__environ` for a weak `environ`), which the copy
-/// defines too, so that the library's code, which uses the global name, reads and writes the copy. Each
-/// prevails for its name. (alias, the copied symbol) pairs.
-fn aliases(context: &LinkContext, copied: &[SymbolId]) -> Vec<(SymbolId, SymbolId)> {
-    if copied.is_empty() {
-        return Vec::new();
-    }
+/// The other names of imported weak definitions, as GNU ld finds them: their global definitions in the
+/// same library at the same address (`__environ` for a weak `environ`). A copy defines them too, so that the
+/// library's code, which uses the global name, reads and writes the copy. Each prevails for its name.
+/// (alias, the imported weak symbol) pairs.
+fn aliases(context: &LinkContext, imports: &[SymbolId]) -> Vec<(SymbolId, SymbolId)> {
     let graph = &context.graph;
-    let wanted: FxHashMap<(u32, u64), SymbolId> = copied
+    let wanted: FxHashMap<(u32, u64), SymbolId> = imports
         .iter()
-        .filter(|symbol| graph.symbols[symbol.index()].binding == Binding::Weak)
+        .filter(|symbol| {
+            let entry = &graph.symbols[symbol.index()];
+            entry.definition == Definition::Shared
+                && entry.binding == Binding::Weak
+                && matches!(entry.symbol_type, SymbolType::Object | SymbolType::None)
+        })
         .filter_map(|symbol| {
             let entry = &graph.symbols[symbol.index()];
             Some(((entry.origin.input?.0, entry.value), *symbol))
         })
         .collect();
+    if wanted.is_empty() {
+        return Vec::new();
+    }
+    let imported: FxHashSet<SymbolId> = imports.iter().copied().collect();
     let mut found = Vec::new();
     for (position, symbol) in graph.symbols.iter().enumerate() {
         let id = SymbolId(position as u32);
-        if symbol.definition != Definition::Shared || symbol.binding != Binding::Global || copied.contains(&id) {
+        if symbol.definition != Definition::Shared || symbol.binding != Binding::Global || imported.contains(&id) {
             continue;
         }
         let Some(input) = symbol.origin.input else {

@@ -575,9 +575,16 @@ pub struct ElfRecordIn<'a> {
     /// The program interpreter a dynamically linked executable names when the command line names none
     /// (`PT_INTERP`), if the target has one.
     pub interpreter: Option<&'a str>,
+    /// GNU ld's names of the target's object format in linker scripts (`OUTPUT_FORMAT(elf64-x86-64)`).
+    pub output_formats: &'a [&'a str],
 }
 
 impl ElfRecordIn<'_> {
+    /// Whether `name` is one of GNU ld's names of the target's object format (exact spelling).
+    pub const fn has_output_format(&self, name: &str) -> bool {
+        contains(self.output_formats, name, false)
+    }
+
     /// Whether `name` is one of the target's GNU ld emulations (exact spelling, as GNU ld compares them).
     pub const fn has_emulation(&self, name: &str) -> bool {
         contains(self.emulations, name, false)

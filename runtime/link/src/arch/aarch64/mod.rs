@@ -10,15 +10,16 @@ mod tls;
 
 use neverc_tables::{BitRange, RelocationBase, RelocationKind};
 
-use crate::arch::{Arch, CodeField, CodeTemplate, TlsAccess, TlsRelaxed, UndefinedWeak, declared_machine};
+use crate::arch::{
+    Arch, CodeField, CodeTemplate, LazyPlt, TlsAccess, TlsRelaxed, Unbound, UndefinedWeak, declared_machine,
+};
 use crate::graph::InstructionField;
 
 /// The table of AArch64, bound to `targets/aarch64.toml` by its declared machine.
 pub(crate) static ARCH: Arch = Arch {
     machine: declared_machine(&neverc_tables::generated::targets::aarch64::TARGET),
     iplt_entry: Some(&IPLT_ENTRY),
-    // Imported functions are not called through a PLT on AArch64 yet.
-    lazy_plt: None,
+    lazy_plt: Some(&LAZY_PLT),
     thunk: Some(&thunks::VENEER),
     // AArch64 GOT loads are not relaxed in a static executable (the target declares none relaxable).
     got_relaxation: |_, _| None,
@@ -96,6 +97,41 @@ const IPLT_ENTRY: CodeTemplate = CodeTemplate {
         low_12_bits_of_target(8, ADD_LO12),
     ],
 };
+
+/// The lazily bound PLT, as ld.bfd writes it: the first entry `stp x16, x30, [sp, #-16]!; adrp x16, GOT+16;
+/// ldr x17, [x16, :lo12:GOT+16]; add x16, x16, :lo12:GOT+16; br x17` and three `nop`s (the dynamic loader's
+/// resolver finds the function from the slot's address in x16), each function's entry the same code as an
+/// indirect function's, reaching its own slot, which first holds the first entry's address.
+const LAZY_PLT_HEADER: [u8; 32] = code([
+    0xa9bf_7bf0,
+    0x9000_0010,
+    0xf940_0211,
+    0x9100_0210,
+    0xd61f_0220,
+    NOP,
+    NOP,
+    NOP,
+]);
+
+const LAZY_PLT: LazyPlt = LazyPlt {
+    header: CodeTemplate {
+        code: &LAZY_PLT_HEADER,
+        fields: &[
+            biased(page_of_target(4), 16),
+            biased(low_12_bits_of_target(8, LDST64_LO12), 16),
+            biased(low_12_bits_of_target(12, ADD_LO12), 16),
+        ],
+    },
+    entry: IPLT_ENTRY,
+    entry_to_header: CodeTemplate { code: &[], fields: &[] },
+    index_at: None,
+    unbound: Unbound::Header,
+};
+
+/// `field`, reaching `bias` bytes past its target.
+const fn biased(field: CodeField, bias: i64) -> CodeField {
+    CodeField { bias, ..field }
+}
 
 /// The `adrp` at `offset` of linker-made code: the page of its target.
 const fn page_of_target(offset: u64) -> CodeField {
