@@ -3,13 +3,15 @@
 # the real-world program that runs the sqlite3, Lua 5.4, zstd and zlib workloads (tests/fixtures/realworld, the same
 # objects and archives tests/real_programs.rs checks), statically linked
 #   (a) against musl, (b) against glibc, (c) -ffunction-sections objects with --gc-sections, against glibc and musl,
-#   (g) built with -g -O2 (debugging information: every .debug_* section relocated, .debug_str merged), glibc.
+#   (g) built with -g -O2 (debugging information: every .debug_* section relocated, .debug_str merged), glibc;
+# and dynamically linked, as gcc links by default (a PIE importing from the shared C library):
+#   (d) against glibc's libc.so.6, (e) against musl's libc.so.
 # The linkers are run directly, not through the compiler driver: each case's command line is what `gcc -static`
 # (`musl-gcc -static`) passes to ld, recorded once by an `ld` wrapper found through `-B`, then replayed with every
 # linker with only the output path changed. Two kinds of option are dropped for every linker alike: gcc's
 # `-plugin`/`-plugin-opt=` (no object uses LTO; lld and mold would reject or try the plugin's options) and
-# `-dynamic-linker` (Debian's musl-gcc passes it with -static; ld.bfd ignores it for a static output, lld and
-# mold would write an interpreter the program does not have). Every linker's output is run once first and must do
+# `-dynamic-linker` in the static cases (Debian's musl-gcc passes it with -static; ld.bfd ignores it for a static
+# output, lld and mold would write an interpreter the program does not have); the dynamic cases keep it. Every linker's output is run once first and must do
 # what the ld.bfd build does, so no linker is timed on a link it gets wrong.
 #
 # Usage (from anywhere): bash bench/link.sh [RUNS]     (default RUNS=20)
@@ -37,8 +39,9 @@ exec ld.bfd "$@"
 EOF
 chmod +x "$out/record/ld"
 
+# LABEL:CASE, or LABEL:CASE:dynamic for the driver's default (dynamic) link of the case's objects.
 cases=(a-musl:all-musl-plain b-glibc:all-glibc-plain c-glibc-gc:all-glibc-sections-gc c-musl-gc:all-musl-sections-gc
-    g-glibc-debug:all-glibc-debug)
+    g-glibc-debug:all-glibc-debug d-glibc-pie:all-glibc-plain:dynamic e-musl-pie:all-musl-plain:dynamic)
 linkers=(ld.bfd ld.lld mold wild neverc-spec)
 if [[ -n ${NEVERC_BASELINE:-} ]]; then
     linkers+=(neverc-spec-before)
@@ -64,27 +67,32 @@ echo "git: $(git rev-parse --short HEAD)"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 for entry in "${cases[@]}"; do
-    label=${entry%%:*} name=${entry#*:}
+    IFS=: read -r label name mode <<<"$entry"
     case_dir="$fixtures/$name"
     work="$out/$label"
     mkdir -p "$work"
-    # Record the driver's ld command line.
-    mapfile -t driver_args <"$case_dir/link.args"
+    # Record the driver's ld command line (without -static for a dynamic case).
+    if [[ $mode == dynamic ]]; then
+        mapfile -t driver_args < <(grep -vx -- -static "$case_dir/link.args")
+    else
+        mapfile -t driver_args <"$case_dir/link.args"
+    fi
     (cd "$case_dir" && LD_RECORD="$work/recorded.args" "$(cat driver)" -B "$out/record" "${driver_args[@]}" \
         -o "$work/recorded.elf" 2>/dev/null)
     # The replayed arguments, one a line: without the plugin, -dynamic-linker, and -o with its operand.
-    python3 - "$work/recorded.args" >"$work/ld.args" <<'PY'
+    python3 - "$work/recorded.args" "$mode" >"$work/ld.args" <<'PY'
 import sys
 args = open(sys.argv[1], "rb").read().decode().split("\0")[:-1]
+dropped = ("-plugin", "-o") if sys.argv[2] == "dynamic" else ("-plugin", "-dynamic-linker", "-o")
 kept, skip = [], False
 for arg in args:
     if skip:
         skip = False
         continue
-    if arg in ("-plugin", "-dynamic-linker", "-o"):
+    if arg in dropped:
         skip = True
         continue
-    if arg.startswith("-plugin-opt=") or arg.startswith("--dynamic-linker="):
+    if arg.startswith("-plugin-opt=") or (sys.argv[2] != "dynamic" and arg.startswith("--dynamic-linker=")):
         continue
     kept.append(arg)
 for arg in kept:
@@ -151,7 +159,7 @@ print("| case | output | " + " | ".join(f"{l} median (RSS)" for l in linkers)
       + " | neverc-spec vs ld.bfd | vs ld.lld | vs mold | vs wild |" + (" vs before |" if before else ""))
 print("| --- | --- | " + " | ".join("---" for _ in linkers) + " | --- | --- | --- | --- |" + (" --- |" if before else ""))
 for entry in sys.argv[2:]:
-    label, name = entry.split(":")
+    label, name = entry.split(":")[:2]
     work = out / label
     results = {r["command"]: r for r in json.loads((work / "hyperfine.json").read_text())["results"]}
     median = {l: results[l]["median"] * 1000 for l in linkers}
@@ -172,7 +180,7 @@ print()
 print("| case | " + " | ".join(f"{l} CPU" for l in cpu_linkers) + " | neverc-spec vs ld.bfd | vs ld.lld |")
 print("| --- | " + " | ".join("---" for _ in cpu_linkers) + " | --- | --- |")
 for entry in sys.argv[2:]:
-    label, name = entry.split(":")
+    label, name = entry.split(":")[:2]
     results = {r["command"]: r for r in json.loads((out / label / "hyperfine.json").read_text())["results"]}
     cpu = {l: (results[l]["user"] + results[l]["system"]) * 1000 for l in cpu_linkers}
     ratios = [f"{cpu['neverc-spec'] / cpu[l]:.2f}×" for l in ["ld.bfd", "ld.lld"]]

@@ -247,23 +247,26 @@ const DECLARED_EMULATIONS: &str = "{declared emulations}";
 
 /// `neverc-spec ld --help`.
 const HELP: &str = "\
-neverc-spec ld: GNU ld's command line for static executables of the declared targets, so that compiler
-drivers link with neverc-spec unchanged:
+neverc-spec ld: GNU ld's command line for executables of the declared targets, static or dynamically
+linked, so that compiler drivers link with neverc-spec unchanged:
 
-  gcc -static -B DIR ...          (DIR holds a symbolic link `ld` to neverc-spec)
+  gcc -B DIR ...                  (DIR holds a symbolic link `ld` to neverc-spec; gcc's default: a PIE)
+  gcc -static -B DIR ...
   musl-gcc -static -B DIR ...
   clang -static --ld-path=DIR/ld ...
+  RUSTFLAGS=\"-C linker-features=-lld -C link-arg=-BDIR\" cargo build
   neverc-spec ld -static -o prog crt1.o main.o -L DIR -lfoo ...
 
 It runs when neverc-spec is invoked as `ld`, `ld.NAME` or `TRIPLE-ld`, or as `neverc-spec ld`. The link
-itself is `neverc-spec link`'s: the declared link phases, into a static executable (with -static-pie, a
-static position-independent one; with -r, one relocatable object).
+itself is `neverc-spec link`'s: the declared link phases, into an executable (dynamically linked when a
+shared library is among the inputs, or with -pie; with -static-pie, a static position-independent one; with
+-r, one relocatable object).
 
 Inputs, in order:
   FILE                  an object, an archive (GNU or thin) or a linker script
   -l NAME, -lNAME, --library=NAME
                         libNAME.a in the library directories (after -Bstatic/-static only libNAME.a; otherwise
-                        libNAME.so first, as GNU ld does, and a shared library found that way is an error)
+                        libNAME.so first, as GNU ld does: a shared library, which the output imports from)
   -l :FILE              FILE itself in the library directories
   -L DIR, -LDIR, --library-path=DIR
                         a library directory; every -L applies to every -l, wherever it appears; `=DIR` or
@@ -341,12 +344,28 @@ Output:
                                   (not -fPIE) is refused naming the relocation, as are addresses in read-only
                                   sections (text relocations). Without -static, -pie makes a PIE that
                                   the kernel starts through its program interpreter (PT_INTERP, after
-                                  PT_PHDR): so far one that imports nothing (a shared library is refused)
-  -dynamic-linker FILE, -I FILE   the interpreter a PIE names (default: the target's `[elf] interpreter`,
+                                  PT_PHDR), importing from the shared libraries among its inputs; without
+                                  -pie, a shared library among the inputs makes an executable at a fixed
+                                  address that imports from it (functions through a lazily bound PLT,
+                                  data through GOT slots and COPY relocations, .dynsym with the versions
+                                  the libraries define); with neither, a static executable
+  -dynamic-linker FILE, -I FILE   the interpreter a dynamically linked executable names (default: the
+                                  target's `[elf] interpreter`,
                                   /lib64/ld-linux-x86-64.so.2 on x86-64); ignored for a static output, as
                                   ld.bfd ignores it
   --hash-style=sysv|gnu|both      the symbol hash tables of an output with a .dynamic: .hash, .gnu.hash or
                                   both (the default, as GNU ld's; gcc passes gnu)
+  --as-needed, --no-as-needed     a shared library named after --as-needed (or in a script's AS_NEEDED) is
+                                  needed (DT_NEEDED) only when the output imports one of its definitions;
+                                  --push-state / --pop-state save and restore it
+  -rpath DIR, -R DIR              where the loader looks for the needed libraries: DT_RUNPATH, the paths
+                                  joined by `:` in order (DT_RPATH with --disable-new-dtags)
+  --enable-new-dtags, --disable-new-dtags
+  --export-dynamic, -E            every global definition in .dynsym (otherwise those a shared library of the
+                                  link refers to or defines too, as GNU ld exports them)
+  -z now, -z lazy                 bind every imported function at start-up (DF_BIND_NOW, DF_1_NOW) or at
+                                  its first call (the default)
+  -z origin                       DF_ORIGIN and DF_1_ORIGIN: the paths may name $ORIGIN
   -r, -i, --relocatable           merge the inputs into one relocatable object (ET_REL) as GNU ld -r
                                   does: sections combined by name, relocations and symbols kept, COMDAT
                                   groups kept as groups (a second copy dropped), archive members pulled as
@@ -407,16 +426,15 @@ Symbols (as GNU ld defines them):
   -v, -V, --verbose               print the version first (--verbose also the SEARCH_DIRs); without
                                   inputs, only that
 
-Accepted, since they cannot change a static executable (or ask for what neverc-spec does anyway):
+Accepted, since they cannot change the output (or ask for what neverc-spec does anyway):
   --threads[=N], --no-threads (lld's; the link is not threaded yet); with a note: -Bsymbolic,
   -Bsymbolic-functions, -Bno-symbolic, --exclude-libs=LIBS (a static executable has no dynamic symbols);
-  -O LEVEL, --as-needed, --no-as-needed,
-  -rpath DIR, -rpath-link DIR, -R DIR, --export-dynamic, -E, --no-undefined, --[no-]allow-shlib-undefined,
-  --enable-new-dtags, --disable-new-dtags, --[no-]copy-dt-needed-entries,
+  -O LEVEL, -rpath-link DIR (the undefined symbols of shared libraries are not checked yet),
+  --no-undefined, --[no-]allow-shlib-undefined, --[no-]copy-dt-needed-entries,
   --[no-]warn-rwx-segments, --[no-]warn-execstack, --warn-common, --warn-once,
   --no-warn-mismatch, --no-warn-search-mismatch, -g,
   -X and --discard-locals (temporary `.L` symbols are never written to the symbol table),
-  -z now|lazy|noexecstack|defs|text|notext
+  -z noexecstack|defs|text|notext (text relocations are always refused)
 
 LTO (LLVM bitcode from clang-14 -flto or -flto=thin, linked natively; the default code generator is
 llvm-lto2-14):

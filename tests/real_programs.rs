@@ -280,8 +280,9 @@ fn dynamic_facts(program: &Path) -> (Vec<String>, Vec<String>) {
 }
 
 /// The programs built with their driver's default link instead of `-static`: a position-independent executable
-/// against the shared C library (glibc's libc.so.6, musl's libc.so), started through its interpreter. Each runs
-/// as its ld.bfd build does (lazily bound, and with every function bound at start-up, `LD_BIND_NOW=1`), and
+/// against the shared C library (glibc's libc.so.6, musl's libc.so), started through its interpreter; and the
+/// program of all four built for AArch64 (gcc's default link, run under qemu-aarch64). Each runs as its
+/// ld.bfd build does (lazily bound, and with every function bound at start-up, `LD_BIND_NOW=1`), and
 /// its dynamic symbols (with their versions) and needed libraries are those of ld.bfd's dynamic link of the
 /// same command line.
 #[test]
@@ -296,8 +297,15 @@ fn the_workloads_as_gccs_default_dynamic_pie_run_like_their_ld_bfd_builds() {
         "zstd-glibc-plain",
         "zlib-glibc-sections-gc",
     ];
-    for name in cases {
+    // The AArch64 program of all four is built as gcc's default link already, and runs under qemu.
+    let aarch64: Vec<String> = read_text(&fixtures().join("aarch64-cases.txt"))
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(aarch64, ["all-aarch64-plain"]);
+    for name in cases.iter().copied().chain(aarch64.iter().map(String::as_str)) {
         let case = fixtures().join(name);
+        let under_qemu = aarch64.iter().any(|aarch64| aarch64 == name);
         let arguments: Vec<String> = lines(&case, "link.args")
             .into_iter()
             .filter(|argument| argument != "-static")
@@ -326,7 +334,13 @@ fn the_workloads_as_gccs_default_dynamic_pie_run_like_their_ld_bfd_builds() {
             Some(read_text(&case.join("expected.status")).trim().parse().unwrap()),
         );
         for bind_now in [false, true] {
-            let mut command = Command::new(&ours);
+            let mut command = if under_qemu {
+                let mut command = Command::new("qemu-aarch64");
+                command.args(["-L", "/usr/aarch64-linux-gnu"]).arg(&ours);
+                command
+            } else {
+                Command::new(&ours)
+            };
             command.args(lines(&case, "run.args")).current_dir(&case);
             if bind_now {
                 command.env("LD_BIND_NOW", "1");

@@ -2,7 +2,9 @@
 //! same output section with the same alignment are merged into one atom, each distinct string kept once, in
 //! first-seen link (command-line) order, and a string that ends another (`char` in `unsigned char`) kept only
 //! as that one's tail, as GNU ld merges them; [`super::MergedStrings`] says where each input piece went
-//! (`crate::address::merged_location`).
+//! (`crate::address::merged_location`). The linker adds its own name and version to `.comment` (`Linker:
+//! neverc-spec 0.1.0`, as lld writes `Linker: LLD 14.0.6`), so that `readelf -p .comment` tells which linker
+//! made a program.
 
 use rustc_hash::FxHashMap;
 
@@ -10,6 +12,9 @@ use super::new_atom;
 use crate::context::LinkContext;
 use crate::graph::{AtomId, Origin, section_flags};
 use crate::sections::output_name;
+
+/// The section of the tools' identification strings.
+const COMMENT: &str = ".comment";
 
 pub(super) fn merge(context: &mut LinkContext, origin: Origin) {
     let merged_strings = &mut context.synthesized.merged_strings;
@@ -43,11 +48,11 @@ pub(super) fn merge(context: &mut LinkContext, origin: Origin) {
             (input.map_or((u32::MAX, 0), |input| order[input.index()]), *atom)
         });
     }
-    let groups: Vec<(u64, Vec<AtomId>)> = groups
+    let groups: Vec<(bool, u64, Vec<AtomId>)> = groups
         .into_iter()
-        .map(|((_, alignment), atoms)| (alignment, atoms))
+        .map(|((name, alignment), atoms)| (name == COMMENT, alignment, atoms))
         .collect();
-    for (alignment, atoms) in groups {
+    for (comment, alignment, atoms) in groups {
         // The distinct strings in first-seen order, and each input atom's pieces as (input offset, string).
         let mut strings: Vec<Vec<u8>> = Vec::new();
         let mut numbers: FxHashMap<Vec<u8>, usize> = FxHashMap::default();
@@ -75,6 +80,13 @@ pub(super) fn merge(context: &mut LinkContext, origin: Origin) {
                 start = end;
             }
             atom_pieces.push((*atom, pieces));
+        }
+        // The linker names itself in `.comment`, after the compilers, as lld and mold do.
+        if comment {
+            let identification = format!("Linker: neverc-spec {}\0", env!("CARGO_PKG_VERSION")).into_bytes();
+            if !numbers.contains_key(&identification) {
+                strings.push(identification);
+            }
         }
         let (merged, offsets) = lay_out_strings(&strings);
         for (atom, pieces) in atom_pieces {
@@ -143,6 +155,13 @@ mod tests {
         .iter()
         .map(|text| text.as_bytes().to_vec())
         .collect();
+        // The linker names itself in `.comment`, after the compilers, as lld and mold do.
+        if comment {
+            let identification = format!("Linker: neverc-spec {}\0", env!("CARGO_PKG_VERSION")).into_bytes();
+            if !numbers.contains_key(&identification) {
+                strings.push(identification);
+            }
+        }
         let (merged, offsets) = lay_out_strings(&strings);
         assert_eq!(merged, b"unsigned int\0unsigned char\0x");
         assert_eq!(offsets, vec![22, 0, 13, 15, 9, 27]);

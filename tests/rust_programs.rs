@@ -1,0 +1,130 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+//! Rust programs linked through neverc-spec with the README's recipe. rustc links through `cc`, by default
+//! with its bundled rust-lld, so a recipe that only adds `-C link-arg=-B DIR` would silently bypass the
+//! linker: the test takes the `RUSTFLAGS` lines from README.md itself and checks that what they build names
+//! neverc-spec in `.comment` (which ld.bfd and rust-lld never write). The crate (`tests/fixtures/rust/demo`:
+//! `regex` and `serde_json` from crates.io, pinned by its Cargo.lock) is built dynamically (gcc's and
+//! rustc's default: a PIE against libc.so.6 and libgcc_s.so.1) and as a static PIE (`+crt-static`); each
+//! binary runs and prints what it should, and `cargo test` passes with the same flags.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use neverc_test_support::{read_text, repo, scratch, text};
+
+const BIN: &str = env!("CARGO_BIN_EXE_neverc-spec");
+
+/// The `RUSTFLAGS` values of the README's recipe lines, in order.
+fn readme_recipes() -> Vec<String> {
+    read_text(&repo().join("README.md"))
+        .lines()
+        .filter_map(|line| line.strip_prefix("RUSTFLAGS=\""))
+        .filter_map(|rest| rest.split_once('"').map(|(flags, _)| flags.to_string()))
+        .collect()
+}
+
+/// Runs cargo `subcommand` on the demo crate in `dir` with `rustflags`, its products in `target`.
+fn cargo(dir: &Path, target: &Path, subcommand: &str, rustflags: &str) -> (String, String) {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let output = Command::new(cargo)
+        .args([subcommand, "--locked"])
+        .env("RUSTFLAGS", rustflags)
+        .env("CARGO_TARGET_DIR", target)
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_BUILD_RUSTFLAGS")
+        .current_dir(dir)
+        .output()
+        .expect("cargo runs");
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert!(
+        output.status.success(),
+        "cargo {subcommand} with RUSTFLAGS={rustflags}:\n{stdout}\n{stderr}"
+    );
+    (stdout, stderr)
+}
+
+/// `readelf ARGS program`'s output.
+fn readelf(args: &[&str], program: &Path) -> String {
+    let output = Command::new("readelf").args(args).arg(program).output().unwrap();
+    assert!(output.status.success(), "readelf {args:?} {}", program.display());
+    text(&output.stdout)
+}
+
+/// The test binaries cargo built in `target` (`deps/neverc_rust_demo-HASH`, executable).
+fn test_binaries(target: &Path) -> Vec<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::read_dir(target.join("debug/deps"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| {
+            path.file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| name.starts_with("neverc_rust_demo-") && !name.contains('.'))
+                && path.metadata().is_ok_and(|meta| meta.permissions().mode() & 0o111 != 0)
+        })
+        .collect()
+}
+
+#[test]
+fn the_readmes_rust_recipe_links_a_crate_with_dependencies_through_neverc_spec() {
+    let recipes = readme_recipes();
+    assert_eq!(recipes.len(), 2, "the README's RUSTFLAGS lines: {recipes:?}");
+    let dir = scratch!("rust-demo");
+    let bin = dir.join("neverc-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(BIN, bin.join("ld")).unwrap();
+    let crate_dir = dir.join("demo");
+    std::fs::create_dir_all(crate_dir.join("src")).unwrap();
+    let fixture = repo().join("tests/fixtures/rust/demo");
+    for file in ["Cargo.toml", "Cargo.lock", "src/main.rs"] {
+        std::fs::copy(fixture.join(file), crate_dir.join(file)).unwrap();
+    }
+    for (index, recipe) in recipes.iter().enumerate() {
+        assert!(recipe.contains("$HOME/neverc-bin"), "{recipe}");
+        let flags = recipe.replace("$HOME/neverc-bin", &bin.display().to_string());
+        let static_pie = flags.contains("+crt-static");
+        assert_eq!(static_pie, index == 1, "{recipe}");
+        let target = dir.join(format!("target-{index}"));
+        cargo(&crate_dir, &target, "build", &flags);
+        let program = target.join("debug/neverc-rust-demo");
+        let ran = Command::new(&program).output().unwrap();
+        assert_eq!(
+            (text(&ran.stdout), ran.status.code()),
+            ("{\"from\":\"10\",\"to\":\"20\"}\n42\n".to_string(), Some(0)),
+            "{recipe}"
+        );
+        let comment = readelf(&["-p", ".comment"], &program);
+        assert!(
+            comment.contains("Linker: neverc-spec"),
+            "{recipe}: not linked by neverc-spec:\n{comment}"
+        );
+        let headers = readelf(&["-hlW"], &program);
+        assert!(
+            headers.contains("DYN (Position-Independent Executable file)"),
+            "{recipe}"
+        );
+        assert_eq!(
+            headers.contains("Requesting program interpreter"),
+            !static_pie,
+            "{recipe}"
+        );
+        if !static_pie {
+            let dynamic = readelf(&["-dW"], &program);
+            assert!(dynamic.contains("[libc.so.6]"), "{dynamic}");
+        }
+        // `cargo test` links the test harness the same way, and the tests (one that must panic) pass.
+        let (stdout, _) = cargo(&crate_dir, &target, "test", &flags);
+        assert!(stdout.contains("test result: ok. 2 passed"), "{recipe}: {stdout}");
+        let harnesses = test_binaries(&target);
+        assert!(!harnesses.is_empty(), "{recipe}");
+        for harness in harnesses {
+            let comment = readelf(&["-p", ".comment"], &harness);
+            assert!(
+                comment.contains("Linker: neverc-spec"),
+                "{}: {comment}",
+                harness.display()
+            );
+        }
+    }
+}
