@@ -248,7 +248,8 @@ fn linking_twice_gives_byte_identical_programs() {
     }
 }
 
-/// The dynamic symbols (`name@version`, sorted) and the `NEEDED` and `FLAGS` entries of a program.
+/// The named dynamic symbols (`binding name@version`, sorted) and the `NEEDED` and `FLAGS` entries of a
+/// program.
 fn dynamic_facts(program: &Path) -> (Vec<String>, Vec<String>) {
     let readelf = |args: &[&str]| {
         let output = Command::new("readelf").args(args).arg(program).output().unwrap();
@@ -263,8 +264,10 @@ fn dynamic_facts(program: &Path) -> (Vec<String>, Vec<String>) {
                 .next()
                 .is_some_and(|index| index.parse::<u32>().is_ok())
         })
-        .filter_map(|line| line.split_whitespace().nth(7))
-        .map(str::to_string)
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        // ld.bfd writes local section symbols into AArch64 programs' `.dynsym`; they name nothing.
+        .filter(|fields| fields.len() >= 8 && fields[3] != "SECTION")
+        .map(|fields| format!("{} {}", fields[4], fields[7]))
         .collect();
     symbols.sort();
     let entries = readelf(&["-dW"])

@@ -14,7 +14,9 @@ use object::elf::FileHeader64;
 use object::read::elf::{FileHeader as _, ProgramHeader as _, SectionHeader as _};
 
 use super::dynamic_tags::{
-    DT_GNU_HASH, DT_HASH, DT_JMPREL, DT_NULL, DT_PLTRELSZ, DT_RELA, DT_RELASZ, DT_STRSZ, DT_STRTAB, DT_SYMTAB,
+    DT_FINI_ARRAY, DT_FINI_ARRAYSZ, DT_GNU_HASH, DT_HASH, DT_INIT_ARRAY, DT_INIT_ARRAYSZ, DT_JMPREL, DT_NULL,
+    DT_PLTRELSZ, DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ, DT_RELA, DT_RELASZ, DT_STRSZ, DT_STRTAB, DT_SYMTAB, DT_VERNEED,
+    DT_VERSYM,
 };
 use super::elf::{
     FILE_HEADER_SIZE, ImageLayout, PF_W, PF_X, PT_DYNAMIC, PT_GNU_RELRO, PT_GNU_STACK, PT_LOAD, PT_TLS,
@@ -581,7 +583,25 @@ fn check_dynamic(
         value.copy_from_slice(&chunk[at..at + 8]);
         u64::from_le_bytes(value)
     };
-    let described: [(u64, &str, OutputSectionId, bool); 9] = [
+    let described: [(u64, &str, OutputSectionId, bool); 17] = [
+        (
+            DT_PREINIT_ARRAY,
+            "DT_PREINIT_ARRAY",
+            OutputSectionId::PreinitArray,
+            false,
+        ),
+        (
+            DT_PREINIT_ARRAYSZ,
+            "DT_PREINIT_ARRAYSZ",
+            OutputSectionId::PreinitArray,
+            true,
+        ),
+        (DT_INIT_ARRAY, "DT_INIT_ARRAY", OutputSectionId::InitArray, false),
+        (DT_INIT_ARRAYSZ, "DT_INIT_ARRAYSZ", OutputSectionId::InitArray, true),
+        (DT_FINI_ARRAY, "DT_FINI_ARRAY", OutputSectionId::FiniArray, false),
+        (DT_FINI_ARRAYSZ, "DT_FINI_ARRAYSZ", OutputSectionId::FiniArray, true),
+        (DT_VERSYM, "DT_VERSYM", OutputSectionId::GnuVersion, false),
+        (DT_VERNEED, "DT_VERNEED", OutputSectionId::GnuVersionR, false),
         (DT_SYMTAB, "DT_SYMTAB", OutputSectionId::DynSym, false),
         (DT_STRTAB, "DT_STRTAB", OutputSectionId::DynStr, false),
         (DT_STRSZ, "DT_STRSZ", OutputSectionId::DynStr, true),
@@ -603,6 +623,31 @@ fn check_dynamic(
         let expected = named(name.name()).map_or(0, |section| if *size { section.size } else { section.address });
         if expected != value {
             findings.push(mismatch(what, expected, value));
+        }
+    }
+    // The hash tables cover `.dynsym`: the System V table has a chain entry per symbol, GNU's starts its
+    // hashed symbols within it.
+    if let Some(symbols) = named(OutputSectionId::DynSym.name()) {
+        let count = symbols.size / 24;
+        let header = |id: OutputSectionId| {
+            named(id.name())
+                .and_then(|table| image.read(table.file_offset, 8.min(table.size)).ok().flatten())
+                .filter(|bytes| bytes.len() == 8)
+                .map(|bytes| u64::from(u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]])))
+        };
+        if let Some(chains) = header(OutputSectionId::Hash)
+            && chains != count
+        {
+            findings.push(mismatch(".hash's chain count (the .dynsym entries)", count, chains));
+        }
+        if let Some(first) = header(OutputSectionId::GnuHash)
+            && first > count
+        {
+            findings.push(mismatch(
+                ".gnu.hash's first hashed symbol (at most the .dynsym entries)",
+                count,
+                first,
+            ));
         }
     }
     for name in [OutputSectionId::RelaDyn.name(), OutputSectionId::RelaIplt.name()] {

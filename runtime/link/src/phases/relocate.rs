@@ -127,9 +127,9 @@ fn fill_late_values(context: &LinkContext, layout: &Layout, buffers: &mut [Spars
             .and_then(|start| start.checked_add(fill.offset))
             .ok_or_else(|| failed("a filled value lies outside its section"))?;
         let bytes: Vec<u8> = match fill.value {
-            LateValue::StartOf(id) => by_id(id).map_or(0, |found| found.address).to_le_bytes().to_vec(),
-            LateValue::SizeOf(id) => by_id(id).map_or(0, |found| found.size).to_le_bytes().to_vec(),
-            LateValue::IndexOf(target) => {
+            LateValue::Start(id) => by_id(id).map_or(0, |found| found.address).to_le_bytes().to_vec(),
+            LateValue::Size(id) => by_id(id).map_or(0, |found| found.size).to_le_bytes().to_vec(),
+            LateValue::SectionIndex(target) => {
                 let target = crate::address::placed_atom(context, target).unwrap_or(target);
                 let index = section_of(target).ok_or_else(|| failed("a symbol's atom is in no output section"))?;
                 u16::try_from(index + 1)

@@ -147,7 +147,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         late_fills.push(LateFill {
             atom: dynsym,
             offset: offset + 6,
-            value: LateValue::IndexOf(atom),
+            value: LateValue::SectionIndex(atom),
         });
     }
     let versions = (!tables.needs.is_empty()).then(|| {
@@ -276,8 +276,8 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     ] {
         if has_output_section(graph, section) {
             entries.extend([
-                (start, Value::Late(LateValue::StartOf(section))),
-                (size, Value::Late(LateValue::SizeOf(section))),
+                (start, Value::Late(LateValue::Start(section))),
+                (size, Value::Late(LateValue::Size(section))),
             ]);
         }
     }

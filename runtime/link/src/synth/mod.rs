@@ -75,11 +75,11 @@ pub(crate) struct LateFill {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum LateValue {
     /// The address of an output section (0 when the output has none).
-    StartOf(crate::sections::OutputSectionId),
+    Start(crate::sections::OutputSectionId),
     /// The size of an output section in memory (0 when the output has none).
-    SizeOf(crate::sections::OutputSectionId),
+    Size(crate::sections::OutputSectionId),
     /// The ELF section index (16 bits, `st_shndx`) of the output section that holds an atom.
-    IndexOf(AtomId),
+    SectionIndex(AtomId),
 }
 
 /// The PLT of indirect functions: its atom, the size of one entry, and each function's entry.
