@@ -220,6 +220,23 @@ const NOT_IN_FIXTURE_OBJECTS: &[(&str, &str)] = &[
         "R_AARCH64_RELATIVE",
         "dynamic: only the linker's own .rela.dyn holds it (tests/static_pie.rs runs an AArch64 static PIE)",
     ),
+    (
+        "R_AARCH64_COPY",
+        "dynamic: only the linker's own .rela.dyn holds it (tests/dynamic.rs runs AArch64 programs that import)",
+    ),
+    (
+        "R_AARCH64_GLOB_DAT",
+        "dynamic: only the linker's own .rela.dyn holds it (tests/dynamic.rs)",
+    ),
+    (
+        "R_AARCH64_JUMP_SLOT",
+        "dynamic: only the linker's own .rela.plt holds it (tests/dynamic.rs)",
+    ),
+    (
+        "R_AARCH64_TLS_TPREL64",
+        "dynamic: only the linker's own .rela.dyn holds it, for an imported thread-local variable \
+         (tests/dynamic.rs: std::call_once)",
+    ),
 ];
 
 #[test]

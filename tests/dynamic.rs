@@ -421,5 +421,17 @@ fn gpps_default_link_of_a_cxx_program_against_libstdcxx_runs_like_ld_bfds() {
             compiler,
         );
         check_against_ld_bfd(&arch, compiler, &dir, &bin, &["classes.o"], "classes");
+        // libstdc++'s thread-local variables std::call_once reads are reached through GOT slots the loader
+        // fills with their offsets from the thread pointer.
+        let relocations = readelf(&arch, &["-rW"], &dir.join("classes-ours"));
+        let thread_pointer_offset = if arch.name == "x86_64" {
+            "R_X86_64_TPOFF64"
+        } else {
+            "R_AARCH64_TLS_TPREL64"
+        };
+        assert!(
+            relocations.contains(thread_pointer_offset) && relocations.contains("__once_call"),
+            "{relocations}"
+        );
     }
 }

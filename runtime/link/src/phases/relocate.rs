@@ -340,6 +340,18 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
         // A static executable relaxes every local-dynamic sequence, after which the register holds the
         // thread pointer: offsets within the block are offsets from it.
         RelocationKind::TlsLe | RelocationKind::TlsDtpOffset => tp_offset()?,
+        // An imported variable's offset is in the GOT slot the loader fills.
+        RelocationKind::TlsIe
+            if edge.target_symbol.is_some_and(|symbol| {
+                context
+                    .synthesized
+                    .dynamic_symbols
+                    .as_ref()
+                    .is_some_and(|imports| imports.is_run_time(graph.resolved(symbol)))
+            }) =>
+        {
+            got_entry()?
+        }
         RelocationKind::TlsIe
         | RelocationKind::TlsGd
         | RelocationKind::TlsLd

@@ -187,10 +187,16 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         .first()
         .map(|_| declared(graph, RelocationKind::Copy, RelocationBase::Nothing, 64))
         .transpose()?;
-    let glob_dat = sites
-        .iter()
-        .any(|site| matches!(site, Site::Symbolic { got: true, .. }))
+    let needs = |wanted: Symbolic| {
+        sites
+            .iter()
+            .any(|site| matches!(site, Site::Symbolic { kind, .. } if *kind == wanted))
+    };
+    let glob_dat = needs(Symbolic::GotSlot)
         .then(|| declared(graph, RelocationKind::GlobDat, RelocationBase::Nothing, 64))
+        .transpose()?;
+    let tp_offset = needs(Symbolic::ThreadPointerOffset)
+        .then(|| declared(graph, RelocationKind::TlsLe, RelocationBase::Nothing, 64))
         .transpose()?;
     let relatives = sites
         .iter()
@@ -231,9 +237,13 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
                 offset,
                 index,
                 addend,
-                got,
+                kind,
             } => {
-                let kind = u64::from(if got { glob_dat.unwrap_or(absolute) } else { absolute });
+                let kind = u64::from(match kind {
+                    Symbolic::GotSlot => glob_dat.unwrap_or(absolute),
+                    Symbolic::ThreadPointerOffset => tp_offset.unwrap_or(absolute),
+                    Symbolic::Address => absolute,
+                });
                 rela.extend_from_slice(&[0; 8]);
                 rela.extend_from_slice(&(u64::from(index) << 32 | kind).to_le_bytes());
                 rela.extend_from_slice(&addend.to_le_bytes());
@@ -635,9 +645,19 @@ enum Site {
         offset: i64,
         index: u32,
         addend: i64,
-        /// A GOT slot (`GLOB_DAT`), not data (the target's 64-bit absolute relocation).
-        got: bool,
+        kind: Symbolic,
     },
+}
+
+/// What a dynamic relocation naming a symbol stores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Symbolic {
+    /// The symbol's address in a GOT slot (`GLOB_DAT`).
+    GotSlot,
+    /// The symbol's address plus the addend in data (the target's 64-bit absolute relocation).
+    Address,
+    /// The variable's offset from the thread pointer (`TPOFF64`), in the slot of an initial-exec access.
+    ThreadPointerOffset,
 }
 
 /// The places that hold an absolute address, in link order: (atom, offset, target, addend). Each gets a
@@ -685,12 +705,17 @@ fn relative_sites(
             && record.size == 64
             && flags & section_flags::WRITABLE != 0
         {
+            let thread_local = graph.symbols[symbol.index()].symbol_type == SymbolType::Tls;
             sites.push(Site::Symbolic {
                 source: edge.source,
                 offset,
                 index: symbols.index.get(&symbol).copied().unwrap_or(0),
                 addend: edge.addend,
-                got: Some(edge.source) == got,
+                kind: match (thread_local, Some(edge.source) == got) {
+                    (true, _) => Symbolic::ThreadPointerOffset,
+                    (false, true) => Symbolic::GotSlot,
+                    (false, false) => Symbolic::Address,
+                },
             });
             continue;
         }

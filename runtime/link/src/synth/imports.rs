@@ -4,7 +4,8 @@
 //! an import, and which of its own definitions it exports.
 //!
 //! By the kind of the reference, as GNU ld decides it for an executable:
-//! - a GOT load gets a slot (`got.rs`) that a `GLOB_DAT` relocation fills;
+//! - a GOT load gets a slot (`got.rs`) that a `GLOB_DAT` relocation fills, and an initial-exec access to a
+//!   thread-local variable one that the variable's offset from the thread pointer fills (`TPOFF64`);
 //! - a call or jump goes through the function's entry in the lazily bound PLT (the architecture's
 //!   [`LazyPlt`]), whose `.got.plt` slot a `JUMP_SLOT` relocation in `.rela.plt` fills;
 //! - a 64-bit absolute address in writable data gets a symbolic dynamic relocation (`dynamic.rs`);
@@ -145,10 +146,13 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         }
         let function = matches!(entry.symbol_type, SymbolType::Function | SymbolType::Ifunc);
         let need = match record.kind {
+            // An initial-exec access to an imported thread-local variable reads its offset from the thread
+            // pointer from a GOT slot the loader fills (`got.rs`).
             RelocationKind::GotEntry
             | RelocationKind::GotEntryRelaxable
             | RelocationKind::Size
-            | RelocationKind::None => Need::Loader,
+            | RelocationKind::None
+            | RelocationKind::TlsIe => Need::Loader,
             RelocationKind::Branch => Need::Plt,
             RelocationKind::Symbol
                 if record.relative_to == RelocationBase::Nothing
@@ -162,8 +166,9 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             _ => {
                 let input = graph.input_name(source.origin.input);
                 refused.push(format!(
-                    "{input}({}+{:#x}): relocation {} against `{}`, which the shared library {} defines: \
-                     thread-local variables of shared libraries are not supported yet",
+                    "{input}({}+{:#x}): relocation {} against `{}`, which the shared library {} defines: only \
+                     the initial-exec model reaches thread-local variables of shared libraries so far (compile \
+                     with -ftls-model=initial-exec)",
                     source.name,
                     edge.offset,
                     record.name,
