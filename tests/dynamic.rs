@@ -353,6 +353,36 @@ fn gccs_default_link_of_a_c_program_against_the_shared_c_library_runs_like_ld_bf
         }
     }
     let dir = objects.join(X86_64.name);
+    // `-z now` binds every function at start-up (BIND_NOW, NOW) and `-rpath` names where the libraries are
+    // (RUNPATH), as ld.bfd writes them; `.got.plt` is then read-only after start-up, inside PT_GNU_RELRO.
+    check_against_ld_bfd(
+        &X86_64,
+        "gcc",
+        &dir,
+        &objects.join("bin"),
+        &["-Wl,-z,now", "-Wl,-rpath,/opt/neverc/lib:/opt/other", "imports.o"],
+        "now",
+    );
+    let sections = readelf(&X86_64, &["-SW"], &dir.join("now-ours"));
+    let got_plt = sections
+        .lines()
+        .find(|line| line.contains(" .got.plt "))
+        .and_then(|line| line.split_whitespace().find(|word| word.len() == 16))
+        .map(|address| u64::from_str_radix(address, 16).unwrap())
+        .unwrap();
+    let relro = readelf(&X86_64, &["-lW"], &dir.join("now-ours"));
+    let relro: Vec<u64> = relro
+        .lines()
+        .find(|line| line.trim_start().starts_with("GNU_RELRO"))
+        .unwrap()
+        .split_whitespace()
+        .filter_map(|word| word.strip_prefix("0x"))
+        .map(|number| u64::from_str_radix(number, 16).unwrap())
+        .collect();
+    assert!(
+        relro[1] <= got_plt && got_plt < relro[1] + relro[4],
+        "{relro:?} {got_plt:#x}"
+    );
     // The variable and its other name are defined by the copy, as ld.bfd defines them.
     let symbols = dynamic_symbols(&X86_64, &dir.join("imports-ours"));
     for copied in [

@@ -181,8 +181,11 @@ pub(crate) fn lay_out(context: &mut LinkContext) -> Result<Layout, PhaseError> {
     // order the groups would have had.
     let separate_code = context.options.separate_code;
     let merged_group = |group: usize| if !separate_code && group <= 2 { 0 } else { group };
+    // With `-z now` the loader fills the PLT's slots before it protects the RELRO data, so `.got.plt`
+    // joins it (full RELRO, as GNU ld places it).
+    let full_relro = context.options.bind_now && context.options.output_kind.is_dynamic();
     for (section, _) in &mut sections {
-        section.segment = group_of(section, context.options.relro);
+        section.segment = group_of(section, context.options.relro, full_relro);
     }
     // `.bss` is the last section of the writable segment (it takes no file bytes).
     sections.sort_by_key(|(section, rank)| (merged_group(section.segment), section.segment, *rank));
@@ -379,14 +382,17 @@ fn place_unallocated(
     Ok(())
 }
 
-/// The permission group (an index into [`SEGMENT_FLAGS`]) of an output section; `relro` is `-z relro`.
-fn group_of(section: &OutputSection, relro: bool) -> usize {
+/// The permission group (an index into [`SEGMENT_FLAGS`]) of an output section; `relro` is `-z relro`,
+/// `full_relro` whether `.got.plt` is read-only after start-up too.
+fn group_of(section: &OutputSection, relro: bool, full_relro: bool) -> usize {
     let kind = section.id.map(OutputSectionId::kind);
     if section.flags & section_flags::EXECUTABLE != 0 {
         1
     } else if section.flags & section_flags::WRITABLE != 0 {
         // TLS templates and the table's RELRO sections are written only by the start-up code.
-        let read_only_after_start_up = section.flags & section_flags::TLS != 0 || kind.is_some_and(|kind| kind.relro);
+        let read_only_after_start_up = section.flags & section_flags::TLS != 0
+            || kind.is_some_and(|kind| kind.relro)
+            || (full_relro && section.id == Some(OutputSectionId::IgotPlt));
         if relro && read_only_after_start_up {
             RELRO_GROUP
         } else {
