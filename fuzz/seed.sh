@@ -71,6 +71,27 @@ if command -v gcc >/dev/null && command -v g++ >/dev/null; then
     done
     rm -rf "$out"
 fi
+# Pairs of an object and a shared library it imports from (functions, data it copies, a thread-local
+# variable), as read_pair in link_inputs.rs splits them: the object's length (u32, little-endian), the object,
+# the library.
+if command -v gcc >/dev/null && command -v python3 >/dev/null; then
+    out="$(mktemp -d)"
+    printf '%s\n' 'int counter = 3; __thread int slot; int add(int a) { return a + counter; }' \
+        'int table[4] = {1, 2, 3, 4}; const char *name(void) { return "lib"; }' >"$out/lib.c"
+    printf '%s\n' 'extern int counter; extern __thread int slot; extern int table[4]; int add(int);' \
+        'const char *name(void); int (*hook)(int) = add;' \
+        'int main(void) { slot = 1; return add(counter) + table[2] + hook(1) + (name() != 0) + slot; }' >"$out/main.c"
+    gcc -O2 -fPIC -shared "$out/lib.c" -o "$out/libpair.so"
+    for flags in "-fPIE" "-fno-pie"; do
+        gcc -O2 $flags -c "$out/main.c" -o "$out/main.o"
+        python3 - "$out/main.o" "$out/libpair.so" "$fuzz_dir/corpus/link_inputs/pair${flags}" <<'PY'
+import struct, sys
+obj, lib = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
+open(sys.argv[3], "wb").write(struct.pack("<I", len(obj)) + obj + lib)
+PY
+    done
+    rm -rf "$out"
+fi
 # Relocatable output merges the same objects (archives are not its input: the link's readers extract them).
 mkdir -p "$fuzz_dir/corpus/object_merge"
 find "$fuzz_dir/corpus/link_inputs" -maxdepth 1 -name '*.o' -exec cp {} "$fuzz_dir/corpus/object_merge/" \;

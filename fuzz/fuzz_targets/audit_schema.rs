@@ -36,6 +36,10 @@ fuzz_target!(|data: &[u8]| {
     let _ = neverc_audit::text::audit_text(&report);
     let _ = neverc_audit::dot::audit_dot(&report);
     let page = neverc_audit::html::audit_html(&report);
-    assert_eq!(page.matches("<script").count(), 1, "fuzzed text must not open a script element");
+    assert_eq!(
+        page.matches("<script").count(),
+        1,
+        "fuzzed text must not open a script element"
+    );
     drop(backward);
 });

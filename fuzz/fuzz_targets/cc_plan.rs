@@ -9,7 +9,11 @@ use neverc_cc::plan_validation::validate_plan;
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     let grammar = Plan::parse_with_grammar(text);
-    assert_eq!(fast::parse(text), grammar.clone().ok(), "fast path and grammar disagree on {text:?}");
+    assert_eq!(
+        fast::parse(text),
+        grammar.clone().ok(),
+        "fast path and grammar disagree on {text:?}"
+    );
     match grammar {
         Ok(plan) => {
             let again = Plan::parse(&plan.serialize()).expect("a serialized plan parses");
@@ -18,6 +22,9 @@ fuzz_target!(|data: &[u8]| {
                 let _ = validate_plan(&plan, target, None);
             }
         }
-        Err(error) => assert!(error.span.start <= error.span.end && error.span.end <= text.len(), "{error:?}"),
+        Err(error) => assert!(
+            error.span.start <= error.span.end && error.span.end <= text.len(),
+            "{error:?}"
+        ),
     }
 });

@@ -15,6 +15,9 @@ fuzz_target!(|data: &[u8]| {
                 let _ = standard_assignments(target, &signature, &TypeTable::new());
             }
         }
-        Err(error) => assert!(error.span.start <= error.span.end && error.span.end <= text.len(), "{error:?}"),
+        Err(error) => assert!(
+            error.span.start <= error.span.end && error.span.end <= text.len(),
+            "{error:?}"
+        ),
     }
 });

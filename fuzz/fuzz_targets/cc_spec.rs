@@ -17,7 +17,9 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(&text[item.span()], item.text);
         }
     }
-    let Ok(signature) = Signature::parse("i32 (i32, i64, double, <4 x float>, ptr, i128, float)") else { return };
+    let Ok(signature) = Signature::parse("i32 (i32, i64, double, <4 x float>, ptr, i128, float)") else {
+        return;
+    };
     for target in neverc_tables::BUNDLED_TARGETS {
         if let Ok(planned) = plan_from_spec(target, text, &signature, &TypeTable::new(), "f") {
             neverc_cc::plan_validation::validate_plan(&planned.plan, target, None).expect("planner output is valid");

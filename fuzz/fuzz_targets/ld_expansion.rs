@@ -89,7 +89,11 @@ fuzz_target!(|data: &[u8]| {
     };
     let (expanded, reads) = expand(&files);
     assert!(reads <= response_file::MAX_FILES + 1, "{reads} response files read");
-    assert_eq!(format!("{:?}", expand(&files).0), format!("{expanded:?}"), "the same files expand the same");
+    assert_eq!(
+        format!("{:?}", expand(&files).0),
+        format!("{expanded:?}"),
+        "the same files expand the same"
+    );
     let arguments = match expanded {
         Ok(arguments) => arguments,
         Err(error) => {
@@ -119,5 +123,9 @@ fuzz_target!(|data: &[u8]| {
         Err(error) => assert!(!error.to_string().is_empty()),
     }
     // Scripts are expanded at most up to the bound (the one past it is refused).
-    assert!(files.scripts.get() <= MAX_SCRIPTS + 1, "{} scripts", files.scripts.get());
+    assert!(
+        files.scripts.get() <= MAX_SCRIPTS + 1,
+        "{} scripts",
+        files.scripts.get()
+    );
 });

@@ -14,11 +14,18 @@ fuzz_target!(|data: &[u8]| {
         Ok(inputs) => {
             for input in inputs {
                 let named = text.get(input.span.clone()).expect("a span inside the script");
-                assert!(named.contains(input.name.trim_start_matches("-l")), "{named:?} / {:?}", input.name);
+                assert!(
+                    named.contains(input.name.trim_start_matches("-l")),
+                    "{named:?} / {:?}",
+                    input.name
+                );
             }
         }
         Err(error) => {
-            assert!(error.span.start <= error.span.end && error.span.end <= text.len(), "{error:?}");
+            assert!(
+                error.span.start <= error.span.end && error.span.end <= text.len(),
+                "{error:?}"
+            );
             assert!(error.line >= 1 && error.column >= 1, "{error:?}");
         }
     }

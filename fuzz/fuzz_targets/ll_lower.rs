@@ -31,7 +31,9 @@ fn check(text: &str, target: &'static neverc_tables::TargetRecord) {
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     for name in ["x86_64", "aarch64"] {
-        let Some(target) = neverc_tables::target_by_name(name) else { return };
+        let Some(target) = neverc_tables::target_by_name(name) else {
+            return;
+        };
         check(text, target);
         let options = MaterializeOptions {
             cc_all: true,

@@ -28,7 +28,11 @@ fn merge(inputs: Vec<(String, Vec<u8>)>) {
     };
     match merge_relocatable(graph, options()) {
         Ok(merged) => {
-            assert!(merged.len() as u64 <= OUTPUT_LIMIT, "a merged object of {} bytes", merged.len());
+            assert!(
+                merged.len() as u64 <= OUTPUT_LIMIT,
+                "a merged object of {} bytes",
+                merged.len()
+            );
             if let Err(error) = graph_from_inputs(vec![("merged.o".to_string(), merged)]) {
                 panic!("the merged object does not read back: {error}");
             }

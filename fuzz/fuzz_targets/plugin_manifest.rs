@@ -33,7 +33,11 @@ fuzz_target!(|data: &[u8]| {
         }
         Err(error) => {
             let lines = text.split('\n').count();
-            assert!(error.line <= lines, "line {} past the input's {lines} lines: {error}", error.line);
+            assert!(
+                error.line <= lines,
+                "line {} past the input's {lines} lines: {error}",
+                error.line
+            );
         }
     }
 });

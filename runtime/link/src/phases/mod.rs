@@ -67,8 +67,21 @@ pub(crate) const fn builtin_for(phase: LinkPhase) -> Option<Builtin> {
 /// to `limit` bytes and never written, the entry the first named symbol that is not undefined (a fuzzed
 /// object rarely defines `_start`). Returns the file size of the laid-out image.
 pub fn lay_out_within(graph: crate::graph::LinkGraph, limit: u64) -> Result<u64, PhaseError> {
+    lay_out_as(graph, crate::output_kind::OutputKind::StaticExecutable, limit)
+}
+
+/// Like [`lay_out_within`], for an output of `kind` (a PIE's image based at 0, as the `ld` driver lays it).
+pub fn lay_out_as(
+    graph: crate::graph::LinkGraph,
+    kind: crate::output_kind::OutputKind,
+    limit: u64,
+) -> Result<u64, PhaseError> {
     let mut options = crate::context::LinkOptions::new(Vec::new(), "/nonexistent-neverc/a.out".into());
     options.max_output_size = limit;
+    options.output_kind = kind;
+    if kind.is_position_independent() {
+        options.image_base = 0;
+    }
     if let Some(symbol) = graph
         .symbols
         .iter()
