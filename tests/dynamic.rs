@@ -11,7 +11,7 @@
 
 use std::path::Path;
 
-use neverc_test_support::cross::{AARCH64, Arch, X86_64, compile_fixtures, run_program};
+use neverc_test_support::cross::{AARCH64, Arch, X86_64, compile_fixtures, readelf, run_program};
 use neverc_test_support::{repo, run_in, scratch, succeeded, text};
 
 const BIN: &str = env!("CARGO_BIN_EXE_neverc-spec");
@@ -39,18 +39,6 @@ fn the_declared_interpreter_is_the_one_gcc_and_ld_bfd_write() {
             .and_then(|elf| elf.interpreter);
         assert_eq!(declared, Some(written), "{}", arch.name);
     }
-}
-
-/// `ARCH-readelf ARGS program`'s output.
-fn readelf(arch: &Arch, args: &[&str], program: &Path) -> String {
-    let readelf = format!("{}readelf", arch.binutils);
-    let output = run_in(
-        &readelf,
-        Path::new("."),
-        &[args, &[&program.display().to_string()]].concat(),
-    );
-    succeeded(&output, &readelf);
-    text(&output.stdout)
 }
 
 /// The types of `program`'s program headers, in the table's order.

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::OnceLock;
 
-use neverc_test_support::cross::{AARCH64, Arch, X86_64, compile_fixtures, run_program};
+use neverc_test_support::cross::{AARCH64, Arch, X86_64, compile_fixtures, readelf, run_program};
 use neverc_test_support::{program_headers, repo, run_in, succeeded, text};
 
 const BIN: &str = env!("CARGO_BIN_EXE_neverc-spec");
@@ -38,18 +38,6 @@ fn link(arch: &Arch, ours: bool, object: &str, output: &str) -> Output {
     let chosen: &[&str] = if ours { &[&bin] } else { &[] };
     let args = [&["-static-pie"][..], chosen, &[object, "-o", output]].concat();
     run_in(arch.gcc, &dir, &args)
-}
-
-/// `ARCH-readelf ARGS program`'s output.
-fn readelf(arch: &Arch, args: &[&str], program: &Path) -> String {
-    let readelf = format!("{}readelf", arch.binutils);
-    let output = run_in(
-        &readelf,
-        Path::new("."),
-        &[args, &[&program.display().to_string()]].concat(),
-    );
-    succeeded(&output, "readelf");
-    text(&output.stdout)
 }
 
 /// The number of relocations in section `name` (`readelf -r`: "Relocation section 'NAME' ... contains N").

@@ -59,3 +59,15 @@ pub fn run_program(arch: &Arch, program: &Path) -> (String, Option<i32>) {
     };
     (text(&output.stdout), output.status.code())
 }
+
+/// `ARCH-readelf ARGS program`'s output (the architecture's binutils prefix).
+pub fn readelf(arch: &Arch, args: &[&str], program: &Path) -> String {
+    let readelf = format!("{}readelf", arch.binutils);
+    let output = run_in(
+        &readelf,
+        Path::new("."),
+        &[args, &[&program.display().to_string()]].concat(),
+    );
+    succeeded(&output, &readelf);
+    text(&output.stdout)
+}
