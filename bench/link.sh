@@ -39,9 +39,29 @@ exec ld.bfd "$@"
 EOF
 chmod +x "$out/record/ld"
 
-# LABEL:CASE, or LABEL:CASE:dynamic for the driver's default (dynamic) link of the case's objects.
+# LABEL:CASE, or LABEL:CASE:dynamic for the driver's default (dynamic) link of the case's objects, or
+# LABEL:rust-demo:rust for the Rust program prepared below.
 cases=(a-musl:all-musl-plain b-glibc:all-glibc-plain c-glibc-gc:all-glibc-sections-gc c-musl-gc:all-musl-sections-gc
-    g-glibc-debug:all-glibc-debug d-glibc-pie:all-glibc-plain:dynamic e-musl-pie:all-musl-plain:dynamic)
+    g-glibc-debug:all-glibc-debug d-glibc-pie:all-glibc-plain:dynamic e-musl-pie:all-musl-plain:dynamic
+    r-rust-pie:rust-demo:rust)
+
+# The Rust case: tests/fixtures/rust/demo (regex and serde_json from crates.io) built by `cargo build --release`,
+# rustc linking through gcc with a recording `ld` (with `-C linker-features=-lld`; otherwise rustc links with its
+# bundled rust-lld): a dynamic PIE against glibc, as rustc links by default. rustc deletes its temporary
+# directory (its `symbols.o`) after the link, so the recording `ld` keeps a copy, which the replayed command
+# line names. The case directory holds what the ld.bfd build prints.
+rust_case="$out/rust-demo"
+mkdir -p "$rust_case/tmp" "$rust_case/kept" "$out/record-rust"
+printf '%s\n' '#!/bin/sh' 'cp -R "$TMPDIR"/. "$RUST_KEPT"/' \
+    "printf '%s\\0' \"\$@\" >\"\$LD_RECORD\"" 'exec ld.bfd "$@"' >"$out/record-rust/ld"
+chmod +x "$out/record-rust/ld"
+(cd tests/fixtures/rust/demo && TMPDIR="$rust_case/tmp" RUST_KEPT="$rust_case/kept" \
+    LD_RECORD="$rust_case/recorded.args" CARGO_TARGET_DIR="$rust_case/target" \
+    RUSTFLAGS="-C linker-features=-lld -C link-arg=-B$out/record-rust" cargo build --release --locked --quiet)
+: >"$rust_case/run.args"
+status=0
+"$rust_case/target/release/neverc-rust-demo" >"$rust_case/expected.stdout" || status=$?
+echo "$status" >"$rust_case/expected.status"
 linkers=(ld.bfd ld.lld mold wild neverc-spec)
 if [[ -n ${NEVERC_BASELINE:-} ]]; then
     linkers+=(neverc-spec-before)
@@ -71,19 +91,26 @@ for entry in "${cases[@]}"; do
     case_dir="$fixtures/$name"
     work="$out/$label"
     mkdir -p "$work"
-    # Record the driver's ld command line (without -static for a dynamic case).
-    if [[ $mode == dynamic ]]; then
-        mapfile -t driver_args < <(grep -vx -- -static "$case_dir/link.args")
+    # Record the driver's ld command line (without -static for a dynamic case); the Rust case's is recorded
+    # already, its temporary directory renamed to the kept copy.
+    if [[ $mode == rust ]]; then
+        case_dir="$rust_case"
+        python3 -c 'import sys; b = open(sys.argv[1], "rb").read(); open(sys.argv[2], "wb").write(b.replace(sys.argv[3].encode(), sys.argv[4].encode()))' \
+            "$rust_case/recorded.args" "$work/recorded.args" "$rust_case/tmp" "$rust_case/kept"
     else
-        mapfile -t driver_args <"$case_dir/link.args"
+        if [[ $mode == dynamic ]]; then
+            mapfile -t driver_args < <(grep -vx -- -static "$case_dir/link.args")
+        else
+            mapfile -t driver_args <"$case_dir/link.args"
+        fi
+        (cd "$case_dir" && LD_RECORD="$work/recorded.args" "$(cat driver)" -B "$out/record" "${driver_args[@]}" \
+            -o "$work/recorded.elf" 2>/dev/null)
     fi
-    (cd "$case_dir" && LD_RECORD="$work/recorded.args" "$(cat driver)" -B "$out/record" "${driver_args[@]}" \
-        -o "$work/recorded.elf" 2>/dev/null)
     # The replayed arguments, one a line: without the plugin, -dynamic-linker, and -o with its operand.
     python3 - "$work/recorded.args" "$mode" >"$work/ld.args" <<'PY'
 import sys
 args = open(sys.argv[1], "rb").read().decode().split("\0")[:-1]
-dropped = ("-plugin", "-o") if sys.argv[2] == "dynamic" else ("-plugin", "-dynamic-linker", "-o")
+dropped = ("-plugin", "-o") if sys.argv[2] in ("dynamic", "rust") else ("-plugin", "-dynamic-linker", "-o")
 kept, skip = [], False
 for arg in args:
     if skip:
@@ -92,7 +119,7 @@ for arg in args:
     if arg in dropped:
         skip = True
         continue
-    if arg.startswith("-plugin-opt=") or (sys.argv[2] != "dynamic" and arg.startswith("--dynamic-linker=")):
+    if arg.startswith("-plugin-opt=") or (sys.argv[2] not in ("dynamic", "rust") and arg.startswith("--dynamic-linker=")):
         continue
     kept.append(arg)
 for arg in kept:

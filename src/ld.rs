@@ -125,7 +125,16 @@ fn drive(arguments: Vec<OsString>) -> Result<(), Driven> {
             outln!("{}", file.display());
         }
     }
+    // Where the libraries the shared libraries need are looked for: -rpath-link, -rpath, the search path.
+    let needed_library_dirs = command
+        .rpath_link
+        .iter()
+        .cloned()
+        .chain(command.rpath.iter().map(std::path::PathBuf::from))
+        .chain(resolver.library_dirs().iter().cloned())
+        .collect();
     let mut request = request(*command, files, imports);
+    request.options.needed_library_dirs = needed_library_dirs;
     request.options.whole_archive = whole_archive;
     request.options.as_needed = as_needed;
     link(request).map_err(Driven::Link)
@@ -361,6 +370,15 @@ Output:
   -rpath DIR, -R DIR              where the loader looks for the needed libraries: DT_RUNPATH, the paths
                                   joined by `:` in order (DT_RPATH with --disable-new-dtags)
   --enable-new-dtags, --disable-new-dtags
+  --no-allow-shlib-undefined, --allow-shlib-undefined
+                                  every name a shared library of the link leaves undefined must be defined
+                                  by the executable, a library of the link or one they need (the default
+                                  for an executable, as with GNU ld), or not checked;
+                                  --unresolved-symbols=ignore-in-shared-libs and --warn-unresolved-symbols
+                                  apply to these names as GNU ld applies them
+  -rpath-link DIR                 where the libraries a shared library needs are looked for first (then the
+                                  -rpath directories, then the library search path); one not found is a
+                                  warning naming it, as with GNU ld
   --export-dynamic, -E            every global definition in .dynsym (otherwise those a shared library of the
                                   link refers to or defines too, as GNU ld exports them)
   -z now, -z lazy                 bind every imported function at start-up (DF_BIND_NOW, DF_1_NOW) or at
@@ -428,9 +446,10 @@ Symbols (as GNU ld defines them):
 
 Accepted, since they cannot change the output (or ask for what neverc-spec does anyway):
   --threads[=N], --no-threads (lld's; the link is not threaded yet); with a note: -Bsymbolic,
-  -Bsymbolic-functions, -Bno-symbolic, --exclude-libs=LIBS (a static executable has no dynamic symbols);
-  -O LEVEL, -rpath-link DIR (the undefined symbols of shared libraries are not checked yet),
-  --no-undefined, --[no-]allow-shlib-undefined, --[no-]copy-dt-needed-entries,
+  -Bsymbolic-functions, -Bno-symbolic (they change how a shared library binds its own symbols),
+  --exclude-libs=LIBS (not applied: an executable exports what its shared libraries refer to);
+  -O LEVEL, --no-undefined (an executable's undefined symbols are errors anyway),
+  --[no-]copy-dt-needed-entries,
   --[no-]warn-rwx-segments, --[no-]warn-execstack, --warn-common, --warn-once,
   --no-warn-mismatch, --no-warn-search-mismatch, -g,
   -X and --discard-locals (temporary `.L` symbols are never written to the symbol table),

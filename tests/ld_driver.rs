@@ -911,3 +911,103 @@ fn a_text_file_that_is_not_an_object_is_reported_once_as_a_script_that_does_not_
     assert_eq!(stderr.matches("read as a linker script").count(), 1, "{stderr}");
     assert!(!out.join("never").exists());
 }
+
+/// What a shared library of the link leaves undefined is checked as GNU ld checks it for an executable
+/// (`--no-allow-shlib-undefined`, its default): `libouter.so` calls `inner_value` (defined by `libinner.so`,
+/// which it needs, in a directory only `-rpath-link` names) and `missing_function` (defined nowhere). gcc's
+/// default link through ld.bfd and through neverc-spec, with the same options, succeeds or fails alike,
+/// naming the same undefined references and the same needed library not found; the programs that link run.
+#[test]
+fn the_undefined_symbols_of_shared_libraries_are_checked_as_ld_bfd_checks_them() {
+    let dir = ld_dir("shlib-undefined");
+    let out = dir.parent().unwrap();
+    fs::create_dir_all(out.join("lib")).unwrap();
+    let gcc = |args: &[&str]| {
+        let output = Command::new("gcc").args(args).current_dir(out).output().unwrap();
+        succeeded(&output, &format!("gcc {args:?}"));
+    };
+    let source = |name: &str| fixture(name).display().to_string();
+    gcc(&["-shared", "-fPIC", "-o", "lib/libinner.so", &source("shlib_inner.c")]);
+    gcc(&[
+        "-shared",
+        "-fPIC",
+        "-o",
+        "libouter.so",
+        &source("shlib_outer.c"),
+        "-Llib",
+        "-linner",
+    ]);
+    gcc(&["-c", "-o", "main.o", &source("shlib_main.c")]);
+    // (options, whether the link succeeds)
+    let cases: [(&[&str], bool); 6] = [
+        (&["-Wl,-rpath-link=lib"], false),
+        (&["-Wl,-rpath-link", "-Wl,lib", "-Wl,--allow-shlib-undefined"], true),
+        (&["-Wl,--allow-shlib-undefined"], true),
+        (&[], false),
+        (
+            &["-Wl,-rpath-link=lib", "-Wl,--unresolved-symbols=ignore-in-shared-libs"],
+            true,
+        ),
+        (&["-Wl,-rpath-link=lib", "-Wl,--warn-unresolved-symbols"], true),
+    ];
+    // The lines that name a symbol or a library: the linkers' prefixes differ.
+    let diagnostics = |stderr: &str| -> Vec<String> {
+        let mut lines: Vec<String> = stderr
+            .lines()
+            .filter_map(|line| {
+                [
+                    "./libouter.so: undefined reference",
+                    "./libouter.so: warning: undefined reference",
+                    "libinner.so, needed by",
+                ]
+                .iter()
+                .find_map(|start| line.find(start).map(|at| line[at..].to_string()))
+            })
+            .collect();
+        lines.sort();
+        lines
+    };
+    for (options, links) in cases {
+        let mut outcomes = Vec::new();
+        for (name, bin) in [("bfd", None), ("ours", Some(&dir))] {
+            let program = format!("{name}.elf");
+            let mut command = Command::new("gcc");
+            if let Some(bin) = bin {
+                command.arg("-B").arg(bin).arg("-Wl,-v");
+            }
+            let output = command
+                .args(["main.o", "-o", &program, "-L.", "-louter"])
+                .args(options)
+                .current_dir(out)
+                .output()
+                .unwrap();
+            let stderr = text(&output.stderr);
+            assert_eq!(output.status.success(), links, "{name} {options:?}:\n{stderr}");
+            if bin.is_some() {
+                assert!(text(&output.stdout).contains("neverc-spec"), "{options:?}");
+            }
+            if links {
+                let ran = Command::new(out.join(&program))
+                    .env(
+                        "LD_LIBRARY_PATH",
+                        format!("{}:{}", out.display(), out.join("lib").display()),
+                    )
+                    .output()
+                    .unwrap();
+                assert_eq!(
+                    (text(&ran.stdout), ran.status.code()),
+                    ("42\n".to_string(), Some(0)),
+                    "{name} {options:?}"
+                );
+            }
+            outcomes.push(diagnostics(&stderr));
+        }
+        assert_eq!(outcomes[0], outcomes[1], "{options:?}");
+        if !links {
+            assert!(
+                outcomes[0].iter().any(|line| line.contains("`missing_function'")),
+                "{options:?}: {outcomes:?}"
+            );
+        }
+    }
+}

@@ -85,11 +85,28 @@ fn link_with(case: &Path, output: &str, arguments: Vec<String>) -> Result<(), St
     Ok(())
 }
 
-/// What a program in `case` does with the case's arguments: (stdout, stderr, exit status).
+/// A fresh working directory for running a program of `case`, private to the caller's `label`: the workloads
+/// write files (zlib's gzip file) where they run, and the tests of this binary run the same case's programs
+/// concurrently. The case's input files named in `run.args` are copied into it.
+fn work_dir(case: &Path, label: &str) -> PathBuf {
+    let dir = case.join(format!("run-{label}"));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    for argument in lines(case, "run.args") {
+        let input = case.join(&argument);
+        if !argument.contains('/') && input.is_file() {
+            fs::copy(&input, dir.join(&argument)).unwrap();
+        }
+    }
+    dir
+}
+
+/// What a program in `case` does with the case's arguments, run in its own working directory: (stdout,
+/// stderr, exit status).
 fn run(case: &Path, program: &str) -> (String, String, Option<i32>) {
     let result = Command::new(case.join(program))
         .args(lines(case, "run.args"))
-        .current_dir(case)
+        .current_dir(work_dir(case, program))
         .output()
         .unwrap_or_else(|error| panic!("cannot run {program} in {}: {error}", case.display()));
     (text(&result.stdout), text(&result.stderr), result.status.code())
@@ -357,7 +374,9 @@ fn the_workloads_as_gccs_default_dynamic_pie_run_like_their_ld_bfd_builds() {
             } else {
                 Command::new(&ours)
             };
-            command.args(lines(&case, "run.args")).current_dir(&case);
+            command
+                .args(lines(&case, "run.args"))
+                .current_dir(work_dir(&case, "neverc-dynamic.elf"));
             if bind_now {
                 command.env("LD_BIND_NOW", "1");
             }

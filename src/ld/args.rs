@@ -42,6 +42,8 @@ pub(crate) struct LdCommand {
     pub(crate) relro: bool,
     /// `-rpath DIR` and `-R DIR`, in order.
     pub(crate) rpath: Vec<String>,
+    /// `-rpath-link DIR`, in order (a value may list several, separated by `:`).
+    pub(crate) rpath_link: Vec<PathBuf>,
     /// `--enable-new-dtags` (the default) or `--disable-new-dtags`.
     pub(crate) new_dtags: bool,
     /// `-z now` (after any `-z lazy`).
@@ -294,8 +296,6 @@ enum Opt {
     DynamicLinker,
     /// `-R DIR` is `-rpath DIR`; `-R FILE` is `--just-symbols FILE`, which is refused.
     RpathOrJustSymbols,
-    /// Options whose value does not matter for a static executable (`-rpath DIR`).
-    IgnoredWithValue,
     /// `-rpath DIR`.
     Rpath,
     /// `--enable-new-dtags` / `--disable-new-dtags`.
@@ -334,6 +334,10 @@ enum Opt {
     UnresolvedSymbols,
     /// `--warn-unresolved-symbols` (true) / `--error-unresolved-symbols` (false).
     WarnUnresolvedSymbols(bool),
+    /// `--allow-shlib-undefined` (true) / `--no-allow-shlib-undefined` (false).
+    AllowShlibUndefined(bool),
+    /// `-rpath-link DIR`.
+    RpathLink,
     ErrorLimit,
     NoinhibitExec,
     VersionScript,
@@ -398,8 +402,9 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         "lto-cache-hmac-key-file" => (Opt::LtoCacheHmacKeyFile, Required),
         "dynamic-linker" => (Opt::DynamicLinker, Required),
         "rpath" => (Opt::Rpath, Required),
-        // Where to find the libraries shared libraries need, to check their undefined symbols: not checked.
-        "rpath-link" => (Opt::IgnoredWithValue, Required),
+        "rpath-link" => (Opt::RpathLink, Required),
+        "allow-shlib-undefined" => (Opt::AllowShlibUndefined(true), Flag),
+        "no-allow-shlib-undefined" => (Opt::AllowShlibUndefined(false), Flag),
         "enable-new-dtags" => (Opt::NewDtags(true), Flag),
         "disable-new-dtags" => (Opt::NewDtags(false), Flag),
         "sysroot" => (Opt::Sysroot, Required),
@@ -444,8 +449,6 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         // Nothing to do for a static executable: no dynamic section, no dynamic symbols, no shared libraries;
         // or what neverc-spec does anyway (undefined symbols are errors).
         "no-undefined"
-        | "allow-shlib-undefined"
-        | "no-allow-shlib-undefined"
         | "copy-dt-needed-entries"
         | "no-copy-dt-needed-entries"
         | "warn-rwx-segments"
@@ -573,6 +576,7 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
             eh_frame_hdr: false,
             relro: true,
             rpath: Vec::new(),
+            rpath_link: Vec::new(),
             new_dtags: true,
             bind_now: false,
             origin: false,
@@ -920,7 +924,7 @@ impl Parser {
                 }
             }
             Opt::DynamicLinker => command.dynamic_linker = Some(text(&value)?),
-            Opt::IgnoredWithValue | Opt::NoEffect => {}
+            Opt::NoEffect => {}
             Opt::Rpath => command.rpath.push(text(&value)?),
             Opt::NewDtags(on) => command.new_dtags = on,
             Opt::RpathOrJustSymbols => {
@@ -981,10 +985,12 @@ impl Parser {
             Opt::AllowMultipleDefinition => command.symbols.allow_multiple_definition = true,
             Opt::UnresolvedSymbols => {
                 use neverc_link::symbol_options::Unresolved;
-                command.symbols.unresolved = match text(&value)?.as_str() {
-                    // A static link has object files only: what is in shared libraries does not apply.
-                    "report-all" | "ignore-in-shared-libs" => Unresolved::Error,
-                    "ignore-all" | "ignore-in-object-files" => Unresolved::Ignore,
+                // What undefined references of the objects are, then those of the shared libraries.
+                let (objects, shared_libraries) = match text(&value)?.as_str() {
+                    "report-all" => (Unresolved::Error, Unresolved::Error),
+                    "ignore-in-shared-libs" => (Unresolved::Error, Unresolved::Ignore),
+                    "ignore-in-object-files" => (Unresolved::Ignore, Unresolved::Error),
+                    "ignore-all" => (Unresolved::Ignore, Unresolved::Ignore),
                     other => {
                         return Err(bad(
                             spelled,
@@ -995,11 +1001,29 @@ impl Parser {
                         ));
                     }
                 };
+                command.symbols.unresolved = objects;
+                command.symbols.unresolved_in_shared_libraries = Some(shared_libraries);
             }
             Opt::WarnUnresolvedSymbols(warn) => {
                 use neverc_link::symbol_options::Unresolved;
-                command.symbols.unresolved = if warn { Unresolved::Warn } else { Unresolved::Error };
+                let unresolved = if warn { Unresolved::Warn } else { Unresolved::Error };
+                command.symbols.unresolved = unresolved;
+                // What is ignored in shared libraries stays ignored.
+                if command.symbols.unresolved_in_shared_libraries != Some(Unresolved::Ignore) {
+                    command.symbols.unresolved_in_shared_libraries = Some(unresolved);
+                }
             }
+            Opt::AllowShlibUndefined(allow) => {
+                use neverc_link::symbol_options::Unresolved;
+                command.symbols.unresolved_in_shared_libraries =
+                    Some(if allow { Unresolved::Ignore } else { Unresolved::Error });
+            }
+            Opt::RpathLink => command.rpath_link.extend(
+                text(&value)?
+                    .split(':')
+                    .filter(|dir| !dir.is_empty())
+                    .map(PathBuf::from),
+            ),
             Opt::ErrorLimit => {
                 let limit = text(&value)?;
                 command.symbols.error_limit = limit
@@ -1031,8 +1055,12 @@ impl Parser {
             }
             Opt::Cref => command.cref = true,
             Opt::Threads => {}
+            Opt::NoteNoEffect if spelled.contains("exclude-libs") => command.notes.push(format!(
+                "`{spelled}` is not applied: an executable exports the definitions its shared libraries refer \
+                 to (all with --export-dynamic), whichever archive they come from"
+            )),
             Opt::NoteNoEffect => command.notes.push(format!(
-                "`{spelled}` has no effect on a static executable, which has no dynamic symbols"
+                "`{spelled}` has no effect on an executable: it changes how a shared library binds its own symbols"
             )),
             Opt::FixErratum => match value.as_deref().map(|mode| mode.to_str()) {
                 // ld.bfd's default mode: an `adr` where one reaches, a veneer elsewhere.

@@ -101,6 +101,10 @@ pub struct LinkOptions {
     pub rpath: Vec<String>,
     /// `--enable-new-dtags` (the default, as Debian's GNU ld has it) or `--disable-new-dtags`.
     pub new_dtags: bool,
+    /// Where the libraries the link's shared libraries need (their `DT_NEEDED` entries) are looked for, in
+    /// order, to check the names they leave undefined: the `-rpath-link` directories, the `-rpath` ones,
+    /// the library search directories.
+    pub needed_library_dirs: Vec<PathBuf>,
     /// `-z now`: every function is bound at start-up (`DF_BIND_NOW`, `DF_1_NOW`), not at its first call.
     pub bind_now: bool,
     /// `-z origin`: the output's paths may name `$ORIGIN` (`DF_ORIGIN`, `DF_1_ORIGIN`).
@@ -194,6 +198,7 @@ impl LinkOptions {
             relro: true,
             rpath: Vec::new(),
             new_dtags: true,
+            needed_library_dirs: Vec::new(),
             bind_now: false,
             origin: false,
             fix_erratum: false,

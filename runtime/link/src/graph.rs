@@ -218,6 +218,8 @@ pub struct SharedLibrary {
     pub needed: Vec<String>,
     /// The global names it leaves undefined, for the executable or another library to define.
     pub references: Vec<String>,
+    /// The names it defines only in hidden versions, which no reference of the link binds to.
+    pub hidden_definitions: Vec<String>,
     pub origin: Origin,
 }
 

@@ -14,6 +14,7 @@ mod kept_relocations;
 mod linker_defined;
 pub mod lto;
 mod merge;
+mod needed_libraries;
 pub mod ordering;
 pub mod output_kind;
 mod phases;

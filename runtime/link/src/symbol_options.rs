@@ -21,6 +21,11 @@ pub struct SymbolOptions {
     pub allow_multiple_definition: bool,
     /// What an undefined reference is (`--unresolved-symbols=`, `--warn-unresolved-symbols`).
     pub unresolved: Unresolved,
+    /// What a name a shared library of the link leaves undefined, and nothing defines, is:
+    /// `--no-allow-shlib-undefined` (an error), `--allow-shlib-undefined` (nothing), or as
+    /// `--unresolved-symbols=` or `--warn-unresolved-symbols` say. `None`: GNU ld's default for an
+    /// executable, an error.
+    pub unresolved_in_shared_libraries: Option<Unresolved>,
     /// `--error-limit=N`: at most N undefined-reference errors are listed (0: all).
     pub error_limit: usize,
     /// `--noinhibit-exec`: undefined references and multiple definitions are reported, and the executable

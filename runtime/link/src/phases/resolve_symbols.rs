@@ -196,6 +196,34 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     if !context.options.output_kind.is_dynamic() {
         refuse_imports(graph, &table)?;
     }
+    // What the shared libraries leave undefined must be defined by the link or by the libraries they need
+    // (`--no-allow-shlib-undefined`, GNU ld's default for an executable).
+    let in_shared_libraries = match options.unresolved_in_shared_libraries {
+        Some(unresolved) => unresolved,
+        // GNU ld's default: checked for an executable, not for a shared library.
+        None if context.options.output_kind == crate::output_kind::OutputKind::SharedLibrary => Unresolved::Ignore,
+        None if options.unresolved == Unresolved::Warn => Unresolved::Warn,
+        None => Unresolved::Error,
+    };
+    if context.options.output_kind.is_dynamic()
+        && !graph.shared_libraries.is_empty()
+        && in_shared_libraries != Unresolved::Ignore
+    {
+        let found = crate::needed_libraries::check(graph, &table, &context.options.needed_library_dirs);
+        context.warnings.extend(found.warnings.iter().cloned());
+        if !found.undefined.is_empty() {
+            let as_warnings = in_shared_libraries == Unresolved::Warn;
+            let messages = found.messages(as_warnings);
+            if !as_warnings && !options.noinhibit_exec {
+                return Err(PhaseError::new(PHASE, messages.join("\n")));
+            }
+            if as_warnings {
+                context.warnings.extend(messages);
+            } else {
+                errors_written_anyway.extend(messages);
+            }
+        }
+    }
     context.global_symbols = table;
     // `--noinhibit-exec`: the errors are printed, and the link goes on.
     context.warnings.extend(errors_written_anyway);

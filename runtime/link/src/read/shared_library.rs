@@ -13,25 +13,47 @@ use crate::graph::{
     Binding, Definition, InputId, LinkGraph, ObjectFormat, Origin, SharedLibrary, Symbol, SymbolType, Visibility,
 };
 
-/// Reads the shared library held by input `input` into `graph`: one [`SharedLibrary`] entity and one
-/// `SHARED` symbol per global or weak definition of its default versions. A definition of a hidden version
-/// (`memcpy@GLIBC_2.2.5` beside `memcpy@@GLIBC_2.14`) is left out: an unversioned reference never binds to
-/// it.
-pub(crate) fn read_shared_library(graph: &mut LinkGraph, input: InputId, phase: u16) -> Result<(), ReadError> {
-    let entry = &graph.inputs[input.index()];
-    let name = entry.logical_name.clone();
-    let data = entry.data.clone();
-    let bytes = data
-        .get(entry.object_range.clone())
-        .ok_or_else(|| ReadError::new(&name, "object range outside the file"))?;
-    let malformed = |what: &str, error: object::read::Error| ReadError::new(&name, format!("{what}: {error}"));
+/// What a shared library's dynamic section and dynamic symbol table say, parsed once for an input library
+/// and for a library only an input needs.
+pub(crate) struct DynamicFacts {
+    /// `DT_SONAME`, when it has one.
+    pub soname: Option<String>,
+    /// Its `DT_NEEDED` entries.
+    pub needed: Vec<String>,
+    /// The global names it leaves undefined (not the weak ones).
+    pub references: Vec<String>,
+    /// Its global and weak definitions (hidden versions included).
+    pub definitions: Vec<DynamicDefinition>,
+    /// Its `e_machine`.
+    pub machine: u16,
+}
+
+/// One global or weak definition of a shared library's `.dynsym`.
+pub(crate) struct DynamicDefinition {
+    pub name: String,
+    /// The version it has, when the library versions its symbols.
+    pub version: Option<String>,
+    /// Whether the version is hidden (`memcpy@GLIBC_2.2.5` beside the default `memcpy@@GLIBC_2.14`): an
+    /// unversioned reference never binds to it.
+    pub hidden: bool,
+    pub binding: Binding,
+    pub visibility: Visibility,
+    pub symbol_type: SymbolType,
+    pub value: u64,
+    pub size: u64,
+    /// Its index in `.dynsym`.
+    pub index: usize,
+}
+
+/// Parses the dynamic section and dynamic symbols of the shared library `bytes` (named `name` in errors).
+pub(crate) fn dynamic_facts(name: &str, bytes: &[u8]) -> Result<DynamicFacts, ReadError> {
+    let malformed = |what: &str, error: object::read::Error| ReadError::new(name, format!("{what}: {error}"));
     if bytes.get(4) != Some(&2) || bytes.get(5) != Some(&1) {
         return Err(ReadError::new(
-            &name,
+            name,
             "a shared library that is not 64-bit little-endian ELF (no bundled target reads it)",
         ));
     }
-    check_target(graph, &name, bytes)?;
     let header =
         elf::FileHeader64::<LittleEndian>::parse(bytes).map_err(|error| malformed("not a shared library", error))?;
     let endian = header
@@ -55,7 +77,7 @@ pub(crate) fn read_shared_library(graph: &mut LinkGraph, input: InputId, phase: 
         .map_err(|error| malformed("its dynamic section", error))?
     else {
         return Err(ReadError::new(
-            &name,
+            name,
             "a shared object (ELF type ET_DYN) without a dynamic section is not a shared library",
         ));
     };
@@ -79,25 +101,8 @@ pub(crate) fn read_shared_library(graph: &mut LinkGraph, input: InputId, phase: 
             }
         }
     }
-    // Without DT_SONAME, the loader finds the library by the name the link gave it, as ld.bfd records it.
-    let install_name = soname.unwrap_or_else(|| {
-        std::path::Path::new(&name)
-            .file_name()
-            .map_or_else(|| name.clone(), |file| file.to_string_lossy().into_owned())
-    });
-
-    {
-        let entry = &mut graph.inputs[input.index()];
-        entry.format = Some(ObjectFormat::Elf);
-        entry.machine = Some(crate::graph::Machine(header.e_machine(endian)));
-    }
-    let origin = |index: usize| Origin {
-        input: Some(input),
-        object_entity: index as u32,
-        created_by_phase: Some(phase),
-        ..Origin::default()
-    };
     let mut references = Vec::new();
+    let mut definitions = Vec::new();
     for (index, symbol) in symbols.enumerate() {
         let binding = match symbol.st_bind() {
             elf::STB_GLOBAL | elf::STB_GNU_UNIQUE => Binding::Global,
@@ -114,52 +119,112 @@ pub(crate) fn read_shared_library(graph: &mut LinkGraph, input: InputId, phase: 
             }
             continue;
         }
-        let version = match &versions {
+        let (version, hidden) = match &versions {
             Some(versions) => {
                 let version_index = versions.version_index(endian, index);
-                if version_index.is_hidden() || version_index.is_local() {
+                if version_index.is_local() {
                     continue;
                 }
-                versions
+                let version = versions
                     .version(version_index)
                     .map_err(|error| malformed(&format!("the version of `{symbol_name}`"), error))?
-                    .map(|version| String::from_utf8_lossy(version.name()).into_owned())
+                    .map(|version| String::from_utf8_lossy(version.name()).into_owned());
+                (version, version_index.is_hidden())
             }
-            None => None,
+            None => (None, false),
         };
-        let symbol_type = match symbol.st_type() {
-            elf::STT_FUNC => SymbolType::Function,
-            elf::STT_GNU_IFUNC => SymbolType::Ifunc,
-            elf::STT_OBJECT | elf::STT_COMMON => SymbolType::Object,
-            elf::STT_TLS => SymbolType::Tls,
-            _ => SymbolType::None,
-        };
-        graph.symbols.push(Symbol {
+        definitions.push(DynamicDefinition {
             name: symbol_name,
             version,
+            hidden,
             binding,
             visibility: match symbol.st_visibility() {
                 elf::STV_PROTECTED => Visibility::Protected,
                 _ => Visibility::Default,
             },
-            definition: Definition::Shared,
-            symbol_type,
-            atom: None,
+            symbol_type: match symbol.st_type() {
+                elf::STT_FUNC => SymbolType::Function,
+                elf::STT_GNU_IFUNC => SymbolType::Ifunc,
+                elf::STT_OBJECT | elf::STT_COMMON => SymbolType::Object,
+                elf::STT_TLS => SymbolType::Tls,
+                _ => SymbolType::None,
+            },
             value: symbol.st_value(endian),
             size: symbol.st_size(endian),
+            index: index.0,
+        });
+    }
+    Ok(DynamicFacts {
+        soname,
+        needed,
+        references,
+        definitions,
+        machine: header.e_machine(endian),
+    })
+}
+
+/// Reads the shared library held by input `input` into `graph`: one [`SharedLibrary`] entity and one
+/// `SHARED` symbol per global or weak definition of its default versions. A definition of a hidden version
+/// (`memcpy@GLIBC_2.2.5` beside `memcpy@@GLIBC_2.14`) is left out: an unversioned reference never binds to
+/// it; its name is kept with the library, for checking what other libraries leave undefined.
+pub(crate) fn read_shared_library(graph: &mut LinkGraph, input: InputId, phase: u16) -> Result<(), ReadError> {
+    let entry = &graph.inputs[input.index()];
+    let name = entry.logical_name.clone();
+    let data = entry.data.clone();
+    let bytes = data
+        .get(entry.object_range.clone())
+        .ok_or_else(|| ReadError::new(&name, "object range outside the file"))?;
+    if bytes.get(4) == Some(&2) && bytes.get(5) == Some(&1) {
+        check_target(graph, &name, bytes)?;
+    }
+    let facts = dynamic_facts(&name, bytes)?;
+    // Without DT_SONAME, the loader finds the library by the name the link gave it, as ld.bfd records it.
+    let install_name = facts.soname.unwrap_or_else(|| {
+        std::path::Path::new(&name)
+            .file_name()
+            .map_or_else(|| name.clone(), |file| file.to_string_lossy().into_owned())
+    });
+    {
+        let entry = &mut graph.inputs[input.index()];
+        entry.format = Some(ObjectFormat::Elf);
+        entry.machine = Some(crate::graph::Machine(facts.machine));
+    }
+    let origin = |index: usize| Origin {
+        input: Some(input),
+        object_entity: index as u32,
+        created_by_phase: Some(phase),
+        ..Origin::default()
+    };
+    let mut hidden_definitions = Vec::new();
+    for definition in facts.definitions {
+        if definition.hidden {
+            hidden_definitions.push(definition.name);
+            continue;
+        }
+        graph.symbols.push(Symbol {
+            name: definition.name,
+            version: definition.version,
+            binding: definition.binding,
+            visibility: definition.visibility,
+            definition: Definition::Shared,
+            symbol_type: definition.symbol_type,
+            atom: None,
+            value: definition.value,
+            size: definition.size,
             prevailing: false,
             exported: false,
             imported: false,
             root: false,
             resolution: None,
-            origin: origin(index.0),
+            origin: origin(definition.index),
         });
     }
     graph.shared_libraries.push(SharedLibrary {
         input,
         install_name,
-        needed,
-        references,
+        needed: facts.needed,
+        references: facts.references,
+        hidden_definitions,
         origin: origin(0),
     });
     Ok(())
