@@ -381,6 +381,9 @@ Output:
                                   warning naming it, as with GNU ld
   --export-dynamic, -E            every global definition in .dynsym (otherwise those a shared library of the
                                   link refers to or defines too, as GNU ld exports them)
+  --dynamic-list FILE, --export-dynamic-symbol-list FILE, --export-dynamic-symbol GLOB
+                                  also export the global definitions the list (`{ NAME; GLOB*; };`) or the
+                                  pattern names
   -z now, -z lazy                 bind every imported function at start-up (DF_BIND_NOW, DF_1_NOW) or at
                                   its first call (the default)
   -z origin                       DF_ORIGIN and DF_1_ORIGIN: the paths may name $ORIGIN

@@ -1011,3 +1011,72 @@ fn the_undefined_symbols_of_shared_libraries_are_checked_as_ld_bfd_checks_them()
         }
     }
 }
+
+/// `--dynamic-list`, `--export-dynamic-symbol` and `--export-dynamic-symbol-list` add the global definitions
+/// they name (exactly or by a pattern) to a dynamically linked executable's `.dynsym`: the same names as
+/// ld.bfd's for the same gcc command line, and the programs run.
+#[test]
+fn dynamic_lists_export_what_ld_bfd_exports() {
+    let dir = ld_dir("dynamic-list");
+    let out = dir.parent().unwrap();
+    let list = fixture("exports.list").display().to_string();
+    let source = fixture("exports_main.c").display().to_string();
+    let cases: [&[&str]; 4] = [
+        &[],
+        &["-Wl,--dynamic-list", &list],
+        &["-Wl,--export-dynamic-symbol=plugin_*"],
+        &[
+            "-Wl,--export-dynamic-symbol-list",
+            &list,
+            "-Wl,--export-dynamic-symbol=main",
+        ],
+    ];
+    for options in cases {
+        let mut exported = Vec::new();
+        for (name, bin) in [("bfd", None), ("ours", Some(&dir))] {
+            let program = out.join(format!("{name}.elf"));
+            let mut command = Command::new("gcc");
+            if let Some(bin) = bin {
+                command.arg("-B").arg(bin).arg("-Wl,-v");
+            }
+            let output = command
+                .arg(&source)
+                .arg("-o")
+                .arg(&program)
+                .args(options)
+                .output()
+                .unwrap();
+            succeeded(&output, &format!("{name} {options:?}"));
+            if bin.is_some() {
+                assert!(text(&output.stdout).contains("neverc-spec"), "{options:?}");
+            }
+            assert_eq!(
+                outcome(&program, &[]),
+                ("7\n".to_string(), Some(0)),
+                "{name} {options:?}"
+            );
+            let symbols = Command::new("readelf")
+                .args(["--dyn-syms", "-W"])
+                .arg(&program)
+                .output()
+                .unwrap();
+            // The names defined in `.dynsym`.
+            let mut names: Vec<String> = text(&symbols.stdout)
+                .lines()
+                .filter_map(|line| {
+                    let fields: Vec<&str> = line.split_whitespace().collect();
+                    (fields.len() >= 8 && fields[6] != "UND").then(|| fields[7].to_string())
+                })
+                .collect();
+            names.sort();
+            exported.push(names);
+        }
+        assert_eq!(exported[0], exported[1], "{options:?}");
+        // Without a list nothing of the program's is exported; each list exports `plugin_api`.
+        assert_eq!(
+            exported[0].iter().any(|name| name == "plugin_api"),
+            !options.is_empty(),
+            "{options:?}: {exported:?}"
+        );
+    }
+}

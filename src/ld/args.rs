@@ -341,6 +341,10 @@ enum Opt {
     ErrorLimit,
     NoinhibitExec,
     VersionScript,
+    /// `--dynamic-list FILE`, `--export-dynamic-symbol-list FILE`.
+    DynamicList,
+    /// `--export-dynamic-symbol GLOB`.
+    ExportDynamicSymbol,
     RetainSymbolsFile,
     Cref,
     /// `--threads[=N]`, `--no-threads` (lld's): accepted; the link's phases are not threaded yet.
@@ -436,6 +440,8 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         "error-limit" => (Opt::ErrorLimit, Required),
         "noinhibit-exec" => (Opt::NoinhibitExec, Flag),
         "version-script" => (Opt::VersionScript, Required),
+        "dynamic-list" | "export-dynamic-symbol-list" => (Opt::DynamicList, Required),
+        "export-dynamic-symbol" => (Opt::ExportDynamicSymbol, Required),
         "retain-symbols-file" => (Opt::RetainSymbolsFile, Required),
         "cref" => (Opt::Cref, Flag),
         "threads" => (Opt::Threads, Optional),
@@ -1039,6 +1045,19 @@ impl Parser {
                     .map_err(|error| bad(spelled, format!("{}: {error}", file.display())))?;
                 command.symbols.version_script = Some(parsed);
             }
+            Opt::DynamicList => {
+                let file = path(value)?;
+                let list = std::fs::read_to_string(&file)
+                    .map_err(|error| bad(spelled, format!("cannot read {}: {error}", file.display())))?;
+                // A dynamic list is a version script's anonymous node: `{ NAME; GLOB; extern "C" { ... }; };`.
+                let parsed = neverc_link::symbol_options::VersionScript::parse(&list)
+                    .map_err(|error| bad(spelled, format!("{}: {error}", file.display())))?;
+                command
+                    .symbols
+                    .dynamic_exports
+                    .extend(parsed.global_patterns().iter().cloned());
+            }
+            Opt::ExportDynamicSymbol => command.symbols.dynamic_exports.push(text(&value)?),
             Opt::RetainSymbolsFile => {
                 let file = path(value)?;
                 let names = std::fs::read_to_string(&file)

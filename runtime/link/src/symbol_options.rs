@@ -35,6 +35,10 @@ pub struct SymbolOptions {
     pub version_script: Option<VersionScript>,
     /// `--retain-symbols-file FILE`: only these symbols are written to the symbol table.
     pub retain_symbols: Option<Vec<String>>,
+    /// The patterns of `--dynamic-list FILE`, `--export-dynamic-symbol-list FILE` and
+    /// `--export-dynamic-symbol GLOB`: a dynamically linked executable exports the global definitions they
+    /// match (besides those its shared libraries refer to).
+    pub dynamic_exports: Vec<String>,
 }
 
 impl SymbolOptions {
@@ -264,6 +268,11 @@ impl VersionScript {
         } else {
             self.global.push(pattern);
         }
+    }
+
+    /// The patterns of its `global:` parts (all of them in a dynamic list, which has no `local:`).
+    pub fn global_patterns(&self) -> &[String] {
+        &self.global
     }
 
     /// Whether the script makes global symbol `name` local: a `local:` pattern matches it and no `global:`

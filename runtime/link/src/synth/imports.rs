@@ -15,7 +15,8 @@
 //!   `.bss` that a `COPY` relocation fills from the library at start-up, which then is the variable for
 //!   everyone (the library's own references bind to it through the output's `.dynsym`).
 //!
-//! A definition of the output is exported when a shared library of the link refers to its name (or with
+//! A definition of the output is exported when a shared library of the link refers to its name, or
+//! `--dynamic-list`, `--export-dynamic-symbol` or `--export-dynamic-symbol-list` names it (or with
 //! `--export-dynamic`, every global one of default or protected visibility). The `.dynsym` order is decided
 //! here: the null symbol, the imports in the order of their first references, then the defined symbols
 //! (copies, exports) sorted by their `.gnu.hash` bucket, as that table needs them. Shared libraries given
@@ -33,6 +34,7 @@ use crate::graph::{
     SymbolType, Visibility, atom_flags, section_flags,
 };
 use crate::sections::OutputSectionId;
+use crate::symbol_options::glob_matches;
 
 /// The size of an `Elf64_Rela`.
 const RELA_SIZE: u64 = 24;
@@ -507,12 +509,36 @@ fn exports(context: &LinkContext) -> Vec<SymbolId> {
             .flat_map(|library| &library.references)
             .chain(defined_there)
             .filter_map(|name| table.get(name).copied())
+            .chain(listed(context))
             .filter(|symbol| exportable(*symbol))
             .collect()
     };
     exports.sort_by(|a, b| graph.symbols[a.index()].name.cmp(&graph.symbols[b.index()].name));
     exports.dedup();
     exports
+}
+
+/// The global symbols `--dynamic-list`, `--export-dynamic-symbol-list` and `--export-dynamic-symbol` name:
+/// exact names looked up, patterns matched against every global name.
+fn listed(context: &LinkContext) -> Vec<SymbolId> {
+    let patterns = &context.options.symbols.dynamic_exports;
+    let is_glob = |pattern: &String| pattern.contains(['*', '?', '[']);
+    let mut listed: Vec<SymbolId> = patterns
+        .iter()
+        .filter(|pattern| !is_glob(pattern))
+        .filter_map(|name| context.global_symbols.get(name).copied())
+        .collect();
+    let globs: Vec<&String> = patterns.iter().filter(|pattern| is_glob(pattern)).collect();
+    if !globs.is_empty() {
+        listed.extend(
+            context
+                .global_symbols
+                .iter()
+                .filter(|(name, _)| globs.iter().any(|glob| glob_matches(glob, name)))
+                .map(|(_, symbol)| *symbol),
+        );
+    }
+    listed
 }
 
 /// Makes the PLT of `functions`: the architecture's header and one entry each, their `.got.plt` slots (after
