@@ -1037,25 +1037,14 @@ impl Parser {
                     .map_err(|_| bad(spelled, format!("`{limit}` is not a number (0: no limit)")))?;
             }
             Opt::NoinhibitExec => command.symbols.noinhibit_exec = true,
-            Opt::VersionScript => {
-                let file = path(value)?;
-                let script = std::fs::read_to_string(&file)
-                    .map_err(|error| bad(spelled, format!("cannot read {}: {error}", file.display())))?;
-                let parsed = neverc_link::symbol_options::VersionScript::parse(&script)
-                    .map_err(|error| bad(spelled, format!("{}: {error}", file.display())))?;
-                command.symbols.version_script = Some(parsed);
-            }
+            Opt::VersionScript => command.symbols.version_script = Some(version_script(spelled, path(value)?)?),
             Opt::DynamicList => {
-                let file = path(value)?;
-                let list = std::fs::read_to_string(&file)
-                    .map_err(|error| bad(spelled, format!("cannot read {}: {error}", file.display())))?;
                 // A dynamic list is a version script's anonymous node: `{ NAME; GLOB; extern "C" { ... }; };`.
-                let parsed = neverc_link::symbol_options::VersionScript::parse(&list)
-                    .map_err(|error| bad(spelled, format!("{}: {error}", file.display())))?;
+                let list = version_script(spelled, path(value)?)?;
                 command
                     .symbols
                     .dynamic_exports
-                    .extend(parsed.global_patterns().iter().cloned());
+                    .extend(list.global_patterns().iter().cloned());
             }
             Opt::ExportDynamicSymbol => command.symbols.dynamic_exports.push(text(&value)?),
             Opt::RetainSymbolsFile => {
@@ -1281,6 +1270,14 @@ fn page_size_value(option: &str, text: &str) -> Result<u64, LdError> {
             format!("`{text}` is not a page size (a power of two from 4096 to 1 GiB)"),
         )),
     }
+}
+
+/// The version script (or dynamic list) in `file`, given with option `spelled`.
+fn version_script(spelled: &str, file: PathBuf) -> Result<neverc_link::symbol_options::VersionScript, LdError> {
+    let script = std::fs::read_to_string(&file)
+        .map_err(|error| bad(spelled, format!("cannot read {}: {error}", file.display())))?;
+    neverc_link::symbol_options::VersionScript::parse(&script)
+        .map_err(|error| bad(spelled, format!("{}: {error}", file.display())))
 }
 
 fn bad(option: &str, reason: impl Into<String>) -> LdError {
