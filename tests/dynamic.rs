@@ -453,3 +453,61 @@ fn gpps_default_link_of_a_cxx_program_against_libstdcxx_runs_like_ld_bfds() {
         );
     }
 }
+
+/// Code compiled with -fPIC reaches the thread-local variables of a shared library through general-dynamic
+/// sequences (x86-64; with `-fno-plt`, calling `__tls_get_addr` through the GOT) or TLS descriptors (AArch64's
+/// default, x86-64's `-mtls-dialect=gnu2`). In an executable they are relaxed to initial-exec accesses
+/// reading a GOT slot the loader fills (`R_X86_64_TPOFF64`, `R_AARCH64_TLS_TPREL64`), as ld.bfd relaxes
+/// them: the programs (a second thread with its own copies) run as ld.bfd's builds do.
+#[test]
+fn general_dynamic_and_descriptor_accesses_to_imported_tls_run_like_ld_bfds() {
+    let variants: [(&str, &[&str]); 3] = [
+        ("tls-gd", &["-fPIC"]),
+        ("tls-desc", &["-fPIC", "-mtls-dialect=gnu2"]),
+        ("tls-noplt", &["-fPIC", "-fno-plt"]),
+    ];
+    let objects = compile_fixtures(
+        scratch!("dynamic-tls"),
+        BIN,
+        &repo().join("tests/fixtures/dynamic"),
+        &[("tls_library", &["-fPIC"][..])],
+    );
+    let source = repo()
+        .join("tests/fixtures/dynamic/tls_imports.c")
+        .display()
+        .to_string();
+    for arch in [X86_64, AARCH64] {
+        let dir = objects.join(arch.name);
+        succeeded(
+            &run_in(arch.gcc, &dir, &["-shared", "tls_library.o", "-o", "libtlsdemo.so"]),
+            "gcc -shared",
+        );
+        let rpath = format!("-Wl,-rpath,{}", dir.display());
+        // AArch64 knows one dialect: descriptors.
+        let variants = if arch.name == "x86_64" {
+            &variants[..]
+        } else {
+            &variants[..1]
+        };
+        for (name, flags) in variants {
+            let object = format!("{name}.o");
+            let arguments = [&["-O2", "-c", &source, "-o", &object][..], flags].concat();
+            succeeded(&run_in(arch.gcc, &dir, &arguments), arch.gcc);
+            check_against_ld_bfd(
+                &arch,
+                arch.gcc,
+                &dir,
+                &objects.join("bin"),
+                &[&object, "-L.", "-ltlsdemo", &rpath, "-pthread"],
+                name,
+            );
+            let relocations = readelf(&arch, &["-rW"], &dir.join(format!("{name}-ours")));
+            let tpoff = if arch.name == "x86_64" {
+                "R_X86_64_TPOFF64"
+            } else {
+                "R_AARCH64_TLS_TPREL64"
+            };
+            assert!(relocations.contains(tpoff), "{name}: {relocations}");
+        }
+    }
+}

@@ -51,6 +51,9 @@ pub(crate) struct Arch {
     pub(crate) rewritten_sequence: fn(RelocationKind, u64) -> Option<Range<u64>>,
     /// Relaxes the TLS access a relocation of a TLS kind other than local-exec marks to local-exec.
     pub(crate) relax_tls: fn(&mut [u8], TlsAccess) -> Result<TlsRelaxed, String>,
+    /// Relaxes a general-dynamic or descriptor access to an imported thread-local variable to initial-exec:
+    /// the code reads the variable's offset from the thread pointer from a GOT slot the loader fills.
+    pub(crate) relax_tls_to_ie: fn(&mut [u8], TlsToInitialExec) -> Result<TlsRelaxed, String>,
     /// What a relocation against an undefined weak symbol becomes; `None`: the symbol is 0.
     pub(crate) undefined_weak: fn(RelocationKind, RelocationBase, i128) -> Option<UndefinedWeak>,
     /// The core erratum the linker can work around in this architecture's code when asked to
@@ -173,11 +176,25 @@ pub(crate) struct TlsAccess {
     pub(crate) addend: i64,
 }
 
-/// What is left to write after a TLS relaxation: a 32-bit signed field the relaxed code reads, or nothing.
+/// A general-dynamic or descriptor access to an imported thread-local variable: the relocation's kind, the
+/// index of its field in the section's bytes, the field's address and the address of the variable's GOT
+/// slot, which holds its offset from the thread pointer at run time.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TlsToInitialExec {
+    pub(crate) kind: RelocationKind,
+    pub(crate) at: usize,
+    pub(crate) place: i128,
+    pub(crate) slot: i128,
+    pub(crate) addend: i64,
+}
+
+/// What is left to write after a TLS relaxation: a 32-bit signed field the relaxed code reads, the
+/// relocation's own declared field (with `total` taken relative to its declared base), or nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum TlsRelaxed {
     Done,
     Signed32 { at: usize, value: i128 },
+    Declared { total: i128 },
 }
 
 /// What a relocation against an undefined weak symbol becomes.
@@ -199,6 +216,9 @@ pub(crate) static GENERIC: Arch = Arch {
     relax_got_load: |_, _, _| Err("this target relaxes no GOT load".to_string()),
     rewritten_sequence: |_, _| None,
     relax_tls: |_, _| Err("relaxing this TLS model is not supported for this target yet".to_string()),
+    relax_tls_to_ie: |_, _| {
+        Err("reaching thread-local variables of shared libraries is not supported for this target yet".to_string())
+    },
     undefined_weak: |_, _, _| None,
     erratum: None,
 };

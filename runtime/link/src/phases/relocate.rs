@@ -9,7 +9,7 @@
 //! range-extension thunk, made by `relax_thunks`).
 
 use crate::address::target_value;
-use crate::arch::{ErratumSequence, TlsAccess, TlsRelaxed, UndefinedWeak};
+use crate::arch::{ErratumSequence, TlsAccess, TlsRelaxed, TlsToInitialExec, UndefinedWeak};
 use crate::context::{Layout, LinkContext, OutputSection, PhaseError};
 use crate::graph::{AtomId, Binding, Definition, Edge};
 use crate::image::SparseBytes;
@@ -280,6 +280,16 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
         let address = u64::try_from(address).map_err(|_| format!("`{}` has no TLS address", name()))?;
         Ok(tls.tp_offset(address) + i128::from(edge.addend))
     };
+    // A total (`S + A`, `GOT + G + A`, ...) relative to the relocation's declared base.
+    let relative_to_base = |total: i128| -> Result<i128, String> {
+        Ok(match record.relative_to {
+            RelocationBase::Nothing => total,
+            RelocationBase::Place => total - place,
+            RelocationBase::Page => (total & !0xfff) - (place & !0xfff),
+            RelocationBase::Got => total - got_address(context)?,
+            RelocationBase::GotPage => total - (got_address(context)? & !0xfff),
+        })
+    };
     let arch = graph.arch();
     // A static executable has no undefined symbols but weak ones, which are 0, unless the architecture says
     // otherwise (on AArch64 a call of one becomes a `nop` and a PC-relative reference resolves to the place,
@@ -316,8 +326,17 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
         match (arch.relax_tls)(buffer, access).map_err(|message| format!("{}: {message}", what()))? {
             TlsRelaxed::Done => Ok(()),
             TlsRelaxed::Signed32 { at, value } => write_signed32(buffer, at, value, &what),
+            TlsRelaxed::Declared { total } => patch(buffer, at, record, relative_to_base(total)?, &what),
         }
     };
+    // Whether the edge reaches a thread-local variable a shared library defines.
+    let imported_tls = edge.target_symbol.is_some_and(|symbol| {
+        context
+            .synthesized
+            .dynamic_symbols
+            .as_ref()
+            .is_some_and(|imports| imports.is_run_time(graph.resolved(symbol)))
+    });
     let total = match record.kind {
         RelocationKind::None => return Ok(()),
         RelocationKind::Symbol | RelocationKind::Branch => value()?,
@@ -341,16 +360,26 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
         // thread pointer: offsets within the block are offsets from it.
         RelocationKind::TlsLe | RelocationKind::TlsDtpOffset => tp_offset()?,
         // An imported variable's offset is in the GOT slot the loader fills.
-        RelocationKind::TlsIe
-            if edge.target_symbol.is_some_and(|symbol| {
-                context
-                    .synthesized
-                    .dynamic_symbols
-                    .as_ref()
-                    .is_some_and(|imports| imports.is_run_time(graph.resolved(symbol)))
-            }) =>
-        {
-            got_entry()?
+        RelocationKind::TlsIe if imported_tls => got_entry()?,
+        // General-dynamic and descriptor accesses to an imported variable become initial-exec ones.
+        RelocationKind::TlsGd | RelocationKind::TlsDesc | RelocationKind::TlsDescCall if imported_tls => {
+            let slot = if record.kind == RelocationKind::TlsDescCall {
+                0
+            } else {
+                got_entry()? - i128::from(edge.addend)
+            };
+            let access = TlsToInitialExec {
+                kind: record.kind,
+                at,
+                place,
+                slot,
+                addend: edge.addend,
+            };
+            return match (arch.relax_tls_to_ie)(buffer, access).map_err(|message| format!("{}: {message}", what()))? {
+                TlsRelaxed::Done => Ok(()),
+                TlsRelaxed::Signed32 { at, value } => write_signed32(buffer, at, value, &what),
+                TlsRelaxed::Declared { total } => patch(buffer, at, record, relative_to_base(total)?, &what),
+            };
         }
         RelocationKind::TlsIe
         | RelocationKind::TlsGd
@@ -367,14 +396,7 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
             return Err(format!("{}: a dynamic relocation in a relocatable input", what()));
         }
     };
-    let relative = match record.relative_to {
-        RelocationBase::Nothing => total,
-        RelocationBase::Place => total - place,
-        RelocationBase::Page => (total & !0xfff) - (place & !0xfff),
-        RelocationBase::Got => total - got_address(context)?,
-        RelocationBase::GotPage => total - (got_address(context)? & !0xfff),
-    };
-    patch(buffer, at, record, relative, &what)
+    patch(buffer, at, record, relative_to_base(total)?, &what)
 }
 
 /// The address of the global offset table (the start of `.got`, or of `.got.plt` when there is no `.got`).

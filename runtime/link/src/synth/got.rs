@@ -1,8 +1,8 @@
 //! The global offset table. A GOT load that cannot be relaxed into a direct address (plain `GOTPCREL`, an
 //! instruction the architecture does not rewrite, or a weak undefined target, whose slot must hold 0) gets a
 //! slot in a synthetic `.got` atom, filled by an absolute relocation (for an import, by the dynamic loader:
-//! `dynamic.rs`), and so does an initial-exec access to an imported thread-local variable (the loader
-//! stores its offset from the thread pointer). Slots come in the link (command-line)
+//! `dynamic.rs`), and so does an access to an imported thread-local variable (initial-exec, or a
+//! general-dynamic or descriptor one relaxed to it: the loader stores its offset from the thread pointer). Slots come in the link (command-line)
 //! order of first use, as layout orders the code.
 
 use neverc_tables::{RelocationBase, RelocationKind};
@@ -28,10 +28,12 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     let mut uses: Vec<((u32, u32), usize, SymbolId)> = Vec::new();
     for (position, edge) in graph.edges.iter().enumerate() {
         let source = &graph.atoms[edge.source.index()];
-        let imported_tls = graph.relocation_kind(edge) == Some(RelocationKind::TlsIe)
-            && edge
-                .target_symbol
-                .is_some_and(|symbol| imports.is_some_and(|imports| imports.is_run_time(graph.resolved(symbol))));
+        let imported_tls = matches!(
+            graph.relocation_kind(edge),
+            Some(RelocationKind::TlsIe | RelocationKind::TlsGd | RelocationKind::TlsDesc)
+        ) && edge
+            .target_symbol
+            .is_some_and(|symbol| imports.is_some_and(|imports| imports.is_run_time(graph.resolved(symbol))));
         if !(uses_got(graph, edge) || imported_tls) || !source.is_live() || relaxation(options, graph, edge).is_some() {
             continue;
         }

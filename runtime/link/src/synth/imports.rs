@@ -155,6 +155,9 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             | RelocationKind::Size
             | RelocationKind::None
             | RelocationKind::TlsIe => Need::Loader,
+            // General-dynamic and descriptor accesses are relaxed to initial-exec ones, as in GNU ld's
+            // executables (the architecture refuses those it cannot rewrite).
+            RelocationKind::TlsGd | RelocationKind::TlsDesc | RelocationKind::TlsDescCall => Need::Loader,
             RelocationKind::Branch => Need::Plt,
             RelocationKind::Symbol
                 if record.relative_to == RelocationBase::Nothing
@@ -168,9 +171,9 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             _ => {
                 let input = graph.input_name(source.origin.input);
                 refused.push(format!(
-                    "{input}({}+{:#x}): relocation {} against `{}`, which the shared library {} defines: only \
-                     the initial-exec model reaches thread-local variables of shared libraries so far (compile \
-                     with -ftls-model=initial-exec)",
+                    "{input}({}+{:#x}): relocation {} against `{}`, which the shared library {} defines: a \
+                     variable of a shared library is reached by the initial-exec, general-dynamic or descriptor \
+                     model, not this relocation's (compile with -fPIE or -fPIC)",
                     source.name,
                     edge.offset,
                     record.name,

@@ -11,7 +11,8 @@ mod tls;
 use neverc_tables::{BitRange, RelocationBase, RelocationKind};
 
 use crate::arch::{
-    Arch, CodeField, CodeTemplate, LazyPlt, TlsAccess, TlsRelaxed, Unbound, UndefinedWeak, declared_machine,
+    Arch, CodeField, CodeTemplate, LazyPlt, TlsAccess, TlsRelaxed, TlsToInitialExec, Unbound, UndefinedWeak,
+    declared_machine,
 };
 use crate::graph::InstructionField;
 
@@ -27,6 +28,7 @@ pub(crate) static ARCH: Arch = Arch {
     // Every instruction of a sequence carries its own relocation: nothing is rewritten around them.
     rewritten_sequence: |_, _| None,
     relax_tls,
+    relax_tls_to_ie,
     undefined_weak,
     erratum: Some(&erratum::CORTEX_A53_843419),
 };
@@ -44,6 +46,21 @@ fn relax_tls(code: &mut [u8], access: TlsAccess) -> Result<TlsRelaxed, String> {
         _ => return Err("relaxing this TLS model is not supported for this target yet".to_string()),
     }
     Ok(TlsRelaxed::Done)
+}
+
+/// Relaxes a descriptor access to an imported variable to initial-exec, as ld.bfd does in an executable: the
+/// `adrp` and `ldr` reach the variable's GOT slot (which the loader fills with its offset from the thread
+/// pointer) and load it into x0; the `add` and the call become `nop`s.
+fn relax_tls_to_ie(code: &mut [u8], access: TlsToInitialExec) -> Result<TlsRelaxed, String> {
+    let TlsToInitialExec { kind, at, slot, .. } = access;
+    match kind {
+        RelocationKind::TlsDesc => Ok(match tls::relax_descriptor_to_ie(code, at)? {
+            true => TlsRelaxed::Declared { total: slot },
+            false => TlsRelaxed::Done,
+        }),
+        RelocationKind::TlsDescCall => tls::relax_descriptor_call_to_le(code, at).map(|()| TlsRelaxed::Done),
+        _ => Err("only descriptor accesses reach thread-local variables of shared libraries".to_string()),
+    }
 }
 
 /// `nop`.

@@ -90,6 +90,28 @@ pub(super) fn relax_descriptor_to_le(code: &mut [u8], at: usize, offset: i128) -
     write_instruction(code, at, relaxed)
 }
 
+/// TLS descriptors to initial-exec (an imported variable): `adrp x0, :tlsdesc:x; ldr x1, [x0,
+/// :tlsdesc_lo12:x]; add x0, x0, :tlsdesc_lo12:x; blr x1` becomes `adrp x0, :gottprel:x; ldr x0, [x0,
+/// :gottprel_lo12:x]; nop; nop`. Rewrites the instruction the relocation at `at` marks; returns whether its
+/// field is still to be written (reaching the GOT slot through the relocation's declared field).
+pub(super) fn relax_descriptor_to_ie(code: &mut [u8], at: usize) -> Result<bool, RelaxError> {
+    let instruction = read_instruction(code, at)?;
+    if is_adrp(instruction) {
+        Ok(true)
+    } else if is_ldr64(instruction) {
+        // The load's destination (Rt, bits 4:0) becomes x0, where the descriptor call leaves its result.
+        write_instruction(code, at, instruction & !0x1f)?;
+        Ok(true)
+    } else if is_add64_immediate(instruction) {
+        write_instruction(code, at, NOP)?;
+        Ok(false)
+    } else {
+        Err(format!(
+            "a TLS descriptor relocation must mark the `adrp`, `ldr` or `add` of the descriptor sequence (found {instruction:#010x})"
+        ))
+    }
+}
+
 /// The descriptor call `blr x1` (`R_AARCH64_TLSDESC_CALL`) becomes a `nop`.
 pub(super) fn relax_descriptor_call_to_le(code: &mut [u8], at: usize) -> Result<(), RelaxError> {
     let instruction = read_instruction(code, at)?;
@@ -113,6 +135,20 @@ mod tests {
 
     fn bytes(words: &[u32]) -> Vec<u8> {
         words.iter().flat_map(|word| word.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn descriptor_sequences_of_imported_variables_load_their_got_slots() {
+        // adrp x0, :tlsdesc:x; ldr x1, [x0, :tlsdesc_lo12:x]; add x0, x0, :tlsdesc_lo12:x; blr x1.
+        let mut code = bytes(&[0x9000_0000, 0xf940_0001, 0x9100_0000, 0xd63f_0020]);
+        assert!(relax_descriptor_to_ie(&mut code, 0).unwrap());
+        assert!(relax_descriptor_to_ie(&mut code, 4).unwrap());
+        assert!(!relax_descriptor_to_ie(&mut code, 8).unwrap());
+        relax_descriptor_call_to_le(&mut code, 12).unwrap();
+        // adrp x0, ...; ldr x0, [x0, ...]; nop; nop (ld.bfd's relaxation).
+        assert_eq!(words(&code), [0x9000_0000, 0xf940_0000, NOP, NOP]);
+        let mut other = bytes(&[0xd503_201f]);
+        assert!(relax_descriptor_to_ie(&mut other, 0).is_err());
     }
 
     #[test]

@@ -7,7 +7,8 @@ mod tls;
 use neverc_tables::{RelocationBase, RelocationKind};
 
 use crate::arch::{
-    Arch, CodeField, CodeTemplate, GotRelaxation, LazyPlt, TlsAccess, TlsRelaxed, Unbound, declared_machine,
+    Arch, CodeField, CodeTemplate, GotRelaxation, LazyPlt, TlsAccess, TlsRelaxed, TlsToInitialExec, Unbound,
+    declared_machine,
 };
 use crate::graph::{Definition, Edge, InstructionField, LinkGraph};
 
@@ -22,6 +23,7 @@ pub(crate) static ARCH: Arch = Arch {
     relax_got_load: relax_gotpcrelx,
     rewritten_sequence: tls::relaxed_sequence,
     relax_tls,
+    relax_tls_to_ie,
     undefined_weak: |_, _, _| None,
     erratum: None,
 };
@@ -151,6 +153,37 @@ fn relax_gotpcrelx(code: &mut [u8], at: usize, relaxation: GotRelaxation) -> Res
 
 /// Relaxes a TLS access to local-exec. The relaxed sequences hold the offset of the variable itself from the
 /// thread pointer: the relocation's addend was the PC-relative bias of the field it replaced.
+/// General-dynamic and descriptor accesses to an imported variable become initial-exec ones, as ld.bfd
+/// relaxes them in an executable.
+fn relax_tls_to_ie(code: &mut [u8], access: TlsToInitialExec) -> Result<TlsRelaxed, String> {
+    let TlsToInitialExec {
+        kind,
+        at,
+        place,
+        slot,
+        addend,
+    } = access;
+    match kind {
+        RelocationKind::TlsGd => {
+            let field = tls::relax_tlsgd_to_ie(code, at)?;
+            // The new field lies `field - at` bytes after the old one, and is relative to its own end.
+            let new_place = place + (field - at) as i128;
+            Ok(TlsRelaxed::Signed32 {
+                at: field,
+                value: slot - (new_place + 4),
+            })
+        }
+        RelocationKind::TlsDesc => {
+            tls::relax_tlsdesc_to_ie(code, at)?;
+            Ok(TlsRelaxed::Declared {
+                total: slot + i128::from(addend),
+            })
+        }
+        RelocationKind::TlsDescCall => tls::relax_tlsdesc_call_to_le(code, at).map(|()| TlsRelaxed::Done),
+        _ => Err("only general-dynamic and descriptor accesses reach variables of shared libraries".to_string()),
+    }
+}
+
 fn relax_tls(code: &mut [u8], access: TlsAccess) -> Result<TlsRelaxed, String> {
     let TlsAccess {
         kind,

@@ -67,14 +67,15 @@ pub(super) fn relax_gottpoff_to_le(code: &mut [u8], at: usize) -> Result<(), Rel
 }
 
 /// General-dynamic to local-exec: `.byte 0x66; leaq x@tlsgd(%rip), %rdi; .word 0x6666; rex64; call
-/// __tls_get_addr@PLT` (16 bytes from the field less 4) becomes `mov %fs:0, %rax; leaq tpoff(%rax), %rax`.
+/// __tls_get_addr@PLT` (16 bytes from the field less 4), or its `-fno-plt` form `... data16 rex64 call
+/// *__tls_get_addr@GOTPCREL(%rip)` (as long), becomes `mov %fs:0, %rax; leaq tpoff(%rax), %rax`.
 /// Returns the rewritten range and the index of the new 32-bit field for the offset from the thread pointer.
 pub(super) fn relax_tlsgd_to_le(code: &mut [u8], at: usize) -> Result<(Range<usize>, usize), RelaxError> {
     let sequence = at.checked_sub(4).map(|start| start..start + 16);
     let expected_prefix = [0x66, 0x48, 0x8d, 0x3d];
-    let expected_call = [0x66, 0x66, 0x48, 0xe8];
+    let calls = [[0x66, 0x66, 0x48, 0xe8], [0x66, 0x48, 0xff, 0x15]];
     match sequence.clone().and_then(|range| code.get(range)) {
-        Some(bytes) if bytes[..4] == expected_prefix && bytes[8..12] == expected_call => {}
+        Some(bytes) if bytes[..4] == expected_prefix && calls.iter().any(|call| bytes[8..12] == call[..]) => {}
         _ => {
             return Err(
                 "R_X86_64_TLSGD must start the sequence `data16 leaq x@tlsgd(%rip), %rdi; data16 data16 rex64 call __tls_get_addr@PLT`"
@@ -88,6 +89,15 @@ pub(super) fn relax_tlsgd_to_le(code: &mut [u8], at: usize) -> Result<(Range<usi
     rewritten[9..12].copy_from_slice(&[0x48, 0x8d, 0x80]);
     code[range.clone()].copy_from_slice(&rewritten);
     Ok((range.clone(), range.start + 12))
+}
+
+/// General-dynamic to initial-exec (an imported variable): the sequence becomes `mov %fs:0, %rax; addq
+/// x@gottpoff(%rip), %rax`. Returns the index of the new 32-bit PC-relative field, which reaches the
+/// variable's GOT slot.
+pub(super) fn relax_tlsgd_to_ie(code: &mut [u8], at: usize) -> Result<usize, RelaxError> {
+    let (range, field) = relax_tlsgd_to_le(code, at)?;
+    code[range.start + 9..range.start + 12].copy_from_slice(&[0x48, 0x03, 0x05]);
+    Ok(field)
 }
 
 /// Local-dynamic to local-exec: `leaq x@tlsld(%rip), %rdi; call __tls_get_addr@PLT` (12 bytes from the field
@@ -131,6 +141,18 @@ pub(super) fn relax_tlsdesc_to_le(code: &mut [u8], at: usize) -> Result<(), Rela
             let register = (modrm >> 3) & 7;
             let rex = if rex & 0x04 != 0 { 0x49 } else { 0x48 };
             code[start..at].copy_from_slice(&[rex, 0xc7, 0xc0 | register]);
+            Ok(())
+        }
+        _ => Err("R_X86_64_GOTPC32_TLSDESC must be used in `leaq x@tlsdesc(%rip), %reg`".into()),
+    }
+}
+
+/// TLS descriptors to initial-exec (an imported variable): `leaq x@tlsdesc(%rip), %reg` becomes `movq
+/// x@gottpoff(%rip), %reg`, its field reaching the variable's GOT slot.
+pub(super) fn relax_tlsdesc_to_ie(code: &mut [u8], at: usize) -> Result<(), RelaxError> {
+    match at.checked_sub(2).and_then(|opcode| code.get_mut(opcode..at)) {
+        Some([opcode @ 0x8d, modrm]) if *modrm & 0xc7 == 0x05 => {
+            *opcode = 0x8b;
             Ok(())
         }
         _ => Err("R_X86_64_GOTPC32_TLSDESC must be used in `leaq x@tlsdesc(%rip), %reg`".into()),
@@ -182,10 +204,27 @@ mod tests {
         let (range, field) = relax_tlsgd_to_le(&mut code, 4).unwrap();
         assert_eq!((range, field), (0..16, 12));
         assert_eq!(code[..12], [0x64, 0x48, 0x8b, 0x04, 0x25, 0, 0, 0, 0, 0x48, 0x8d, 0x80]);
+        // -fno-plt: the call goes through __tls_get_addr's GOT slot.
+        let mut code = [0x66, 0x48, 0x8d, 0x3d, 0, 0, 0, 0, 0x66, 0x48, 0xff, 0x15, 0, 0, 0, 0];
+        assert_eq!(relax_tlsgd_to_le(&mut code, 4).unwrap(), (0..16, 12));
         let mut code = [0x48, 0x8d, 0x3d, 0, 0, 0, 0, 0xe8, 0, 0, 0, 0];
         assert_eq!(relax_tlsld_to_le(&mut code, 3).unwrap(), 0..12);
         assert_eq!(code, [0x66, 0x66, 0x66, 0x64, 0x48, 0x8b, 0x04, 0x25, 0, 0, 0, 0]);
         let mut short = [0x48, 0x8d, 0x3d, 0, 0, 0, 0, 0xe8, 0, 0];
         assert!(relax_tlsld_to_le(&mut short, 3).is_err());
+    }
+
+    #[test]
+    fn accesses_to_imported_variables_become_initial_exec_loads() {
+        // GD: mov %fs:0, %rax; add x@gottpoff(%rip), %rax (ld.bfd's bytes), the field after them.
+        let mut code = [0x66, 0x48, 0x8d, 0x3d, 0, 0, 0, 0, 0x66, 0x66, 0x48, 0xe8, 0, 0, 0, 0];
+        assert_eq!(relax_tlsgd_to_ie(&mut code, 4).unwrap(), 12);
+        assert_eq!(code[..12], [0x64, 0x48, 0x8b, 0x04, 0x25, 0, 0, 0, 0, 0x48, 0x03, 0x05]);
+        // TLSDESC: lea x@tlsdesc(%rip), %rax → mov x@gottpoff(%rip), %rax.
+        let mut code = [0x48, 0x8d, 0x05, 0, 0, 0, 0];
+        relax_tlsdesc_to_ie(&mut code, 3).unwrap();
+        assert_eq!(code[..3], [0x48, 0x8b, 0x05]);
+        let mut code = [0x48, 0x8d, 0x04, 0x24, 0, 0, 0];
+        assert!(relax_tlsdesc_to_ie(&mut code, 3).is_err());
     }
 }
