@@ -181,6 +181,7 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>, shared_inputs: bo
     options.new_dtags = command.new_dtags;
     options.bind_now = command.bind_now;
     options.origin = command.origin;
+    options.pack_relative_relocs = command.pack_relative_relocs;
     options.fix_erratum = command.fix_erratum;
     options.compress_debug_sections = command.compress_debug_sections;
     options.print_gc_sections = command.print_gc_sections;
@@ -387,6 +388,12 @@ Output:
   -z now, -z lazy                 bind every imported function at start-up (DF_BIND_NOW, DF_1_NOW) or at
                                   its first call (the default)
   -z origin                       DF_ORIGIN and DF_1_ORIGIN: the paths may name $ORIGIN
+  -z pack-relative-relocs, -z nopack-relative-relocs
+                                  a position-independent executable's RELATIVE relocations of aligned
+                                  words go to .relr.dyn (DT_RELR: an address, then bitmaps of the words
+                                  after it), a fraction of .rela.dyn's size; with the shared C library the
+                                  output needs its GLIBC_ABI_DT_RELR version, as ld.bfd writes it (glibc
+                                  2.36 reads DT_RELR)
   -r, -i, --relocatable           merge the inputs into one relocatable object (ET_REL) as GNU ld -r
                                   does: sections combined by name, relocations and symbols kept, COMDAT
                                   groups kept as groups (a second copy dropped), archive members pulled as

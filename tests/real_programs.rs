@@ -187,7 +187,12 @@ fn the_four_workloads_in_one_program_run_like_their_ld_bfd_builds() {
 #[test]
 fn the_four_workloads_as_a_static_pie_run_like_their_ld_bfd_builds() {
     let mut failures = Vec::new();
-    for name in ["all-glibc-plain", "all-glibc-sections-gc"] {
+    // With its relative relocations packed (`DT_RELR`, which glibc's start-up code applies) too.
+    for (name, option) in [
+        ("all-glibc-plain", None),
+        ("all-glibc-sections-gc", None),
+        ("all-glibc-plain", Some(PACKED)),
+    ] {
         let case = fixtures().join(name);
         let arguments: Vec<String> = lines(&case, "link.args")
             .into_iter()
@@ -198,30 +203,45 @@ fn the_four_workloads_as_a_static_pie_run_like_their_ld_bfd_builds() {
                     argument
                 }
             })
+            .chain(option.map(str::to_string))
             .collect();
         assert!(
             arguments.iter().any(|argument| argument == "-static-pie"),
             "{arguments:?}"
         );
-        if let Err(stderr) = link_with(&case, "neverc-pie.elf", arguments) {
+        let program = if option.is_some() {
+            "neverc-pie-packed.elf"
+        } else {
+            "neverc-pie.elf"
+        };
+        if let Err(stderr) = link_with(&case, program, arguments) {
             failures.push(format!("{name}: the link failed:\n{stderr}"));
             continue;
         }
         let header = Command::new("readelf")
             .arg("-h")
-            .arg(case.join("neverc-pie.elf"))
+            .arg(case.join(program))
             .output()
             .unwrap();
         assert!(
             text(&header.stdout).contains("DYN (Position-Independent Executable file)"),
             "{name}"
         );
+        // Packed, nothing is left for `.rela.dyn`: every relative relocation is in `.relr.dyn`.
+        if option.is_some() {
+            let sizes = relocation_section_sizes(&case.join(program));
+            assert!(
+                sizes.iter().any(|(name, size)| name == ".relr.dyn" && *size > 0)
+                    && !sizes.iter().any(|(name, _)| name == ".rela.dyn"),
+                "{sizes:?}"
+            );
+        }
         let expected = (
             read_text(&case.join("expected.stdout")),
             read_text(&case.join("expected.stderr")),
             Some(read_text(&case.join("expected.status")).trim().parse().unwrap()),
         );
-        let ours = run(&case, "neverc-pie.elf");
+        let ours = run(&case, program);
         if ours != expected {
             failures.push(format!(
                 "{name}: exit {:?} (ld.bfd's build: {:?})\n{}",
@@ -312,6 +332,7 @@ fn the_workloads_as_gccs_default_dynamic_pie_run_like_their_ld_bfd_builds() {
     let cases = [
         ("all-glibc-plain", None),
         ("all-glibc-plain", Some("-no-pie")),
+        ("all-glibc-plain", Some(PACKED)),
         ("all-glibc-sections-gc", None),
         ("all-musl-plain", None),
         ("all-musl-plain", Some("-no-pie")),
@@ -397,6 +418,41 @@ fn the_workloads_as_gccs_default_dynamic_pie_run_like_their_ld_bfd_builds() {
         if facts != reference {
             failures.push(format!("{name}: ours {facts:?}\nld.bfd's {reference:?}"));
         }
+        // Packed, the relative relocations take what ld.bfd's take, and the rest stays in `.rela.dyn`. (Not
+        // `.rela.plt`: ld.bfd calls a function it also has a GOT slot for through that slot, in `.plt.got`,
+        // where neverc-spec gives it a lazily bound PLT entry as well.)
+        if option == Some(PACKED) {
+            let sizes = |program: &Path| {
+                let mut sizes = relocation_section_sizes(program);
+                sizes.retain(|(name, _)| name != ".rela.plt");
+                sizes
+            };
+            let (ours, theirs) = (sizes(&ours), sizes(&case.join("bfd-dynamic.elf")));
+            assert!(
+                ours.iter().any(|(name, size)| name == ".relr.dyn" && *size > 0),
+                "{ours:?}"
+            );
+            if ours != theirs {
+                failures.push(format!("{name}: ours {ours:?}\nld.bfd's {theirs:?}"));
+            }
+        }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The option that packs relative relocations (`DT_RELR`).
+const PACKED: &str = "-Wl,-z,pack-relative-relocs";
+
+/// The names and sizes of a program's dynamic relocation sections (`.rela.dyn`, `.rela.plt`, `.relr.dyn`).
+fn relocation_section_sizes(program: &Path) -> Vec<(String, u64)> {
+    let output = Command::new("readelf").arg("-SW").arg(program).output().unwrap();
+    text(&output.stdout)
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let at = fields.iter().position(|field| field.starts_with(".rel"))?;
+            let size = u64::from_str_radix(fields.get(at + 4)?, 16).ok()?;
+            Some((fields[at].to_string(), size))
+        })
+        .collect()
 }

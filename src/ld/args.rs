@@ -50,6 +50,8 @@ pub(crate) struct LdCommand {
     pub(crate) bind_now: bool,
     /// `-z origin`.
     pub(crate) origin: bool,
+    /// `-z pack-relative-relocs` (after any `-z nopack-relative-relocs`).
+    pub(crate) pack_relative_relocs: bool,
     /// `--fix-NAME` for an erratum a target declares (`--fix-cortex-a53-843419`).
     pub(crate) fix_erratum: bool,
     /// `--compress-debug-sections=zlib`.
@@ -586,6 +588,7 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
             new_dtags: true,
             bind_now: false,
             origin: false,
+            pack_relative_relocs: false,
             fix_erratum: false,
             compress_debug_sections: DebugCompression::None,
             image_base: None,
@@ -1137,6 +1140,8 @@ impl Parser {
             ("now", None) => self.command.bind_now = true,
             ("lazy", None) => self.command.bind_now = false,
             ("origin", None) => self.command.origin = true,
+            ("pack-relative-relocs", None) => self.command.pack_relative_relocs = true,
+            ("nopack-relative-relocs", None) => self.command.pack_relative_relocs = false,
             // Text relocations are refused anyway; the stack is never executable.
             ("noexecstack" | "defs" | "text" | "notext" | "textoff", None) => {}
             ("execstack", None) => {

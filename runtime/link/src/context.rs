@@ -109,6 +109,9 @@ pub struct LinkOptions {
     pub bind_now: bool,
     /// `-z origin`: the output's paths may name `$ORIGIN` (`DF_ORIGIN`, `DF_1_ORIGIN`).
     pub origin: bool,
+    /// `-z pack-relative-relocs`: the `RELATIVE` relocations of aligned words are packed into `.relr.dyn`
+    /// (`DT_RELR`) instead of `.rela.dyn`.
+    pub pack_relative_relocs: bool,
     /// `--fix-cortex-a53-843419`: work around the core erratum of the target's architecture
     /// ([`crate::arch::ErratumFix`]); an error on a target whose architecture has none.
     pub fix_erratum: bool,
@@ -201,6 +204,7 @@ impl LinkOptions {
             needed_library_dirs: Vec::new(),
             bind_now: false,
             origin: false,
+            pack_relative_relocs: false,
             fix_erratum: false,
             compress_debug_sections: crate::image::DebugCompression::None,
             print_gc_sections: false,

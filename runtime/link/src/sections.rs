@@ -32,6 +32,7 @@ pub enum OutputSectionId {
     GnuVersion,
     GnuVersionR,
     RelaDyn,
+    RelrDyn,
     Dynamic,
     Tdata,
     Tbss,
@@ -143,12 +144,13 @@ const fn with_headers(kind: OutputSectionKind) -> OutputSectionKind {
 use crate::graph::section_flags::{EXECUTABLE, WRITABLE};
 use OutputSectionId as Id;
 use SectionKind::{
-    DynSym, Dynamic, FiniArray, GnuHash, Hash, InitArray, Note, PreinitArray, ProgBits, Rela, StrTab, VerNeed, VerSym,
+    DynSym, Dynamic, FiniArray, GnuHash, Hash, InitArray, Note, PreinitArray, ProgBits, Rela, Relr, StrTab, VerNeed,
+    VerSym,
 };
 
 /// The table, in the order its rules are tried: the first rule that claims an input section's name wins
 /// (`.data.rel.ro` before `.data`, `.init` before `.init_array`'s family).
-static OUTPUT_SECTIONS: [OutputSectionKind; 31] = [
+static OUTPUT_SECTIONS: [OutputSectionKind; 32] = [
     kind(Id::Text, ".text", Inputs::Families(&[".text"]), ProgBits, 2),
     keep_unique(kind(Id::Init, ".init", Inputs::Named(&[".init"]), ProgBits, 0)),
     made(
@@ -189,6 +191,8 @@ static OUTPUT_SECTIONS: [OutputSectionKind; 31] = [
         56,
     )),
     with_headers(kind(Id::RelaDyn, ".rela.dyn", Inputs::Named(&[".rela.dyn"]), Rela, 57)),
+    // The packed relative relocations (`-z pack-relative-relocs`), after `.rela.plt`, as ld.bfd places them.
+    with_headers(kind(Id::RelrDyn, ".relr.dyn", Inputs::Named(&[".relr.dyn"]), Relr, 61)),
     // The first note, as ld.bfd places it, then the build ID.
     with_headers(kind(
         Id::NoteGnuProperty,

@@ -82,6 +82,7 @@ const SHT_DYNAMIC: u32 = 6;
 const SHT_HASH: u32 = 5;
 const SHT_DYNSYM: u32 = 11;
 const SHT_GNU_HASH: u32 = 0x6fff_fff6;
+const SHT_RELR: u32 = 19;
 const SHT_GNU_VERNEED: u32 = 0x6fff_fffe;
 const SHT_GNU_VERSYM: u32 = 0x6fff_ffff;
 /// `sh_flags`: `sh_info` holds a section index (that of the section a relocation section applies to).
@@ -267,6 +268,8 @@ pub enum SectionKind {
     VerSym,
     /// The versions needed of each shared library (`SHT_GNU_verneed`).
     VerNeed,
+    /// Relative relocations packed as addresses and bitmaps (`SHT_RELR`): 64-bit words.
+    Relr,
 }
 
 impl SectionKind {
@@ -287,13 +290,14 @@ impl SectionKind {
             SectionKind::Hash => SHT_HASH,
             SectionKind::VerSym => SHT_GNU_VERSYM,
             SectionKind::VerNeed => SHT_GNU_VERNEED,
+            SectionKind::Relr => SHT_RELR,
         }
     }
 
     /// The ELF `sh_entsize`: pointer arrays have 8-byte entries, everything else has none.
     const fn entry_size(self) -> u64 {
         match self {
-            SectionKind::InitArray | SectionKind::FiniArray | SectionKind::PreinitArray => 8,
+            SectionKind::InitArray | SectionKind::FiniArray | SectionKind::PreinitArray | SectionKind::Relr => 8,
             SectionKind::Rela => 24,
             SectionKind::Dynamic => 16,
             SectionKind::DynSym => 24,

@@ -15,8 +15,8 @@ use object::read::elf::{FileHeader as _, ProgramHeader as _, SectionHeader as _}
 
 use super::dynamic_tags::{
     DT_FINI_ARRAY, DT_FINI_ARRAYSZ, DT_GNU_HASH, DT_HASH, DT_INIT_ARRAY, DT_INIT_ARRAYSZ, DT_JMPREL, DT_NULL,
-    DT_PLTRELSZ, DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ, DT_RELA, DT_RELASZ, DT_STRSZ, DT_STRTAB, DT_SYMTAB, DT_VERNEED,
-    DT_VERSYM,
+    DT_PLTRELSZ, DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ, DT_RELA, DT_RELASZ, DT_RELR, DT_RELRSZ, DT_STRSZ, DT_STRTAB,
+    DT_SYMTAB, DT_VERNEED, DT_VERSYM,
 };
 use super::elf::{
     FILE_HEADER_SIZE, ImageLayout, PF_W, PF_X, PT_DYNAMIC, PT_GNU_RELRO, PT_GNU_STACK, PT_LOAD, PT_TLS,
@@ -583,7 +583,7 @@ fn check_dynamic(
         value.copy_from_slice(&chunk[at..at + 8]);
         u64::from_le_bytes(value)
     };
-    let described: [(u64, &str, OutputSectionId, bool); 17] = [
+    let described: [(u64, &str, OutputSectionId, bool); 19] = [
         (
             DT_PREINIT_ARRAY,
             "DT_PREINIT_ARRAY",
@@ -609,6 +609,8 @@ fn check_dynamic(
         (DT_HASH, "DT_HASH", OutputSectionId::Hash, false),
         (DT_RELA, "DT_RELA", OutputSectionId::RelaDyn, false),
         (DT_RELASZ, "DT_RELASZ", OutputSectionId::RelaDyn, true),
+        (DT_RELR, "DT_RELR", OutputSectionId::RelrDyn, false),
+        (DT_RELRSZ, "DT_RELRSZ", OutputSectionId::RelrDyn, true),
         (DT_JMPREL, "DT_JMPREL", OutputSectionId::RelaIplt, false),
         (DT_PLTRELSZ, "DT_PLTRELSZ", OutputSectionId::RelaIplt, true),
     ];
@@ -650,6 +652,19 @@ fn check_dynamic(
             ));
         }
     }
+    let mut check_writable = |name: &str, offset: u64| {
+        let writable = loads.iter().any(|load| {
+            load.flags & PF_W != 0
+                && load.address <= offset
+                && offset.saturating_add(8) <= load.address.saturating_add(load.memory_size)
+        });
+        if !writable {
+            findings.push(ImageFinding::DynamicRelocationNotWritable {
+                section: name.to_string(),
+                offset,
+            });
+        }
+    };
     for name in [OutputSectionId::RelaDyn.name(), OutputSectionId::RelaIplt.name()] {
         let Some(section) = named(name) else {
             continue;
@@ -658,18 +673,27 @@ fn check_dynamic(
             continue;
         };
         for relocation in relocations.chunks_exact(24) {
-            let offset = word(relocation, 0);
-            let writable = loads.iter().any(|load| {
-                load.flags & PF_W != 0
-                    && load.address <= offset
-                    && offset.saturating_add(8) <= load.address.saturating_add(load.memory_size)
-            });
-            if !writable {
-                findings.push(ImageFinding::DynamicRelocationNotWritable {
-                    section: name.to_string(),
-                    offset,
-                });
+            check_writable(name, word(relocation, 0));
+        }
+    }
+    // The words `.relr.dyn` relocates: an address, then the words its bitmaps mark (63 per bitmap).
+    let name = OutputSectionId::RelrDyn.name();
+    if let Some(section) = named(name)
+        && let Ok(Some(entries)) = image.read(section.file_offset, section.size)
+    {
+        let mut next = 0u64;
+        for entry in entries.chunks_exact(8).map(|entry| word(entry, 0)) {
+            if entry & 1 == 0 {
+                check_writable(name, entry);
+                next = entry.saturating_add(8);
+                continue;
             }
+            for bit in 1..64 {
+                if entry >> bit & 1 != 0 {
+                    check_writable(name, next.saturating_add((bit - 1) * 8));
+                }
+            }
+            next = next.saturating_add(63 * 8);
         }
     }
 }

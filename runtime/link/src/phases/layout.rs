@@ -1,5 +1,6 @@
 //! `neverc.link.layout`: output sections, segments and addresses (`crate::place`), for the page size the
-//! options or the target say. A link without its entry symbol starts at its code, with a warning.
+//! options or the target say. A link without its entry symbol starts at its code, with a warning. The
+//! packed relative relocations (`synth/relr.rs`) are encoded here, once addresses are known.
 
 use crate::context::{LinkContext, PhaseError};
 
@@ -24,5 +25,11 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
         }
     }
     context.set_layout(layout);
-    Ok(())
+    // The packed relative relocations are encoded for the addresses the layout gave (laid out again while
+    // their table grows).
+    crate::synth::relr::encode_after_layout(context, crate::phases::LinkPhase::Layout, |context| {
+        let layout = crate::place::lay_out(context)?;
+        context.set_layout(layout);
+        Ok(())
+    })
 }

@@ -22,7 +22,8 @@ use crate::image::dynamic_tags::{
     DF_1_NOW, DF_1_ORIGIN, DF_1_PIE, DF_BIND_NOW, DF_ORIGIN, DT_DEBUG, DT_FINI, DT_FINI_ARRAY, DT_FINI_ARRAYSZ,
     DT_FLAGS, DT_FLAGS_1, DT_GNU_HASH, DT_HASH, DT_INIT, DT_INIT_ARRAY, DT_INIT_ARRAYSZ, DT_JMPREL, DT_NEEDED, DT_NULL,
     DT_PLTGOT, DT_PLTREL, DT_PLTRELSZ, DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ, DT_RELA, DT_RELACOUNT, DT_RELAENT,
-    DT_RELASZ, DT_RPATH, DT_RUNPATH, DT_STRSZ, DT_STRTAB, DT_SYMENT, DT_SYMTAB, DT_VERNEED, DT_VERNEEDNUM, DT_VERSYM,
+    DT_RELASZ, DT_RELR, DT_RELRENT, DT_RELRSZ, DT_RPATH, DT_RUNPATH, DT_STRSZ, DT_STRTAB, DT_SYMENT, DT_SYMTAB,
+    DT_VERNEED, DT_VERNEEDNUM, DT_VERSYM,
 };
 use crate::sections::OutputSectionId;
 
@@ -112,9 +113,44 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     )?;
     let absolute = declared(graph, RelocationKind::Symbol, RelocationBase::Nothing, 64)?;
     let relative = u64::from(declared(graph, RelocationKind::Relative, RelocationBase::Nothing, 64)?);
+    // `-z pack-relative-relocs`: the relative relocations of aligned words go to `.relr.dyn`.
+    let mut sites = sites;
+    let mut packed = Vec::new();
+    if context.options.pack_relative_relocs {
+        sites.retain(|site| match *site {
+            Site::Relative { source, offset, .. }
+                if graph.atoms[source.index()].alignment >= 8 && offset >= 0 && offset % 8 == 0 =>
+            {
+                packed.push((source, offset as u64));
+                false
+            }
+            _ => true,
+        });
+    }
+    let relr = (!packed.is_empty()).then(|| {
+        let atom = new_atom(graph, None, OutputSectionId::RelrDyn.name(), 8, Vec::new(), origin);
+        super::relr::Relr { atom, words: packed }
+    });
+    // glibc's loader wants an output with `DT_RELR` to need its `GLIBC_ABI_DT_RELR` version, which ld.bfd
+    // adds for the library that defines it.
+    let relr_version = relr.as_ref().and_then(|_| {
+        graph
+            .symbols
+            .iter()
+            .find(|symbol| {
+                symbol.definition == Definition::Shared
+                    && symbol.name == RELR_VERSION
+                    && symbol.version.as_deref() == Some(RELR_VERSION)
+            })
+            .and_then(|symbol| symbol.origin.input)
+            .and_then(|input| graph.shared_libraries.iter().find(|library| library.input == input))
+            .map(|library| library.install_name.clone())
+    });
 
     // `.dynstr`, `.dynsym`, `.gnu.version` and `.gnu.version_r`.
+    // A string table starts with the empty string, even when nothing else is in it.
     let mut strings = Strings::default();
+    strings.add(b"");
     let needed: Vec<u32> = symbols
         .needed
         .iter()
@@ -130,7 +166,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     if output_kind.is_position_independent() && output_kind.is_executable() {
         flags_1 |= DF_1_PIE;
     }
-    let tables = symbol_tables(graph, &symbols, &mut strings);
+    let tables = symbol_tables(graph, &symbols, relr_version, &mut strings);
     let mut late_fills = Vec::new();
     let dynsym = new_atom(graph, None, OutputSectionId::DynSym.name(), 8, tables.symbols, origin);
     for (offset, symbol) in tables.values {
@@ -266,11 +302,14 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         rela.extend_from_slice(&[0; 8]);
         rela_edges.push(absolute_edge(absolute, AtomId(0), at, (None, Some(*atom)), 0, origin));
     }
-    let rela_dyn = new_atom(graph, None, OutputSectionId::RelaDyn.name(), 8, rela, origin);
-    graph.edges.extend(rela_edges.into_iter().map(|edge| Edge {
-        source: rela_dyn,
-        ..edge
-    }));
+    // With every relative relocation packed and no other, there is no `.rela.dyn`.
+    let rela_dyn = (count > 0 || relr.is_none()).then(|| {
+        let atom = new_atom(graph, None, OutputSectionId::RelaDyn.name(), 8, rela, origin);
+        graph
+            .edges
+            .extend(rela_edges.into_iter().map(|edge| Edge { source: atom, ..edge }));
+        atom
+    });
 
     // The tags in ld.bfd's order.
     let mut entries: Vec<(u64, Value)> = needed
@@ -314,11 +353,20 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             (DT_JMPREL, Value::Address(relocations)),
         ]);
     }
-    entries.extend([
-        (DT_RELA, Value::Address(rela_dyn)),
-        (DT_RELASZ, Value::Number(count * RELA_SIZE)),
-        (DT_RELAENT, Value::Number(RELA_SIZE)),
-    ]);
+    if let Some(rela_dyn) = rela_dyn {
+        entries.extend([
+            (DT_RELA, Value::Address(rela_dyn)),
+            (DT_RELASZ, Value::Number(count * RELA_SIZE)),
+            (DT_RELAENT, Value::Number(RELA_SIZE)),
+        ]);
+    }
+    if let Some(relr) = &relr {
+        entries.extend([
+            (DT_RELR, Value::Address(relr.atom)),
+            (DT_RELRSZ, Value::Late(LateValue::Size(OutputSectionId::RelrDyn))),
+            (DT_RELRENT, Value::Number(8)),
+        ]);
+    }
     if flags != 0 {
         entries.push((DT_FLAGS, Value::Number(flags)));
     }
@@ -382,6 +430,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     context.synthesized.late_fills.extend(late_fills);
     context.synthesized.dynamic_symbols = Some(symbols);
     context.synthesized.dynamic = Some(dynamic);
+    context.synthesized.relr = relr;
     Ok(())
 }
 
@@ -444,7 +493,17 @@ const STB_WEAK: u8 = 2;
 const SHN_ABS: u16 = 0xfff1;
 const STV_PROTECTED: u8 = 3;
 
-fn symbol_tables(graph: &LinkGraph, symbols: &DynamicSymbols, strings: &mut Strings) -> SymbolTables {
+/// The version of glibc an output with packed relative relocations needs.
+const RELR_VERSION: &str = "GLIBC_ABI_DT_RELR";
+
+/// `.dynsym`, its versions, hash tables and `.gnu.version_r`, with the version [`RELR_VERSION`] needed of
+/// the library `relr_version` names.
+fn symbol_tables(
+    graph: &LinkGraph,
+    symbols: &DynamicSymbols,
+    relr_version: Option<String>,
+    strings: &mut Strings,
+) -> SymbolTables {
     let count = symbols.entries.len() + 1;
     let mut table = vec![0u8; SYMBOL_SIZE as usize];
     let mut values = Vec::new();
@@ -524,6 +583,16 @@ fn symbol_tables(graph: &LinkGraph, symbols: &DynamicSymbols, strings: &mut Stri
         };
         versions.push(version);
         names.push(name);
+    }
+    if let Some(library) = relr_version {
+        let position = match needs.iter().position(|(file, _)| *file == library) {
+            Some(position) => position,
+            None => {
+                needs.push((library, Vec::new()));
+                needs.len() - 1
+            }
+        };
+        needs[position].1.push((RELR_VERSION.to_string(), next_version));
     }
     let mut need_bytes = Vec::new();
     for (index, (file, list)) in needs.iter().enumerate() {

@@ -20,6 +20,7 @@ pub(crate) mod gnu_property;
 pub(crate) mod got;
 pub(crate) mod imports;
 mod iplt;
+pub(crate) mod relr;
 mod strings;
 
 use neverc_tables::{RelocationBase, RelocationKind};
@@ -60,6 +61,8 @@ pub struct Synthesized {
     pub(crate) dynamic_symbols: Option<imports::DynamicSymbols>,
     /// Values of the linker's own tables that only the final layout gives, filled in by relocation.
     pub(crate) late_fills: Vec<LateFill>,
+    /// The packed relative relocations (`-z pack-relative-relocs`), which layout encodes.
+    pub(crate) relr: Option<relr::Relr>,
 }
 
 /// A value of a linker-made atom that only the final layout gives: at `offset` of `atom`, 64 bits (or the
