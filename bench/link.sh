@@ -47,15 +47,16 @@ cases=(a-musl:all-musl-plain b-glibc:all-glibc-plain c-glibc-gc:all-glibc-sectio
 
 # The Rust case: tests/fixtures/rust/demo (regex and serde_json from crates.io) built by `cargo build --release`,
 # rustc linking through gcc with a recording `ld` (with `-C linker-features=-lld`; otherwise rustc links with its
-# bundled rust-lld): a dynamic PIE against glibc, as rustc links by default. rustc deletes its temporary
-# directory (its `symbols.o`) after the link, so the recording `ld` keeps a copy, which the replayed command
-# line names. The case directory holds what the ld.bfd build prints.
+# bundled rust-lld): a dynamic PIE against glibc, as rustc links by default. rustc deletes the objects of the
+# link (its temporary directory with `symbols.o`, the codegen units' `.rcgu.o`) afterwards, so the recording
+# `ld` keeps a copy of the `deps` directory they are in, which the replayed command line names. The case
+# directory holds what the ld.bfd build prints.
 rust_case="$out/rust-demo"
-mkdir -p "$rust_case/tmp" "$rust_case/kept" "$out/record-rust"
-printf '%s\n' '#!/bin/sh' 'cp -R "$TMPDIR"/. "$RUST_KEPT"/' \
+mkdir -p "$rust_case/kept" "$out/record-rust"
+printf '%s\n' '#!/bin/sh' 'cp -R "$RUST_DEPS"/. "$RUST_KEPT"/' \
     "printf '%s\\0' \"\$@\" >\"\$LD_RECORD\"" 'exec ld.bfd "$@"' >"$out/record-rust/ld"
 chmod +x "$out/record-rust/ld"
-(cd tests/fixtures/rust/demo && TMPDIR="$rust_case/tmp" RUST_KEPT="$rust_case/kept" \
+(cd tests/fixtures/rust/demo && RUST_DEPS="$rust_case/target/release/deps" RUST_KEPT="$rust_case/kept" \
     LD_RECORD="$rust_case/recorded.args" CARGO_TARGET_DIR="$rust_case/target" \
     RUSTFLAGS="-C linker-features=-lld -C link-arg=-B$out/record-rust" cargo build --release --locked --quiet)
 : >"$rust_case/run.args"
@@ -96,7 +97,7 @@ for entry in "${cases[@]}"; do
     if [[ $mode == rust ]]; then
         case_dir="$rust_case"
         python3 -c 'import sys; b = open(sys.argv[1], "rb").read(); open(sys.argv[2], "wb").write(b.replace(sys.argv[3].encode(), sys.argv[4].encode()))' \
-            "$rust_case/recorded.args" "$work/recorded.args" "$rust_case/tmp" "$rust_case/kept"
+            "$rust_case/recorded.args" "$work/recorded.args" "$rust_case/target/release/deps" "$rust_case/kept"
     else
         if [[ $mode == dynamic ]]; then
             mapfile -t driver_args < <(grep -vx -- -static "$case_dir/link.args")

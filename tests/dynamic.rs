@@ -511,3 +511,33 @@ fn general_dynamic_and_descriptor_accesses_to_imported_tls_run_like_ld_bfds() {
         }
     }
 }
+
+/// An object may name the version of a shared library's function it refers to (`.symver`, as programs
+/// built to run on older glibc releases do): `memcpy@GLIBC_2.2.5` binds to that hidden version, not to the
+/// default `memcpy@@GLIBC_2.14`, and `puts@GLIBC_2.2.5` to the default version it names; `.dynsym` has
+/// the same names and versions as ld.bfd's, and the program runs as its build does.
+#[test]
+fn references_to_named_versions_bind_to_those_versions_as_with_ld_bfd() {
+    let objects = compile_fixtures(
+        scratch!("dynamic-versioned"),
+        BIN,
+        &repo().join("tests/fixtures/dynamic"),
+        &[("versioned", &["-fno-builtin"][..])],
+    );
+    let dir = objects.join(X86_64.name);
+    check_against_ld_bfd(
+        &X86_64,
+        "gcc",
+        &dir,
+        &objects.join("bin"),
+        &["versioned.o"],
+        "versioned",
+    );
+    let symbols = dynamic_symbols(&X86_64, &dir.join("versioned-ours"));
+    for expected in ["GLOBAL memcpy@GLIBC_2.2.5", "GLOBAL puts@GLIBC_2.2.5"] {
+        assert!(
+            symbols.iter().any(|symbol| symbol == expected),
+            "{expected}: {symbols:?}"
+        );
+    }
+}

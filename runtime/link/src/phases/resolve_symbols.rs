@@ -149,9 +149,12 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         if symbol.binding == Binding::Local || symbol.name.is_empty() || symbol.symbol_type == SymbolType::File {
             continue;
         }
-        match table.get(&symbol.name) {
+        match table
+            .get(&symbol.name)
+            .copied()
+            .or_else(|| of_version(graph, &table, &symbol.name))
+        {
             Some(prevailing) => {
-                let prevailing = *prevailing;
                 graph.symbols[index].resolution = Some(prevailing);
                 graph.symbols[prevailing.index()].prevailing = true;
             }
@@ -230,6 +233,17 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     let warnings = gnu_warnings(&context.graph);
     context.warnings.extend(warnings);
     Ok(())
+}
+
+/// The definition a versioned reference (`printf@GLIBC_2.2.5`, an object's `.symver`) binds to when no
+/// hidden version of that name is defined (those are in the table under their versioned names): a shared
+/// library's definition of the plain name in that version, its default one.
+fn of_version(graph: &LinkGraph, table: &FxHashMap<String, SymbolId>, name: &str) -> Option<SymbolId> {
+    let (base, version) = name.split_once('@')?;
+    let version = version.trim_start_matches('@');
+    let id = *table.get(base)?;
+    let definition = &graph.symbols[id.index()];
+    (definition.definition == Definition::Shared && definition.version.as_deref() == Some(version)).then_some(id)
 }
 
 /// Refuses a link of an output that is not dynamically linked (a static executable or PIE) in which a

@@ -164,9 +164,9 @@ pub(crate) fn dynamic_facts(name: &str, bytes: &[u8]) -> Result<DynamicFacts, Re
 }
 
 /// Reads the shared library held by input `input` into `graph`: one [`SharedLibrary`] entity and one
-/// `SHARED` symbol per global or weak definition of its default versions. A definition of a hidden version
-/// (`memcpy@GLIBC_2.2.5` beside `memcpy@@GLIBC_2.14`) is left out: an unversioned reference never binds to
-/// it; its name is kept with the library, for checking what other libraries leave undefined.
+/// `SHARED` symbol per global or weak definition. A definition of a hidden version (`memcpy@GLIBC_2.2.5`
+/// beside `memcpy@@GLIBC_2.14`) is named with its version, `memcpy@GLIBC_2.2.5`: an unversioned reference
+/// never binds to it, and a reference of that versioned name (an object's `.symver`) does.
 pub(crate) fn read_shared_library(graph: &mut LinkGraph, input: InputId, phase: u16) -> Result<(), ReadError> {
     let entry = &graph.inputs[input.index()];
     let name = entry.logical_name.clone();
@@ -197,12 +197,15 @@ pub(crate) fn read_shared_library(graph: &mut LinkGraph, input: InputId, phase: 
     };
     let mut hidden_definitions = Vec::new();
     for definition in facts.definitions {
-        if definition.hidden {
-            hidden_definitions.push(definition.name);
-            continue;
-        }
+        let name = match (&definition.version, definition.hidden) {
+            (Some(version), true) => {
+                hidden_definitions.push(definition.name.clone());
+                format!("{}@{version}", definition.name)
+            }
+            _ => definition.name,
+        };
         graph.symbols.push(Symbol {
-            name: definition.name,
+            name,
             version: definition.version,
             binding: definition.binding,
             visibility: definition.visibility,

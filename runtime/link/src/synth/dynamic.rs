@@ -516,7 +516,17 @@ fn symbol_tables(
     names.push(Vec::new());
     for (position, symbol) in symbols.entries.iter().enumerate() {
         let entry = &graph.symbols[symbol.index()];
-        let name = crate::symbol_name::to_bytes(&entry.name).into_owned();
+        // A definition of a hidden version is named `name@VERSION` in the link; `.dynsym` has the name, and
+        // `.gnu.version` the version.
+        let plain = match (&entry.definition, &entry.version) {
+            (Definition::Shared, Some(version)) => entry
+                .name
+                .strip_suffix(version.as_str())
+                .and_then(|name| name.strip_suffix('@'))
+                .unwrap_or(&entry.name),
+            _ => &entry.name,
+        };
+        let name = crate::symbol_name::to_bytes(plain).into_owned();
         let at = (position as u64 + 1) * SYMBOL_SIZE;
         let defined = position as u32 + 1 >= symbols.defined_from;
         let binding = if !defined && symbols.weak.contains(symbol) || defined && entry.binding == Binding::Weak {

@@ -468,7 +468,12 @@ fn aliases(context: &LinkContext, imports: &[SymbolId]) -> Vec<(SymbolId, Symbol
     let mut found = Vec::new();
     for (position, symbol) in graph.symbols.iter().enumerate() {
         let id = SymbolId(position as u32);
-        if symbol.definition != Definition::Shared || symbol.binding != Binding::Global || imported.contains(&id) {
+        // Not a definition of a hidden version (`name@VERSION`), which nothing refers to by its plain name.
+        if symbol.definition != Definition::Shared
+            || symbol.binding != Binding::Global
+            || imported.contains(&id)
+            || symbol.name.contains('@')
+        {
             continue;
         }
         let Some(input) = symbol.origin.input else {
