@@ -644,19 +644,31 @@ impl LinkGraph {
         }
     }
 
-    /// Rebuilds the per-atom edge index after edges were added.
+    /// Rebuilds the per-atom edge index after edges were added: the edges in (source, offset) order, edges
+    /// at the same place in the order they were added. Readers and makers append edges atom by atom, so
+    /// the edges are mostly in that order already: each is keyed by one 128-bit number (source, offset,
+    /// index), and the keys are sorted only when they are not in order.
     pub fn index_edges(&mut self) {
-        let mut order: Vec<EdgeId> = (0..self.edges.len() as u32).map(EdgeId).collect();
-        order.sort_by_key(|edge| (self.edges[edge.index()].source, self.edges[edge.index()].offset));
+        let mut keys: Vec<u128> = self
+            .edges
+            .iter()
+            .enumerate()
+            .map(|(index, edge)| u128::from(edge.source.0) << 96 | u128::from(edge.offset) << 32 | index as u128)
+            .collect();
+        if !keys.is_sorted() {
+            keys.sort();
+        }
+        let order: Vec<EdgeId> = keys.iter().map(|key| EdgeId(*key as u32)).collect();
+        let source = |at: usize| (keys[at] >> 96) as usize;
         let mut ranges = vec![0..0; self.atoms.len()];
         let mut start = 0;
-        while start < order.len() {
-            let atom = self.edges[order[start].index()].source;
+        while start < keys.len() {
+            let atom = source(start);
             let mut end = start;
-            while end < order.len() && self.edges[order[end].index()].source == atom {
+            while end < keys.len() && source(end) == atom {
                 end += 1;
             }
-            if let Some(range) = ranges.get_mut(atom.index()) {
+            if let Some(range) = ranges.get_mut(atom) {
                 *range = start as u32..end as u32;
             }
             start = end;

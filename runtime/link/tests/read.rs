@@ -1496,7 +1496,10 @@ fn readelf_library(path: &Path) -> ReadelfLibrary {
         } else if !name.contains('@') && ndx == "ABS" && version_names.contains(name) {
             // The symbol naming a version definition is at that version; readelf leaves out `@@NAME`.
             definitions.insert((name.to_string(), Some(name.to_string())));
-        } else if !name.contains('@') {
+        } else if let Some((_, version)) = name.split_once('@') {
+            // A hidden version is read under its versioned name, which only a versioned reference names.
+            definitions.insert((name.to_string(), Some(version.to_string())));
+        } else {
             definitions.insert((name.to_string(), None));
         }
     }
@@ -1554,7 +1557,8 @@ fn shared_libraries_match_readelf() {
             references.len()
         );
     }
-    // The fixture's versions: the default `both@@FIX_2` is read, the hidden `both@FIX_1` is not.
+    // The fixture's versions: the default `both@@FIX_2` is read as `both` (libc.so.6's hidden versions, such
+    // as `memcpy@GLIBC_2.2.5`, under their versioned names, as readelf lists them).
     let graph = read_files(&[fixture_library()]);
     let version_of = |name: &str| {
         graph

@@ -426,7 +426,6 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             .edges
             .push(absolute_edge(absolute, slots, 0, (None, Some(dynamic)), 0, origin));
     }
-    graph.index_edges();
     context.synthesized.late_fills.extend(late_fills);
     context.synthesized.dynamic_symbols = Some(symbols);
     context.synthesized.dynamic = Some(dynamic);

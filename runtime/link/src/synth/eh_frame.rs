@@ -51,7 +51,7 @@ fn records(bytes: &[u8]) -> Vec<Record> {
 /// Drops from every live unwind table the FDEs of functions that are not live (discarded by
 /// `--gc-sections` or by COMDAT selection): their bytes, their relocations and their unwind records. The
 /// kept FDEs' CIE pointers and the kept relocations' offsets follow the bytes that moved. Returns whether
-/// anything changed (the caller then rebuilds the edge index).
+/// anything changed (the edge index is then stale until the caller rebuilds it).
 pub(crate) fn compact_tables(graph: &mut LinkGraph) -> bool {
     // The dead FDEs of each table, by start offset.
     let mut dead: FxHashMap<AtomId, FxHashSet<u64>> = FxHashMap::default();

@@ -78,7 +78,6 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             origin,
         });
     }
-    graph.index_edges();
     let synthesized = &mut context.synthesized;
     synthesized.got = slots;
     synthesized.got_slots = index;

@@ -361,7 +361,6 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         .filter(|library| seen.insert(graph.shared_libraries[library.index()].install_name.clone()))
         .collect();
 
-    graph.index_edges();
     context.synthesized.dynamic_symbols = Some(DynamicSymbols {
         entries,
         index,

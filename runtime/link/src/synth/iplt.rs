@@ -108,7 +108,6 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             origin,
         });
     }
-    graph.index_edges();
     context.synthesized.iplt = Some(Iplt {
         atom: plt_atom,
         slots: slots_atom,

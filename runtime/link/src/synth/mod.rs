@@ -118,9 +118,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     iplt::make(context, origin)?;
     got::make(context, origin)?;
     strings::merge(context, origin);
-    if eh_frame::compact_tables(&mut context.graph) {
-        context.graph.index_edges();
-    }
+    eh_frame::compact_tables(&mut context.graph);
     if context.options.eh_frame_hdr {
         eh_frame::make_header(context, origin);
     }
@@ -132,6 +130,9 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     if context.options.output_kind.has_dynamic_section() {
         dynamic::make(context, origin)?;
     }
+    // The makers add edges and remove those of dropped unwind records; none of them reads the per-atom edge
+    // index, which is made again once, here, for the phases after.
+    context.graph.index_edges();
     Ok(())
 }
 
