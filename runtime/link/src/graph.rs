@@ -606,6 +606,10 @@ pub struct LinkGraph {
     pub edges_by_atom: Vec<Range<u32>>,
     /// One resolution per symbol of every bitcode module, made by `lto_resolve`.
     pub lto_resolutions: Vec<crate::lto::LtoResolution>,
+    /// Whether readers leave out the relocations of debugging sections, which an output that strips them
+    /// (`-s`, `-S`) never applies (they keep nothing alive either): most of the relocations of objects built
+    /// with debugging information, such as the Rust standard library's.
+    pub skip_debug_relocations: bool,
 }
 
 impl LinkGraph {

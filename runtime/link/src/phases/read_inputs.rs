@@ -13,6 +13,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     if !context.graph.sections.is_empty() || !context.graph.archives.is_empty() {
         return Ok(());
     }
+    context.graph.skip_debug_relocations = context.options.strip != crate::context::Strip::Nothing;
     for index in 0..context.graph.inputs.len() {
         if context.graph.inputs[index].kind == InputKind::SharedLibrary && !context.options.output_kind.is_dynamic() {
             // ld.bfd's words: a static output cannot hold a library the loader maps.

@@ -329,14 +329,16 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
             TlsRelaxed::Declared { total } => patch(buffer, at, record, relative_to_base(total)?, &what),
         }
     };
-    // Whether the edge reaches a thread-local variable a shared library defines.
-    let imported_tls = edge.target_symbol.is_some_and(|symbol| {
-        context
-            .synthesized
-            .dynamic_symbols
-            .as_ref()
-            .is_some_and(|imports| imports.is_run_time(graph.resolved(symbol)))
-    });
+    // Whether the edge reaches a thread-local variable a shared library defines (asked of TLS edges only).
+    let imported_tls = || {
+        edge.target_symbol.is_some_and(|symbol| {
+            context
+                .synthesized
+                .dynamic_symbols
+                .as_ref()
+                .is_some_and(|imports| imports.is_run_time(graph.resolved(symbol)))
+        })
+    };
     let total = match record.kind {
         RelocationKind::None => return Ok(()),
         RelocationKind::Symbol | RelocationKind::Branch => value()?,
@@ -360,9 +362,9 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
         // thread pointer: offsets within the block are offsets from it.
         RelocationKind::TlsLe | RelocationKind::TlsDtpOffset => tp_offset()?,
         // An imported variable's offset is in the GOT slot the loader fills.
-        RelocationKind::TlsIe if imported_tls => got_entry()?,
+        RelocationKind::TlsIe if imported_tls() => got_entry()?,
         // General-dynamic and descriptor accesses to an imported variable become initial-exec ones.
-        RelocationKind::TlsGd | RelocationKind::TlsDesc | RelocationKind::TlsDescCall if imported_tls => {
+        RelocationKind::TlsGd | RelocationKind::TlsDesc | RelocationKind::TlsDescCall if imported_tls() => {
             let slot = if record.kind == RelocationKind::TlsDescCall {
                 0
             } else {

@@ -300,7 +300,14 @@ impl ObjectReader<'_> {
             let Some(section_id) = self.section(section.index()) else {
                 continue;
             };
-            let source = self.graph.sections[section_id.index()].atom;
+            let entry = &self.graph.sections[section_id.index()];
+            if self.graph.skip_debug_relocations
+                && entry.flags & crate::graph::section_flags::ALLOCATED == 0
+                && crate::sections::is_debugging(&entry.name)
+            {
+                continue;
+            }
+            let source = entry.atom;
             for (offset, relocation) in section.relocations() {
                 let (target_symbol, target_atom) = match relocation.target() {
                     RelocationTarget::Symbol(index) => (self.symbol_ids.get(index.0).copied().flatten(), None),

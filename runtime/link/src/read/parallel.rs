@@ -41,6 +41,7 @@ pub(crate) fn read_all_inputs(graph: &mut LinkGraph, phase: u16, workers: usize)
                     let mut fragment = LinkGraph {
                         inputs: vec![shared.inputs[index].clone()],
                         target: shared.target.clone(),
+                        skip_debug_relocations: shared.skip_debug_relocations,
                         ..LinkGraph::default()
                     };
                     let result = read_input(&mut fragment, InputId(0), phase).map(|()| fragment);
