@@ -351,8 +351,10 @@ enum Opt {
     Cref,
     /// `--threads[=N]`, `--no-threads` (lld's): accepted; the link's phases are not threaded yet.
     Threads,
-    /// Accepted with a note: options about dynamic symbols, which a static executable has none of.
+    /// Accepted with a note: options that change only how a shared library binds its own symbols.
     NoteNoEffect,
+    /// `--exclude-libs`: accepted with a note saying it is not applied.
+    NoteNotApplied,
     Trace,
     TracePhases,
     SymbolOrderingFile,
@@ -449,7 +451,7 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         "threads" => (Opt::Threads, Optional),
         "no-threads" => (Opt::Threads, Flag),
         "Bsymbolic" | "Bsymbolic-functions" | "Bno-symbolic" => (Opt::NoteNoEffect, Flag),
-        "exclude-libs" => (Opt::NoteNoEffect, Required),
+        "exclude-libs" => (Opt::NoteNotApplied, Required),
         "compress-debug-sections" => (Opt::CompressDebugSections, Required),
         "relax" => (Opt::Relax(true), Flag),
         "no-relax" => (Opt::Relax(false), Flag),
@@ -1066,7 +1068,7 @@ impl Parser {
             }
             Opt::Cref => command.cref = true,
             Opt::Threads => {}
-            Opt::NoteNoEffect if spelled.contains("exclude-libs") => command.notes.push(format!(
+            Opt::NoteNotApplied => command.notes.push(format!(
                 "`{spelled}` is not applied: an executable exports the definitions its shared libraries refer \
                  to (all with --export-dynamic), whichever archive they come from"
             )),

@@ -315,6 +315,14 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
             }
         }
     }
+    // What is left to write after an architecture rewrote a TLS sequence.
+    let write_relaxed = |buffer: &mut [u8], relaxed: Result<TlsRelaxed, String>| -> Result<(), String> {
+        match relaxed.map_err(|message| format!("{}: {message}", what()))? {
+            TlsRelaxed::Done => Ok(()),
+            TlsRelaxed::Signed32 { at, value } => write_signed32(buffer, at, value, &what),
+            TlsRelaxed::Declared { total } => patch(buffer, at, record, relative_to_base(total)?, &what),
+        }
+    };
     // Sequences of the other TLS models are relaxed to local-exec by the architecture's rewrites.
     let relax_tls = |buffer: &mut [u8]| -> Result<(), String> {
         let access = TlsAccess {
@@ -323,11 +331,8 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
             tp_offset: tp_offset()?,
             addend: edge.addend,
         };
-        match (arch.relax_tls)(buffer, access).map_err(|message| format!("{}: {message}", what()))? {
-            TlsRelaxed::Done => Ok(()),
-            TlsRelaxed::Signed32 { at, value } => write_signed32(buffer, at, value, &what),
-            TlsRelaxed::Declared { total } => patch(buffer, at, record, relative_to_base(total)?, &what),
-        }
+        let relaxed = (arch.relax_tls)(buffer, access);
+        write_relaxed(buffer, relaxed)
     };
     // Whether the edge reaches a thread-local variable a shared library defines (asked of TLS edges only).
     let imported_tls = || {
@@ -377,11 +382,8 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
                 slot,
                 addend: edge.addend,
             };
-            return match (arch.relax_tls_to_ie)(buffer, access).map_err(|message| format!("{}: {message}", what()))? {
-                TlsRelaxed::Done => Ok(()),
-                TlsRelaxed::Signed32 { at, value } => write_signed32(buffer, at, value, &what),
-                TlsRelaxed::Declared { total } => patch(buffer, at, record, relative_to_base(total)?, &what),
-            };
+            let relaxed = (arch.relax_tls_to_ie)(buffer, access);
+            return write_relaxed(buffer, relaxed);
         }
         RelocationKind::TlsIe
         | RelocationKind::TlsGd

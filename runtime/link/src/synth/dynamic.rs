@@ -571,22 +571,7 @@ fn symbol_tables(
             .and_then(|input| graph.shared_libraries.iter().find(|library| library.input == input));
         let version = match (library, &entry.version) {
             (Some(library), Some(version)) => {
-                let position = match needs.iter().position(|(file, _)| *file == library.install_name) {
-                    Some(position) => position,
-                    None => {
-                        needs.push((library.install_name.clone(), Vec::new()));
-                        needs.len() - 1
-                    }
-                };
-                let list = &mut needs[position].1;
-                match list.iter().find(|(name, _)| name == version) {
-                    Some((_, number)) => *number,
-                    None => {
-                        list.push((version.clone(), next_version));
-                        next_version += 1;
-                        next_version - 1
-                    }
-                }
+                needed_version(&mut needs, &library.install_name, version, &mut next_version)
             }
             _ => 1,
         };
@@ -594,14 +579,7 @@ fn symbol_tables(
         names.push(name);
     }
     if let Some(library) = relr_version {
-        let position = match needs.iter().position(|(file, _)| *file == library) {
-            Some(position) => position,
-            None => {
-                needs.push((library, Vec::new()));
-                needs.len() - 1
-            }
-        };
-        needs[position].1.push((RELR_VERSION.to_string(), next_version));
+        needed_version(&mut needs, &library, RELR_VERSION, &mut next_version);
     }
     let mut need_bytes = Vec::new();
     for (index, (file, list)) in needs.iter().enumerate() {
@@ -633,6 +611,25 @@ fn symbol_tables(
         sysv_hash: sysv_table(&names),
         gnu_hash: gnu_table(&names, symbols.defined_from as usize, symbols.gnu_buckets),
     }
+}
+
+/// The number of `version` of `library` among the versions the output needs (grouped by library, numbered
+/// from 2 in order of first use): the one it has, or `next`, which then moves on.
+fn needed_version(needs: &mut Vec<(String, Vec<(String, u16)>)>, library: &str, version: &str, next: &mut u16) -> u16 {
+    let position = match needs.iter().position(|(file, _)| file == library) {
+        Some(position) => position,
+        None => {
+            needs.push((library.to_string(), Vec::new()));
+            needs.len() - 1
+        }
+    };
+    let list = &mut needs[position].1;
+    if let Some((_, number)) = list.iter().find(|(name, _)| name == version) {
+        return *number;
+    }
+    list.push((version.to_string(), *next));
+    *next += 1;
+    *next - 1
 }
 
 /// The System V hash table of the symbols named `names` (the null symbol's first): buckets and chains.
