@@ -195,6 +195,7 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>, shared_inputs: bo
     options.keep_text_section_prefix = command.keep_text_section_prefix;
     options.strip = command.strip;
     options.relax = command.relax;
+    options.threads = command.threads;
     options.emit_relocs = command.emit_relocs;
     options.symbols = command.symbols;
     options.lto = command.lto;
@@ -451,12 +452,14 @@ Symbols (as GNU ld defines them):
                                   local in the symbol table, as ld.lld makes them (extern \"C++\" is refused)
   --cref                          print GNU ld's cross reference table (appended to the -Map file if any)
   --trace-phases                  print every link phase: policy, actor, states, duration
+  --threads[=N], --no-threads     how many threads the link may use: N, every core (the default), or one;
+                                  the output is the same whatever the number
   -v, -V, --verbose               print the version first (--verbose also the SEARCH_DIRs); without
                                   inputs, only that
 
 Accepted, since they cannot change the output (or ask for what neverc-spec does anyway):
-  --threads[=N], --no-threads (lld's; the link is not threaded yet); with a note: -Bsymbolic,
-  -Bsymbolic-functions, -Bno-symbolic (they change how a shared library binds its own symbols),
+  with a note: -Bsymbolic, -Bsymbolic-functions, -Bno-symbolic (they change how a shared library binds
+  its own symbols),
   --exclude-libs=LIBS (not applied: an executable exports what its shared libraries refer to);
   -O LEVEL, --no-undefined (an executable's undefined symbols are errors anyway),
   --[no-]copy-dt-needed-entries,

@@ -265,21 +265,39 @@ fn the_build_id_gcc_asks_for_is_the_sha1_of_the_image_and_links_are_deterministi
     let out = dir.parent().unwrap();
     let dash_b = dir.display().to_string();
     let hello = fixture("hello.c").display().to_string();
-    // Debian's gcc passes --build-id to every link.
-    for (name, optimization) in [("first", "-O2"), ("again", "-O2"), ("other", "-O0")] {
+    // Debian's gcc passes --build-id to every link. Relocation is spread over the threads `--threads`
+    // allows (every core by default): the output is the same with one thread or with more than the cores.
+    for (name, optimization, threads) in [
+        ("first", "-O2", "-Wl,--threads"),
+        ("again", "-O2", "-Wl,--threads"),
+        ("one-thread", "-O2", "-Wl,--no-threads"),
+        ("five-threads", "-O2", "-Wl,--threads=5"),
+        ("other", "-O0", "-Wl,--threads"),
+    ] {
         let linked = run(
             "gcc",
             out,
-            &["-static", optimization, "-B", &dash_b, "-o", name, &hello, "-lm"],
+            &[
+                "-static",
+                optimization,
+                threads,
+                "-B",
+                &dash_b,
+                "-o",
+                name,
+                &hello,
+                "-lm",
+            ],
         );
         succeeded(&linked, name);
     }
     let first = fs::read(out.join("first")).unwrap();
-    assert_eq!(
-        first,
-        fs::read(out.join("again")).unwrap(),
-        "two links of the same inputs differ"
-    );
+    for name in ["again", "one-thread", "five-threads"] {
+        assert!(
+            first == fs::read(out.join(name)).unwrap(),
+            "{name}: two links of the same inputs differ"
+        );
+    }
     let (offset, size) = section_range(&out.join("first"), ".note.gnu.build-id").expect("a build-id note");
     assert_eq!(size, 36);
     let id = &first[offset + 16..offset + 36];
@@ -702,6 +720,7 @@ fn unsupported_options_values_and_script_commands_are_refused_naming_them_and_no
     refused(&["--gc-sections=yes"], "option `--gc-sections` takes no argument");
     refused(&["-e"], "option `-e` needs an argument");
     refused(&["--end-group"], "--end-group without --start-group");
+    refused(&["--threads=0"], "`0` is not a number of threads");
     // Linker scripts: a command other than GROUP/INPUT/AS_NEEDED/OUTPUT_FORMAT, named with the script and
     // the line; another output format.
     let sections = fixture("sections.ld").display().to_string();
@@ -802,6 +821,58 @@ fn minus_r_merges_the_inputs_into_one_object_that_links_and_runs_as_they_do() {
         outcome(&out.join("prog"), &[]),
         ("main\na\nb\na2\n".to_string(), Some(7))
     );
+}
+
+#[test]
+fn a_relocation_that_patches_past_its_input_section_is_an_error_as_with_ld_bfd() {
+    let out = fresh("patches-past");
+    // `movabs $x, %rax` (R_X86_64_64 at .text+2), moved to .text+14: its 8 bytes end past the 17 of `.text`,
+    // in the bytes of the object linked after it.
+    fs::write(
+        out.join("past.s"),
+        ".text\n.globl _start\n_start:\n movabs $x, %rax\n mov $60, %eax\n syscall\n.data\n.globl x\nx: .quad 7\n",
+    )
+    .unwrap();
+    fs::write(
+        out.join("next.s"),
+        ".text\n.globl next\nnext: .quad 0x1111111111111111\n",
+    )
+    .unwrap();
+    for name in ["past", "next"] {
+        succeeded(
+            &run("as", &out, &[&format!("{name}.s"), "-o", &format!("{name}.o")]),
+            name,
+        );
+    }
+    let mut bytes = fs::read(out.join("past.o")).unwrap();
+    use object::read::elf::{FileHeader as _, SectionHeader as _};
+    let header = object::elf::FileHeader64::<object::Endianness>::parse(&*bytes).unwrap();
+    let endian = header.endian().unwrap();
+    let sections = header.sections(endian, &*bytes).unwrap();
+    let rela = sections.section_by_name(endian, b".rela.text").unwrap().1;
+    let entry = rela.sh_offset(endian) as usize;
+    assert_eq!(bytes[entry..entry + 8], 2u64.to_le_bytes());
+    bytes[entry..entry + 8].copy_from_slice(&14u64.to_le_bytes());
+    fs::write(out.join("past.o"), bytes).unwrap();
+
+    let bfd = run("ld.bfd", &out, &["-static", "-o", "bfd", "past.o", "next.o"]);
+    assert!(!bfd.status.success(), "ld.bfd refuses it too");
+    let output = out.join("never").display().to_string();
+    for threads in ["--no-threads", "--threads=4"] {
+        let linked = run(
+            BIN,
+            &out,
+            &["ld", threads, "-static", "-o", &output, "past.o", "next.o"],
+        );
+        assert_eq!(linked.status.code(), Some(1), "{}", text(&linked.stderr));
+        assert!(
+            text(&linked.stderr)
+                .contains("past.o:.text+0xe: R_X86_64_64 against `x` patches past the end of its section"),
+            "{}",
+            text(&linked.stderr)
+        );
+        assert!(!out.join("never").exists());
+    }
 }
 
 #[test]

@@ -131,6 +131,9 @@ pub(crate) struct LdCommand {
     pub(crate) unclosed_group: bool,
     /// `--relax` (the default) / `--no-relax`, the last one.
     pub(crate) relax: bool,
+    /// `--threads[=N]` / `--no-threads`, the last one: how many threads the link may use (every core by
+    /// default).
+    pub(crate) threads: usize,
     /// `--emit-relocs` / `-q` (ignored by `-r`, as by ld.bfd).
     pub(crate) emit_relocs: bool,
     /// `-m EMULATION` (the last one): the target it names and the option as spelled, for messages.
@@ -349,8 +352,10 @@ enum Opt {
     ExportDynamicSymbol,
     RetainSymbolsFile,
     Cref,
-    /// `--threads[=N]`, `--no-threads` (lld's): accepted; the link's phases are not threaded yet.
+    /// `--threads[=N]` (lld's, mold's): how many threads the link uses (every core without N).
     Threads,
+    /// `--no-threads`: one thread.
+    NoThreads,
     /// Accepted with a note: options that change only how a shared library binds its own symbols.
     NoteNoEffect,
     /// `--exclude-libs`: accepted with a note saying it is not applied.
@@ -449,7 +454,7 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         "retain-symbols-file" => (Opt::RetainSymbolsFile, Required),
         "cref" => (Opt::Cref, Flag),
         "threads" => (Opt::Threads, Optional),
-        "no-threads" => (Opt::Threads, Flag),
+        "no-threads" => (Opt::NoThreads, Flag),
         "Bsymbolic" | "Bsymbolic-functions" | "Bno-symbolic" => (Opt::NoteNoEffect, Flag),
         "exclude-libs" => (Opt::NoteNotApplied, Required),
         "compress-debug-sections" => (Opt::CompressDebugSections, Required),
@@ -635,6 +640,7 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
             },
             unclosed_group: false,
             relax: true,
+            threads: std::thread::available_parallelism().map_or(1, usize::from),
             emit_relocs: false,
             emulation: None,
             little_endian: None,
@@ -1067,7 +1073,18 @@ impl Parser {
                 );
             }
             Opt::Cref => command.cref = true,
-            Opt::Threads => {}
+            Opt::Threads => {
+                command.threads = match value.as_deref().map(|count| count.to_str()) {
+                    None => std::thread::available_parallelism().map_or(1, usize::from),
+                    Some(Some(count)) => count
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|count| *count > 0)
+                        .ok_or_else(|| bad(spelled, format!("`{count}` is not a number of threads (1 or more)")))?,
+                    Some(None) => return Err(bad(spelled, "the number of threads is not UTF-8")),
+                };
+            }
+            Opt::NoThreads => command.threads = 1,
             Opt::NoteNotApplied => command.notes.push(format!(
                 "`{spelled}` is not applied: an executable exports the definitions its shared libraries refer \
                  to (all with --export-dynamic), whichever archive they come from"

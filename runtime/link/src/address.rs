@@ -4,19 +4,37 @@
 //! assigned atom addresses.
 
 use crate::context::LinkContext;
-use crate::graph::{AtomId, Definition, Edge, SymbolId, SymbolType, atom_flags};
+use crate::graph::{AtomId, Definition, Edge, LinkGraph, SymbolId, SymbolType, atom_flags};
+use crate::synth::Synthesized;
+
+/// What addresses are computed from: the graph (placed atoms, resolved symbols) and what synthesis made (PLT
+/// entries, merged strings). The link context has both; so has the view relocating threads share.
+pub(crate) trait Addresses {
+    fn graph(&self) -> &LinkGraph;
+    fn synthesized(&self) -> &Synthesized;
+}
+
+impl Addresses for LinkContext {
+    fn graph(&self) -> &LinkGraph {
+        &self.graph
+    }
+
+    fn synthesized(&self) -> &Synthesized {
+        &self.synthesized
+    }
+}
 
 /// The address of an atom in the output (through folding).
-pub(crate) fn atom_address(context: &LinkContext, atom: AtomId) -> u64 {
+pub(crate) fn atom_address(context: &impl Addresses, atom: AtomId) -> u64 {
     // A section nothing placed is at 0 (the tombstone of what debugging information says about code that is
     // not in the output).
-    placed_atom(context, atom).map_or(0, |placed| context.graph.atoms[placed.index()].address)
+    placed_atom(context, atom).map_or(0, |placed| context.graph().atoms[placed.index()].address)
 }
 
 /// The atom whose place in the output `atom` has: itself, the atom it was folded into, or, for a discarded
 /// COMDAT copy, its kept copy; `None` for an atom that is not in the output.
-pub(crate) fn placed_atom(context: &LinkContext, atom: AtomId) -> Option<AtomId> {
-    let graph = &context.graph;
+pub(crate) fn placed_atom(context: &impl Addresses, atom: AtomId) -> Option<AtomId> {
+    let graph = &context.graph();
     let entry = &graph.atoms[atom.index()];
     match entry.fold_leader {
         Some(leader) if entry.flags & atom_flags::FOLDED != 0 => Some(leader),
@@ -26,17 +44,17 @@ pub(crate) fn placed_atom(context: &LinkContext, atom: AtomId) -> Option<AtomId>
 }
 
 /// The address a symbol stands for (0 for a weak undefined one).
-pub(crate) fn symbol_address(context: &LinkContext, symbol: SymbolId) -> Option<u64> {
-    let resolved = context.graph.resolved(symbol);
+pub(crate) fn symbol_address(context: &impl Addresses, symbol: SymbolId) -> Option<u64> {
+    let resolved = context.graph().resolved(symbol);
     // An indirect function is its PLT entry, wherever it is referred to.
-    if let Some(iplt) = &context.synthesized.iplt
+    if let Some(iplt) = &context.synthesized().iplt
         && let Some(entry) = iplt.entries.get(&resolved)
     {
         return atom_address(context, iplt.atom).checked_add(u64::from(*entry) * iplt.entry_size);
     }
     // An imported function called from the output is its PLT entry.
     if let Some(plt) = context
-        .synthesized
+        .synthesized()
         .dynamic_symbols
         .as_ref()
         .and_then(|symbols| symbols.plt.as_ref())
@@ -44,7 +62,7 @@ pub(crate) fn symbol_address(context: &LinkContext, symbol: SymbolId) -> Option<
     {
         return atom_address(context, plt.atom).checked_add(offset);
     }
-    let symbol = &context.graph.symbols[resolved.index()];
+    let symbol = &context.graph().symbols[resolved.index()];
     match (symbol.definition, symbol.atom) {
         (Definition::Undefined, _) => Some(0),
         (_, Some(atom)) => match merged_location(context, atom, symbol.value) {
@@ -58,10 +76,10 @@ pub(crate) fn symbol_address(context: &LinkContext, symbol: SymbolId) -> Option<
 
 /// `S + A` of an edge: the target's address plus the addend (a reference into merged strings through a
 /// section symbol finds its string by the addend).
-pub(crate) fn target_value(context: &LinkContext, edge: &Edge) -> Option<i128> {
+pub(crate) fn target_value(context: &impl Addresses, edge: &Edge) -> Option<i128> {
     let addend = i128::from(edge.addend);
     if let Some(symbol) = edge.target_symbol {
-        let resolved = &context.graph.symbols[context.graph.resolved(symbol).index()];
+        let resolved = &context.graph().symbols[context.graph().resolved(symbol).index()];
         if resolved.symbol_type == SymbolType::Section
             && let Some(atom) = resolved.atom
             && let Some(offset) = u64::try_from(edge.addend).ok()
@@ -81,8 +99,8 @@ pub(crate) fn target_value(context: &LinkContext, edge: &Edge) -> Option<i128> {
 }
 
 /// The merged-string atom and offset that hold byte `offset` of mergeable atom `atom`.
-pub(crate) fn merged_location(context: &LinkContext, atom: AtomId, offset: u64) -> Option<(AtomId, u64)> {
-    let merged_strings = &context.synthesized.merged_strings;
+pub(crate) fn merged_location(context: &impl Addresses, atom: AtomId, offset: u64) -> Option<(AtomId, u64)> {
+    let merged_strings = &context.synthesized().merged_strings;
     let target = *merged_strings.target.get(&atom)?;
     let pieces = merged_strings.pieces.get(&atom)?;
     let index = pieces.partition_point(|(start, _)| *start <= offset).checked_sub(1)?;

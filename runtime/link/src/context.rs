@@ -130,6 +130,9 @@ pub struct LinkOptions {
     /// references. As with ld.bfd, `--no-relax` keeps every GOT load and its slot, and changes nothing else:
     /// the TLS sequences of a static executable are relaxed to local-exec either way.
     pub relax: bool,
+    /// How many threads a phase that works in parallel may use (`--threads=N`; 1 with `--no-threads`). The
+    /// output is the same whatever the number: the threads write disjoint bytes.
+    pub threads: usize,
     /// `--emit-relocs` (`-q`): the executable keeps the relocations of its sections, as ld.bfd writes them
     /// (`.rela<section>`, against the output's symbol table).
     pub emit_relocs: bool,
@@ -212,6 +215,7 @@ impl LinkOptions {
             fatal_warnings: false,
             strip: Strip::Nothing,
             relax: true,
+            threads: 1,
             emit_relocs: false,
             lto: crate::lto::request::LtoOptions::default(),
             lto_cache_dir: None,
@@ -422,13 +426,6 @@ impl LinkContext {
             lto: crate::lto::LtoRuntime::default(),
             stopped: None,
         }
-    }
-
-    /// The sequences a core erratum affects in `atom`, in offset order.
-    pub(crate) fn erratum_sites_of(&self, atom: AtomId) -> &[ErratumSite] {
-        let start = self.erratum_sites.partition_point(|site| site.atom < atom);
-        let end = self.erratum_sites.partition_point(|site| site.atom <= atom);
-        &self.erratum_sites[start..end]
     }
 
     /// Sets `options.page_size` to the target's declared maximum page size unless it was given (it is 0 by

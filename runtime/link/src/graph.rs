@@ -649,33 +649,35 @@ impl LinkGraph {
     }
 
     /// Rebuilds the per-atom edge index after edges were added: the edges in (source, offset) order, edges
-    /// at the same place in the order they were added. Readers and makers append edges atom by atom, so
-    /// the edges are mostly in that order already: each is keyed by one 128-bit number (source, offset,
-    /// index), and the keys are sorted only when they are not in order.
+    /// at the same place in the order they were added. A counting sort by source (linear in the edges and
+    /// atoms, one pass to count, one to place); readers and makers append an atom's edges mostly by offset,
+    /// so the edges of one atom are sorted by offset only when they are not in order already.
     pub fn index_edges(&mut self) {
-        let mut keys: Vec<u128> = self
-            .edges
-            .iter()
-            .enumerate()
-            .map(|(index, edge)| u128::from(edge.source.0) << 96 | u128::from(edge.offset) << 32 | index as u128)
-            .collect();
-        if !keys.is_sorted() {
-            keys.sort();
+        let mut ranges = vec![0u32..0u32; self.atoms.len()];
+        for edge in &self.edges {
+            if let Some(range) = ranges.get_mut(edge.source.index()) {
+                range.end += 1;
+            }
         }
-        let order: Vec<EdgeId> = keys.iter().map(|key| EdgeId(*key as u32)).collect();
-        let source = |at: usize| (keys[at] >> 96) as usize;
-        let mut ranges = vec![0..0; self.atoms.len()];
-        let mut start = 0;
-        while start < keys.len() {
-            let atom = source(start);
-            let mut end = start;
-            while end < keys.len() && source(end) == atom {
-                end += 1;
+        let mut next = 0u32;
+        for range in &mut ranges {
+            let count = range.end;
+            *range = next..next;
+            next += count;
+        }
+        let mut order = vec![EdgeId(0); next as usize];
+        for (index, edge) in self.edges.iter().enumerate() {
+            if let Some(range) = ranges.get_mut(edge.source.index()) {
+                order[range.end as usize] = EdgeId(index as u32);
+                range.end += 1;
             }
-            if let Some(range) = ranges.get_mut(atom) {
-                *range = start as u32..end as u32;
+        }
+        for range in &ranges {
+            let edges = &mut order[range.start as usize..range.end as usize];
+            let offset = |id: &EdgeId| self.edges[id.index()].offset;
+            if !edges.is_sorted_by_key(offset) {
+                edges.sort_by_key(offset);
             }
-            start = end;
         }
         self.edge_order = order;
         self.edges_by_atom = ranges;

@@ -10,7 +10,7 @@ use neverc_link::image::{
     MapSymbol, ProgramHeaderKind, ProgramHeaderLayout, RelocationLayout, RelocationSectionLayout, SectionFlags,
     SectionKind, SectionLayout, SegmentFlags, SegmentLayout, SymbolBinding, SymbolKind, SymbolLayout, WriterError,
     WriterOperation, elf_file_size, elf_headers_size, parse_map_file, verify_image, verify_map_file, write_elf,
-    write_elf_into, write_map_file,
+    write_elf_into, write_elf_moving, write_map_file,
 };
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol};
 
@@ -418,6 +418,36 @@ fn overflowing_offsets_and_lengths_are_errors_not_panics() {
 
 // ---------------------------------------------------------------------------------------------------------
 // ELF executables.
+
+#[test]
+fn moving_the_contents_writes_the_same_image_without_copying_them() {
+    let layout = program(&EXIT_DATA_PLUS_BSS);
+    let expected = write(&layout);
+    let mut moved = layout.clone();
+    let text = moved
+        .sections
+        .iter()
+        .position(|section| section.name == ".text")
+        .unwrap();
+    let allocation = moved.sections[text].contents.extents()[0].bytes().as_ptr();
+    let image = write_elf_moving(&mut moved, elf_file_size(&layout).unwrap()).unwrap();
+    assert_eq!(image.to_vec().unwrap(), expected);
+    // The section's bytes are the image's now (the same allocation); the layout keeps their lengths.
+    assert!(
+        image
+            .extents()
+            .iter()
+            .any(|extent| extent.bytes().as_ptr() == allocation)
+    );
+    for (before, after) in layout.sections.iter().zip(&moved.sections) {
+        assert_eq!(after.contents.len(), before.contents.len(), "{}", before.name);
+        assert_eq!(after.contents.stored_len(), 0, "{}", before.name);
+    }
+    assert_eq!(verify_image(&image, &moved), Vec::new());
+    let path = save_executable("moved", &expected);
+    assert_eq!(run(&path), Some(42));
+    std::fs::remove_file(&path).unwrap();
+}
 
 #[test]
 fn exit_42_is_accepted_by_readelf_and_runs() {

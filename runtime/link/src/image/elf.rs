@@ -579,6 +579,22 @@ pub fn write_elf(layout: &ImageLayout, bound: u64) -> Result<SparseBytes, ElfErr
     Ok(writer.finish()?)
 }
 
+/// Writes `layout` as [`write_elf`] does, but moves every section's stored bytes into the image instead of
+/// copying them: afterwards each section's contents are holes of the same length (the image has the bytes).
+pub fn write_elf_moving(layout: &mut ImageLayout, bound: u64) -> Result<SparseBytes, ElfError> {
+    let mut writer = BoundedImageWriter::with_bound(bound)?;
+    let plan = plan(layout)?;
+    write_headers_and_tables(layout, plan, &mut writer)?;
+    for section in &mut layout.sections {
+        if section.kind != SectionKind::NoBits {
+            let length = section.contents.len();
+            let contents = std::mem::replace(&mut section.contents, SparseBytes::zeroed(length));
+            writer.adopt_sparse_at(section.file_offset, contents)?;
+        }
+    }
+    Ok(writer.finish()?)
+}
+
 /// Writes `layout` as an executable into `writer`, which must be empty and have a large enough bound.
 /// On error the writer may hold a partial image; when the error came from the writer, staging is aborted.
 pub fn write_elf_into(layout: &ImageLayout, writer: &mut BoundedImageWriter) -> Result<(), ElfError> {
@@ -586,6 +602,22 @@ pub fn write_elf_into(layout: &ImageLayout, writer: &mut BoundedImageWriter) -> 
     if !writer.is_empty() || writer.tell() != 0 {
         return Err(ElfError::WriterNotEmpty { length: writer.len() });
     }
+    write_headers_and_tables(layout, plan, writer)?;
+    for section in &layout.sections {
+        if section.kind != SectionKind::NoBits {
+            writer.write_sparse_at(section.file_offset, &section.contents)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes everything of the image but the section contents: the file and program headers, then (the image
+/// lengthened to the end of the contents) the tables the plan encoded after them, which are moved in.
+fn write_headers_and_tables(
+    layout: &ImageLayout,
+    plan: Plan<'_>,
+    writer: &mut BoundedImageWriter,
+) -> Result<(), ElfError> {
     writer.write(&file_header(layout, &plan))?;
     let (before, after): (Vec<_>, Vec<_>) = layout
         .program_headers
@@ -601,23 +633,19 @@ pub fn write_elf_into(layout: &ImageLayout, writer: &mut BoundedImageWriter) -> 
         writer.write(&other_program_header(header))?;
     }
     writer.write(&gnu_stack_header())?;
-    for section in &layout.sections {
-        if section.kind != SectionKind::NoBits {
-            writer.write_sparse_at(section.file_offset, &section.contents)?;
-        }
-    }
     if writer.len() < plan.content_end {
         writer.resize(plan.content_end)?;
     }
-    for (offset, bytes) in &plan.relocations {
-        writer.write_at(*offset, bytes)?;
+    let headers = section_headers(layout, &plan);
+    for (offset, bytes) in plan.relocations {
+        writer.adopt_sparse_at(offset, bytes.into())?;
     }
-    if let Some(symbols) = &plan.symbols {
-        writer.write_at(symbols.symtab_offset, &symbols.symtab)?;
-        writer.write_at(symbols.strtab_offset, &symbols.strtab.bytes)?;
+    if let Some(symbols) = plan.symbols {
+        writer.adopt_sparse_at(symbols.symtab_offset, symbols.symtab.into())?;
+        writer.adopt_sparse_at(symbols.strtab_offset, symbols.strtab.bytes.into())?;
     }
-    writer.write_at(plan.shstrtab_offset, &plan.shstrtab.bytes)?;
-    writer.write_at(plan.section_headers_offset, &section_headers(layout, &plan))?;
+    writer.adopt_sparse_at(plan.shstrtab_offset, plan.shstrtab.bytes.into())?;
+    writer.adopt_sparse_at(plan.section_headers_offset, headers.into())?;
     Ok(())
 }
 

@@ -30,7 +30,7 @@ pub(crate) use elf::FILE_HEADER_SIZE;
 pub use elf::{
     ElfError, ImageLayout, ProgramHeaderKind, ProgramHeaderLayout, RelocationLayout, RelocationSectionLayout,
     SectionFlags, SectionKind, SectionLayout, SegmentFlags, SegmentLayout, SymbolBinding, SymbolKind, SymbolLayout,
-    elf_file_size, elf_headers_size, write_elf, write_elf_into,
+    elf_file_size, elf_headers_size, write_elf, write_elf_into, write_elf_moving,
 };
 pub use map_file::{
     MapFile, MapFinding, MapInputPiece, MapOutputSection, MapParseError, MapSymbol, parse_map_file, verify_map_file,

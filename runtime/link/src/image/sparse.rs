@@ -5,10 +5,13 @@
 //! gigabytes of zeros between them. They are never allocated: a write that lands at least [`HOLE`] bytes
 //! away from every stored extent starts an extent of its own, and the output file is written extent by
 //! extent with the holes left to the file system (a device or a FIFO gets the zeros streamed in chunks).
-//! Writes closer than [`HOLE`] to an extent join it, so sequential writes grow one extent.
+//! Writes closer than [`HOLE`] to an extent join it, so sequential writes grow one extent. Bytes built
+//! elsewhere (a section's relocated contents) are moved in whole by [`SparseBytes::adopt`], never copied:
+//! their extents keep their own allocations and may touch their neighbours.
 //!
-//! Invariants: the extents are sorted by offset, non-empty, at least [`HOLE`] bytes apart (never adjacent
-//! or overlapping), and all of them end at or before the length.
+//! Invariants: the extents are sorted by offset, non-empty, never overlapping, and all of them end at or
+//! before the length. Extents that [`SparseBytes::write_at`] made are at least [`HOLE`] bytes apart from
+//! the extents it did not join; adopted ones may be adjacent to others.
 
 use std::borrow::Cow;
 use std::collections::TryReserveError;
@@ -85,6 +88,24 @@ impl SparseBytes {
         }
     }
 
+    /// `len` zero bytes, all of them stored in one extent (allocated fallibly): for contents about to be
+    /// written densely, so that writing them never grows (and copies) an extent.
+    pub fn stored_zeroed(len: u64) -> Result<SparseBytes, SparseError> {
+        if len == 0 {
+            return Ok(SparseBytes::new());
+        }
+        let size = usize::try_from(len).map_err(|_| SparseError::Overflow { offset: 0, length: len })?;
+        let mut bytes = Vec::new();
+        bytes
+            .try_reserve_exact(size)
+            .map_err(|_| SparseError::Allocation { requested: len })?;
+        bytes.resize(size, 0);
+        Ok(SparseBytes {
+            len,
+            extents: vec![Extent { offset: 0, bytes }],
+        })
+    }
+
     /// The length, holes included.
     pub fn len(&self) -> u64 {
         self.len
@@ -98,6 +119,19 @@ impl SparseBytes {
     /// The stored extents, in offset order.
     pub fn extents(&self) -> &[Extent] {
         &self.extents
+    }
+
+    /// Whether all the bytes are stored, in one extent (no hole anywhere).
+    pub fn is_dense(&self) -> bool {
+        matches!(self.extents.as_slice(), [only] if only.offset == 0 && only.bytes.len() as u64 == self.len)
+    }
+
+    /// All the bytes, mutably, when they are stored in one extent (no hole anywhere).
+    pub fn dense_mut(&mut self) -> Option<&mut [u8]> {
+        match self.extents.as_mut_slice() {
+            [only] if only.offset == 0 && only.bytes.len() as u64 == self.len => Some(&mut only.bytes),
+            _ => None,
+        }
     }
 
     /// How many bytes are stored (what the bytes cost in memory and on disk).
@@ -178,6 +212,11 @@ impl SparseBytes {
         if bytes.is_empty() {
             return Ok(());
         }
+        // Inside one stored extent: overwritten in place.
+        if let Some((stored, at)) = self.stored_mut(offset, length) {
+            stored[at..at + bytes.len()].copy_from_slice(bytes);
+            return Ok(());
+        }
         let near_start = offset.saturating_sub(HOLE);
         let near_end = end.saturating_add(HOLE);
         let first = self.extents.partition_point(|extent| extent.end() < near_start);
@@ -224,6 +263,33 @@ impl SparseBytes {
                 offset: start,
                 bytes: merged,
             };
+        }
+        self.len = self.len.max(end);
+        Ok(())
+    }
+
+    /// Places the stored bytes of `bytes` at `offset`, lengthening the string to the end of `bytes` when it
+    /// is shorter; the holes of `bytes` leave what is there. When nothing is stored in the range `bytes`
+    /// covers, its extents are moved in as they are (no byte is copied, and they are not joined with their
+    /// neighbours); otherwise they are written like [`SparseBytes::write_at`].
+    pub fn adopt(&mut self, offset: u64, bytes: SparseBytes) -> Result<(), SparseError> {
+        let length = bytes.len;
+        let end = offset
+            .checked_add(length)
+            .ok_or(SparseError::Overflow { offset, length })?;
+        let first = self.extents.partition_point(|extent| extent.end() <= offset);
+        let free = self.extents.get(first).is_none_or(|extent| extent.offset >= end);
+        if free {
+            // Every extent of `bytes` ends at or before its length, so these offsets stay below `end`.
+            let moved = bytes.extents.into_iter().map(|extent| Extent {
+                offset: offset + extent.offset,
+                bytes: extent.bytes,
+            });
+            self.extents.splice(first..first, moved);
+        } else {
+            for extent in &bytes.extents {
+                self.write_at(offset + extent.offset, &extent.bytes)?;
+            }
         }
         self.len = self.len.max(end);
         Ok(())
@@ -310,7 +376,7 @@ mod tests {
 
     fn check_invariants(sparse: &SparseBytes) {
         for pair in sparse.extents.windows(2) {
-            assert!(pair[1].offset >= pair[0].end() + HOLE, "{:?}", sparse.extents);
+            assert!(pair[1].offset >= pair[0].end(), "{:?}", sparse.extents);
         }
         assert!(sparse.extents.iter().all(|extent| !extent.bytes.is_empty()));
         assert!(sparse.extents.last().is_none_or(|last| last.end() <= sparse.len));
@@ -330,7 +396,7 @@ mod tests {
             let mut model: Vec<u8> = Vec::new();
             for step in 0..40u8 {
                 let span = 4 * HOLE;
-                match next(4) {
+                match next(5) {
                     0 | 1 => {
                         let offset = next(span);
                         let bytes = vec![step | 1; next(3 * HOLE / 2) as usize + 1];
@@ -346,6 +412,24 @@ mod tests {
                         let bytes = vec![step | 0x80; next(HOLE) as usize + 1];
                         sparse.insert(offset, &bytes).unwrap();
                         model.splice(offset as usize..offset as usize, bytes);
+                    }
+                    3 => {
+                        let offset = next(span);
+                        let mut piece = SparseBytes::zeroed(next(2 * HOLE) + 1);
+                        for _ in 0..next(3) {
+                            let at = next(piece.len());
+                            let bytes = vec![step | 0x40; next(piece.len() - at) as usize + 1];
+                            piece.write_at(at, &bytes).unwrap();
+                        }
+                        let end = (offset + piece.len()) as usize;
+                        if model.len() < end {
+                            model.resize(end, 0);
+                        }
+                        for extent in piece.extents() {
+                            let at = (offset + extent.offset()) as usize;
+                            model[at..at + extent.bytes().len()].copy_from_slice(extent.bytes());
+                        }
+                        sparse.adopt(offset, piece).unwrap();
                     }
                     _ => {
                         let len = next(span + HOLE);
@@ -383,6 +467,30 @@ mod tests {
             sparse.write_at(index * 64, &[index as u8; 48]).unwrap();
         }
         assert_eq!(sparse.extents().len(), 1);
+    }
+
+    #[test]
+    fn adopted_bytes_keep_their_allocation() {
+        let mut sparse = SparseBytes::new();
+        sparse.write_at(0, &[1; 64]).unwrap();
+        let mut section = SparseBytes::stored_zeroed(4096).unwrap();
+        section.write_at(8, &[2; 8]).unwrap();
+        let address = section.extents()[0].bytes().as_ptr();
+        sparse.adopt(64, section).unwrap();
+        assert_eq!(sparse.extents().len(), 2);
+        assert_eq!(sparse.extents()[1].bytes().as_ptr(), address);
+        assert_eq!(sparse.len(), 64 + 4096);
+        // A write inside an adopted extent stays in it; one across two extents joins them.
+        sparse.write_at(64 + 100, &[3; 4]).unwrap();
+        assert_eq!(sparse.extents().len(), 2);
+        sparse.write_at(60, &[4; 8]).unwrap();
+        assert_eq!(sparse.extents().len(), 1);
+        let dense = sparse.to_vec().unwrap();
+        assert_eq!(
+            &dense[56..80],
+            &[1, 1, 1, 1, 4, 4, 4, 4, 4, 4, 4, 4, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2]
+        );
+        assert_eq!(&dense[164..168], &[3; 4]);
     }
 
     #[test]

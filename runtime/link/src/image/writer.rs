@@ -178,6 +178,21 @@ impl BoundedImageWriter {
         Ok(())
     }
 
+    /// Like [`BoundedImageWriter::write_sparse_at`], but moves the stored bytes of `bytes` into the image
+    /// instead of copying them when nothing is staged where they go (see [`SparseBytes::adopt`]).
+    pub fn adopt_sparse_at(&mut self, offset: u64, bytes: SparseBytes) -> Result<(), WriterError> {
+        let operation = WriterOperation::WriteAt;
+        self.check_live(operation)?;
+        let Some(end) = offset.checked_add(bytes.len()) else {
+            return self.abort(overflow(operation, offset, bytes.len()));
+        };
+        self.check_bound(operation, end)?;
+        match self.image.adopt(offset, bytes) {
+            Ok(()) => Ok(()),
+            Err(error) => self.abort(sparse_error(operation, error)),
+        }
+    }
+
     /// The cursor: where the next [`BoundedImageWriter::write`] lands.
     pub fn tell(&self) -> u64 {
         self.cursor

@@ -10,7 +10,7 @@ use crate::graph::{Binding, Definition, SymbolId, SymbolType, section_flags};
 use crate::image::{
     COMPRESSED_ALIGNMENT, DebugCompression, ImageLayout, RelocationLayout, RelocationSectionLayout, SectionFlags,
     SectionKind, SectionLayout, SegmentLayout, SparseBytes, SymbolBinding, SymbolKind, SymbolLayout, compress_section,
-    elf_file_size, write_elf,
+    elf_file_size, write_elf_moving,
 };
 use crate::kept_relocations::{KeptRelocation, KeptTarget, nothing_addend};
 use crate::phases::LinkPhase;
@@ -19,9 +19,12 @@ use crate::sections::OutputSectionId;
 const PHASE: LinkPhase = LinkPhase::EmitImage;
 
 pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseError> {
-    let image_layout = image_layout(context)?;
+    let mut image_layout = image_layout(context)?;
     let bound = elf_file_size(&image_layout).map_err(|error| PhaseError::new(PHASE, error.to_string()))?;
-    let mut bytes = write_elf(&image_layout, bound).map_err(|error| PhaseError::new(PHASE, error.to_string()))?;
+    // The relocated sections' bytes move into the image: the image layout kept beside it describes where
+    // they are, its contents are holes.
+    let mut bytes =
+        write_elf_moving(&mut image_layout, bound).map_err(|error| PhaseError::new(PHASE, error.to_string()))?;
     // The image's sections are the layout's, in the same order.
     let build_id = context.layout().and_then(|layout| {
         layout

@@ -8,20 +8,75 @@
 //! naming the input, the section, the offset and the symbol (a branch that does not reach went through a
 //! range-extension thunk, made by `relax_thunks`).
 
-use crate::address::target_value;
+use crate::address::{Addresses, target_value};
 use crate::arch::{ErratumSequence, TlsAccess, TlsRelaxed, TlsToInitialExec, UndefinedWeak};
-use crate::context::{Layout, LinkContext, OutputSection, PhaseError};
-use crate::graph::{AtomId, Binding, Definition, Edge};
-use crate::image::SparseBytes;
+use crate::context::{ErratumSite, Layout, LinkContext, LinkOptions, OutputSection, PhaseError};
+use crate::graph::{AtomId, Binding, Definition, Edge, LinkGraph, SymbolId};
+use crate::image::{HOLE, SparseBytes};
 use crate::phases::LinkPhase;
 use crate::sections::OutputSectionId;
-use crate::synth::{LateValue, eh_frame, got};
+use crate::synth::{LateValue, Synthesized, eh_frame, got};
 use neverc_tables::{RelocationBase, RelocationKind, RelocationRecord};
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 const PHASE: LinkPhase = LinkPhase::Relocate;
 
+/// What patching edges reads of the link context, shared by the relocating threads (the context itself
+/// holds plugin state that stays on the link's thread).
+#[derive(Clone, Copy)]
+struct Relocator<'a> {
+    graph: &'a LinkGraph,
+    synthesized: &'a Synthesized,
+    options: &'a LinkOptions,
+    erratum_sites: &'a [ErratumSite],
+    layout: &'a Layout,
+}
+
+impl<'a> Relocator<'a> {
+    fn new(context: &'a LinkContext, layout: &'a Layout) -> Relocator<'a> {
+        Relocator {
+            layout,
+            graph: &context.graph,
+            synthesized: &context.synthesized,
+            options: &context.options,
+            erratum_sites: &context.erratum_sites,
+        }
+    }
+
+    fn layout(&self) -> Option<&'a Layout> {
+        Some(self.layout)
+    }
+
+    fn got_slot_of(&self, symbol: SymbolId) -> Option<usize> {
+        self.synthesized.got_slots.get(&symbol).copied()
+    }
+
+    fn got_atom(&self) -> Option<AtomId> {
+        self.synthesized.got_atom
+    }
+
+    /// The erratum sites in `atom`, by offset.
+    fn erratum_sites_of(&self, atom: AtomId) -> &'a [ErratumSite] {
+        let start = self.erratum_sites.partition_point(|site| site.atom < atom);
+        let end = self.erratum_sites.partition_point(|site| site.atom <= atom);
+        &self.erratum_sites[start..end]
+    }
+}
+
+impl Addresses for Relocator<'_> {
+    fn graph(&self) -> &LinkGraph {
+        self.graph
+    }
+
+    fn synthesized(&self) -> &Synthesized {
+        self.synthesized
+    }
+}
+
 /// Whether an edge refers to a weak symbol that nothing defines.
-fn is_undefined_weak(context: &LinkContext, edge: &Edge) -> bool {
+fn is_undefined_weak(context: &Relocator<'_>, edge: &Edge) -> bool {
     edge.target_symbol.is_some_and(|symbol| {
         let symbol = &context.graph.symbols[context.graph.resolved(symbol).index()];
         symbol.definition == Definition::Undefined && symbol.binding == Binding::Weak
@@ -30,11 +85,11 @@ fn is_undefined_weak(context: &LinkContext, edge: &Edge) -> bool {
 
 pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseError> {
     let layout = context.required_layout(PHASE)?;
+    let relocator = Relocator::new(context, layout);
     // Layout bounded every section by the output limit. A section's bytes are sparse: an alignment gap of
     // a hole or more between two atoms is never allocated (nor written to the file), and what is stored
     // is allocated fallibly, so that a layout a plugin made cannot abort the link.
     let mut buffers: Vec<SparseBytes> = Vec::with_capacity(layout.sections.len());
-    let mut errors = Vec::new();
     for section in &layout.sections {
         if section.file_size > context.options.max_output_size {
             return Err(PhaseError::new(
@@ -45,23 +100,205 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
                 ),
             ));
         }
-        let mut buffer = SparseBytes::zeroed(section.file_size);
-        if section.file_size > 0 {
-            for atom in &section.atoms {
-                if let Err(error) = place_atom(context, *atom, section, &mut buffer) {
-                    errors.push(error);
-                }
+        buffers.push(section_buffer(&relocator, section)?);
+    }
+    // A section stored in one piece whose atoms lie in address order is cut into pieces at atom boundaries,
+    // placed by the threads side by side; any other section is placed here, atom by atom. Errors are keyed
+    // by (section, piece), so they are reported in the same order however many threads there are.
+    let threads = context.options.threads.max(1);
+    let target = piece_weight(&relocator, layout, threads);
+    let mut errors: Vec<((usize, usize), String)> = Vec::new();
+    let mut pieces = Vec::new();
+    for (index, (section, buffer)) in layout.sections.iter().zip(&mut buffers).enumerate() {
+        if section.file_size == 0 {
+            continue;
+        }
+        if buffer.is_dense() && atoms_in_order(&relocator, section) {
+            if let Some(bytes) = buffer.dense_mut() {
+                cut_into_pieces(&relocator, index, section, bytes, target, &mut pieces);
+            }
+            continue;
+        }
+        for atom in &section.atoms {
+            if let Err(error) = place_atom(&relocator, *atom, section, buffer) {
+                errors.push(((index, 0), error));
             }
         }
-        buffers.push(buffer);
     }
+    errors.extend(place_pieces(&relocator, pieces, threads));
     if !errors.is_empty() {
-        return Err(PhaseError::new(PHASE, errors.join("\n")));
+        errors.sort_by_key(|(key, _)| *key);
+        let messages: Vec<String> = errors.into_iter().map(|(_, message)| message).collect();
+        return Err(PhaseError::new(PHASE, messages.join("\n")));
     }
     fill_eh_frame_header(layout, &mut buffers)?;
     fill_late_values(context, layout, &mut buffers)?;
     context.set_section_bytes(buffers);
     Ok(())
+}
+
+/// A run of atoms of one section and the bytes of the section they lie in (alignment gaps included).
+struct Piece<'a> {
+    section_index: usize,
+    /// Its position among the pieces of its section.
+    sequence: usize,
+    section: &'a OutputSection,
+    atoms: &'a [AtomId],
+    /// The offset in the section of `bytes[0]`.
+    start: u64,
+    bytes: &'a mut [u8],
+}
+
+/// What placing an atom costs, roughly: its bytes copied and its edges patched.
+fn atom_weight(context: &Relocator<'_>, atom: AtomId) -> u64 {
+    let entry = &context.graph.atoms[atom.index()];
+    let edges = context
+        .graph
+        .edges_by_atom
+        .get(atom.index())
+        .map_or(0, |range| u64::from(range.end - range.start));
+    context.graph.atom_bytes(entry).len() as u64 + 64 * edges
+}
+
+/// The weight of a piece: the link's whole weight shared out as four pieces a thread (one piece a section
+/// with one thread), so that the threads finish close together.
+fn piece_weight(context: &Relocator<'_>, layout: &Layout, threads: usize) -> u64 {
+    if threads <= 1 {
+        return u64::MAX;
+    }
+    let total: u64 = layout
+        .sections
+        .iter()
+        .flat_map(|section| &section.atoms)
+        .map(|atom| atom_weight(context, *atom))
+        .sum();
+    (total / (4 * threads as u64)).max(16 * 1024)
+}
+
+/// Whether `section`'s atoms lie one after another in address order, each inside the section's file bytes
+/// (what placing them in pieces needs; a section that breaks this is placed atom by atom, which reports
+/// the atom that does not fit).
+fn atoms_in_order(context: &Relocator<'_>, section: &OutputSection) -> bool {
+    let mut end = 0u64;
+    section.atoms.iter().all(|atom| {
+        let entry = &context.graph.atoms[atom.index()];
+        let length = context.graph.atom_bytes(entry).len() as u64;
+        let fits = entry
+            .address
+            .checked_sub(section.address)
+            .filter(|start| *start >= end)
+            .and_then(|start| start.checked_add(length))
+            .filter(|stop| *stop <= section.file_size);
+        fits.inspect(|stop| end = *stop).is_some()
+    })
+}
+
+/// Cuts the bytes of `section` (whose atoms are in order) into pieces of about `target` weight, at the
+/// starts of atoms.
+fn cut_into_pieces<'a>(
+    context: &Relocator<'_>,
+    section_index: usize,
+    section: &'a OutputSection,
+    bytes: &'a mut [u8],
+    target: u64,
+    pieces: &mut Vec<Piece<'a>>,
+) {
+    let offset_of = |atom: AtomId| context.graph.atoms[atom.index()].address - section.address;
+    let mut rest = bytes;
+    let mut start = 0u64;
+    let mut first = 0;
+    let mut weight = 0u64;
+    let mut sequence = 0;
+    for (index, atom) in section.atoms.iter().enumerate() {
+        if weight >= target && index > first {
+            let cut = offset_of(*atom);
+            let (head, tail) = std::mem::take(&mut rest).split_at_mut((cut - start) as usize);
+            pieces.push(Piece {
+                section_index,
+                sequence,
+                section,
+                atoms: &section.atoms[first..index],
+                start,
+                bytes: head,
+            });
+            rest = tail;
+            start = cut;
+            first = index;
+            weight = 0;
+            sequence += 1;
+        }
+        weight = weight.saturating_add(atom_weight(context, *atom));
+    }
+    pieces.push(Piece {
+        section_index,
+        sequence,
+        section,
+        atoms: &section.atoms[first..],
+        start,
+        bytes: rest,
+    });
+}
+
+/// Places the pieces on up to `threads` threads (the calling one among them), each taking the next piece
+/// not taken yet; returns the errors, keyed by (section, piece).
+fn place_pieces(context: &Relocator<'_>, pieces: Vec<Piece<'_>>, threads: usize) -> Vec<((usize, usize), String)> {
+    let threads = threads.min(pieces.len()).max(1);
+    let queue: Vec<Mutex<Option<Piece<'_>>>> = pieces.into_iter().map(|piece| Mutex::new(Some(piece))).collect();
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut errors = Vec::new();
+        while let Some(slot) = queue.get(next.fetch_add(1, Ordering::Relaxed)) {
+            // Each slot is taken once: a poisoned lock (a panic while it was held) cannot happen.
+            if let Some(piece) = slot.lock().ok().and_then(|mut piece| piece.take()) {
+                let key = (piece.section_index, piece.sequence);
+                errors.extend(place_piece(context, piece).into_iter().map(|error| (key, error)));
+            }
+        }
+        errors
+    };
+    std::thread::scope(|scope| {
+        let others: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+        let mut errors = work();
+        for other in others {
+            match other.join() {
+                Ok(found) => errors.extend(found),
+                Err(_) => errors.push(((usize::MAX, 0), "a relocating thread panicked".to_string())),
+            }
+        }
+        errors
+    })
+}
+
+/// Copies a piece's atoms into its bytes and patches their edges.
+fn place_piece(context: &Relocator<'_>, piece: Piece<'_>) -> Vec<String> {
+    let mut errors = Vec::new();
+    for atom in piece.atoms {
+        let entry = &context.graph.atoms[atom.index()];
+        let bytes = context.graph.atom_bytes(entry);
+        // `atoms_in_order` checked that every atom lies inside the section, after the piece's start.
+        let at = (entry.address - piece.section.address - piece.start) as usize;
+        let stored = &mut piece.bytes[at..at + bytes.len()];
+        stored.copy_from_slice(bytes);
+        if let Err(error) = patch_atom(context, *atom, stored) {
+            errors.push(error);
+        }
+    }
+    errors
+}
+
+/// The buffer `section`'s atoms are copied into: allocated whole, once, when its alignment gaps come to
+/// less than a hole (nearly every section), so that no copy grows it; sparse otherwise.
+fn section_buffer(context: &Relocator<'_>, section: &OutputSection) -> Result<SparseBytes, PhaseError> {
+    let stored: u64 = section
+        .atoms
+        .iter()
+        .map(|atom| context.graph.atom_bytes(&context.graph.atoms[atom.index()]).len() as u64)
+        .sum();
+    if section.file_size.saturating_sub(stored) >= HOLE {
+        return Ok(SparseBytes::zeroed(section.file_size));
+    }
+    SparseBytes::stored_zeroed(section.file_size)
+        .map_err(|error| PhaseError::new(PHASE, format!("output section `{}`: {error}", section.name)))
 }
 
 /// Writes `.eh_frame_hdr` from the relocated `.eh_frame`: the pointer to it and the sorted table of
@@ -147,7 +384,7 @@ fn fill_late_values(context: &LinkContext, layout: &Layout, buffers: &mut [Spars
 
 /// Copies one atom into its section's bytes and patches its edges; the message of the first failure.
 fn place_atom(
-    context: &LinkContext,
+    context: &Relocator<'_>,
     atom: AtomId,
     section: &OutputSection,
     buffer: &mut SparseBytes,
@@ -170,6 +407,14 @@ fn place_atom(
         None if length == 0 => (&mut nothing[..], 0),
         None => return Err(misfit()),
     };
+    patch_atom(context, atom, &mut stored[at..at + bytes.len()])
+}
+
+/// Patches the edges of `atom` in its placed bytes, `stored` (and fixes the sequences a core erratum
+/// affects). An edge reaches no byte outside its atom: one that would is an error, whatever lies next to it.
+fn patch_atom(context: &Relocator<'_>, atom: AtomId, stored: &mut [u8]) -> Result<(), String> {
+    let entry = &context.graph.atoms[atom.index()];
+    let at = 0;
     let mut messages = Vec::new();
     // A TLS relaxation rewrites a whole code sequence; the relocations inside it (the call of
     // `__tls_get_addr`) go with it.
@@ -222,7 +467,13 @@ fn place_atom(
 /// the value is made of comes from the relocation's declared kind, what is subtracted from its declared
 /// base, and how it is checked and written from its declared field and overflow rule. Only the instruction
 /// rewrites of relaxations are per-architecture code.
-fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8], start: usize) -> Result<(), String> {
+fn apply(
+    context: &Relocator<'_>,
+    edge: &Edge,
+    atom_address: u64,
+    buffer: &mut [u8],
+    start: usize,
+) -> Result<(), String> {
     let graph = &context.graph;
     let record = graph
         .relocation(edge)
@@ -348,7 +599,7 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
         RelocationKind::None => return Ok(()),
         RelocationKind::Symbol | RelocationKind::Branch => value()?,
         RelocationKind::GotEntry => got_entry()?,
-        RelocationKind::GotEntryRelaxable => match got::relaxation(&context.options, graph, edge) {
+        RelocationKind::GotEntryRelaxable => match got::relaxation(context.options, graph, edge) {
             Some(relaxation) => {
                 let (field, bias) = (arch.relax_got_load)(buffer, at, relaxation)?;
                 return write_signed32(buffer, field, value()? + bias - place, &what);
@@ -404,7 +655,7 @@ fn apply(context: &LinkContext, edge: &Edge, atom_address: u64, buffer: &mut [u8
 }
 
 /// The address of the global offset table (the start of `.got`, or of `.got.plt` when there is no `.got`).
-fn got_address(context: &LinkContext) -> Result<i128, String> {
+fn got_address(context: &Relocator<'_>) -> Result<i128, String> {
     let got = context.got_atom().ok_or_else(|| "no GOT".to_string())?;
     Ok(i128::from(context.graph.atoms[got.index()].address))
 }
