@@ -196,6 +196,7 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>, shared_inputs: bo
     options.strip = command.strip;
     options.relax = command.relax;
     options.threads = command.threads;
+    options.text_relocations = command.text_relocations;
     options.emit_relocs = command.emit_relocs;
     options.symbols = command.symbols;
     options.lto = command.lto;
@@ -389,6 +390,9 @@ Output:
   -z now, -z lazy                 bind every imported function at start-up (DF_BIND_NOW, DF_1_NOW) or at
                                   its first call (the default)
   -z origin                       DF_ORIGIN and DF_1_ORIGIN: the paths may name $ORIGIN
+  -z notext, -z text              allow addresses in read-only sections that the loader relocates (text
+                                  relocations: DT_TEXTREL, DF_TEXTREL), or refuse them (the default, as
+                                  ld.lld refuses them)
   -z pack-relative-relocs, -z nopack-relative-relocs
                                   a position-independent executable's RELATIVE relocations of aligned
                                   words go to .relr.dyn (DT_RELR: an address, then bitmaps of the words
@@ -466,7 +470,7 @@ Accepted, since they cannot change the output (or ask for what neverc-spec does 
   --[no-]warn-rwx-segments, --[no-]warn-execstack, --warn-common, --warn-once,
   --no-warn-mismatch, --no-warn-search-mismatch, -g,
   -X and --discard-locals (temporary `.L` symbols are never written to the symbol table),
-  -z noexecstack|defs|text|notext (text relocations are always refused)
+  -z noexecstack|defs
 
 LTO (LLVM bitcode from clang-14 -flto or -flto=thin, linked natively; the default code generator is
 llvm-lto2-14):

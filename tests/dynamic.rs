@@ -541,3 +541,98 @@ fn references_to_named_versions_bind_to_those_versions_as_with_ld_bfd() {
         );
     }
 }
+
+#[test]
+fn z_notext_lets_the_loader_relocate_read_only_words_as_with_ld_bfd() {
+    let objects = compile_fixtures(
+        scratch!("dynamic-textrel"),
+        BIN,
+        &repo().join("tests/fixtures/dynamic"),
+        &[("textrel", &[][..])],
+    );
+    let dir = objects.join(X86_64.name);
+    let bin = objects.join("bin");
+    // Same run, same flags (TEXTREL among them), same dynamic symbols as ld.bfd's, lazily and bound now.
+    check_against_ld_bfd(&X86_64, "gcc", &dir, &bin, &["textrel.o", "-Wl,-z,notext"], "textrel");
+    let ours = dir.join("textrel-ours");
+    assert_eq!(
+        dynamic_entries(&X86_64, &ours, &["TEXTREL"]),
+        dynamic_entries(&X86_64, &dir.join("textrel-bfd"), &["TEXTREL"])
+    );
+    assert_eq!(dynamic_entries(&X86_64, &ours, &["TEXTREL"]), ["(TEXTREL) 0x0"]);
+    // The table's words are relocated in place: `.rela.dyn` names them, none goes to `.relr.dyn` (packed
+    // relative relocations are for writable words).
+    let with_bin = format!("-B{}", bin.display());
+    let packed = run_in(
+        "gcc",
+        &dir,
+        &[
+            &with_bin,
+            "-Wl,-z,notext",
+            "-Wl,-z,pack-relative-relocs",
+            "textrel.o",
+            "-o",
+            "textrel-packed",
+        ],
+    );
+    succeeded(&packed, "gcc -z pack-relative-relocs -z notext");
+    let packed = dir.join("textrel-packed");
+    let table = text(&run_in("nm", &dir, &["textrel-packed"]).stdout)
+        .lines()
+        .find(|line| line.ends_with(" R table"))
+        .and_then(|line| u64::from_str_radix(line.split_whitespace().next()?, 16).ok())
+        .expect("the table's address");
+    let relocations = readelf(&X86_64, &["-rW"], &packed);
+    let rela_dyn = relocations
+        .split("Relocation section")
+        .find(|section| section.contains("'.rela.dyn'"))
+        .expect(".rela.dyn");
+    assert!(relocations.contains("'.relr.dyn'"), "{relocations}");
+    for word in 0..3 {
+        assert!(
+            rela_dyn.contains(&format!("{:016x}", table + 8 * word)),
+            "{relocations}"
+        );
+    }
+    assert_eq!(
+        run_with(&X86_64, &packed, &[]),
+        run_with(&X86_64, &dir.join("textrel-bfd"), &[])
+    );
+    // Without -z notext (or with -z text, the last one given) they are refused, naming each word and the
+    // option, as ld.lld refuses them (ld.bfd writes them with a warning), and nothing is written.
+    for extra in [&[][..], &["-Wl,-z,notext", "-Wl,-z,text"][..]] {
+        let arguments = [&[with_bin.as_str()][..], extra, &["textrel.o", "-o", "textrel-refused"]].concat();
+        let refused = run_in("gcc", &dir, &arguments);
+        assert!(!refused.status.success(), "{extra:?}");
+        let message = text(&refused.stderr);
+        assert_eq!(message.matches("which `-z notext` allows").count(), 3, "{message}");
+        assert!(
+            message.contains("textrel.o(.rodata.table+0x10): relocation R_X86_64_64 against `puts`"),
+            "{message}"
+        );
+        assert!(!dir.join("textrel-refused").exists());
+    }
+    // A static PIE relocates itself, its pages as mapped: ld.bfd's build crashes; ours is refused.
+    let arguments = ["-static-pie", "-Wl,-z,notext", "textrel.o", "-o"];
+    succeeded(
+        &run_in("gcc", &dir, &[&arguments[..], &["textrel-static-bfd"]].concat()),
+        "gcc -static-pie",
+    );
+    assert_eq!(
+        run_with(&X86_64, &dir.join("textrel-static-bfd"), &[]).2,
+        None,
+        "killed by SIGSEGV"
+    );
+    let refused = run_in(
+        "gcc",
+        &dir,
+        &[&[with_bin.as_str()][..], &arguments, &["textrel-refused"]].concat(),
+    );
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused.stderr).contains("a text relocation, which a static PIE cannot have"),
+        "{}",
+        text(&refused.stderr)
+    );
+    assert!(!dir.join("textrel-refused").exists());
+}

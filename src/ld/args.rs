@@ -134,6 +134,8 @@ pub(crate) struct LdCommand {
     /// `--threads[=N]` / `--no-threads`, the last one: how many threads the link may use (every core by
     /// default).
     pub(crate) threads: usize,
+    /// `-z notext` / `-z text`, the last one.
+    pub(crate) text_relocations: bool,
     /// `--emit-relocs` / `-q` (ignored by `-r`, as by ld.bfd).
     pub(crate) emit_relocs: bool,
     /// `-m EMULATION` (the last one): the target it names and the option as spelled, for messages.
@@ -641,6 +643,7 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
             unclosed_group: false,
             relax: true,
             threads: std::thread::available_parallelism().map_or(1, usize::from),
+            text_relocations: false,
             emit_relocs: false,
             emulation: None,
             little_endian: None,
@@ -1162,7 +1165,9 @@ impl Parser {
             ("pack-relative-relocs", None) => self.command.pack_relative_relocs = true,
             ("nopack-relative-relocs", None) => self.command.pack_relative_relocs = false,
             // Text relocations are refused anyway; the stack is never executable.
-            ("noexecstack" | "defs" | "text" | "notext" | "textoff", None) => {}
+            ("notext" | "textoff", None) => self.command.text_relocations = true,
+            ("text", None) => self.command.text_relocations = false,
+            ("noexecstack" | "defs", None) => {}
             ("execstack", None) => {
                 return Err(LdError::Unsupported {
                     option,

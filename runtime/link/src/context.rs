@@ -133,6 +133,9 @@ pub struct LinkOptions {
     /// How many threads a phase that works in parallel may use (`--threads=N`; 1 with `--no-threads`). The
     /// output is the same whatever the number: the threads write disjoint bytes.
     pub threads: usize,
+    /// `-z notext`: 64-bit words of read-only sections may need the loader to relocate them (text
+    /// relocations, `DT_TEXTREL`); by default (`-z text`) they are refused, as ld.lld refuses them.
+    pub text_relocations: bool,
     /// `--emit-relocs` (`-q`): the executable keeps the relocations of its sections, as ld.bfd writes them
     /// (`.rela<section>`, against the output's symbol table).
     pub emit_relocs: bool,
@@ -216,6 +219,7 @@ impl LinkOptions {
             strip: Strip::Nothing,
             relax: true,
             threads: 1,
+            text_relocations: false,
             emit_relocs: false,
             lto: crate::lto::request::LtoOptions::default(),
             lto_cache_dir: None,

@@ -1313,10 +1313,23 @@ fn dynamic_entries_must_describe_their_sections_and_dynamic_relocations_patch_wr
     let mut into_code = image;
     patch_u64(&mut into_code, relocation, 0x401000);
     assert_eq!(
-        verify_image(&into_code.into(), &layout),
+        verify_image(&into_code.clone().into(), &layout),
         [ImageFinding::DynamicRelocationNotWritable {
             section: ".rela.dyn".to_string(),
             offset: 0x401000
         }]
     );
+    // Unless the image has text relocations (`-z notext`): DT_TEXTREL, or DF_TEXTREL in DT_FLAGS, where the
+    // last entry was DT_NULL; the loader then makes the pages writable while it relocates them.
+    for (tag, value) in [(22u64, 0u64), (30, 0x4)] {
+        let mut text_relocations = into_code.clone();
+        patch_u64(&mut text_relocations, relasz + 8, tag);
+        patch_u64(&mut text_relocations, relasz + 16, value);
+        assert_eq!(verify_image(&text_relocations.into(), &layout), Vec::new(), "tag {tag}");
+    }
+    // DT_FLAGS without DF_TEXTREL changes nothing.
+    let mut other_flags = into_code;
+    patch_u64(&mut other_flags, relasz + 8, 30);
+    patch_u64(&mut other_flags, relasz + 16, 0x8);
+    assert_eq!(verify_image(&other_flags.into(), &layout).len(), 1);
 }

@@ -14,9 +14,9 @@ use object::elf::FileHeader64;
 use object::read::elf::{FileHeader as _, ProgramHeader as _, SectionHeader as _};
 
 use super::dynamic_tags::{
-    DT_FINI_ARRAY, DT_FINI_ARRAYSZ, DT_GNU_HASH, DT_HASH, DT_INIT_ARRAY, DT_INIT_ARRAYSZ, DT_JMPREL, DT_NULL,
-    DT_PLTRELSZ, DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ, DT_RELA, DT_RELASZ, DT_RELR, DT_RELRSZ, DT_STRSZ, DT_STRTAB,
-    DT_SYMTAB, DT_VERNEED, DT_VERSYM,
+    DF_TEXTREL, DT_FINI_ARRAY, DT_FINI_ARRAYSZ, DT_FLAGS, DT_GNU_HASH, DT_HASH, DT_INIT_ARRAY, DT_INIT_ARRAYSZ,
+    DT_JMPREL, DT_NULL, DT_PLTRELSZ, DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ, DT_RELA, DT_RELASZ, DT_RELR, DT_RELRSZ,
+    DT_STRSZ, DT_STRTAB, DT_SYMTAB, DT_TEXTREL, DT_VERNEED, DT_VERSYM,
 };
 use super::elf::{
     FILE_HEADER_SIZE, ImageLayout, PF_W, PF_X, PT_DYNAMIC, PT_GNU_RELRO, PT_GNU_STACK, PT_LOAD, PT_TLS,
@@ -547,7 +547,7 @@ fn check_relro(segments: &[ParsedSegment], loads: &[&ParsedSegment], findings: &
 /// (`DT_SYMTAB`, `DT_STRTAB` and `DT_STRSZ`, `DT_GNU_HASH`, `DT_HASH`, `DT_RELA` and `DT_RELASZ`, `DT_JMPREL` and
 /// `DT_PLTRELSZ`) give those sections' addresses and sizes; and every relocation of `.rela.dyn` and
 /// `.rela.plt` patches 8 bytes that a writable `PT_LOAD` maps (the `PT_GNU_RELRO` part included, which is
-/// made read-only only after relocation).
+/// made read-only only after relocation), or, with text relocations (`DT_TEXTREL`), any `PT_LOAD`.
 fn check_dynamic(
     image: &SparseBytes,
     parsed: &ParsedImage,
@@ -614,11 +614,15 @@ fn check_dynamic(
         (DT_JMPREL, "DT_JMPREL", OutputSectionId::RelaIplt, false),
         (DT_PLTRELSZ, "DT_PLTRELSZ", OutputSectionId::RelaIplt, true),
     ];
+    // With text relocations (`-z notext`) the loader makes the pages it relocates writable for the time it
+    // relocates them: then every mapped word may be relocated.
+    let mut text_relocations = false;
     for entry in bytes.chunks_exact(16) {
         let (tag, value) = (word(entry, 0), word(entry, 8));
         if tag == DT_NULL {
             break;
         }
+        text_relocations |= tag == DT_TEXTREL || (tag == DT_FLAGS && value & DF_TEXTREL != 0);
         let Some((_, what, name, size)) = described.iter().find(|(known, ..)| *known == tag) else {
             continue;
         };
@@ -654,7 +658,7 @@ fn check_dynamic(
     }
     let mut check_writable = |name: &str, offset: u64| {
         let writable = loads.iter().any(|load| {
-            load.flags & PF_W != 0
+            (load.flags & PF_W != 0 || text_relocations)
                 && load.address <= offset
                 && offset.saturating_add(8) <= load.address.saturating_add(load.memory_size)
         });

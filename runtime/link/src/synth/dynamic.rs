@@ -11,6 +11,7 @@
 //! both are refused, naming the input and the symbol, as GNU ld refuses them.
 
 use neverc_tables::{RelocationBase, RelocationKind};
+use rustc_hash::FxHashSet;
 
 use super::imports::{DynamicSymbols, bucket_count, gnu_hash, sysv_hash};
 use super::{LateFill, LateValue, PHASE, absolute_edge, declared, new_atom};
@@ -19,11 +20,11 @@ use crate::graph::{
     AtomId, Binding, Definition, Edge, LinkGraph, Origin, SymbolId, SymbolType, Visibility, atom_flags, section_flags,
 };
 use crate::image::dynamic_tags::{
-    DF_1_NOW, DF_1_ORIGIN, DF_1_PIE, DF_BIND_NOW, DF_ORIGIN, DT_DEBUG, DT_FINI, DT_FINI_ARRAY, DT_FINI_ARRAYSZ,
-    DT_FLAGS, DT_FLAGS_1, DT_GNU_HASH, DT_HASH, DT_INIT, DT_INIT_ARRAY, DT_INIT_ARRAYSZ, DT_JMPREL, DT_NEEDED, DT_NULL,
-    DT_PLTGOT, DT_PLTREL, DT_PLTRELSZ, DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ, DT_RELA, DT_RELACOUNT, DT_RELAENT,
-    DT_RELASZ, DT_RELR, DT_RELRENT, DT_RELRSZ, DT_RPATH, DT_RUNPATH, DT_STRSZ, DT_STRTAB, DT_SYMENT, DT_SYMTAB,
-    DT_VERNEED, DT_VERNEEDNUM, DT_VERSYM,
+    DF_1_NOW, DF_1_ORIGIN, DF_1_PIE, DF_BIND_NOW, DF_ORIGIN, DF_TEXTREL, DT_DEBUG, DT_FINI, DT_FINI_ARRAY,
+    DT_FINI_ARRAYSZ, DT_FLAGS, DT_FLAGS_1, DT_GNU_HASH, DT_HASH, DT_INIT, DT_INIT_ARRAY, DT_INIT_ARRAYSZ, DT_JMPREL,
+    DT_NEEDED, DT_NULL, DT_PLTGOT, DT_PLTREL, DT_PLTRELSZ, DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ, DT_RELA, DT_RELACOUNT,
+    DT_RELAENT, DT_RELASZ, DT_RELR, DT_RELRENT, DT_RELRSZ, DT_RPATH, DT_RUNPATH, DT_STRSZ, DT_STRTAB, DT_SYMENT,
+    DT_SYMTAB, DT_TEXTREL, DT_VERNEED, DT_VERNEEDNUM, DT_VERSYM,
 };
 use crate::sections::OutputSectionId;
 
@@ -89,6 +90,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     let interpreter = interpreter(context)?;
     let got_atom = context.synthesized.got_atom;
     let output_kind = context.options.output_kind;
+    let text_relocations = context.options.text_relocations;
     let init_fini: Vec<(u64, SymbolId)> = [(DT_INIT, "_init"), (DT_FINI, "_fini")]
         .into_iter()
         .filter_map(|(tag, name)| {
@@ -103,13 +105,17 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         bytes.push(0);
         new_atom(graph, None, OutputSectionId::Interp.name(), 1, bytes, origin);
     }
-    let sites = relative_sites(
+    let Sites { sites, in_text } = relative_sites(
         graph,
         &excluded,
         page_bits,
         &symbols,
         got_atom,
-        output_kind.is_position_independent(),
+        SiteOutput {
+            position_independent: output_kind.is_position_independent(),
+            text_relocations,
+            loaded: output_kind.has_interpreter(),
+        },
     )?;
     let absolute = declared(graph, RelocationKind::Symbol, RelocationBase::Nothing, 64)?;
     let relative = u64::from(declared(graph, RelocationKind::Relative, RelocationBase::Nothing, 64)?);
@@ -119,7 +125,10 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     if context.options.pack_relative_relocs {
         sites.retain(|site| match *site {
             Site::Relative { source, offset, .. }
-                if graph.atoms[source.index()].alignment >= 8 && offset >= 0 && offset % 8 == 0 =>
+                if graph.atoms[source.index()].alignment >= 8
+                    && offset >= 0
+                    && offset % 8 == 0
+                    && !in_text.contains(&source) =>
             {
                 packed.push((source, offset as u64));
                 false
@@ -161,7 +170,9 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         let tag = if options.new_dtags { DT_RUNPATH } else { DT_RPATH };
         (tag, strings.add(options.rpath.join(":").as_bytes()))
     });
-    let flags = (u64::from(options.origin) * DF_ORIGIN) | (u64::from(options.bind_now) * DF_BIND_NOW);
+    let flags = (u64::from(options.origin) * DF_ORIGIN)
+        | (u64::from(options.bind_now) * DF_BIND_NOW)
+        | (u64::from(!in_text.is_empty()) * DF_TEXTREL);
     let mut flags_1 = (u64::from(options.origin) * DF_1_ORIGIN) | (u64::from(options.bind_now) * DF_1_NOW);
     if output_kind.is_position_independent() && output_kind.is_executable() {
         flags_1 |= DF_1_PIE;
@@ -359,6 +370,9 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             (DT_RELASZ, Value::Number(count * RELA_SIZE)),
             (DT_RELAENT, Value::Number(RELA_SIZE)),
         ]);
+    }
+    if !in_text.is_empty() {
+        entries.push((DT_TEXTREL, Value::Number(0)));
     }
     if let Some(relr) = &relr {
         entries.extend([
@@ -746,9 +760,15 @@ fn relative_sites(
     page_bits: u32,
     symbols: &DynamicSymbols,
     got: Option<AtomId>,
-    position_independent: bool,
-) -> Result<Vec<Site>, PhaseError> {
+    output: SiteOutput,
+) -> Result<Sites, PhaseError> {
+    let SiteOutput {
+        position_independent,
+        text_relocations,
+        loaded,
+    } = output;
     let mut sites = Vec::new();
+    let mut in_text = FxHashSet::default();
     let mut refused = Vec::new();
     for edge in &graph.edges {
         let source = &graph.atoms[edge.source.index()];
@@ -776,10 +796,16 @@ fn relative_sites(
             .target_symbol
             .map(|symbol| graph.resolved(symbol))
             .filter(|symbol| symbols.is_run_time(*symbol));
+        // `-z notext`: a 64-bit word of a read-only section is relocated too, the loader making its pages
+        // writable for the time it relocates them (`DT_TEXTREL`).
+        let writable = flags & section_flags::WRITABLE != 0;
+        let relocatable = record.size == 64 && (writable || (text_relocations && loaded));
         if let Some(symbol) = imported
-            && record.size == 64
-            && flags & section_flags::WRITABLE != 0
+            && relocatable
         {
+            if !writable {
+                in_text.insert(edge.source);
+            }
             let thread_local = graph.symbols[symbol.index()].symbol_type == SymbolType::Tls;
             sites.push(Site::Symbolic {
                 source: edge.source,
@@ -802,7 +828,10 @@ fn relative_sites(
         {
             continue;
         }
-        if record.size == 64 && flags & section_flags::WRITABLE != 0 {
+        if relocatable {
+            if !writable {
+                in_text.insert(edge.source);
+            }
             sites.push(Site::Relative {
                 source: edge.source,
                 offset,
@@ -820,8 +849,11 @@ fn relative_sites(
             .map(|symbol| crate::symbol_name::display(&graph.symbols[symbol.index()].name).into_owned())
             .filter(|name| !name.is_empty())
             .unwrap_or_else(|| "a section".to_string());
-        let why = if record.size == 64 {
-            "an address in a section that is not writable (a text relocation)"
+        let why = if record.size == 64 && text_relocations {
+            "an address in a section that is not writable (a text relocation, which a static PIE cannot have: it \
+             relocates itself without making its pages writable)"
+        } else if record.size == 64 {
+            "an address in a section that is not writable (a text relocation, which `-z notext` allows)"
         } else {
             "an absolute address in a field narrower than an address"
         };
@@ -832,10 +864,28 @@ fn relative_sites(
         ));
     }
     if refused.is_empty() {
-        Ok(sites)
+        Ok(Sites { sites, in_text })
     } else {
         Err(PhaseError::new(PHASE, refused.join("\n")))
     }
+}
+
+/// What kind of output the dynamic relocations are for.
+#[derive(Clone, Copy)]
+struct SiteOutput {
+    position_independent: bool,
+    /// `-z notext`: words of read-only sections may be relocated.
+    text_relocations: bool,
+    /// Whether a loader relocates the output (which makes read-only pages writable for text relocations);
+    /// a static PIE relocates itself and cannot.
+    loaded: bool,
+}
+
+/// The places the loader relocates, and the atoms of read-only sections among their sources (text
+/// relocations: the output then has `DT_TEXTREL`).
+struct Sites {
+    sites: Vec<Site>,
+    in_text: FxHashSet<AtomId>,
 }
 
 /// Whether the value `edge` writes is the same wherever the image is loaded: an absolute symbol of an input,
