@@ -154,7 +154,7 @@ fn static_pie(command: &LdCommand) -> bool {
 fn output_kind(command: &LdCommand, shared_inputs: bool) -> OutputKind {
     OutputKind::decide(OutputRequest {
         relocatable: command.relocatable,
-        shared: false,
+        shared: command.shared,
         pie: command.pie,
         static_link: if command.pie {
             static_pie(command) || (command.static_seen && !shared_inputs)
@@ -197,6 +197,9 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>, shared_inputs: bo
     options.relax = command.relax;
     options.threads = command.threads;
     options.text_relocations = command.text_relocations;
+    options.soname = command.soname.clone();
+    options.no_undefined = command.no_undefined;
+    options.symbolic = command.symbolic;
     options.emit_relocs = command.emit_relocs;
     options.symbols = command.symbols;
     options.lto = command.lto;
@@ -456,16 +459,23 @@ Symbols (as GNU ld defines them):
                                   local in the symbol table, as ld.lld makes them (extern \"C++\" is refused)
   --cref                          print GNU ld's cross reference table (appended to the -Map file if any)
   --trace-phases                  print every link phase: policy, actor, states, duration
+  -shared, -Bshareable            a shared library (ET_DYN without an interpreter): every global definition
+                                  of default or protected visibility exported, undefined references left
+                                  to the loader; its own references to what it exports go through the
+                                  loader (PLT, GOT), so that another definition may interpose
+  -soname NAME, -h NAME           the shared library's DT_SONAME
+  -z defs, --no-undefined         a shared library's undefined references are errors (-z undefs: not)
+  -Bsymbolic, -Bsymbolic-functions, -Bno-symbolic
+                                  a shared library's references bind to its own definitions (all, or its
+                                  functions), or may be interposed (the default); no effect on a program
   --threads[=N], --no-threads     how many threads the link may use: N, every core (the default), or one;
                                   the output is the same whatever the number
   -v, -V, --verbose               print the version first (--verbose also the SEARCH_DIRs); without
                                   inputs, only that
 
 Accepted, since they cannot change the output (or ask for what neverc-spec does anyway):
-  with a note: -Bsymbolic, -Bsymbolic-functions, -Bno-symbolic (they change how a shared library binds
-  its own symbols),
-  --exclude-libs=LIBS (not applied: an executable exports what its shared libraries refer to);
-  -O LEVEL, --no-undefined (an executable's undefined symbols are errors anyway),
+  --exclude-libs=LIBS (with a note: not applied; an executable exports what its shared libraries refer to);
+  -O LEVEL,
   --[no-]copy-dt-needed-entries,
   --[no-]warn-rwx-segments, --[no-]warn-execstack, --warn-common, --warn-once,
   --no-warn-mismatch, --no-warn-search-mismatch, -g,

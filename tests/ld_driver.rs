@@ -705,8 +705,7 @@ fn unsupported_options_values_and_script_commands_are_refused_naming_them_and_no
         assert!(!out.join("never").exists(), "{extra:?}");
     };
     refused(&["--frobnicate"], "unrecognized option `--frobnicate`");
-    // -shared is refused by name (a PIE, with or without an interpreter, is made: tests/dynamic.rs).
-    refused(&["-shared"], "`-shared` is not supported");
+    refused(&["-soname"], "option `-soname` needs an argument");
     refused(&["-N"], "`-N` is not supported");
     refused(&["-T", "x.ld"], "`-T` is not supported");
     refused(&["-m", "armelf"], "emulation `armelf` is not declared by any target");

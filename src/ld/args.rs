@@ -11,7 +11,7 @@
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
-use neverc_link::context::{HashStyle, IcfMode, Strip};
+use neverc_link::context::{HashStyle, IcfMode, Strip, SymbolicBinding};
 use neverc_link::image::DebugCompression;
 use neverc_tables::{BUNDLED_TARGETS, TargetRecord};
 
@@ -63,6 +63,14 @@ pub(crate) struct LdCommand {
     pub(crate) section_starts: Vec<(String, u64)>,
     /// `-pie` (after any `-no-pie`).
     pub(crate) pie: bool,
+    /// `-shared`: a shared library.
+    pub(crate) shared: bool,
+    /// `-soname NAME` (the last one).
+    pub(crate) soname: Option<String>,
+    /// `--no-undefined` or `-z defs` (and not a later `-z undefs`).
+    pub(crate) no_undefined: bool,
+    /// `-Bsymbolic`, `-Bsymbolic-functions`, `-Bno-symbolic` (the last one).
+    pub(crate) symbolic: SymbolicBinding,
     /// `-static`, `-Bstatic` or their synonyms appeared.
     pub(crate) static_seen: bool,
     /// `--no-dynamic-linker`.
@@ -254,7 +262,6 @@ enum Arity {
 
 /// Why a GNU ld option is refused.
 const CHANGES_OUTPUT: &str = "neverc-spec does not implement it, and it would change the output";
-const SHARED: &str = "neverc-spec writes static executables, not shared libraries";
 const SCRIPT: &str = "neverc-spec has no linker-script layout; a script of GROUP/INPUT/AS_NEEDED/OUTPUT_FORMAT \
                       commands may be given as an input file instead";
 
@@ -319,6 +326,14 @@ enum Opt {
     ImageBase,
     /// `-pie` (true) / `-no-pie` (false).
     Pie(bool),
+    /// `-shared`, `-Bshareable`: a shared library.
+    Shared,
+    /// `-soname NAME`, `-h NAME`: the library's `DT_SONAME`.
+    Soname,
+    /// `--no-undefined`: a shared library's undefined references are errors (`-z defs`).
+    NoUndefined,
+    /// `-Bsymbolic` (all), `-Bsymbolic-functions`, `-Bno-symbolic`: how a shared library binds its own definitions.
+    Symbolic(SymbolicBinding),
     /// `-static-pie`: `-static -pie --no-dynamic-linker`.
     StaticPie,
     /// `--no-dynamic-linker`: no interpreter, the output relocates itself (a static PIE).
@@ -358,8 +373,6 @@ enum Opt {
     Threads,
     /// `--no-threads`: one thread.
     NoThreads,
-    /// Accepted with a note: options that change only how a shared library binds its own symbols.
-    NoteNoEffect,
     /// `--exclude-libs`: accepted with a note saying it is not applied.
     NoteNotApplied,
     Trace,
@@ -457,7 +470,9 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         "cref" => (Opt::Cref, Flag),
         "threads" => (Opt::Threads, Optional),
         "no-threads" => (Opt::NoThreads, Flag),
-        "Bsymbolic" | "Bsymbolic-functions" | "Bno-symbolic" => (Opt::NoteNoEffect, Flag),
+        "Bsymbolic" => (Opt::Symbolic(SymbolicBinding::All), Flag),
+        "Bsymbolic-functions" => (Opt::Symbolic(SymbolicBinding::Functions), Flag),
+        "Bno-symbolic" => (Opt::Symbolic(SymbolicBinding::None), Flag),
         "exclude-libs" => (Opt::NoteNotApplied, Required),
         "compress-debug-sections" => (Opt::CompressDebugSections, Required),
         "relax" => (Opt::Relax(true), Flag),
@@ -465,8 +480,8 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         "emit-relocs" => (Opt::EmitRelocs, Flag),
         // Nothing to do for a static executable: no dynamic section, no dynamic symbols, no shared libraries;
         // or what neverc-spec does anyway (undefined symbols are errors).
-        "no-undefined"
-        | "copy-dt-needed-entries"
+        "no-undefined" => (Opt::NoUndefined, Flag),
+        "copy-dt-needed-entries"
         | "no-copy-dt-needed-entries"
         | "warn-rwx-segments"
         | "no-warn-rwx-segments"
@@ -487,7 +502,8 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         // lld's spelling of `-static -pie --no-dynamic-linker`.
         "static-pie" => (Opt::StaticPie, Flag),
         "no-dynamic-linker" => (Opt::NoDynamicLinker, Flag),
-        "shared" | "Bshareable" | "soname" => (Opt::Unsupported(SHARED), Flag),
+        "shared" | "Bshareable" => (Opt::Shared, Flag),
+        "soname" => (Opt::Soname, Required),
         "Ttext" => (Opt::SectionStart(Some(".text")), Required),
         "Tdata" => (Opt::SectionStart(Some(".data")), Required),
         "Tbss" => (Opt::SectionStart(Some(".bss")), Required),
@@ -548,7 +564,7 @@ fn short_option(letter: u8) -> Option<(Opt, Arity)> {
         b'E' => (Opt::ExportDynamic(true), Flag),
         b'g' | b'X' => (Opt::NoEffect, Flag),
         b'T' => (Opt::Unsupported(SCRIPT), Flag),
-        b'h' => (Opt::Unsupported(SHARED), Flag),
+        b'h' => (Opt::Soname, Required),
         b'y' => (Opt::TraceSymbol, Required),
         b'M' => (Opt::PrintMap, Flag),
         b'u' => (Opt::Undefined, Required),
@@ -604,6 +620,10 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
             section_starts: Vec::new(),
             separate_code: true,
             pie: false,
+            shared: false,
+            soname: None,
+            no_undefined: false,
+            symbolic: SymbolicBinding::None,
             static_seen: false,
             no_dynamic_linker: false,
             dynamic_linker: None,
@@ -791,6 +811,7 @@ impl Parser {
                 self.command.no_dynamic_linker = true;
             }
             Opt::NoDynamicLinker => self.command.no_dynamic_linker = true,
+            Opt::Shared => self.command.shared = true,
             Opt::Dynamic => self.static_only = false,
             Opt::StartGroup => {
                 if self.in_group {
@@ -1051,6 +1072,9 @@ impl Parser {
                     .map_err(|_| bad(spelled, format!("`{limit}` is not a number (0: no limit)")))?;
             }
             Opt::NoinhibitExec => command.symbols.noinhibit_exec = true,
+            Opt::Soname => command.soname = Some(text(&value)?),
+            Opt::NoUndefined => command.no_undefined = true,
+            Opt::Symbolic(binding) => command.symbolic = binding,
             Opt::VersionScript => command.symbols.version_script = Some(version_script(spelled, path(value)?)?),
             Opt::DynamicList => {
                 // A dynamic list is a version script's anonymous node: `{ NAME; GLOB; extern "C" { ... }; };`.
@@ -1091,9 +1115,6 @@ impl Parser {
             Opt::NoteNotApplied => command.notes.push(format!(
                 "`{spelled}` is not applied: an executable exports the definitions its shared libraries refer \
                  to (all with --export-dynamic), whichever archive they come from"
-            )),
-            Opt::NoteNoEffect => command.notes.push(format!(
-                "`{spelled}` has no effect on an executable: it changes how a shared library binds its own symbols"
             )),
             Opt::FixErratum => match value.as_deref().map(|mode| mode.to_str()) {
                 // ld.bfd's default mode: an `adr` where one reaches, a veneer elsewhere.
@@ -1167,7 +1188,9 @@ impl Parser {
             // Text relocations are refused anyway; the stack is never executable.
             ("notext" | "textoff", None) => self.command.text_relocations = true,
             ("text", None) => self.command.text_relocations = false,
-            ("noexecstack" | "defs", None) => {}
+            ("defs", None) => self.command.no_undefined = true,
+            ("undefs", None) => self.command.no_undefined = false,
+            ("noexecstack", None) => {}
             ("execstack", None) => {
                 return Err(LdError::Unsupported {
                     option,

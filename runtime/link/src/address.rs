@@ -52,8 +52,12 @@ pub(crate) fn symbol_address(context: &impl Addresses, symbol: SymbolId) -> Opti
     {
         return atom_address(context, iplt.atom).checked_add(u64::from(*entry) * iplt.entry_size);
     }
-    // An imported function called from the output is its PLT entry.
-    if let Some(plt) = context
+    // An imported function called from the output is its PLT entry (a shared library's own interposable
+    // function is its definition; only its calls go through its PLT entry: `plt_entry`).
+    if matches!(
+        context.graph().symbols[resolved.index()].definition,
+        Definition::Shared | Definition::Undefined
+    ) && let Some(plt) = context
         .synthesized()
         .dynamic_symbols
         .as_ref()
@@ -72,6 +76,12 @@ pub(crate) fn symbol_address(context: &impl Addresses, symbol: SymbolId) -> Opti
         (Definition::Absolute, None) => Some(symbol.value),
         _ => None,
     }
+}
+
+/// The PLT entry of `symbol` (resolved), when the output has one for it.
+pub(crate) fn plt_entry(context: &impl Addresses, symbol: SymbolId) -> Option<u64> {
+    let plt = context.synthesized().dynamic_symbols.as_ref()?.plt.as_ref()?;
+    atom_address(context, plt.atom).checked_add(plt.entry_offset(symbol)?)
 }
 
 /// `S + A` of an edge: the target's address plus the addend (a reference into merged strings through a

@@ -136,6 +136,14 @@ pub struct LinkOptions {
     /// `-z notext`: 64-bit words of read-only sections may need the loader to relocate them (text
     /// relocations, `DT_TEXTREL`); by default (`-z text`) they are refused, as ld.lld refuses them.
     pub text_relocations: bool,
+    /// A shared library's `DT_SONAME` (`-soname`).
+    pub soname: Option<String>,
+    /// `-z defs` / `--no-undefined`: a shared library's undefined references are errors, as an executable's
+    /// are (by default a shared library leaves them to the loader).
+    pub no_undefined: bool,
+    /// `-Bsymbolic`, `-Bsymbolic-functions`: which of a shared library's exported definitions its own
+    /// references bind to directly, instead of through the loader (which lets another definition interpose).
+    pub symbolic: SymbolicBinding,
     /// `--emit-relocs` (`-q`): the executable keeps the relocations of its sections, as ld.bfd writes them
     /// (`.rela<section>`, against the output's symbol table).
     pub emit_relocs: bool,
@@ -175,6 +183,18 @@ pub enum Strip {
     /// `-S`: drop debugging sections (the image has none yet, so this changes nothing).
     Debug,
     /// `-s`: drop the symbol table too.
+    All,
+}
+
+/// Which of a shared library's own exported definitions its references bind to at link time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SymbolicBinding {
+    /// None (`-Bno-symbolic`, the default): every exported definition may be interposed.
+    #[default]
+    None,
+    /// The functions (`-Bsymbolic-functions`).
+    Functions,
+    /// All of them (`-Bsymbolic`).
     All,
 }
 
@@ -220,6 +240,9 @@ impl LinkOptions {
             relax: true,
             threads: 1,
             text_relocations: false,
+            soname: None,
+            no_undefined: false,
+            symbolic: SymbolicBinding::None,
             emit_relocs: false,
             lto: crate::lto::request::LtoOptions::default(),
             lto_cache_dir: None,

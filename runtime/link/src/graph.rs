@@ -610,6 +610,10 @@ pub struct LinkGraph {
     /// (`-s`, `-S`) never applies (they keep nothing alive either): most of the relocations of objects built
     /// with debugging information, such as the Rust standard library's.
     pub skip_debug_relocations: bool,
+    /// For a shared library output: which of its exported definitions its own references still reach
+    /// through the loader, so that another definition may interpose (`None` for any other output; set by
+    /// symbol resolution).
+    pub interposable: Option<crate::context::SymbolicBinding>,
 }
 
 impl LinkGraph {
@@ -833,6 +837,28 @@ impl LinkGraph {
             .get(symbol.index())
             .and_then(|entry| entry.resolution)
             .unwrap_or(symbol)
+    }
+
+    /// Whether `symbol` (resolved) is a definition of a shared library output that the loader may bind
+    /// elsewhere (preemptible): a global or weak definition of default visibility, unless `-Bsymbolic`
+    /// (or, for a function, `-Bsymbolic-functions`) binds it here.
+    pub fn is_preemptible(&self, symbol: SymbolId) -> bool {
+        use crate::context::SymbolicBinding;
+        let (Some(symbolic), Some(entry)) = (self.interposable, self.symbols.get(symbol.index())) else {
+            return false;
+        };
+        let function = matches!(entry.symbol_type, SymbolType::Function | SymbolType::Ifunc);
+        !matches!(
+            entry.definition,
+            Definition::Undefined | Definition::Shared | Definition::Absolute
+        ) && matches!(entry.binding, Binding::Global | Binding::Weak)
+            && entry.visibility == Visibility::Default
+            && !matches!(entry.symbol_type, SymbolType::Section | SymbolType::File)
+            && match symbolic {
+                SymbolicBinding::None => true,
+                SymbolicBinding::Functions => !function,
+                SymbolicBinding::All => false,
+            }
     }
 
     /// The atom an edge points into: its target atom, or the atom defining the symbol its target resolves to.

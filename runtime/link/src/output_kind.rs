@@ -124,15 +124,6 @@ impl OutputKind {
             OutputKind::Relocatable => ET_REL,
         }
     }
-
-    /// What is missing for this linker to make this kind, if anything: it makes every kind but shared
-    /// libraries.
-    pub fn unsupported(self) -> Option<&'static str> {
-        match self {
-            OutputKind::SharedLibrary => Some("a shared library (-shared)"),
-            _ => None,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -266,8 +266,10 @@ pub(crate) fn lay_out(context: &mut LinkContext) -> Result<Layout, PhaseError> {
     define_linker_symbol_values(context, &layout);
     // Without its entry symbol the program starts where its code does, as GNU ld has it (with a warning, which
     // the layout phase gives).
+    // A shared library without one has an entry of 0.
     layout.entry = match entry_symbol_address(context) {
         Some(entry) => entry,
+        None if context.options.output_kind == crate::output_kind::OutputKind::SharedLibrary => 0,
         None => code_start(&layout),
     };
     Ok(layout)

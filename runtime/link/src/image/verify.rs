@@ -656,11 +656,26 @@ fn check_dynamic(
             ));
         }
     }
-    let mut check_writable = |name: &str, offset: u64| {
+    // A copy relocation patches its symbol's size (from `.dynsym`); every other one a word.
+    let copy = neverc_tables::target_by_elf(parsed.machine, 64, true)
+        .and_then(|target| {
+            target
+                .relocations
+                .iter()
+                .find(|record| record.kind == neverc_tables::RelocationKind::Copy)
+        })
+        .map(|record| u64::from(record.number));
+    let symbol_size = |index: u64| {
+        let symbols = named(OutputSectionId::DynSym.name())?;
+        let at = index.checked_mul(24)?.checked_add(16)?;
+        let bytes = image.read(symbols.file_offset.checked_add(at)?, 8).ok()??;
+        (at + 8 <= symbols.size).then(|| word(&bytes, 0))
+    };
+    let mut check_writable = |name: &str, offset: u64, length: u64| {
         let writable = loads.iter().any(|load| {
             (load.flags & PF_W != 0 || text_relocations)
                 && load.address <= offset
-                && offset.saturating_add(8) <= load.address.saturating_add(load.memory_size)
+                && offset.saturating_add(length) <= load.address.saturating_add(load.memory_size)
         });
         if !writable {
             findings.push(ImageFinding::DynamicRelocationNotWritable {
@@ -677,7 +692,12 @@ fn check_dynamic(
             continue;
         };
         for relocation in relocations.chunks_exact(24) {
-            check_writable(name, word(relocation, 0));
+            let info = word(relocation, 8);
+            let length = match copy {
+                Some(copy) if info & 0xffff_ffff == copy => symbol_size(info >> 32).unwrap_or(1).max(1),
+                _ => 8,
+            };
+            check_writable(name, word(relocation, 0), length);
         }
     }
     // The words `.relr.dyn` relocates: an address, then the words its bitmaps mark (63 per bitmap).
@@ -688,13 +708,13 @@ fn check_dynamic(
         let mut next = 0u64;
         for entry in entries.chunks_exact(8).map(|entry| word(entry, 0)) {
             if entry & 1 == 0 {
-                check_writable(name, entry);
+                check_writable(name, entry, 8);
                 next = entry.saturating_add(8);
                 continue;
             }
             for bit in 1..64 {
                 if entry >> bit & 1 != 0 {
-                    check_writable(name, next.saturating_add((bit - 1) * 8));
+                    check_writable(name, next.saturating_add((bit - 1) * 8), 8);
                 }
             }
             next = next.saturating_add(63 * 8);

@@ -35,8 +35,8 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
             .map(|input| ("the input", input.as_path()))
             .collect();
         neverc_output::check_distinct(&outputs, &inputs)?;
-        // `ld -r` output is not executable; a linked program is (both less the umask).
-        let mode = if options.output_kind.is_executable() {
+        // `ld -r` output is not executable; a linked program or shared library is (both less the umask).
+        let mode = if options.output_kind != crate::output_kind::OutputKind::Relocatable {
             Mode::Executable
         } else {
             Mode::Data

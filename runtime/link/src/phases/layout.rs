@@ -7,7 +7,9 @@ use crate::context::{LinkContext, PhaseError};
 pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseError> {
     context.resolve_page_size();
     let layout = crate::place::lay_out(context)?;
-    if crate::place::entry_symbol_address(context).is_none() {
+    // A shared library needs no entry point (GNU ld leaves its `e_entry` 0 without one).
+    let library = context.options.output_kind == crate::output_kind::OutputKind::SharedLibrary;
+    if crate::place::entry_symbol_address(context).is_none() && !library {
         let warning = format!(
             "cannot find entry symbol {}; defaulting to {:016x}",
             context.options.entry, layout.entry

@@ -8,7 +8,7 @@
 //! naming the input, the section, the offset and the symbol (a branch that does not reach went through a
 //! range-extension thunk, made by `relax_thunks`).
 
-use crate::address::{Addresses, target_value};
+use crate::address::{Addresses, plt_entry, target_value};
 use crate::arch::{ErratumSequence, TlsAccess, TlsRelaxed, TlsToInitialExec, UndefinedWeak};
 use crate::context::{ErratumSite, Layout, LinkContext, LinkOptions, OutputSection, PhaseError};
 use crate::graph::{AtomId, Binding, Definition, Edge, LinkGraph, SymbolId};
@@ -491,12 +491,14 @@ fn apply(
     };
     let what = || format!("{} against `{}`", record.name, name());
     // An address of an import that only the loader knows is left for the dynamic relocation that names it
-    // (its addend is in the relocation).
+    // (its addend is in the relocation). A shared library's interposable definition has its link-time
+    // address written (the loader replaces it where a dynamic relocation names the symbol; the library's own
+    // tables, such as `.dynsym`'s values, keep it).
     if record.kind == RelocationKind::Symbol
         && record.relative_to == RelocationBase::Nothing
         && record.size == 64
         && let (Some(symbol), Some(imports)) = (edge.target_symbol, &context.synthesized.dynamic_symbols)
-        && imports.is_run_time(graph.resolved(symbol))
+        && imports.is_imported(graph.resolved(symbol))
     {
         return Ok(());
     }
@@ -597,6 +599,16 @@ fn apply(
     };
     let total = match record.kind {
         RelocationKind::None => return Ok(()),
+        // A shared library calls its own interposable functions through their PLT entries.
+        RelocationKind::Branch
+            if let Some(entry) = edge
+                .target_symbol
+                .map(|symbol| graph.resolved(symbol))
+                .filter(|symbol| graph.is_preemptible(*symbol))
+                .and_then(|symbol| plt_entry(context, symbol)) =>
+        {
+            i128::from(entry) + i128::from(edge.addend)
+        }
         RelocationKind::Symbol | RelocationKind::Branch => value()?,
         RelocationKind::GotEntry => got_entry()?,
         RelocationKind::GotEntryRelaxable => match got::relaxation(context.options, graph, edge) {

@@ -141,7 +141,13 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         return Err(PhaseError::new(PHASE, missing.join("\n")));
     }
 
-    // Every reference resolves to the prevailing definition; strong references must find one.
+    // Every reference resolves to the prevailing definition; strong references must find one, except in a
+    // shared library (unless `-z defs`), which leaves them to the loader: then the references of one name
+    // resolve to the first of them, which is what the library imports.
+    let shared_library = context.options.output_kind == crate::output_kind::OutputKind::SharedLibrary;
+    let leave_to_loader = shared_library && !context.options.no_undefined;
+    graph.interposable = shared_library.then_some(context.options.symbolic);
+    let mut left_undefined: FxHashMap<String, SymbolId> = FxHashMap::default();
     let mut undefined: Vec<(String, SymbolId)> = Vec::new();
     let mut reported = FxHashSet::default();
     for index in 0..graph.symbols.len() {
@@ -157,6 +163,14 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
             Some(prevailing) => {
                 graph.symbols[index].resolution = Some(prevailing);
                 graph.symbols[prevailing.index()].prevailing = true;
+            }
+            None if shared_library => {
+                let (name, weak) = (symbol.name.clone(), symbol.binding == Binding::Weak);
+                let first = *left_undefined.entry(name.clone()).or_insert(SymbolId(index as u32));
+                graph.symbols[index].resolution = Some(first);
+                if !weak && !leave_to_loader && reported.insert(name.clone()) {
+                    undefined.push((name, SymbolId(index as u32)));
+                }
             }
             None if symbol.binding == Binding::Weak => {}
             None => {

@@ -20,11 +20,11 @@ use crate::graph::{
     AtomId, Binding, Definition, Edge, LinkGraph, Origin, SymbolId, SymbolType, Visibility, atom_flags, section_flags,
 };
 use crate::image::dynamic_tags::{
-    DF_1_NOW, DF_1_ORIGIN, DF_1_PIE, DF_BIND_NOW, DF_ORIGIN, DF_TEXTREL, DT_DEBUG, DT_FINI, DT_FINI_ARRAY,
+    DF_1_NOW, DF_1_ORIGIN, DF_1_PIE, DF_BIND_NOW, DF_ORIGIN, DF_SYMBOLIC, DF_TEXTREL, DT_DEBUG, DT_FINI, DT_FINI_ARRAY,
     DT_FINI_ARRAYSZ, DT_FLAGS, DT_FLAGS_1, DT_GNU_HASH, DT_HASH, DT_INIT, DT_INIT_ARRAY, DT_INIT_ARRAYSZ, DT_JMPREL,
     DT_NEEDED, DT_NULL, DT_PLTGOT, DT_PLTREL, DT_PLTRELSZ, DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ, DT_RELA, DT_RELACOUNT,
-    DT_RELAENT, DT_RELASZ, DT_RELR, DT_RELRENT, DT_RELRSZ, DT_RPATH, DT_RUNPATH, DT_STRSZ, DT_STRTAB, DT_SYMENT,
-    DT_SYMTAB, DT_TEXTREL, DT_VERNEED, DT_VERNEEDNUM, DT_VERSYM,
+    DT_RELAENT, DT_RELASZ, DT_RELR, DT_RELRENT, DT_RELRSZ, DT_RPATH, DT_RUNPATH, DT_SONAME, DT_STRSZ, DT_STRTAB,
+    DT_SYMBOLIC, DT_SYMENT, DT_SYMTAB, DT_TEXTREL, DT_VERNEED, DT_VERNEEDNUM, DT_VERSYM,
 };
 use crate::sections::OutputSectionId;
 
@@ -166,11 +166,17 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         .map(|library| strings.add(graph.shared_libraries[library.index()].install_name.as_bytes()))
         .collect();
     let options = &context.options;
+    let soname = options.soname.as_ref().map(|name| strings.add(name.as_bytes()));
     let search_path = (!options.rpath.is_empty()).then(|| {
         let tag = if options.new_dtags { DT_RUNPATH } else { DT_RPATH };
         (tag, strings.add(options.rpath.join(":").as_bytes()))
     });
+    // `-Bsymbolic`: the library says that its references bind to its own definitions (DT_SYMBOLIC, as ld.bfd
+    // writes it).
+    let symbolic = output_kind == crate::output_kind::OutputKind::SharedLibrary
+        && options.symbolic == crate::context::SymbolicBinding::All;
     let flags = (u64::from(options.origin) * DF_ORIGIN)
+        | (u64::from(symbolic) * DF_SYMBOLIC)
         | (u64::from(options.bind_now) * DF_BIND_NOW)
         | (u64::from(!in_text.is_empty()) * DF_TEXTREL);
     let mut flags_1 = (u64::from(options.origin) * DF_1_ORIGIN) | (u64::from(options.bind_now) * DF_1_NOW);
@@ -327,6 +333,10 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         .iter()
         .map(|name| (DT_NEEDED, Value::Number(u64::from(*name))))
         .collect();
+    entries.extend(soname.map(|name| (DT_SONAME, Value::Number(u64::from(name)))));
+    if symbolic {
+        entries.push((DT_SYMBOLIC, Value::Number(0)));
+    }
     entries.extend(search_path.map(|(tag, path)| (tag, Value::Number(u64::from(path)))));
     entries.extend(init_fini.into_iter().map(|(tag, symbol)| (tag, Value::Symbol(symbol))));
     for (section, start, size) in [
@@ -351,8 +361,11 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         (DT_SYMTAB, Value::Address(dynsym)),
         (DT_STRSZ, Value::Number(string_size)),
         (DT_SYMENT, Value::Number(SYMBOL_SIZE)),
-        (DT_DEBUG, Value::Number(0)),
     ]);
+    // The debugger finds the loader's list of libraries through a program's `DT_DEBUG`; a library has none.
+    if output_kind.is_executable() {
+        entries.push((DT_DEBUG, Value::Number(0)));
+    }
     // The PLT's slots start with the imports' (and the words the loader owns); their relocations come first.
     let jump_slots =
         import_plt.map_or(0, |(_, _, functions)| functions) + iplt.map_or(0, |(_, _, functions)| functions);
@@ -556,7 +569,9 @@ fn symbol_tables(
             SymbolType::Ifunc => 10,
             _ => 0,
         };
-        let other = if entry.visibility == Visibility::Protected {
+        // A definition's visibility; an import's entry is default (a library's protected definition is
+        // protected there: an undefined protected entry would bind only inside the output).
+        let other = if defined && entry.visibility == Visibility::Protected {
             STV_PROTECTED
         } else {
             0

@@ -66,12 +66,22 @@ pub(crate) struct DynamicSymbols {
     pub(crate) plt: Option<ImportPlt>,
     /// The libraries the output needs (`DT_NEEDED`), in link order.
     pub(crate) needed: Vec<SharedLibraryId>,
+    /// A shared library's exported definitions that its own references reach through the loader (which may
+    /// bind them to another definition): their calls go through PLT entries, their GOT slots and words
+    /// hold what the loader binds.
+    pub(crate) preemptible: FxHashSet<SymbolId>,
 }
 
 impl DynamicSymbols {
     /// Whether `symbol` (resolved) is imported (an undefined `.dynsym` entry, not one the output defines) and
     /// not at its PLT entry: its address is known at run time only.
     pub(crate) fn is_run_time(&self, symbol: SymbolId) -> bool {
+        self.is_imported(symbol) || self.preemptible.contains(&symbol)
+    }
+
+    /// Whether `symbol` (resolved) is an import the output has no address for at all (not at its PLT entry,
+    /// not copied, not defined by the output): what the loader writes is all there is.
+    pub(crate) fn is_imported(&self, symbol: SymbolId) -> bool {
         self.index.get(&symbol).is_some_and(|index| *index < self.defined_from)
             && !self.copied.contains(&symbol)
             && !self.canonical.contains(&symbol)
@@ -119,6 +129,9 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         return Ok(());
     }
     let graph = &context.graph;
+    // A shared library imports every name it leaves undefined, and reaches its own interposable
+    // definitions as it reaches imports; it holds no copies and no canonical PLT entries.
+    let shared_library = context.options.output_kind == crate::output_kind::OutputKind::SharedLibrary;
     let order = graph.command_line_order();
     let mut uses: Vec<((u32, u32), usize, SymbolId, Need)> = Vec::new();
     let mut refused = Vec::new();
@@ -134,19 +147,81 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             continue;
         };
         let entry = &graph.symbols[symbol.index()];
+        // Thread-local storage of a shared library (its module's block, the dynamic TLS models) is not made
+        // yet: refused, never relaxed to an executable's models.
+        if shared_library
+            && matches!(
+                record.kind,
+                RelocationKind::TlsGd
+                    | RelocationKind::TlsLd
+                    | RelocationKind::TlsDtpOffset
+                    | RelocationKind::TlsIe
+                    | RelocationKind::TlsLe
+                    | RelocationKind::TlsDesc
+                    | RelocationKind::TlsDescCall
+            )
+        {
+            let input = graph.input_name(source.origin.input);
+            refused.push(format!(
+                "{input}({}+{:#x}): relocation {} against `{}`: thread-local variables in a shared library are \
+                 not supported yet",
+                source.name,
+                edge.offset,
+                record.name,
+                crate::symbol_name::display(&entry.name),
+            ));
+            continue;
+        }
         let through_got = matches!(
             record.kind,
             RelocationKind::GotEntry | RelocationKind::GotEntryRelaxable
         );
         let imported = match entry.definition {
             Definition::Shared => true,
-            Definition::Undefined => entry.binding == Binding::Weak && through_got,
-            _ => false,
+            Definition::Undefined => shared_library || (entry.binding == Binding::Weak && through_got),
+            _ => graph.is_preemptible(symbol),
         };
         if !imported {
             continue;
         }
         let function = matches!(entry.symbol_type, SymbolType::Function | SymbolType::Ifunc);
+        if shared_library {
+            let need = match record.kind {
+                RelocationKind::GotEntry
+                | RelocationKind::GotEntryRelaxable
+                | RelocationKind::Size
+                | RelocationKind::None => Some(Need::Loader),
+                RelocationKind::Branch => Some(Need::Plt),
+                RelocationKind::Symbol
+                    if record.relative_to == RelocationBase::Nothing
+                        && record.size == 64
+                        && writable(graph, edge.source) =>
+                {
+                    Some(Need::Loader)
+                }
+                _ => None,
+            };
+            let Some(need) = need else {
+                let input = graph.input_name(source.origin.input);
+                let what = if entry.definition == Definition::Undefined {
+                    "which the library leaves to the loader"
+                } else {
+                    "which the library exports (another definition may interpose)"
+                };
+                refused.push(format!(
+                    "{input}({}+{:#x}): relocation {} against `{}`, {what}, cannot be used when making a shared \
+                     library; recompile with -fPIC",
+                    source.name,
+                    edge.offset,
+                    record.name,
+                    crate::symbol_name::display(&entry.name),
+                ));
+                continue;
+            };
+            let place = source.origin.input.map_or((u32::MAX, 0), |input| order[input.index()]);
+            uses.push((place, position, symbol, need));
+            continue;
+        }
         let need = match record.kind {
             // An initial-exec access to an imported thread-local variable reads its offset from the thread
             // pointer from a GOT slot the loader fills (`got.rs`).
@@ -197,7 +272,14 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     let mut imports: Vec<SymbolId> = Vec::new();
     let mut needs: FxHashMap<SymbolId, (bool, bool)> = FxHashMap::default();
     let mut canonical: FxHashSet<SymbolId> = FxHashSet::default();
+    let mut preempted_calls: Vec<SymbolId> = Vec::new();
     for (_, _, symbol, need) in &uses {
+        if context.graph.is_preemptible(*symbol) {
+            if *need == Need::Plt && !preempted_calls.contains(symbol) {
+                preempted_calls.push(*symbol);
+            }
+            continue;
+        }
         let entry = needs.entry(*symbol).or_insert_with(|| {
             imports.push(*symbol);
             (false, false)
@@ -212,7 +294,8 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             Need::Loader => {}
         }
     }
-    let functions: Vec<SymbolId> = imports.iter().copied().filter(|symbol| needs[symbol].0).collect();
+    let mut functions: Vec<SymbolId> = imports.iter().copied().filter(|symbol| needs[symbol].0).collect();
+    functions.extend(preempted_calls.iter().copied());
     let copied: Vec<SymbolId> = imports
         .iter()
         .copied()
@@ -262,6 +345,11 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         }
     }
     let exports = exports(context);
+    let preemptible: FxHashSet<SymbolId> = exports
+        .iter()
+        .copied()
+        .filter(|symbol| context.graph.is_preemptible(*symbol))
+        .collect();
     let graph = &mut context.graph;
     let plt = if functions.is_empty() {
         None
@@ -372,6 +460,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         copied: copied_set,
         plt,
         needed,
+        preemptible,
     });
     Ok(())
 }
@@ -500,7 +589,8 @@ fn exports(context: &LinkContext) -> Vec<SymbolId> {
             && !matches!(entry.definition, Definition::Undefined | Definition::Shared)
             && entry.symbol_type != SymbolType::Section
     };
-    let mut exports: Vec<SymbolId> = if context.options.export_dynamic {
+    let shared_library = context.options.output_kind == crate::output_kind::OutputKind::SharedLibrary;
+    let mut exports: Vec<SymbolId> = if context.options.export_dynamic || shared_library {
         table.values().copied().filter(|symbol| exportable(*symbol)).collect()
     } else {
         // Names shared libraries refer to, and names they define (so that their references bind to the

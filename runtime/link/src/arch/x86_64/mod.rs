@@ -98,9 +98,13 @@ fn relaxation(graph: &LinkGraph, edge: &Edge) -> Option<GotRelaxation> {
     if graph.relocation_kind(edge) != Some(RelocationKind::GotEntryRelaxable) || edge.addend != -4 {
         return None;
     }
-    let symbol = &graph.symbols[graph.resolved(edge.target_symbol?).index()];
-    // A symbol a shared library defines has its address only at run time (unless the output holds a copy).
-    if symbol.definition == Definition::Undefined || (symbol.definition == Definition::Shared && symbol.atom.is_none())
+    let resolved = graph.resolved(edge.target_symbol?);
+    let symbol = &graph.symbols[resolved.index()];
+    // A symbol a shared library defines has its address only at run time (unless the output holds a copy), and
+    // so does a shared library's own interposable definition.
+    if symbol.definition == Definition::Undefined
+        || (symbol.definition == Definition::Shared && symbol.atom.is_none())
+        || graph.is_preemptible(resolved)
     {
         return None;
     }

@@ -1,0 +1,322 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! Shared libraries (`-shared`, issue 28), made by `gcc -shared` through neverc-spec and checked against
+//! ld.bfd's from the same objects: programs linked against either run alike, with and without an
+//! `LD_PRELOAD` interposing a library function (and with `-Bsymbolic`, which binds the library's own
+//! references), `dlopen`/`dlsym` find what ld.bfd's library exports, a C++ exception and RTTI cross the
+//! boundary, and the exported symbols, `DT_SONAME` and `DT_NEEDED` are ld.bfd's.
+
+use std::path::{Path, PathBuf};
+
+use neverc_test_support::{repo, run_in, scratch, succeeded, text};
+
+const BIN: &str = env!("CARGO_BIN_EXE_neverc-spec");
+
+fn fixture(name: &str) -> String {
+    repo().join("tests/fixtures/shared").join(name).display().to_string()
+}
+
+/// A fresh directory with `bin/ld`, neverc-spec, for `gcc -B`.
+fn workspace(name: &Path) -> (PathBuf, String) {
+    let bin = name.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(BIN, bin.join("ld")).unwrap();
+    (name.to_path_buf(), format!("-B{}", bin.display()))
+}
+
+/// What `program` prints (stdout and stderr) and its exit status, with `environment` set.
+fn run_program(program: &Path, arguments: &[&str], environment: &[(&str, &str)]) -> (String, String, Option<i32>) {
+    let output = std::process::Command::new(program)
+        .args(arguments)
+        .envs(environment.iter().copied())
+        .output()
+        .unwrap_or_else(|error| panic!("cannot run {}: {error}", program.display()));
+    (text(&output.stdout), text(&output.stderr), output.status.code())
+}
+
+fn readelf(arguments: &[&str], file: &Path) -> String {
+    let output = run_in(
+        "readelf",
+        Path::new("."),
+        &[arguments, &[&file.display().to_string()]].concat(),
+    );
+    succeeded(&output, "readelf");
+    text(&output.stdout)
+}
+
+/// The defined `.dynsym` entries of `library`: type, binding, visibility and name (versions included);
+/// not the section symbols ld.bfd adds for AArch64.
+fn exported(library: &Path) -> Vec<String> {
+    let mut names: Vec<String> = readelf(&["--dyn-syms", "-W"], library)
+        .lines()
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .filter(|fields| {
+            fields.len() >= 8
+                && fields[0].trim_end_matches(':').parse::<u32>().is_ok()
+                && fields[6] != "UND"
+                && fields[3] != "SECTION"
+        })
+        .map(|fields| format!("{} {} {} {}", fields[3], fields[4], fields[5], fields[7]))
+        .collect();
+    names.sort();
+    names
+}
+
+/// The `.dynamic` entries with these tags, with their values.
+fn dynamic_entries(library: &Path, tags: &[&str]) -> Vec<String> {
+    readelf(&["-dW"], library)
+        .lines()
+        .filter(|line| tags.iter().any(|tag| line.contains(&format!("({tag})"))))
+        .map(|line| line.split_whitespace().skip(1).collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+#[test]
+fn c_shared_libraries_export_interpose_and_run_like_ld_bfds() {
+    let (dir, with_ours) = workspace(&scratch!("shared-c"));
+    for (source, object, extra) in [
+        ("lib.c", "lib.o", &["-fPIC"][..]),
+        ("main.c", "main.o", &[][..]),
+        ("dlopen.c", "dlopen.o", &[][..]),
+    ] {
+        let compiled = run_in(
+            "gcc",
+            &dir,
+            &[&["-O2", "-c", &fixture(source), "-o", object][..], extra].concat(),
+        );
+        succeeded(&compiled, source);
+    }
+    let preload = run_in(
+        "gcc",
+        &dir,
+        &["-O2", "-fPIC", "-shared", &fixture("preload.c"), "-o", "libpreload.so"],
+    );
+    succeeded(&preload, "libpreload.so");
+    let preload = dir.join("libpreload.so").display().to_string();
+
+    // The library, by each linker (and, -Bsymbolic, by each again), each in a directory of its own under
+    // the same name; the programs are linked against them by ld.bfd (and once by neverc-spec too).
+    let mut outputs = Vec::new();
+    for (name, symbolic) in [("plain", false), ("symbolic", true)] {
+        let mut runs = Vec::new();
+        for (linker, driver_flag) in [("ours", Some(with_ours.as_str())), ("bfd", None)] {
+            let lib_dir = dir.join(format!("{name}-{linker}"));
+            std::fs::create_dir_all(&lib_dir).unwrap();
+            let library = lib_dir.join("libdemo.so").display().to_string();
+            let mut arguments: Vec<&str> = driver_flag.into_iter().collect();
+            arguments.extend(["-shared", "-Wl,-soname,libdemo.so.1", "lib.o", "-o", &library]);
+            if symbolic {
+                arguments.push("-Wl,-Bsymbolic");
+            }
+            succeeded(&run_in("gcc", &dir, &arguments), &format!("gcc -shared ({linker})"));
+            std::fs::copy(&library, lib_dir.join("libdemo.so.1")).unwrap();
+            let search = format!("-L{}", lib_dir.display());
+            let rpath = format!("-Wl,-rpath,{}", lib_dir.display());
+            let program = lib_dir.join("program").display().to_string();
+            let linked = run_in("gcc", &dir, &["main.o", &search, "-ldemo", &rpath, "-o", &program]);
+            succeeded(&linked, "gcc main.o -ldemo");
+            let program = PathBuf::from(program);
+            let plain = run_program(&program, &[], &[]);
+            let preloaded = run_program(&program, &[], &[("LD_PRELOAD", &preload)]);
+            runs.push((lib_dir, plain, preloaded));
+        }
+        let (ours, theirs) = (&runs[0], &runs[1]);
+        assert!(ours.1.0.lines().count() >= 6, "{name}: {:?}", ours.1);
+        assert_eq!(ours.1, theirs.1, "{name}: the program against each library");
+        assert_eq!(ours.2, theirs.2, "{name}: with LD_PRELOAD");
+        let library = ours.0.join("libdemo.so");
+        assert_eq!(exported(&library), exported(&theirs.0.join("libdemo.so")), "{name}");
+        let tags = ["NEEDED", "SONAME", "SYMBOLIC", "FLAGS", "TEXTREL"];
+        assert_eq!(
+            dynamic_entries(&library, &tags),
+            dynamic_entries(&theirs.0.join("libdemo.so"), &tags),
+            "{name}"
+        );
+        let header = readelf(&["-hW"], &library);
+        assert!(header.contains("DYN (Shared object file)"), "{header}");
+        assert!(header.contains("Entry point address:               0x0"), "{header}");
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&library).unwrap().permissions().mode() & 0o111, 0o111);
+        outputs.push(ours.clone());
+    }
+    // Interposition: the preloaded functions replace the library's for the program, and (without -Bsymbolic)
+    // `twice` for the library's own call and table too; the library's own reference to its protected
+    // function (the table's last entry) is never replaced.
+    let (plain, symbolic) = (&outputs[0], &outputs[1]);
+    assert!(plain.1.0.contains("bump 41, counter 40"), "{:?}", plain.1);
+    assert!(plain.2.0.contains("bump 82, counter 40"), "{:?}", plain.2);
+    assert!(plain.2.0.contains("twice 63, protected 63"), "{:?}", plain.2);
+    assert!(plain.2.0.contains("table 15 6 10"), "{:?}", plain.2);
+    assert!(symbolic.2.0.contains("bump 41, counter 40"), "{:?}", symbolic.2);
+    assert!(symbolic.2.0.contains("table 10 6 10"), "{:?}", symbolic.2);
+
+    // A program linked by neverc-spec against neverc-spec's library runs alike.
+    let lib_dir = &plain.0;
+    let program = lib_dir.join("program-ours").display().to_string();
+    let search = format!("-L{}", lib_dir.display());
+    let rpath = format!("-Wl,-rpath,{}", lib_dir.display());
+    succeeded(
+        &run_in(
+            "gcc",
+            &dir,
+            &[&with_ours, "main.o", &search, "-ldemo", &rpath, "-o", &program],
+        ),
+        "gcc -B (ours) main.o -ldemo",
+    );
+    assert_eq!(run_program(Path::new(&program), &[], &[]), plain.1);
+
+    // dlopen and dlsym: what the library exports is found, the hidden function is not.
+    succeeded(
+        &run_in("gcc", &dir, &["dlopen.o", "-rdynamic", "-ldl", "-o", "dlopen"]),
+        "gcc dlopen.o",
+    );
+    let opened: Vec<_> = [dir.join("plain-ours/libdemo.so"), dir.join("plain-bfd/libdemo.so")]
+        .iter()
+        .map(|library| run_program(&dir.join("dlopen"), &[&library.display().to_string()], &[]))
+        .collect();
+    assert_eq!(opened[0], opened[1]);
+    assert_eq!(
+        opened[0].0,
+        "hello from the library, twice 8, counter 40, internal not exported\n"
+    );
+
+    // `-z defs` (`--no-undefined`): the reference the library leaves to the program is an error, as with
+    // ld.bfd; nothing is written.
+    for option in ["-Wl,-z,defs", "-Wl,--no-undefined"] {
+        let refused = run_in(
+            "gcc",
+            &dir,
+            &[&with_ours, "-shared", option, "lib.o", "-o", "libnever.so"],
+        );
+        assert!(!refused.status.success(), "{option}");
+        assert!(
+            text(&refused.stderr)
+                .contains("in function `ask_the_program': undefined reference to `provided_by_the_program'"),
+            "{option}: {}",
+            text(&refused.stderr)
+        );
+        assert!(!dir.join("libnever.so").exists());
+        assert!(
+            !run_in("gcc", &dir, &["-shared", option, "lib.o", "-o", "libbfd-never.so"])
+                .status
+                .success()
+        );
+    }
+}
+
+#[test]
+fn a_cxx_exception_and_rtti_cross_the_boundary_of_a_library_we_link() {
+    let (dir, with_ours) = workspace(&scratch!("shared-cxx"));
+    let include = format!("-I{}", repo().join("tests/fixtures/shared").display());
+    succeeded(
+        &run_in(
+            "g++",
+            &dir,
+            &["-O2", "-fPIC", &include, "-c", &fixture("cxxlib.cc"), "-o", "cxxlib.o"],
+        ),
+        "cxxlib.cc",
+    );
+    succeeded(
+        &run_in(
+            "g++",
+            &dir,
+            &["-O2", &include, "-c", &fixture("cxxmain.cc"), "-o", "cxxmain.o"],
+        ),
+        "cxxmain.cc",
+    );
+    let mut printed = Vec::new();
+    for (linker, flag) in [("ours", Some(with_ours.as_str())), ("bfd", None)] {
+        let lib_dir = dir.join(linker);
+        std::fs::create_dir_all(&lib_dir).unwrap();
+        let library = lib_dir.join("libshapes.so").display().to_string();
+        let mut arguments: Vec<&str> = flag.into_iter().collect();
+        arguments.extend(["-shared", "cxxlib.o", "-o", &library]);
+        succeeded(&run_in("g++", &dir, &arguments), &format!("g++ -shared ({linker})"));
+        let program = lib_dir.join("program").display().to_string();
+        let search = format!("-L{}", lib_dir.display());
+        let rpath = format!("-Wl,-rpath,{}", lib_dir.display());
+        succeeded(
+            &run_in("g++", &dir, &["cxxmain.o", &search, "-lshapes", &rpath, "-o", &program]),
+            "g++ cxxmain.o",
+        );
+        printed.push(run_program(Path::new(&program), &[], &[]));
+        assert_eq!(
+            exported(&lib_dir.join("libshapes.so")).len(),
+            exported(&dir.join("ours/libshapes.so")).len()
+        );
+    }
+    assert_eq!(printed[0], printed[1]);
+    assert_eq!(
+        printed[0].0,
+        "derived, a Derived: 1, typeid: 1\ncaught: the library says: thrown across the boundary\n"
+    );
+    assert_eq!(
+        exported(&dir.join("ours/libshapes.so")),
+        exported(&dir.join("bfd/libshapes.so"))
+    );
+}
+
+#[test]
+fn thread_local_variables_of_a_shared_library_are_refused_until_they_are_made() {
+    let (dir, with_ours) = workspace(&scratch!("shared-tls"));
+    std::fs::write(
+        dir.join("tls.c"),
+        "__thread int counter = 5;\nint next(void) { return ++counter; }\n",
+    )
+    .unwrap();
+    succeeded(
+        &run_in("gcc", &dir, &["-O2", "-fPIC", "-c", "tls.c", "-o", "tls.o"]),
+        "tls.c",
+    );
+    let refused = run_in("gcc", &dir, &[&with_ours, "-shared", "tls.o", "-o", "libtls.so"]);
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused.stderr).contains(
+            "tls.o(.text+0x8): relocation R_X86_64_TLSGD against `counter`: thread-local variables in a shared \
+             library are not supported yet"
+        ),
+        "{}",
+        text(&refused.stderr)
+    );
+    assert!(!dir.join("libtls.so").exists());
+}
+
+#[test]
+fn an_aarch64_shared_library_runs_under_qemu_like_ld_bfds() {
+    use neverc_test_support::cross::{AARCH64, run_program as run_on};
+    let (dir, with_ours) = workspace(&scratch!("shared-aarch64"));
+    for (source, object, extra) in [("lib.c", "lib.o", &["-fPIC"][..]), ("main.c", "main.o", &[][..])] {
+        let compiled = run_in(
+            AARCH64.gcc,
+            &dir,
+            &[&["-O2", "-c", &fixture(source), "-o", object][..], extra].concat(),
+        );
+        succeeded(&compiled, source);
+    }
+    let mut printed = Vec::new();
+    for (linker, flag) in [("ours", Some(with_ours.as_str())), ("bfd", None)] {
+        let lib_dir = dir.join(linker);
+        std::fs::create_dir_all(&lib_dir).unwrap();
+        let library = lib_dir.join("libdemo.so").display().to_string();
+        let mut arguments: Vec<&str> = flag.into_iter().collect();
+        arguments.extend(["-shared", "lib.o", "-o", &library]);
+        succeeded(&run_in(AARCH64.gcc, &dir, &arguments), &format!("-shared ({linker})"));
+        let program = lib_dir.join("program").display().to_string();
+        let search = format!("-L{}", lib_dir.display());
+        let rpath = format!("-Wl,-rpath,{}", lib_dir.display());
+        succeeded(
+            &run_in(
+                AARCH64.gcc,
+                &dir,
+                &["main.o", &search, "-ldemo", &rpath, "-o", &program],
+            ),
+            "main.o -ldemo",
+        );
+        printed.push(run_on(&AARCH64, Path::new(&program)));
+    }
+    assert_eq!(printed[0], printed[1]);
+    assert!(printed[0].0.contains("table 10 6 10"), "{:?}", printed[0]);
+    assert_eq!(
+        exported(&dir.join("ours/libdemo.so")),
+        exported(&dir.join("bfd/libdemo.so"))
+    );
+}
