@@ -200,6 +200,7 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>, shared_inputs: bo
     options.soname = command.soname.clone();
     options.no_undefined = command.no_undefined;
     options.symbolic = command.symbolic;
+    options.loader_requests = command.loader_requests;
     options.emit_relocs = command.emit_relocs;
     options.symbols = command.symbols;
     options.lto = command.lto;
@@ -465,6 +466,9 @@ Symbols (as GNU ld defines them):
                                   loader (PLT, GOT), so that another definition may interpose
   -soname NAME, -h NAME           the shared library's DT_SONAME
   -z defs, --no-undefined         a shared library's undefined references are errors (-z undefs: not)
+  -z nodelete, -z nodlopen, -z initfirst, -z interpose
+                                  what a shared library asks of the loader (DF_1_NODELETE, DF_1_NOOPEN,
+                                  DF_1_INITFIRST, DF_1_INTERPOSE)
   -Bsymbolic, -Bsymbolic-functions, -Bno-symbolic
                                   a shared library's references bind to its own definitions (all, or its
                                   functions), or may be interposed (the default); no effect on a program

@@ -179,6 +179,20 @@ fn c_shared_libraries_export_interpose_and_run_like_ld_bfds() {
         "hello from the library, twice 8, counter 40, internal not exported\n"
     );
 
+    // What a library asks of the loader: the same DT_FLAGS_1 as ld.bfd's.
+    for request in ["nodelete", "nodlopen", "initfirst", "interpose"] {
+        let option = format!("-Wl,-z,{request}");
+        let mut flags = Vec::new();
+        for (name, flag) in [("libz-ours.so", Some(with_ours.as_str())), ("libz-bfd.so", None)] {
+            let mut arguments: Vec<&str> = flag.into_iter().collect();
+            arguments.extend(["-shared", &option, "lib.o", "-o", name]);
+            succeeded(&run_in("gcc", &dir, &arguments), &option);
+            flags.push(dynamic_entries(&dir.join(name), &["FLAGS_1"]));
+        }
+        assert_eq!(flags[0], flags[1], "{request}");
+        assert_eq!(flags[0].len(), 1, "{request}");
+    }
+
     // `-z defs` (`--no-undefined`): the reference the library leaves to the program is an error, as with
     // ld.bfd; nothing is written.
     for option in ["-Wl,-z,defs", "-Wl,--no-undefined"] {
@@ -256,7 +270,7 @@ fn a_cxx_exception_and_rtti_cross_the_boundary_of_a_library_we_link() {
 }
 
 #[test]
-fn thread_local_variables_of_a_shared_library_are_refused_until_they_are_made() {
+fn thread_local_variables_and_indirect_functions_of_a_library_are_refused_until_they_are_made() {
     let (dir, with_ours) = workspace(&scratch!("shared-tls"));
     std::fs::write(
         dir.join("tls.c"),
@@ -278,6 +292,27 @@ fn thread_local_variables_of_a_shared_library_are_refused_until_they_are_made() 
         text(&refused.stderr)
     );
     assert!(!dir.join("libtls.so").exists());
+    std::fs::write(
+        dir.join("ifunc.c"),
+        "static int one(void) { return 1; }\nstatic int (*pick(void))(void) { return one; }\nint picked(void) \
+         __attribute__((ifunc(\"pick\")));\n",
+    )
+    .unwrap();
+    succeeded(
+        &run_in("gcc", &dir, &["-O2", "-fPIC", "-c", "ifunc.c", "-o", "ifunc.o"]),
+        "ifunc.c",
+    );
+    let refused = run_in("gcc", &dir, &[&with_ours, "-shared", "ifunc.o", "-o", "libifunc.so"]);
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused.stderr).contains(
+            "ifunc.o: `picked` is an indirect function (IFUNC): indirect functions in a shared library are not \
+             supported yet"
+        ),
+        "{}",
+        text(&refused.stderr)
+    );
+    assert!(!dir.join("libifunc.so").exists());
 }
 
 #[test]

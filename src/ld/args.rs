@@ -71,6 +71,8 @@ pub(crate) struct LdCommand {
     pub(crate) no_undefined: bool,
     /// `-Bsymbolic`, `-Bsymbolic-functions`, `-Bno-symbolic` (the last one).
     pub(crate) symbolic: SymbolicBinding,
+    /// `-z nodelete`, `-z nodlopen`, `-z initfirst`, `-z interpose`.
+    pub(crate) loader_requests: neverc_link::context::LoaderRequests,
     /// `-static`, `-Bstatic` or their synonyms appeared.
     pub(crate) static_seen: bool,
     /// `--no-dynamic-linker`.
@@ -624,6 +626,7 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
             soname: None,
             no_undefined: false,
             symbolic: SymbolicBinding::None,
+            loader_requests: neverc_link::context::LoaderRequests::default(),
             static_seen: false,
             no_dynamic_linker: false,
             dynamic_linker: None,
@@ -1189,6 +1192,10 @@ impl Parser {
             ("notext" | "textoff", None) => self.command.text_relocations = true,
             ("text", None) => self.command.text_relocations = false,
             ("defs", None) => self.command.no_undefined = true,
+            ("nodelete", None) => self.command.loader_requests.no_delete = true,
+            ("nodlopen", None) => self.command.loader_requests.no_dlopen = true,
+            ("initfirst", None) => self.command.loader_requests.init_first = true,
+            ("interpose", None) => self.command.loader_requests.interpose = true,
             ("undefs", None) => self.command.no_undefined = false,
             ("noexecstack", None) => {}
             ("execstack", None) => {

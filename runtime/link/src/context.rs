@@ -144,6 +144,8 @@ pub struct LinkOptions {
     /// `-Bsymbolic`, `-Bsymbolic-functions`: which of a shared library's exported definitions its own
     /// references bind to directly, instead of through the loader (which lets another definition interpose).
     pub symbolic: SymbolicBinding,
+    /// `-z nodelete`, `-z nodlopen`, `-z initfirst`, `-z interpose`: what a shared library asks of the loader.
+    pub loader_requests: LoaderRequests,
     /// `--emit-relocs` (`-q`): the executable keeps the relocations of its sections, as ld.bfd writes them
     /// (`.rela<section>`, against the output's symbol table).
     pub emit_relocs: bool,
@@ -184,6 +186,19 @@ pub enum Strip {
     Debug,
     /// `-s`: drop the symbol table too.
     All,
+}
+
+/// What a shared library asks of the dynamic loader (`DT_FLAGS_1` bits).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LoaderRequests {
+    /// `-z nodelete` (`DF_1_NODELETE`): never unloaded.
+    pub no_delete: bool,
+    /// `-z nodlopen` (`DF_1_NOOPEN`): not for `dlopen`.
+    pub no_dlopen: bool,
+    /// `-z initfirst` (`DF_1_INITFIRST`): initialized before the other objects.
+    pub init_first: bool,
+    /// `-z interpose` (`DF_1_INTERPOSE`): its definitions come before those of the objects loaded before it.
+    pub interpose: bool,
 }
 
 /// Which of a shared library's own exported definitions its references bind to at link time.
@@ -243,6 +258,7 @@ impl LinkOptions {
             soname: None,
             no_undefined: false,
             symbolic: SymbolicBinding::None,
+            loader_requests: LoaderRequests::default(),
             emit_relocs: false,
             lto: crate::lto::request::LtoOptions::default(),
             lto_cache_dir: None,

@@ -20,11 +20,12 @@ use crate::graph::{
     AtomId, Binding, Definition, Edge, LinkGraph, Origin, SymbolId, SymbolType, Visibility, atom_flags, section_flags,
 };
 use crate::image::dynamic_tags::{
-    DF_1_NOW, DF_1_ORIGIN, DF_1_PIE, DF_BIND_NOW, DF_ORIGIN, DF_SYMBOLIC, DF_TEXTREL, DT_DEBUG, DT_FINI, DT_FINI_ARRAY,
-    DT_FINI_ARRAYSZ, DT_FLAGS, DT_FLAGS_1, DT_GNU_HASH, DT_HASH, DT_INIT, DT_INIT_ARRAY, DT_INIT_ARRAYSZ, DT_JMPREL,
-    DT_NEEDED, DT_NULL, DT_PLTGOT, DT_PLTREL, DT_PLTRELSZ, DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ, DT_RELA, DT_RELACOUNT,
-    DT_RELAENT, DT_RELASZ, DT_RELR, DT_RELRENT, DT_RELRSZ, DT_RPATH, DT_RUNPATH, DT_SONAME, DT_STRSZ, DT_STRTAB,
-    DT_SYMBOLIC, DT_SYMENT, DT_SYMTAB, DT_TEXTREL, DT_VERNEED, DT_VERNEEDNUM, DT_VERSYM,
+    DF_1_INITFIRST, DF_1_INTERPOSE, DF_1_NODELETE, DF_1_NOOPEN, DF_1_NOW, DF_1_ORIGIN, DF_1_PIE, DF_BIND_NOW,
+    DF_ORIGIN, DF_SYMBOLIC, DF_TEXTREL, DT_DEBUG, DT_FINI, DT_FINI_ARRAY, DT_FINI_ARRAYSZ, DT_FLAGS, DT_FLAGS_1,
+    DT_GNU_HASH, DT_HASH, DT_INIT, DT_INIT_ARRAY, DT_INIT_ARRAYSZ, DT_JMPREL, DT_NEEDED, DT_NULL, DT_PLTGOT, DT_PLTREL,
+    DT_PLTRELSZ, DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ, DT_RELA, DT_RELACOUNT, DT_RELAENT, DT_RELASZ, DT_RELR,
+    DT_RELRENT, DT_RELRSZ, DT_RPATH, DT_RUNPATH, DT_SONAME, DT_STRSZ, DT_STRTAB, DT_SYMBOLIC, DT_SYMENT, DT_SYMTAB,
+    DT_TEXTREL, DT_VERNEED, DT_VERNEEDNUM, DT_VERSYM,
 };
 use crate::sections::OutputSectionId;
 
@@ -182,6 +183,17 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     let mut flags_1 = (u64::from(options.origin) * DF_1_ORIGIN) | (u64::from(options.bind_now) * DF_1_NOW);
     if output_kind.is_position_independent() && output_kind.is_executable() {
         flags_1 |= DF_1_PIE;
+    }
+    let requests = options.loader_requests;
+    for (asked, flag) in [
+        (requests.no_delete, DF_1_NODELETE),
+        (requests.no_dlopen, DF_1_NOOPEN),
+        (requests.init_first, DF_1_INITFIRST),
+        (requests.interpose, DF_1_INTERPOSE),
+    ] {
+        if asked {
+            flags_1 |= flag;
+        }
     }
     let tables = symbol_tables(graph, &symbols, relr_version, &mut strings);
     let mut late_fills = Vec::new();

@@ -135,6 +135,21 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     let order = graph.command_line_order();
     let mut uses: Vec<((u32, u32), usize, SymbolId, Need)> = Vec::new();
     let mut refused = Vec::new();
+    // Indirect functions a shared library defines are not made yet (their PLT entries and `IRELATIVE`s are
+    // an executable's): refused, by name.
+    if shared_library {
+        for symbol in &graph.symbols {
+            let live = symbol.atom.is_some_and(|atom| graph.atoms[atom.index()].is_live());
+            if symbol.symbol_type == SymbolType::Ifunc && symbol.definition == Definition::Defined && live {
+                refused.push(format!(
+                    "{}: `{}` is an indirect function (IFUNC): indirect functions in a shared library are not \
+                     supported yet",
+                    graph.input_name(symbol.origin.input),
+                    crate::symbol_name::display(&symbol.name)
+                ));
+            }
+        }
+    }
     for (position, edge) in graph.edges.iter().enumerate() {
         let source = &graph.atoms[edge.source.index()];
         if !source.is_live() || source.flags & atom_flags::FOLDED != 0 {
