@@ -79,6 +79,12 @@ fn drive(arguments: Vec<OsString>) -> Result<(), Driven> {
     for note in &command.notes {
         errln!("note: neverc-spec ld: {note}");
     }
+    if !command.shared && !command.exclude_libs.is_empty() {
+        errln!(
+            "note: neverc-spec ld: `--exclude-libs` is not applied: an executable exports the definitions its \
+             shared libraries refer to (all with --export-dynamic), whichever archive they come from"
+        );
+    }
     if command.unclosed_group {
         errln!("warning: neverc-spec ld: missing --end-group; added as the last option");
     }
@@ -200,6 +206,7 @@ fn request(command: LdCommand, files: Vec<std::path::PathBuf>, shared_inputs: bo
     options.soname = command.soname.clone();
     options.no_undefined = command.no_undefined;
     options.symbolic = command.symbolic;
+    options.exclude_libs = command.exclude_libs.clone();
     options.loader_requests = command.loader_requests;
     options.emit_relocs = command.emit_relocs;
     options.symbols = command.symbols;
@@ -469,6 +476,8 @@ Symbols (as GNU ld defines them):
   -z nodelete, -z nodlopen, -z initfirst, -z interpose
                                   what a shared library asks of the loader (DF_1_NODELETE, DF_1_NOOPEN,
                                   DF_1_INITFIRST, DF_1_INTERPOSE)
+  --exclude-libs=LIB,LIB... | ALL  a shared library exports nothing these archives (by file name) define;
+                                  a note for a program, which exports what its shared libraries refer to
   -Bsymbolic, -Bsymbolic-functions, -Bno-symbolic
                                   a shared library's references bind to its own definitions (all, or its
                                   functions), or may be interposed (the default); no effect on a program
@@ -478,7 +487,6 @@ Symbols (as GNU ld defines them):
                                   inputs, only that
 
 Accepted, since they cannot change the output (or ask for what neverc-spec does anyway):
-  --exclude-libs=LIBS (with a note: not applied; an executable exports what its shared libraries refer to);
   -O LEVEL,
   --[no-]copy-dt-needed-entries,
   --[no-]warn-rwx-segments, --[no-]warn-execstack, --warn-common, --warn-once,

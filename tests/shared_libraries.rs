@@ -355,3 +355,49 @@ fn an_aarch64_shared_library_runs_under_qemu_like_ld_bfds() {
         exported(&dir.join("bfd/libdemo.so"))
     );
 }
+
+#[test]
+fn exclude_libs_keeps_what_the_archives_named_define_in_the_library_as_ld_bfd_does() {
+    let (dir, with_ours) = workspace(&scratch!("shared-exclude"));
+    std::fs::write(dir.join("helper.c"), "int helper(int x) { return x + 100; }\n").unwrap();
+    std::fs::write(
+        dir.join("user.c"),
+        "int helper(int);\nint use_helper(int x) { return helper(x); }\n",
+    )
+    .unwrap();
+    succeeded(
+        &run_in("gcc", &dir, &["-O2", "-fPIC", "-c", "helper.c", "user.c"]),
+        "gcc -c",
+    );
+    succeeded(&run_in("ar", &dir, &["rcs", "libhelper.a", "helper.o"]), "ar");
+    for (option, exported_helper) in [
+        (None, true),
+        (Some("-Wl,--exclude-libs=libhelper.a"), false),
+        (Some("-Wl,--exclude-libs,ALL"), false),
+        (Some("-Wl,--exclude-libs=libother.a:libz.a"), true),
+    ] {
+        let mut names = Vec::new();
+        for (output, flag) in [("libours.so", Some(with_ours.as_str())), ("libbfd.so", None)] {
+            let mut arguments: Vec<&str> = flag.into_iter().chain(option).collect();
+            arguments.extend(["-shared", "user.o", "-L.", "-lhelper", "-o", output]);
+            succeeded(&run_in("gcc", &dir, &arguments), &format!("{option:?}"));
+            names.push(exported(&dir.join(output)));
+        }
+        assert_eq!(names[0], names[1], "{option:?}");
+        assert_eq!(
+            names[0].contains(&"FUNC GLOBAL DEFAULT helper".to_string()),
+            exported_helper,
+            "{option:?}: {:?}",
+            names[0]
+        );
+        // Excluded, it is a local symbol of the library, as in ld.bfd's.
+        let symbols = readelf(&["-sW"], &dir.join("libours.so"));
+        let binding = if exported_helper { "GLOBAL" } else { "LOCAL" };
+        assert!(
+            symbols
+                .lines()
+                .any(|line| line.ends_with(" helper") && line.contains(&format!("FUNC    {binding} "))),
+            "{option:?}: {symbols}"
+        );
+    }
+}

@@ -71,6 +71,8 @@ pub(crate) struct LdCommand {
     pub(crate) no_undefined: bool,
     /// `-Bsymbolic`, `-Bsymbolic-functions`, `-Bno-symbolic` (the last one).
     pub(crate) symbolic: SymbolicBinding,
+    /// `--exclude-libs` (every one given).
+    pub(crate) exclude_libs: Vec<String>,
     /// `-z nodelete`, `-z nodlopen`, `-z initfirst`, `-z interpose`.
     pub(crate) loader_requests: neverc_link::context::LoaderRequests,
     /// `-static`, `-Bstatic` or their synonyms appeared.
@@ -375,8 +377,9 @@ enum Opt {
     Threads,
     /// `--no-threads`: one thread.
     NoThreads,
-    /// `--exclude-libs`: accepted with a note saying it is not applied.
-    NoteNotApplied,
+    /// `--exclude-libs=LIB,LIB|ALL`: a shared library does not export what these archives define (a note
+    /// for an executable, which exports what its shared libraries refer to).
+    ExcludeLibs,
     Trace,
     TracePhases,
     SymbolOrderingFile,
@@ -475,7 +478,7 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         "Bsymbolic" => (Opt::Symbolic(SymbolicBinding::All), Flag),
         "Bsymbolic-functions" => (Opt::Symbolic(SymbolicBinding::Functions), Flag),
         "Bno-symbolic" => (Opt::Symbolic(SymbolicBinding::None), Flag),
-        "exclude-libs" => (Opt::NoteNotApplied, Required),
+        "exclude-libs" => (Opt::ExcludeLibs, Required),
         "compress-debug-sections" => (Opt::CompressDebugSections, Required),
         "relax" => (Opt::Relax(true), Flag),
         "no-relax" => (Opt::Relax(false), Flag),
@@ -626,6 +629,7 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
             soname: None,
             no_undefined: false,
             symbolic: SymbolicBinding::None,
+            exclude_libs: Vec::new(),
             loader_requests: neverc_link::context::LoaderRequests::default(),
             static_seen: false,
             no_dynamic_linker: false,
@@ -1115,10 +1119,12 @@ impl Parser {
                 };
             }
             Opt::NoThreads => command.threads = 1,
-            Opt::NoteNotApplied => command.notes.push(format!(
-                "`{spelled}` is not applied: an executable exports the definitions its shared libraries refer \
-                 to (all with --export-dynamic), whichever archive they come from"
-            )),
+            Opt::ExcludeLibs => command.exclude_libs.extend(
+                text(&value)?
+                    .split([',', ':'])
+                    .filter(|name| !name.is_empty())
+                    .map(str::to_string),
+            ),
             Opt::FixErratum => match value.as_deref().map(|mode| mode.to_str()) {
                 // ld.bfd's default mode: an `adr` where one reaches, a veneer elsewhere.
                 None | Some(Some("full")) => command.fix_erratum = true,

@@ -146,6 +146,9 @@ pub struct LinkOptions {
     pub symbolic: SymbolicBinding,
     /// `-z nodelete`, `-z nodlopen`, `-z initfirst`, `-z interpose`: what a shared library asks of the loader.
     pub loader_requests: LoaderRequests,
+    /// `--exclude-libs`: the archives (by file name, or `ALL`) whose definitions a shared library does not
+    /// export.
+    pub exclude_libs: Vec<String>,
     /// `--emit-relocs` (`-q`): the executable keeps the relocations of its sections, as ld.bfd writes them
     /// (`.rela<section>`, against the output's symbol table).
     pub emit_relocs: bool,
@@ -259,6 +262,7 @@ impl LinkOptions {
             no_undefined: false,
             symbolic: SymbolicBinding::None,
             loader_requests: LoaderRequests::default(),
+            exclude_libs: Vec::new(),
             emit_relocs: false,
             lto: crate::lto::request::LtoOptions::default(),
             lto_cache_dir: None,

@@ -318,6 +318,15 @@ fn symbol_table(context: &LinkContext, referenced: &FxHashSet<SymbolId>, section
             },
             binding: match symbol.binding {
                 Binding::Local => SymbolBinding::Local,
+                // A hidden or internal definition is local to the output, as GNU ld writes it.
+                _ if !undefined
+                    && matches!(
+                        symbol.visibility,
+                        crate::graph::Visibility::Hidden | crate::graph::Visibility::Internal
+                    ) =>
+                {
+                    SymbolBinding::Local
+                }
                 // `--version-script`'s `local:` makes a global symbol local, as in GNU ld's static links.
                 _ if options
                     .version_script

@@ -147,6 +147,9 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     let shared_library = context.options.output_kind == crate::output_kind::OutputKind::SharedLibrary;
     let leave_to_loader = shared_library && !context.options.no_undefined;
     graph.interposable = shared_library.then_some(context.options.symbolic);
+    if shared_library && !context.options.exclude_libs.is_empty() {
+        hide_excluded_libraries(graph, &context.options.exclude_libs);
+    }
     let mut left_undefined: FxHashMap<String, SymbolId> = FxHashMap::default();
     let mut undefined: Vec<(String, SymbolId)> = Vec::new();
     let mut reported = FxHashSet::default();
@@ -247,6 +250,40 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     let warnings = gnu_warnings(&context.graph);
     context.warnings.extend(warnings);
     Ok(())
+}
+
+/// `--exclude-libs`: the definitions of the archives named (by file name; `ALL`: every archive) are hidden
+/// in a shared library, as GNU ld hides them: not exported, bound where they are.
+fn hide_excluded_libraries(graph: &mut LinkGraph, excluded: &[String]) {
+    let archive_names: Vec<Option<String>> = graph
+        .archives
+        .iter()
+        .map(|archive| {
+            std::path::Path::new(&graph.inputs[archive.input.index()].logical_name)
+                .file_name()
+                .and_then(|name| name.to_str())
+                .map(str::to_string)
+        })
+        .collect();
+    let hidden: Vec<bool> = archive_names
+        .iter()
+        .map(|name| {
+            excluded
+                .iter()
+                .any(|wanted| wanted == "ALL" || Some(wanted) == name.as_ref())
+        })
+        .collect();
+    for index in 0..graph.symbols.len() {
+        let symbol = &graph.symbols[index];
+        let from_hidden = symbol
+            .origin
+            .input
+            .and_then(|input| graph.inputs[input.index()].archive)
+            .is_some_and(|archive| hidden.get(archive.index()).copied().unwrap_or(false));
+        if from_hidden && !matches!(symbol.definition, Definition::Undefined | Definition::Shared) {
+            graph.symbols[index].visibility = Visibility::Hidden;
+        }
+    }
 }
 
 /// The definition a versioned reference (`printf@GLIBC_2.2.5`, an object's `.symver`) binds to when no

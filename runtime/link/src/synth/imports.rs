@@ -401,7 +401,15 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         let absolute = declared(graph, RelocationKind::Symbol, RelocationBase::Nothing, 64)?;
         let mut rela = Vec::with_capacity(plt.functions.len() * RELA_SIZE as usize);
         for (entry, function) in plt.functions.iter().enumerate() {
-            let symbol = u64::from(index[function]);
+            let symbol = index.get(function).copied().map(u64::from).ok_or_else(|| {
+                PhaseError::new(
+                    PHASE,
+                    format!(
+                        "`{}` has a PLT entry but no .dynsym entry",
+                        crate::symbol_name::display(&graph.symbols[function.index()].name)
+                    ),
+                )
+            })?;
             rela.extend_from_slice(&[0; 8]);
             rela.extend_from_slice(&(symbol << 32 | jump_slot).to_le_bytes());
             rela.extend_from_slice(&[0; 8]);
@@ -605,7 +613,9 @@ fn exports(context: &LinkContext) -> Vec<SymbolId> {
             && entry.symbol_type != SymbolType::Section
     };
     let shared_library = context.options.output_kind == crate::output_kind::OutputKind::SharedLibrary;
-    let mut exports: Vec<SymbolId> = if context.options.export_dynamic || shared_library {
+    let mut exports: Vec<SymbolId> = if shared_library {
+        table.values().copied().filter(|symbol| exportable(*symbol)).collect()
+    } else if context.options.export_dynamic {
         table.values().copied().filter(|symbol| exportable(*symbol)).collect()
     } else {
         // Names shared libraries refer to, and names they define (so that their references bind to the
