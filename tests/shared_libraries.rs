@@ -179,6 +179,43 @@ fn c_shared_libraries_export_interpose_and_run_like_ld_bfds() {
         "hello from the library, twice 8, counter 40, internal not exported\n"
     );
 
+    // --gc-sections keeps what the library exports (and what that uses): the same exports, the same run.
+    let sections = [
+        "-O2",
+        "-fPIC",
+        "-ffunction-sections",
+        "-fdata-sections",
+        "-c",
+        &fixture("lib.c"),
+        "-o",
+        "lib-sections.o",
+    ];
+    succeeded(&run_in("gcc", &dir, &sections), "lib.c -ffunction-sections");
+    let mut collected = Vec::new();
+    for (linker, flag) in [("gc-ours", Some(with_ours.as_str())), ("gc-bfd", None)] {
+        let lib_dir = dir.join(linker);
+        std::fs::create_dir_all(&lib_dir).unwrap();
+        let library = lib_dir.join("libdemo.so").display().to_string();
+        let mut arguments: Vec<&str> = flag.into_iter().collect();
+        arguments.extend(["-shared", "-Wl,--gc-sections", "lib-sections.o", "-o", &library]);
+        succeeded(&run_in("gcc", &dir, &arguments), &format!("--gc-sections ({linker})"));
+        let program = lib_dir.join("program").display().to_string();
+        let (search, rpath) = (
+            format!("-L{}", lib_dir.display()),
+            format!("-Wl,-rpath,{}", lib_dir.display()),
+        );
+        succeeded(
+            &run_in("gcc", &dir, &["main.o", &search, "-ldemo", &rpath, "-o", &program]),
+            "main.o",
+        );
+        collected.push((
+            exported(Path::new(&library)),
+            run_program(Path::new(&program), &[], &[]),
+        ));
+    }
+    assert_eq!(collected[0], collected[1]);
+    assert_eq!(collected[0].1, plain.1);
+
     // What a library asks of the loader: the same DT_FLAGS_1 as ld.bfd's.
     for request in ["nodelete", "nodlopen", "initfirst", "interpose"] {
         let option = format!("-Wl,-z,{request}");

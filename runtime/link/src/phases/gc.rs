@@ -1,5 +1,6 @@
 //! `neverc.link.gc`: which atoms are live. Without `--gc-sections` every allocated atom of a kept section
-//! is. With it, liveness spreads along edges from the roots: the entry symbol, `.init` and `.fini`, the
+//! is. With it, liveness spreads along edges from the roots: the entry symbol, what a dynamically linked
+//! output exports (every global definition of a shared library), `.init` and `.fini`, the
 //! init/fini arrays, retained sections, sections named by a referenced `__start_X`/`__stop_X`, and unwind
 //! tables (whose own edges keep nothing alive: a function's unwind record does not make the function live).
 //!
@@ -15,6 +16,15 @@ use crate::graph::{AtomId, LinkGraph, SectionKind, atom_flags, section_flags};
 
 pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseError> {
     let gc = context.options.gc_sections;
+    // What a dynamically linked output exports is kept (every global definition of a shared library).
+    let exported: Vec<AtomId> = if gc && context.options.output_kind.is_dynamic() {
+        crate::synth::imports::exports(context)
+            .into_iter()
+            .filter_map(|symbol| context.graph.symbols[symbol.index()].atom)
+            .collect()
+    } else {
+        Vec::new()
+    };
     let graph = &mut context.graph;
     let count = graph.atoms.len();
     let placeable: Vec<bool> = (0..count)
@@ -34,6 +44,9 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
         if let Some(entry) = context.global_symbols.get(&context.options.entry)
             && let Some(atom) = graph.symbols[entry.index()].atom
         {
+            mark(atom, &mut live, &mut work);
+        }
+        for atom in exported {
             mark(atom, &mut live, &mut work);
         }
         // `-u`, `--require-defined` and `--defsym` keep what they name, as GNU ld's `EXTERN` does.

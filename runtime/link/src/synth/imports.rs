@@ -602,7 +602,7 @@ fn aliases(context: &LinkContext, imports: &[SymbolId]) -> Vec<(SymbolId, Symbol
 
 /// The output's definitions it exports: those a shared library of the link refers to or defines too (or,
 /// with `--export-dynamic`, every global one), of default or protected visibility, in name order.
-fn exports(context: &LinkContext) -> Vec<SymbolId> {
+pub(crate) fn exports(context: &LinkContext) -> Vec<SymbolId> {
     let graph = &context.graph;
     let table = &context.global_symbols;
     let exportable = |symbol: SymbolId| {
