@@ -307,7 +307,7 @@ fn a_cxx_exception_and_rtti_cross_the_boundary_of_a_library_we_link() {
 }
 
 #[test]
-fn thread_local_variables_and_indirect_functions_of_a_library_are_refused_until_they_are_made() {
+fn what_a_library_cannot_have_yet_or_without_fpic_is_refused_naming_it() {
     let (dir, with_ours) = workspace(&scratch!("shared-tls"));
     std::fs::write(
         dir.join("tls.c"),
@@ -350,6 +350,39 @@ fn thread_local_variables_and_indirect_functions_of_a_library_are_refused_until_
         text(&refused.stderr)
     );
     assert!(!dir.join("libifunc.so").exists());
+
+    // Code built without -fPIC: refused as a shared library's, naming the option; an address in a read-only
+    // section only with -z notext, which then writes the text relocation as ld.bfd does.
+    std::fs::write(
+        dir.join("table.c"),
+        "int f(void) { return 3; }\n__asm__(\".section .rodata.t,\\\"a\\\"\\n.globl tab\\n.p2align \
+         3\\ntab: .quad f\\n.previous\\n\");\n",
+    )
+    .unwrap();
+    succeeded(
+        &run_in("gcc", &dir, &["-O2", "-fPIC", "-c", "table.c", "-o", "table.o"]),
+        "table.c",
+    );
+    let refused = run_in("gcc", &dir, &[&with_ours, "-shared", "table.o", "-o", "libtable.so"]);
+    assert!(
+        text(&refused.stderr).contains("relocation R_X86_64_64 against `f`, which the library exports"),
+        "{}",
+        text(&refused.stderr)
+    );
+    assert!(text(&refused.stderr).contains("cannot be used when making a shared library; recompile with -fPIC"));
+    for (output, flag) in [
+        ("libtable-ours.so", Some(with_ours.as_str())),
+        ("libtable-bfd.so", None),
+    ] {
+        let mut arguments: Vec<&str> = flag.into_iter().collect();
+        arguments.extend(["-shared", "-Wl,-z,notext", "table.o", "-o", output]);
+        succeeded(&run_in("gcc", &dir, &arguments), output);
+    }
+    let tags = ["TEXTREL", "FLAGS"];
+    assert_eq!(
+        dynamic_entries(&dir.join("libtable-ours.so"), &tags),
+        dynamic_entries(&dir.join("libtable-bfd.so"), &tags)
+    );
 }
 
 #[test]

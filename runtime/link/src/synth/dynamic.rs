@@ -115,7 +115,8 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         SiteOutput {
             position_independent: output_kind.is_position_independent(),
             text_relocations,
-            loaded: output_kind.has_interpreter(),
+            loaded: output_kind.has_interpreter() || output_kind == crate::output_kind::OutputKind::SharedLibrary,
+            library: output_kind == crate::output_kind::OutputKind::SharedLibrary,
         },
     )?;
     let absolute = declared(graph, RelocationKind::Symbol, RelocationBase::Nothing, 64)?;
@@ -793,6 +794,7 @@ fn relative_sites(
         position_independent,
         text_relocations,
         loaded,
+        library,
     } = output;
     let mut sites = Vec::new();
     let mut in_text = FxHashSet::default();
@@ -884,9 +886,14 @@ fn relative_sites(
         } else {
             "an absolute address in a field narrower than an address"
         };
+        let (making, flag) = if library {
+            ("a shared library", "-fPIC")
+        } else {
+            ("a position-independent executable", "-fPIE")
+        };
         refused.push(format!(
-            "{input}({section}+{:#x}): relocation {} against `{target}` cannot be used in a position-independent \
-             executable: {why}; recompile with -fPIE",
+            "{input}({section}+{:#x}): relocation {} against `{target}` cannot be used in {making}: {why}; \
+             recompile with {flag}",
             edge.offset, record.name
         ));
     }
@@ -906,6 +913,8 @@ struct SiteOutput {
     /// Whether a loader relocates the output (which makes read-only pages writable for text relocations);
     /// a static PIE relocates itself and cannot.
     loaded: bool,
+    /// Whether the output is a shared library (for messages).
+    library: bool,
 }
 
 /// The places the loader relocates, and the atoms of read-only sections among their sources (text

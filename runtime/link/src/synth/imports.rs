@@ -207,10 +207,11 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
                 | RelocationKind::Size
                 | RelocationKind::None => Some(Need::Loader),
                 RelocationKind::Branch => Some(Need::Plt),
+                // In a read-only section only with `-z notext` (a text relocation).
                 RelocationKind::Symbol
                     if record.relative_to == RelocationBase::Nothing
                         && record.size == 64
-                        && writable(graph, edge.source) =>
+                        && (writable(graph, edge.source) || context.options.text_relocations) =>
                 {
                     Some(Need::Loader)
                 }
