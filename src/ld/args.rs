@@ -1564,7 +1564,7 @@ mod tests {
     fn refusals_name_the_option() {
         let message = |arguments: &[&str]| parse_link(arguments).unwrap_err().to_string();
         assert!(message(&["--frobnicate", "x.o"]).contains("`--frobnicate`"));
-        assert!(message(&["-shared", "x.o"]).contains("`-shared`"));
+        assert!(message(&["--threads=0", "x.o"]).contains("`--threads`"));
         assert!(message(&["-sS", "x.o"]).contains("`-sS`"));
         assert!(message(&["--build-id=md5", "x.o"]).contains("`md5`"));
         assert!(message(&["-m", "armelf", "x.o"]).contains("`armelf`"));
