@@ -289,9 +289,10 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     let mut needs: FxHashMap<SymbolId, (bool, bool)> = FxHashMap::default();
     let mut canonical: FxHashSet<SymbolId> = FxHashSet::default();
     let mut preempted_calls: Vec<SymbolId> = Vec::new();
+    let mut called: FxHashSet<SymbolId> = FxHashSet::default();
     for (_, _, symbol, need) in &uses {
         if context.graph.is_preemptible(*symbol) {
-            if *need == Need::Plt && !preempted_calls.contains(symbol) {
+            if *need == Need::Plt && called.insert(*symbol) {
                 preempted_calls.push(*symbol);
             }
             continue;
