@@ -318,8 +318,10 @@ fn symbol_table(context: &LinkContext, referenced: &FxHashSet<SymbolId>, section
             },
             binding: match symbol.binding {
                 Binding::Local => SymbolBinding::Local,
-                // A hidden or internal definition is local to the output, as GNU ld writes it.
+                // A shared library's hidden or internal definition is local in it, as GNU ld writes it (an
+                // executable's stays global, as in GNU ld's).
                 _ if !undefined
+                    && context.options.output_kind == crate::output_kind::OutputKind::SharedLibrary
                     && matches!(
                         symbol.visibility,
                         crate::graph::Visibility::Hidden | crate::graph::Visibility::Internal
