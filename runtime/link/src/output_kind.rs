@@ -111,6 +111,11 @@ impl OutputKind {
         matches!(self, OutputKind::Pie | OutputKind::DynamicExecutable)
     }
 
+    /// Whether the output is a shared library (`-shared`).
+    pub fn is_shared_library(self) -> bool {
+        self == OutputKind::SharedLibrary
+    }
+
     /// Whether the output is a program (as opposed to a library or an object).
     pub fn is_executable(self) -> bool {
         self.abi_kind() == LinkOutputKind::Executable

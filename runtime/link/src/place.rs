@@ -269,7 +269,7 @@ pub(crate) fn lay_out(context: &mut LinkContext) -> Result<Layout, PhaseError> {
     // A shared library without one has an entry of 0.
     layout.entry = match entry_symbol_address(context) {
         Some(entry) => entry,
-        None if context.options.output_kind == crate::output_kind::OutputKind::SharedLibrary => 0,
+        None if context.options.output_kind.is_shared_library() => 0,
         None => code_start(&layout),
     };
     Ok(layout)

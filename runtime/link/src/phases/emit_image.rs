@@ -321,7 +321,7 @@ fn symbol_table(context: &LinkContext, referenced: &FxHashSet<SymbolId>, section
                 // A shared library's hidden or internal definition is local in it, as GNU ld writes it (an
                 // executable's stays global, as in GNU ld's).
                 _ if !undefined
-                    && context.options.output_kind == crate::output_kind::OutputKind::SharedLibrary
+                    && context.options.output_kind.is_shared_library()
                     && matches!(
                         symbol.visibility,
                         crate::graph::Visibility::Hidden | crate::graph::Visibility::Internal

@@ -8,7 +8,7 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
     context.resolve_page_size();
     let layout = crate::place::lay_out(context)?;
     // A shared library needs no entry point (GNU ld leaves its `e_entry` 0 without one).
-    let library = context.options.output_kind == crate::output_kind::OutputKind::SharedLibrary;
+    let library = context.options.output_kind.is_shared_library();
     if crate::place::entry_symbol_address(context).is_none() && !library {
         let warning = format!(
             "cannot find entry symbol {}; defaulting to {:016x}",

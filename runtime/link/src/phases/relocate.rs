@@ -45,10 +45,6 @@ impl<'a> Relocator<'a> {
         }
     }
 
-    fn layout(&self) -> Option<&'a Layout> {
-        Some(self.layout)
-    }
-
     fn got_slot_of(&self, symbol: SymbolId) -> Option<usize> {
         self.synthesized.got_slots.get(&symbol).copied()
     }
@@ -518,8 +514,8 @@ fn apply(
     // The offset of S + A from the thread pointer.
     let tp_offset = || -> Result<i128, String> {
         let tls = context
-            .layout()
-            .and_then(|layout| layout.tls)
+            .layout
+            .tls
             .ok_or_else(|| format!("{}: the output has no TLS segment", what()))?;
         // A weak undefined TLS symbol (glibc has some) is the start of the block, as lld has it.
         let undefined = edge

@@ -144,7 +144,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     // Every reference resolves to the prevailing definition; strong references must find one, except in a
     // shared library (unless `-z defs`), which leaves them to the loader: then the references of one name
     // resolve to the first of them, which is what the library imports.
-    let shared_library = context.options.output_kind == crate::output_kind::OutputKind::SharedLibrary;
+    let shared_library = context.options.output_kind.is_shared_library();
     let leave_to_loader = shared_library && !context.options.no_undefined;
     graph.interposable = shared_library.then_some(context.options.symbolic);
     if shared_library && !context.options.exclude_libs.is_empty() {
@@ -221,7 +221,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     let in_shared_libraries = match options.unresolved_in_shared_libraries {
         Some(unresolved) => unresolved,
         // GNU ld's default: checked for an executable, not for a shared library.
-        None if context.options.output_kind == crate::output_kind::OutputKind::SharedLibrary => Unresolved::Ignore,
+        None if context.options.output_kind.is_shared_library() => Unresolved::Ignore,
         None if options.unresolved == Unresolved::Warn => Unresolved::Warn,
         None => Unresolved::Error,
     };

@@ -115,8 +115,8 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         SiteOutput {
             position_independent: output_kind.is_position_independent(),
             text_relocations,
-            loaded: output_kind.has_interpreter() || output_kind == crate::output_kind::OutputKind::SharedLibrary,
-            library: output_kind == crate::output_kind::OutputKind::SharedLibrary,
+            loaded: output_kind.is_dynamic(),
+            library: output_kind.is_shared_library(),
         },
     )?;
     let absolute = declared(graph, RelocationKind::Symbol, RelocationBase::Nothing, 64)?;
@@ -175,8 +175,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     });
     // `-Bsymbolic`: the library says that its references bind to its own definitions (DT_SYMBOLIC, as ld.bfd
     // writes it).
-    let symbolic = output_kind == crate::output_kind::OutputKind::SharedLibrary
-        && options.symbolic == crate::context::SymbolicBinding::All;
+    let symbolic = output_kind.is_shared_library() && options.symbolic == crate::context::SymbolicBinding::All;
     let flags = (u64::from(options.origin) * DF_ORIGIN)
         | (u64::from(symbolic) * DF_SYMBOLIC)
         | (u64::from(options.bind_now) * DF_BIND_NOW)

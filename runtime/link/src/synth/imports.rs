@@ -131,7 +131,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     let graph = &context.graph;
     // A shared library imports every name it leaves undefined, and reaches its own interposable
     // definitions as it reaches imports; it holds no copies and no canonical PLT entries.
-    let shared_library = context.options.output_kind == crate::output_kind::OutputKind::SharedLibrary;
+    let shared_library = context.options.output_kind.is_shared_library();
     let order = graph.command_line_order();
     let mut uses: Vec<((u32, u32), usize, SymbolId, Need)> = Vec::new();
     let mut refused = Vec::new();
@@ -614,7 +614,7 @@ pub(crate) fn exports(context: &LinkContext) -> Vec<SymbolId> {
             && !matches!(entry.definition, Definition::Undefined | Definition::Shared)
             && entry.symbol_type != SymbolType::Section
     };
-    let shared_library = context.options.output_kind == crate::output_kind::OutputKind::SharedLibrary;
+    let shared_library = context.options.output_kind.is_shared_library();
     let mut exports: Vec<SymbolId> = if shared_library {
         table.values().copied().filter(|symbol| exportable(*symbol)).collect()
     } else if context.options.export_dynamic {
