@@ -463,8 +463,14 @@ Symbols (as GNU ld defines them):
                                   (the errors are printed; the exit status is 0, as with GNU ld)
   --error-limit=N                 list at most N undefined references (lld's; 0, the default: all)
   --retain-symbols-file=FILE      the symbol table keeps only the symbols FILE lists, one a line
-  --version-script=FILE           global symbols its `local:` patterns match (and no `global:` one) are
-                                  local in the symbol table, as ld.lld makes them (extern \"C++\" is refused)
+  --version-script=FILE           version nodes `NAME { global: ...; local: ...; } PARENT;` (wildcards,
+                                  extern \"C\" and extern \"C++\" patterns, the latter matched on demangled
+                                  names): a dynamically linked output exports each global definition in
+                                  the version a pattern gives it (.gnu.version_d, as GNU ld decides ties),
+                                  and what a `local:` pattern matches is local to it; an object's `.symver`
+                                  definitions (name@VER hidden, name@@VER default) need their version in
+                                  the script; in a static executable, `local:` makes symbols local in the
+                                  symbol table. Several scripts are read as one
   --cref                          print GNU ld's cross reference table (appended to the -Map file if any)
   --trace-phases                  print every link phase: policy, actor, states, duration
   -shared, -Bshareable            a shared library (ET_DYN without an interpreter): every global definition

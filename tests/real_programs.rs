@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use neverc_test_support::{read_text, repo, run_script, text};
+use neverc_test_support::{read_text, repo, run_script, text, version_definitions};
 
 const BIN: &str = env!("CARGO_BIN_EXE_neverc-spec");
 
@@ -112,6 +112,15 @@ fn run(case: &Path, program: &str) -> (String, String, Option<i32>) {
     (text(&result.stdout), text(&result.stderr), result.status.code())
 }
 
+/// What the ld.bfd build of `case` did: (stdout, stderr, exit status).
+fn expected(case: &Path) -> (String, String, Option<i32>) {
+    (
+        read_text(&case.join("expected.stdout")),
+        read_text(&case.join("expected.stderr")),
+        Some(read_text(&case.join("expected.status")).trim().parse().unwrap()),
+    )
+}
+
 /// Every case of `program` (every libc, flag set, with and without --gc-sections) linked by neverc-spec runs
 /// as its ld.bfd build does.
 fn check_program(program: &str) {
@@ -130,11 +139,7 @@ fn check_program(program: &str) {
     let mut failures = Vec::new();
     for name in &cases {
         let case = fixtures().join(name);
-        let expected = (
-            read_text(&case.join("expected.stdout")),
-            read_text(&case.join("expected.stderr")),
-            Some(read_text(&case.join("expected.status")).trim().parse().unwrap()),
-        );
+        let expected = expected(&case);
         // The workload ran: the reference printed its results.
         assert!(
             expected.0.lines().count() > 10,
@@ -236,11 +241,7 @@ fn the_four_workloads_as_a_static_pie_run_like_their_ld_bfd_builds() {
                 "{sizes:?}"
             );
         }
-        let expected = (
-            read_text(&case.join("expected.stdout")),
-            read_text(&case.join("expected.stderr")),
-            Some(read_text(&case.join("expected.status")).trim().parse().unwrap()),
-        );
+        let expected = expected(&case);
         let ours = run(&case, program);
         if ours != expected {
             failures.push(format!(
@@ -382,11 +383,7 @@ fn the_workloads_as_gccs_default_dynamic_pie_run_like_their_ld_bfd_builds() {
             text(&header.stdout).contains("Requesting program interpreter"),
             "{name}: no interpreter"
         );
-        let expected = (
-            read_text(&case.join("expected.stdout")),
-            read_text(&case.join("expected.stderr")),
-            Some(read_text(&case.join("expected.status")).trim().parse().unwrap()),
-        );
+        let expected = expected(&case);
         for bind_now in [false, true] {
             let mut command = if under_qemu {
                 let mut command = Command::new("qemu-aarch64");
@@ -455,4 +452,121 @@ fn relocation_section_sizes(program: &Path) -> Vec<(String, u64)> {
             Some((fields[at].to_string(), size))
         })
         .collect()
+}
+
+/// The defined `.dynsym` entries of `library`: type, binding, visibility, whether absolute, and name with its
+/// version (`deflate@@ZLIB_1.2.0`), sorted.
+fn exports_with_versions(library: &Path) -> Vec<String> {
+    let output = Command::new("readelf")
+        .args(["--dyn-syms", "-W"])
+        .arg(library)
+        .output()
+        .unwrap();
+    let mut exports: Vec<String> = text(&output.stdout)
+        .lines()
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .filter(|fields| fields.len() >= 8 && fields[0].ends_with(':') && fields[6] != "UND")
+        .map(|fields| {
+            let absolute = if fields[6] == "ABS" { " ABS" } else { "" };
+            format!("{} {} {}{absolute} {}", fields[3], fields[4], fields[5], fields[7])
+        })
+        .collect();
+    exports.sort();
+    exports
+}
+
+/// Runs gcc in `case` with `arguments` (neverc-spec as its `ld` when `ours`); the link's stderr when it fails.
+fn gcc(case: &Path, ours: bool, arguments: &[String]) -> Result<(), String> {
+    let mut command = Command::new("gcc");
+    if ours {
+        command.arg("-B").arg(ld_dir()).arg("-Wl,-v");
+    }
+    let result = command.args(arguments).current_dir(case).output().unwrap();
+    let stdout = text(&result.stdout);
+    if !result.status.success() {
+        return Err(text(&result.stderr));
+    }
+    if ours && !stdout.contains("neverc-spec") {
+        return Err(format!("neverc-spec did not run as ld:\n{stdout}"));
+    }
+    Ok(())
+}
+
+/// sqlite3, Lua and zlib (Debian's source, with its own `zlib.map` version script) built as shared
+/// libraries by `gcc -shared` through neverc-spec export what ld.bfd's builds export, in the same versions,
+/// define the same versions, and the programs linked against them, by ld.bfd and by neverc-spec, run their
+/// workloads as the ld.bfd-built program against the ld.bfd-built library does.
+#[test]
+fn sqlite_lua_and_zlib_as_shared_libraries_export_and_run_like_ld_bfds() {
+    let cases: Vec<String> = read_text(&fixtures().join("shared-cases.txt"))
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(cases, ["shared-sqlite", "shared-lua", "shared-zlib"]);
+    let mut failures = Vec::new();
+    for name in &cases {
+        let case = fixtures().join(name);
+        let soname = read_text(&case.join("soname")).trim().to_string();
+        let expected = expected(&case);
+        assert!(
+            expected.0.lines().count() > 10,
+            "{name}: ld.bfd's build wrote:\n{}",
+            expected.0
+        );
+        let _ = fs::remove_dir_all(case.join("ours"));
+        fs::create_dir_all(case.join("ours")).unwrap();
+        let library = format!("ours/{soname}");
+        let mut arguments = lines(&case, "lib.args");
+        arguments.extend(["-o".to_string(), library.clone()]);
+        if let Err(stderr) = gcc(&case, true, &arguments) {
+            failures.push(format!("{name}: linking the library failed:\n{stderr}"));
+            continue;
+        }
+        let reference = case.join("ref").join(&soname);
+        let (ours, theirs) = (
+            exports_with_versions(&case.join(&library)),
+            exports_with_versions(&reference),
+        );
+        assert!(theirs.len() > 50, "{name}: ld.bfd's library exports {theirs:?}");
+        if ours != theirs {
+            let missing: Vec<_> = theirs.iter().filter(|entry| !ours.contains(entry)).collect();
+            let extra: Vec<_> = ours.iter().filter(|entry| !theirs.contains(entry)).collect();
+            failures.push(format!(
+                "{name}: exports differ: ld.bfd's only {missing:?}; ours only {extra:?}"
+            ));
+        }
+        let definitions = (
+            version_definitions(&case.join(&library)),
+            version_definitions(&reference),
+        );
+        if definitions.0 != definitions.1 {
+            failures.push(format!(
+                "{name}: version definitions {:?}, ld.bfd's {:?}",
+                definitions.0, definitions.1
+            ));
+        }
+        // The program, linked against our library by each linker.
+        let program = lines(&case, "program.args");
+        for (ours, output) in [(false, "ours/program-bfd"), (true, "ours/program")] {
+            let arguments: Vec<String> = program[..1]
+                .iter()
+                .cloned()
+                .chain([library.clone()])
+                .chain(program[1..].iter().cloned())
+                .chain(["-o".to_string(), output.to_string()])
+                .collect();
+            if let Err(stderr) = gcc(&case, ours, &arguments) {
+                failures.push(format!("{name}: linking {output} failed:\n{stderr}"));
+                continue;
+            }
+            let ran = run(&case, output);
+            if ran != expected {
+                failures.push(format!(
+                    "{name}: {output}: exit {:?} (ld.bfd's: {:?})\n--- stdout\n{}--- ld.bfd's\n{}--- stderr\n{}--- ld.bfd's\n{}",
+                    ran.2, expected.2, ran.0, expected.0, ran.1, expected.1
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

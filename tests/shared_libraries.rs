@@ -3,11 +3,13 @@
 //! ld.bfd's from the same objects: programs linked against either run alike, with and without an
 //! `LD_PRELOAD` interposing a library function (and with `-Bsymbolic`, which binds the library's own
 //! references), `dlopen`/`dlsym` find what ld.bfd's library exports, a C++ exception and RTTI cross the
-//! boundary, and the exported symbols, `DT_SONAME` and `DT_NEEDED` are ld.bfd's.
+//! boundary, and the exported symbols, `DT_SONAME` and `DT_NEEDED` are ld.bfd's; a version script's
+//! versions (inheritance, `local:`, `extern "C++"` patterns) and `.symver` definitions version the exports
+//! as ld.bfd versions them, and programs built against an older release keep binding to its versions.
 
 use std::path::{Path, PathBuf};
 
-use neverc_test_support::{repo, run_in, scratch, succeeded, text};
+use neverc_test_support::{repo, run_in, scratch, succeeded, text, version_definitions};
 
 const BIN: &str = env!("CARGO_BIN_EXE_neverc-spec");
 
@@ -329,28 +331,6 @@ fn what_a_library_cannot_have_yet_or_without_fpic_is_refused_naming_it() {
         text(&refused.stderr)
     );
     assert!(!dir.join("libtls.so").exists());
-    std::fs::write(
-        dir.join("ifunc.c"),
-        "static int one(void) { return 1; }\nstatic int (*pick(void))(void) { return one; }\nint picked(void) \
-         __attribute__((ifunc(\"pick\")));\n",
-    )
-    .unwrap();
-    succeeded(
-        &run_in("gcc", &dir, &["-O2", "-fPIC", "-c", "ifunc.c", "-o", "ifunc.o"]),
-        "ifunc.c",
-    );
-    let refused = run_in("gcc", &dir, &[&with_ours, "-shared", "ifunc.o", "-o", "libifunc.so"]);
-    assert!(!refused.status.success());
-    assert!(
-        text(&refused.stderr).contains(
-            "ifunc.o: `picked` is an indirect function (IFUNC): indirect functions in a shared library are not \
-             supported yet"
-        ),
-        "{}",
-        text(&refused.stderr)
-    );
-    assert!(!dir.join("libifunc.so").exists());
-
     // Code built without -fPIC: refused as a shared library's, naming the option; an address in a read-only
     // section only with -z notext, which then writes the text relocation as ld.bfd does.
     std::fs::write(
@@ -470,4 +450,185 @@ fn exclude_libs_keeps_what_the_archives_named_define_in_the_library_as_ld_bfd_do
             "{option:?}: {symbols}"
         );
     }
+}
+
+#[test]
+fn version_scripts_and_symver_version_a_library_as_ld_bfd_does() {
+    let (dir, with_ours) = workspace(&scratch!("shared-versions"));
+    for (compiler, source, object, flags) in [
+        ("gcc", "versions.c", "versions.o", &["-fPIC"][..]),
+        ("g++", "versions.cc", "versions_cc.o", &["-fPIC"][..]),
+        ("gcc", "versions_v1.c", "versions_v1.o", &["-fPIC"][..]),
+        ("gcc", "versions_v1.c", "old_main.o", &["-DPROGRAM"][..]),
+        ("gcc", "versions_main.c", "new_main.o", &[][..]),
+    ] {
+        let compiled = run_in(
+            compiler,
+            &dir,
+            &[&["-O2", "-c", &fixture(source), "-o", object][..], flags].concat(),
+        );
+        succeeded(&compiled, source);
+    }
+    // The first release and the current one of libversions.so.1, and a program linked against each, by
+    // each linker.
+    let map = |name: &str| format!("-Wl,--version-script={}", fixture(name));
+    for (linker, flag) in [("ours", Some(with_ours.as_str())), ("bfd", None)] {
+        for (release, objects, script, program) in [
+            ("old", &["versions_v1.o"][..], map("versions_v1.map"), "old_main.o"),
+            (
+                "new",
+                &["versions.o", "versions_cc.o"][..],
+                map("versions.map"),
+                "new_main.o",
+            ),
+        ] {
+            let lib_dir = dir.join(linker).join(release);
+            std::fs::create_dir_all(&lib_dir).unwrap();
+            let library = lib_dir.join("libversions.so.1").display().to_string();
+            let mut arguments: Vec<&str> = flag.into_iter().collect();
+            arguments.extend(["-shared", "-Wl,-soname,libversions.so.1", &script, "-o", &library]);
+            arguments.extend(objects);
+            succeeded(
+                &run_in("gcc", &dir, &arguments),
+                &format!("the {release} library ({linker})"),
+            );
+            let output = dir
+                .join(linker)
+                .join(format!("{release}-program"))
+                .display()
+                .to_string();
+            let mut arguments: Vec<&str> = flag.into_iter().collect();
+            arguments.extend([program, &library, "-o", &output]);
+            succeeded(
+                &run_in("gcc", &dir, &arguments),
+                &format!("the {release} program ({linker})"),
+            );
+        }
+    }
+    // What each library exports, in which versions, and the versions it defines, are ld.bfd's.
+    for release in ["old", "new"] {
+        let library = |linker: &str| dir.join(linker).join(release).join("libversions.so.1");
+        assert_eq!(exported(&library("ours")), exported(&library("bfd")), "{release}");
+        assert_eq!(
+            version_definitions(&library("ours")),
+            version_definitions(&library("bfd")),
+            "{release}"
+        );
+    }
+    let exports = exported(&dir.join("ours/new/libversions.so.1"));
+    for expected in [
+        "FUNC GLOBAL DEFAULT compat@V1",
+        "FUNC GLOBAL DEFAULT compat@@V2",
+        "FUNC GLOBAL DEFAULT three@@V3",
+        "FUNC GLOBAL DEFAULT _ZN2ns5scaleEi@@V3",
+        "OBJECT GLOBAL DEFAULT data_x@@V1",
+        "OBJECT GLOBAL DEFAULT V2",
+    ] {
+        assert!(
+            exports.iter().any(|entry| entry == expected),
+            "{expected} in {exports:?}"
+        );
+    }
+    assert!(
+        !exports
+            .iter()
+            .any(|entry| entry.contains("hidden_helper") || entry.contains("internal") || entry.contains("_compat")),
+        "{exports:?}"
+    );
+    assert_eq!(
+        version_definitions(&dir.join("ours/new/libversions.so.1")),
+        [
+            "Rev: 1  Flags: BASE  Index: 1  Cnt: 1  Name: libversions.so.1",
+            "Rev: 1  Flags: none  Index: 2  Cnt: 1  Name: V1",
+            "Rev: 1  Flags: none  Index: 3  Cnt: 2  Name: V2",
+            "Parent 1: V1",
+            "Rev: 1  Flags: none  Index: 4  Cnt: 2  Name: V3",
+            "Parent 1: V2",
+        ]
+    );
+    // Every program with every library of its release or later: one linked against the first release keeps
+    // the first `compat` (its hidden version V1), a new one binds to the default V2.
+    for program_linker in ["ours", "bfd"] {
+        for library_linker in ["ours", "bfd"] {
+            for (program, release, expected) in [
+                ("old-program", "old", "one 1 compat 6 data 5\n"),
+                ("old-program", "new", "one 1 compat 6 data 5\n"),
+                ("new-program", "new", "one 1 two 2 three 3 compat 7 data 5\n"),
+            ] {
+                let libraries = dir.join(library_linker).join(release).display().to_string();
+                let ran = run_program(
+                    &dir.join(program_linker).join(program),
+                    &[],
+                    &[("LD_LIBRARY_PATH", &libraries)],
+                );
+                assert_eq!(
+                    ran,
+                    (expected.to_string(), String::new(), Some(0)),
+                    "{program_linker}'s {program} with {library_linker}'s {release} library"
+                );
+            }
+        }
+    }
+    // A `.symver` version the script does not define is an error naming the symbol, as in GNU ld.
+    let refused = run_in(
+        "gcc",
+        &dir,
+        &[
+            &with_ours,
+            "-shared",
+            "versions.o",
+            &map("versions_v1.map"),
+            "-o",
+            "refused.so",
+        ],
+    );
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused.stderr).contains("version node not found for symbol `compat@@V2`"),
+        "{}",
+        text(&refused.stderr)
+    );
+    assert!(!dir.join("refused.so").exists());
+}
+
+#[test]
+fn indirect_functions_of_a_library_resolve_and_keep_one_address_as_ld_bfds_do() {
+    let (dir, with_ours) = workspace(&scratch!("shared-ifunc"));
+    succeeded(
+        &run_in(
+            "gcc",
+            &dir,
+            &["-O2", "-fPIC", "-c", &fixture("ifunc.c"), "-o", "ifunc.o"],
+        ),
+        "ifunc.c",
+    );
+    succeeded(
+        &run_in("gcc", &dir, &["-O2", "-c", &fixture("ifunc_main.c"), "-o", "main.o"]),
+        "ifunc_main.c",
+    );
+    for (linker, flag) in [("ours", Some(with_ours.as_str())), ("bfd", None)] {
+        let lib_dir = dir.join(linker);
+        std::fs::create_dir_all(&lib_dir).unwrap();
+        let library = lib_dir.join("libifunc.so").display().to_string();
+        let mut arguments: Vec<&str> = flag.into_iter().collect();
+        arguments.extend(["-shared", "ifunc.o", "-o", &library]);
+        succeeded(&run_in("gcc", &dir, &arguments), &format!("gcc -shared ({linker})"));
+        let program = lib_dir.join("program").display().to_string();
+        let rpath = format!("-Wl,-rpath,{}", lib_dir.display());
+        let mut arguments: Vec<&str> = flag.into_iter().collect();
+        arguments.extend(["main.o", &library, &rpath, "-o", &program]);
+        succeeded(&run_in("gcc", &dir, &arguments), &format!("the program ({linker})"));
+        for environment in [&[][..], &[("LD_BIND_NOW", "1")][..]] {
+            assert_eq!(
+                run_program(Path::new(&program), &[], environment),
+                ("add 2 both 23 same 1 hidden 7\n".to_string(), String::new(), Some(0)),
+                "{linker} {environment:?}"
+            );
+        }
+    }
+    // `add` is exported as an indirect function; the library marks itself as following the GNU ABI.
+    let ours = dir.join("ours/libifunc.so");
+    assert_eq!(exported(&ours), exported(&dir.join("bfd/libifunc.so")));
+    assert!(exported(&ours).contains(&"IFUNC GLOBAL DEFAULT add".to_string()));
+    assert!(readelf(&["-h"], &ours).contains("UNIX - GNU"));
 }

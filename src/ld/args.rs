@@ -1082,14 +1082,21 @@ impl Parser {
             Opt::Soname => command.soname = Some(text(&value)?),
             Opt::NoUndefined => command.no_undefined = true,
             Opt::Symbolic(binding) => command.symbolic = binding,
-            Opt::VersionScript => command.symbols.version_script = Some(version_script(spelled, path(value)?)?),
+            Opt::VersionScript => {
+                // Several scripts are read as one, their nodes in order, as GNU ld reads them.
+                let script = version_script(spelled, path(value)?)?;
+                match &mut command.symbols.version_script {
+                    Some(earlier) => earlier.merge(script),
+                    None => command.symbols.version_script = Some(script),
+                }
+            }
             Opt::DynamicList => {
                 // A dynamic list is a version script's anonymous node: `{ NAME; GLOB; extern "C" { ... }; };`.
                 let list = version_script(spelled, path(value)?)?;
                 command
                     .symbols
                     .dynamic_exports
-                    .extend(list.global_patterns().iter().cloned());
+                    .extend(list.global_patterns().map(str::to_string));
             }
             Opt::ExportDynamicSymbol => command.symbols.dynamic_exports.push(text(&value)?),
             Opt::RetainSymbolsFile => {

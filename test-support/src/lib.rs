@@ -269,6 +269,18 @@ pub fn program_header_rows(listing: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// The version definitions of `library` as `readelf -V` lists them (`Rev: 1  Flags: BASE  Index: 1  Cnt: 1
+/// Name: ...`, `Parent 1: ...`), without their offsets.
+pub fn version_definitions(library: &Path) -> Vec<String> {
+    text(&run_in("readelf", Path::new("."), &["-VW", &library.to_string_lossy()]).stdout)
+        .lines()
+        .skip_while(|line| !line.starts_with("Version definition section"))
+        .skip(2)
+        .take_while(|line| !line.trim().is_empty())
+        .map(|line| line.split_once(": ").map_or(line, |(_, rest)| rest).trim().to_string())
+        .collect()
+}
+
 /// `readelf -lW` of `program`'s program header table, as [`program_header_rows`] splits it.
 pub fn program_headers(program: &Path) -> Vec<Vec<String>> {
     program_header_rows(&text(

@@ -30,6 +30,7 @@ pub enum OutputSectionId {
     DynSym,
     DynStr,
     GnuVersion,
+    GnuVersionD,
     GnuVersionR,
     RelaDyn,
     RelrDyn,
@@ -144,13 +145,13 @@ const fn with_headers(kind: OutputSectionKind) -> OutputSectionKind {
 use crate::graph::section_flags::{EXECUTABLE, WRITABLE};
 use OutputSectionId as Id;
 use SectionKind::{
-    DynSym, Dynamic, FiniArray, GnuHash, Hash, InitArray, Note, PreinitArray, ProgBits, Rela, Relr, StrTab, VerNeed,
-    VerSym,
+    DynSym, Dynamic, FiniArray, GnuHash, Hash, InitArray, Note, PreinitArray, ProgBits, Rela, Relr, StrTab, VerDef,
+    VerNeed, VerSym,
 };
 
 /// The table, in the order its rules are tried: the first rule that claims an input section's name wins
 /// (`.data.rel.ro` before `.data`, `.init` before `.init_array`'s family).
-static OUTPUT_SECTIONS: [OutputSectionKind; 32] = [
+static OUTPUT_SECTIONS: [OutputSectionKind; 33] = [
     kind(Id::Text, ".text", Inputs::Families(&[".text"]), ProgBits, 2),
     keep_unique(kind(Id::Init, ".init", Inputs::Named(&[".init"]), ProgBits, 0)),
     made(
@@ -184,13 +185,20 @@ static OUTPUT_SECTIONS: [OutputSectionKind; 32] = [
         55,
     )),
     with_headers(kind(
+        Id::GnuVersionD,
+        ".gnu.version_d",
+        Inputs::Named(&[".gnu.version_d"]),
+        VerDef,
+        56,
+    )),
+    with_headers(kind(
         Id::GnuVersionR,
         ".gnu.version_r",
         Inputs::Named(&[".gnu.version_r"]),
         VerNeed,
-        56,
+        57,
     )),
-    with_headers(kind(Id::RelaDyn, ".rela.dyn", Inputs::Named(&[".rela.dyn"]), Rela, 57)),
+    with_headers(kind(Id::RelaDyn, ".rela.dyn", Inputs::Named(&[".rela.dyn"]), Rela, 58)),
     // The packed relative relocations (`-z pack-relative-relocs`), after `.rela.plt`, as ld.bfd places them.
     with_headers(kind(Id::RelrDyn, ".relr.dyn", Inputs::Named(&[".relr.dyn"]), Relr, 61)),
     // The first note, as ld.bfd places it, then the build ID.

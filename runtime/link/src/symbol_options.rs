@@ -167,13 +167,41 @@ impl Defsym {
     }
 }
 
-/// The part of a version script a static executable uses: which global symbols stay global. Version node
-/// names, dependencies and `extern "C"` blocks are read; `extern "C++"` patterns are refused (they match
-/// demangled names).
+/// A version script (`--version-script`, and `--dynamic-list`, which is one anonymous node): its version
+/// nodes in order, and the patterns of each, which say which global symbols take which version and which
+/// become local. Patterns in `extern "C++"` blocks match demangled names.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct VersionScript {
-    global: Vec<String>,
-    local: Vec<String>,
+    nodes: Vec<VersionNode>,
+    patterns: Vec<VersionPattern>,
+}
+
+/// A version node: its name (none for the anonymous node) and the versions it inherits from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VersionNode {
+    pub name: Option<String>,
+    pub parents: Vec<String>,
+}
+
+/// One pattern of a node's `global:` or `local:` part.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct VersionPattern {
+    node: usize,
+    local: bool,
+    /// Whether it is matched against demangled names (`extern "C++"`).
+    demangled: bool,
+    /// Quoted, or without wildcards: compared as it is, and preferred to any wildcard.
+    literal: bool,
+    text: String,
+}
+
+/// What a version script says of a global symbol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Versioned<'a> {
+    /// A `global:` pattern matches it: it is exported in the version named (none: the anonymous node's).
+    Global(Option<&'a str>),
+    /// A `local:` pattern matches it, and no `global:` one prevails: it is local to the output.
+    Local,
 }
 
 /// A version script that cannot be read.
@@ -185,7 +213,8 @@ pub struct VersionScriptError {
 }
 
 impl VersionScript {
-    /// Parses a version script: `{ global: a; b*; local: *; };` or nodes `NAME { ... } [PARENT];`.
+    /// Parses a version script: `{ global: a; b*; local: *; };` or nodes `NAME { ... } [PARENT ...];`, with
+    /// `extern "C"` and `extern "C++"` blocks of patterns.
     pub fn parse(text: &str) -> Result<VersionScript, VersionScriptError> {
         let tokens = tokens(text)?;
         let mut script = VersionScript::default();
@@ -195,14 +224,36 @@ impl VersionScript {
             offset: tokens.get(at).map_or(text.len(), |token: &(usize, String)| token.0),
         };
         let token = |at: usize| tokens.get(at).map(|(_, token)| token.as_str());
+        let is_word = |token: &str| !matches!(token, "{" | "}" | ";" | ":") && !token.starts_with('"');
         while position < tokens.len() {
             // An optional node name, then the node's body.
-            if token(position) != Some("{") {
-                position += 1;
-            }
+            let name = match token(position) {
+                Some("{") => None,
+                Some(name) if is_word(name) => {
+                    position += 1;
+                    Some(name.to_string())
+                }
+                _ => return Err(error("expected a version name or `{`", position)),
+            };
             if token(position) != Some("{") {
                 return Err(error("expected `{`", position));
             }
+            if script.nodes.iter().any(|node| node.name.is_none()) || (name.is_none() && !script.nodes.is_empty()) {
+                return Err(error(
+                    "an anonymous version node cannot be combined with other version nodes",
+                    position,
+                ));
+            }
+            if let Some(name) = &name
+                && script.nodes.iter().any(|node| node.name.as_ref() == Some(name))
+            {
+                return Err(error(&format!("duplicate version `{name}`"), position - 1));
+            }
+            let node = script.nodes.len();
+            script.nodes.push(VersionNode {
+                name,
+                parents: Vec::new(),
+            });
             position += 1;
             let mut local = false;
             loop {
@@ -216,23 +267,33 @@ impl VersionScript {
                         local = token(position) == Some("local");
                         position += 2;
                     }
-                    Some("extern") => {
+                    Some("extern") if token(position + 1).is_some_and(|token| token.starts_with('"')) => {
                         let language = token(position + 1).unwrap_or("");
-                        if language != "\"C\"" {
-                            return Err(error(
-                                &format!("extern {language} patterns are not supported (only extern \"C\")"),
-                                position,
-                            ));
-                        }
+                        let demangled = match language {
+                            "\"C\"" => false,
+                            "\"C++\"" => true,
+                            _ => {
+                                return Err(error(
+                                    &format!("extern {language} patterns are not supported (only \"C\" and \"C++\")"),
+                                    position + 1,
+                                ));
+                            }
+                        };
                         if token(position + 2) != Some("{") {
-                            return Err(error("expected `{` after extern \"C\"", position + 2));
+                            return Err(error(&format!("expected `{{` after extern {language}"), position + 2));
                         }
                         position += 3;
-                        while let Some(pattern) = token(position).filter(|token| *token != "}") {
-                            if pattern != ";" {
-                                script.add(pattern, local);
+                        loop {
+                            match token(position) {
+                                None => return Err(error("unterminated extern block", position)),
+                                Some("}") => break,
+                                Some(";") => position += 1,
+                                Some(pattern) if is_word(pattern) || pattern.starts_with('"') => {
+                                    script.add(node, local, demangled, pattern);
+                                    position += 1;
+                                }
+                                Some(_) => return Err(error("expected a pattern", position)),
                             }
-                            position += 1;
                         }
                         position += 1;
                         if token(position) == Some(";") {
@@ -240,17 +301,19 @@ impl VersionScript {
                         }
                     }
                     Some(";") => position += 1,
-                    Some(pattern) => {
-                        script.add(pattern, local);
+                    Some(pattern) if is_word(pattern) || pattern.starts_with('"') => {
+                        script.add(node, local, false, pattern);
                         position += 1;
                         if token(position) != Some(";") && token(position) != Some("}") {
                             return Err(error("expected `;` after a pattern", position));
                         }
                     }
+                    Some(_) => return Err(error("expected a pattern", position)),
                 }
             }
-            // An optional parent node, then `;`.
-            if token(position).is_some_and(|token| token != ";") {
+            // The versions the node inherits from, then `;`.
+            while let Some(parent) = token(position).filter(|token| is_word(token)) {
+                script.nodes[node].parents.push(parent.to_string());
                 position += 1;
             }
             if token(position) != Some(";") {
@@ -258,30 +321,128 @@ impl VersionScript {
             }
             position += 1;
         }
+        // A node inherits from nodes the script defines.
+        for node in &script.nodes {
+            for parent in &node.parents {
+                if !script.nodes.iter().any(|other| other.name.as_ref() == Some(parent)) {
+                    return Err(VersionScriptError {
+                        message: format!(
+                            "version `{}` inherits from `{parent}`, which the script does not define",
+                            node.name.as_deref().unwrap_or("")
+                        ),
+                        offset: text.len(),
+                    });
+                }
+            }
+        }
         Ok(script)
     }
 
-    fn add(&mut self, pattern: &str, local: bool) {
-        let pattern = pattern.trim_matches('"').to_string();
-        if local {
-            self.local.push(pattern);
+    fn add(&mut self, node: usize, local: bool, demangled: bool, pattern: &str) {
+        let quoted = pattern.len() >= 2 && pattern.starts_with('"') && pattern.ends_with('"');
+        let text = if quoted {
+            &pattern[1..pattern.len() - 1]
         } else {
-            self.global.push(pattern);
-        }
+            pattern
+        };
+        self.patterns.push(VersionPattern {
+            node,
+            local,
+            demangled,
+            literal: quoted || !text.contains(['*', '?', '[']),
+            text: text.to_string(),
+        });
+    }
+
+    /// Adds the nodes of `other` (a second `--version-script`) after its own.
+    pub fn merge(&mut self, other: VersionScript) {
+        let base = self.nodes.len();
+        self.nodes.extend(other.nodes);
+        self.patterns
+            .extend(other.patterns.into_iter().map(|pattern| VersionPattern {
+                node: pattern.node + base,
+                ..pattern
+            }));
     }
 
     /// The patterns of its `global:` parts (all of them in a dynamic list, which has no `local:`).
-    pub fn global_patterns(&self) -> &[String] {
-        &self.global
+    pub fn global_patterns(&self) -> impl Iterator<Item = &str> {
+        self.patterns
+            .iter()
+            .filter(|pattern| !pattern.local)
+            .map(|pattern| pattern.text.as_str())
     }
 
-    /// Whether the script makes global symbol `name` local: a `local:` pattern matches it and no `global:`
-    /// pattern does (an exact `global:` name wins over any wildcard, as in GNU ld).
-    pub fn makes_local(&self, name: &str) -> bool {
-        if self.global.iter().any(|pattern| glob_matches(pattern, name)) {
-            return false;
+    /// Its named version nodes in order (an output defines each, numbered from 2).
+    pub fn named_nodes(&self) -> impl Iterator<Item = &VersionNode> {
+        self.nodes.iter().filter(|node| node.name.is_some())
+    }
+
+    /// Whether a version of this name is one of its nodes.
+    pub fn defines_version(&self, version: &str) -> bool {
+        self.nodes.iter().any(|node| node.name.as_deref() == Some(version))
+    }
+
+    /// Whether some pattern matches demangled names: then [`VersionScript::version_of`] wants them.
+    pub fn matches_demangled_names(&self) -> bool {
+        self.patterns.iter().any(|pattern| pattern.demangled)
+    }
+
+    /// What the script says of global symbol `name` (`demangled`: its demangled name, if it is a C++ one),
+    /// as GNU ld decides it: the first node a literal pattern of which matches wins (a `global:` one before
+    /// the same node's `local:` ones); otherwise the last node a wildcard of which matches, `global:` before
+    /// `local:`, and a lone `*` only where nothing more specific matches. `None`: no pattern matches.
+    pub fn version_of(&self, name: &str, demangled: Option<&str>) -> Option<Versioned<'_>> {
+        let matches = |pattern: &VersionPattern| {
+            let subject = if pattern.demangled {
+                demangled.unwrap_or(name)
+            } else {
+                name
+            };
+            if pattern.literal {
+                pattern.text == subject
+            } else {
+                glob_matches(&pattern.text, subject)
+            }
+        };
+        let (mut global, mut star_global, mut local, mut star_local) = (None, None, None, None);
+        'nodes: for node in 0..self.nodes.len() {
+            for wanted_local in [false, true] {
+                let mut patterns = self
+                    .patterns
+                    .iter()
+                    .filter(|pattern| pattern.node == node && pattern.local == wanted_local);
+                if patterns.clone().any(|pattern| pattern.literal && matches(pattern)) {
+                    if wanted_local {
+                        (local, global, star_global) = (Some(node), None, None);
+                    } else {
+                        global = Some(node);
+                    }
+                    break 'nodes;
+                }
+                for pattern in patterns.by_ref().filter(|pattern| !pattern.literal && matches(pattern)) {
+                    let star = pattern.text == "*";
+                    match (wanted_local, star) {
+                        (false, false) => global = Some(node),
+                        (false, true) => star_global = Some(node),
+                        (true, false) => local = Some(node),
+                        (true, true) => star_local = Some(node),
+                    }
+                }
+            }
         }
-        self.local.iter().any(|pattern| glob_matches(pattern, name))
+        if global.is_none() && local.is_none() {
+            global = star_global;
+        }
+        if let Some(node) = global {
+            return Some(Versioned::Global(self.nodes[node].name.as_deref()));
+        }
+        local.or(star_local).map(|_| Versioned::Local)
+    }
+
+    /// Whether the script makes global symbol `name` local.
+    pub fn makes_local(&self, name: &str) -> bool {
+        self.version_of(name, None) == Some(Versioned::Local)
     }
 }
 
@@ -319,9 +480,22 @@ fn tokens(text: &str) -> Result<Vec<(usize, String)>, VersionScriptError> {
             tokens.push((at, text[at..=end].to_string()));
             at = end + 1;
         } else {
-            let end = text[at..]
-                .find(|character: char| character.is_ascii_whitespace() || "{};:\"".contains(character))
-                .map_or(bytes.len(), |end| at + end);
+            // A word ends at a space, a brace, `;`, a quote, or a `:` that is not half of C++'s `::`.
+            let mut end = at;
+            while end < bytes.len() {
+                let byte = bytes[end];
+                if byte.is_ascii_whitespace() || matches!(byte, b'{' | b'}' | b';' | b'"') {
+                    break;
+                }
+                if byte == b':' {
+                    if bytes.get(end + 1) == Some(&b':') {
+                        end += 2;
+                        continue;
+                    }
+                    break;
+                }
+                end += 1;
+            }
             tokens.push((at, text[at..end].to_string()));
             at = end;
         }
@@ -463,7 +637,34 @@ mod tests {
         assert!(script.makes_local("hidden"));
         assert!(VersionScript::parse("{ global: a; local: *; };").is_ok());
         assert!(VersionScript::parse("{ global: a; ").is_err());
-        assert!(VersionScript::parse("{ extern \"C++\" { foo; }; };").is_err());
+        assert!(VersionScript::parse("{ extern \"Java\" { foo; }; };").is_err());
+        assert!(VersionScript::parse("V1 { a; }; V2 { b; } V9;").is_err());
+        assert!(VersionScript::parse("{ a; }; V2 { b; };").is_err());
+        // GNU ld's precedence: a literal match in the first node that has one, else the last wildcard; a lone
+        // `*` only where nothing more specific matches; `extern "C++"` patterns match demangled names.
+        let script = VersionScript::parse(
+            "V1 { global: a*; ab; local: *; }; V2 { global: *; local: abc; x*; }; V3 { extern \"C++\" { \"ns::f(int)\"; ns::g*; }; } V2 V1;",
+        )
+        .unwrap();
+        let version = |name: &str, demangled: Option<&str>| script.version_of(name, demangled);
+        assert_eq!(version("ab", None), Some(Versioned::Global(Some("V1"))));
+        assert_eq!(version("abc", None), Some(Versioned::Local));
+        assert_eq!(version("axe", None), Some(Versioned::Global(Some("V1"))));
+        assert_eq!(version("xy", None), Some(Versioned::Local));
+        assert_eq!(version("other", None), Some(Versioned::Global(Some("V2"))));
+        assert_eq!(
+            version("_ZN2ns1fEi", Some("ns::f(int)")),
+            Some(Versioned::Global(Some("V3")))
+        );
+        assert_eq!(
+            version("_ZN2ns1gEv", Some("ns::g()")),
+            Some(Versioned::Global(Some("V3")))
+        );
+        let named: Vec<_> = script
+            .named_nodes()
+            .map(|node| (node.name.clone(), node.parents.clone()))
+            .collect();
+        assert_eq!(named[2], (Some("V3".into()), vec!["V2".into(), "V1".into()]));
         assert!(glob_matches("f[a-c]?o*", "fbxoooo"));
         assert!(!glob_matches("f[!a-c]o", "fao"));
         assert!(glob_matches("*", ""));

@@ -83,6 +83,9 @@ const SHT_HASH: u32 = 5;
 const SHT_DYNSYM: u32 = 11;
 const SHT_GNU_HASH: u32 = 0x6fff_fff6;
 const SHT_RELR: u32 = 19;
+const SHT_GNU_VERDEF: u32 = 0x6fff_fffd;
+/// `EI_OSABI` of an output that uses GNU extensions (indirect functions).
+const ELFOSABI_GNU: u8 = 3;
 const SHT_GNU_VERNEED: u32 = 0x6fff_fffe;
 const SHT_GNU_VERSYM: u32 = 0x6fff_ffff;
 /// `sh_flags`: `sh_info` holds a section index (that of the section a relocation section applies to).
@@ -266,6 +269,8 @@ pub enum SectionKind {
     Hash,
     /// The version of each dynamic symbol (`SHT_GNU_versym`): 16-bit words.
     VerSym,
+    /// The versions the output defines (`SHT_GNU_verdef`).
+    VerDef,
     /// The versions needed of each shared library (`SHT_GNU_verneed`).
     VerNeed,
     /// Relative relocations packed as addresses and bitmaps (`SHT_RELR`): 64-bit words.
@@ -289,6 +294,7 @@ impl SectionKind {
             SectionKind::GnuHash => SHT_GNU_HASH,
             SectionKind::Hash => SHT_HASH,
             SectionKind::VerSym => SHT_GNU_VERSYM,
+            SectionKind::VerDef => SHT_GNU_VERDEF,
             SectionKind::VerNeed => SHT_GNU_VERNEED,
             SectionKind::Relr => SHT_RELR,
         }
@@ -1040,9 +1046,15 @@ impl Encoder {
 /// The ELF header.
 fn file_header(layout: &ImageLayout, plan: &Plan) -> Vec<u8> {
     let mut encoder = Encoder::default();
-    // e_ident: magic, ELFCLASS64, ELFDATA2LSB, EV_CURRENT, ELFOSABI_NONE, ABI version 0, padding.
+    // e_ident: magic, ELFCLASS64, ELFDATA2LSB, EV_CURRENT, the OS ABI, ABI version 0, padding. An output
+    // defining indirect functions (`STT_GNU_IFUNC`, a GNU extension) says it follows the GNU ABI
+    // (`ELFOSABI_GNU`), as GNU ld marks it; any other the System V one (`ELFOSABI_NONE`).
+    let gnu = layout
+        .symbols
+        .iter()
+        .any(|symbol| symbol.kind == SymbolKind::Ifunc && !symbol.undefined);
     encoder.0.extend_from_slice(b"\x7fELF");
-    encoder.u8(2).u8(1).u8(1).u8(0).u8(0);
+    encoder.u8(2).u8(1).u8(1).u8(if gnu { ELFOSABI_GNU } else { 0 }).u8(0);
     encoder.0.resize(16, 0);
     let program_header_count =
         u16::try_from(layout.segments.len() + layout.program_headers.len() + 1).unwrap_or(u16::MAX);
@@ -1154,14 +1166,19 @@ impl SectionHeader {
     }
 }
 
-/// The number of entries of a `.gnu.version_r` (its `sh_info`): the chain of `vn_next` offsets from the
-/// first entry, each `Elf64_Verneed` 16 bytes, to the one whose `vn_next` is 0.
-fn verneed_count(contents: &SparseBytes) -> u32 {
+/// The number of entries of a `.gnu.version_r` or `.gnu.version_d` (its `sh_info`): the chain of `vn_next`
+/// (`vd_next`) offsets, the word at `next_at` of each entry, from the first entry to the one whose is 0.
+fn version_entry_count(contents: &SparseBytes, next_at: usize) -> u32 {
     let mut count = 0;
     let mut at = 0u64;
-    while let Ok(Some(entry)) = contents.read(at, 16) {
+    while let Ok(Some(entry)) = contents.read(at, next_at as u64 + 4) {
         count += 1;
-        let next = u32::from_le_bytes([entry[12], entry[13], entry[14], entry[15]]);
+        let next = u32::from_le_bytes([
+            entry[next_at],
+            entry[next_at + 1],
+            entry[next_at + 2],
+            entry[next_at + 3],
+        ]);
         if next == 0 || count >= u32::from(u16::MAX) {
             break;
         }
@@ -1196,7 +1213,8 @@ fn section_headers(layout: &ImageLayout, plan: &Plan) -> Vec<u8> {
             // One local symbol: the null one.
             SectionKind::DynSym => (dynstr, 1),
             SectionKind::GnuHash | SectionKind::Hash | SectionKind::VerSym => (dynsym, 0),
-            SectionKind::VerNeed => (dynstr, verneed_count(&section.contents)),
+            SectionKind::VerNeed => (dynstr, version_entry_count(&section.contents, 12)),
+            SectionKind::VerDef => (dynstr, version_entry_count(&section.contents, 16)),
             SectionKind::Rela if dynsym != 0 => (dynsym, if section.name == ".rela.plt" { got_plt } else { 0 }),
             _ => (0, 0),
         };

@@ -16,7 +16,7 @@ use object::read::elf::{FileHeader as _, ProgramHeader as _, SectionHeader as _}
 use super::dynamic_tags::{
     DF_TEXTREL, DT_FINI_ARRAY, DT_FINI_ARRAYSZ, DT_FLAGS, DT_GNU_HASH, DT_HASH, DT_INIT_ARRAY, DT_INIT_ARRAYSZ,
     DT_JMPREL, DT_NULL, DT_PLTRELSZ, DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ, DT_RELA, DT_RELASZ, DT_RELR, DT_RELRSZ,
-    DT_STRSZ, DT_STRTAB, DT_SYMTAB, DT_TEXTREL, DT_VERNEED, DT_VERSYM,
+    DT_STRSZ, DT_STRTAB, DT_SYMTAB, DT_TEXTREL, DT_VERDEF, DT_VERNEED, DT_VERSYM,
 };
 use super::elf::{
     FILE_HEADER_SIZE, ImageLayout, PF_W, PF_X, PT_DYNAMIC, PT_GNU_RELRO, PT_GNU_STACK, PT_LOAD, PT_TLS,
@@ -583,7 +583,7 @@ fn check_dynamic(
         value.copy_from_slice(&chunk[at..at + 8]);
         u64::from_le_bytes(value)
     };
-    let described: [(u64, &str, OutputSectionId, bool); 19] = [
+    let described: [(u64, &str, OutputSectionId, bool); 20] = [
         (
             DT_PREINIT_ARRAY,
             "DT_PREINIT_ARRAY",
@@ -601,6 +601,7 @@ fn check_dynamic(
         (DT_FINI_ARRAY, "DT_FINI_ARRAY", OutputSectionId::FiniArray, false),
         (DT_FINI_ARRAYSZ, "DT_FINI_ARRAYSZ", OutputSectionId::FiniArray, true),
         (DT_VERSYM, "DT_VERSYM", OutputSectionId::GnuVersion, false),
+        (DT_VERDEF, "DT_VERDEF", OutputSectionId::GnuVersionD, false),
         (DT_VERNEED, "DT_VERNEED", OutputSectionId::GnuVersionR, false),
         (DT_SYMTAB, "DT_SYMTAB", OutputSectionId::DynSym, false),
         (DT_STRTAB, "DT_STRTAB", OutputSectionId::DynStr, false),

@@ -268,7 +268,7 @@ fn symbol_table(context: &LinkContext, referenced: &FxHashSet<SymbolId>, section
             || symbol.name.starts_with(".L")
             || !matches!(
                 symbol.symbol_type,
-                SymbolType::Function | SymbolType::Object | SymbolType::None
+                SymbolType::Function | SymbolType::Object | SymbolType::None | SymbolType::Tls | SymbolType::Ifunc
             )
             || symbol.definition == Definition::Undefined
             || (symbol.binding != Binding::Local && context.graph.resolved(id) != id)

@@ -150,6 +150,10 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     if shared_library && !context.options.exclude_libs.is_empty() {
         hide_excluded_libraries(graph, &context.options.exclude_libs);
     }
+    if context.options.output_kind.is_dynamic() {
+        assign_versions(graph, &mut table, options.version_script.as_ref(), phase)
+            .map_err(|message| PhaseError::new(PHASE, message))?;
+    }
     let mut left_undefined: FxHashMap<String, SymbolId> = FxHashMap::default();
     let mut undefined: Vec<(String, SymbolId)> = Vec::new();
     let mut reported = FxHashSet::default();
@@ -284,6 +288,98 @@ fn hide_excluded_libraries(graph: &mut LinkGraph, excluded: &[String]) {
             graph.symbols[index].visibility = Visibility::Hidden;
         }
     }
+}
+
+/// What a dynamically linked output's version script says of its global definitions, as GNU ld applies it:
+/// a definition a `local:` pattern makes local is hidden (not exported, bound inside the output); one a
+/// named node's `global:` pattern matches takes that version. A definition an object names `name@@VERSION`
+/// (`.symver`) is the default version of `name`, which references to `name` bind to; one named
+/// `name@VERSION` is a hidden version, which only references to `name@VERSION` bind to; both need the
+/// version in the script. Each named version is also an absolute symbol of its own name, in its version, as
+/// ld.bfd defines them.
+fn assign_versions(
+    graph: &mut LinkGraph,
+    table: &mut FxHashMap<String, SymbolId>,
+    script: Option<&crate::symbol_options::VersionScript>,
+    phase: u16,
+) -> Result<(), String> {
+    use crate::symbol_options::Versioned;
+    let mut defined: Vec<(String, SymbolId)> = table
+        .iter()
+        .filter(|(_, id)| {
+            let symbol = &graph.symbols[id.index()];
+            !matches!(symbol.definition, Definition::Undefined | Definition::Shared)
+                && matches!(symbol.binding, Binding::Global | Binding::Weak)
+                && matches!(symbol.visibility, Visibility::Default | Visibility::Protected)
+        })
+        .map(|(name, id)| (name.clone(), *id))
+        .collect();
+    defined.sort_unstable();
+    let demangle = script.is_some_and(|script| script.matches_demangled_names());
+    let mut missing = Vec::new();
+    for (name, id) in defined {
+        if let Some((base, version)) = name.split_once('@') {
+            let (default, version) = match version.strip_prefix('@') {
+                Some(version) => (true, version),
+                None => (false, version),
+            };
+            if !script.is_some_and(|script| script.defines_version(version)) {
+                missing.push(format!(
+                    "version node not found for symbol `{}` (a version script must define version `{version}`)",
+                    symbol_name::display(&name)
+                ));
+                continue;
+            }
+            graph.symbols[id.index()].version = Some(version.to_string());
+            // The default version is what references to the plain name bind to, unless the output defines
+            // that name itself.
+            let plain_defined = table.get(base).is_some_and(|other| {
+                !matches!(
+                    graph.symbols[other.index()].definition,
+                    Definition::Undefined | Definition::Shared
+                )
+            });
+            if default && !plain_defined {
+                table.insert(base.to_string(), id);
+            }
+            continue;
+        }
+        let Some(script) = script else {
+            continue;
+        };
+        let demangled = demangle
+            .then(|| cpp_demangle::Symbol::new(name.as_bytes()).ok())
+            .flatten()
+            .and_then(|symbol| symbol.demangle().ok());
+        match script.version_of(&name, demangled.as_deref()) {
+            Some(Versioned::Local) => graph.symbols[id.index()].visibility = Visibility::Hidden,
+            Some(Versioned::Global(Some(version))) => graph.symbols[id.index()].version = Some(version.to_string()),
+            Some(Versioned::Global(None)) | None => {}
+        }
+    }
+    if !missing.is_empty() {
+        return Err(missing.join("\n"));
+    }
+    let Some(script) = script else {
+        return Ok(());
+    };
+    for node in script.named_nodes() {
+        let Some(name) = &node.name else {
+            continue;
+        };
+        if table.contains_key(name) {
+            continue;
+        }
+        let id = SymbolId(graph.symbols.len() as u32);
+        graph.symbols.push(Symbol {
+            version: Some(name.clone()),
+            visibility: Visibility::Default,
+            symbol_type: SymbolType::Object,
+            ..made_symbol(name.clone(), phase)
+        });
+        table.insert(name.clone(), id);
+    }
+    Ok(())
 }
 
 /// The definition a versioned reference (`printf@GLIBC_2.2.5`, an object's `.symver`) binds to when no

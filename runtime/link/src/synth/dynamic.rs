@@ -25,7 +25,7 @@ use crate::image::dynamic_tags::{
     DT_GNU_HASH, DT_HASH, DT_INIT, DT_INIT_ARRAY, DT_INIT_ARRAYSZ, DT_JMPREL, DT_NEEDED, DT_NULL, DT_PLTGOT, DT_PLTREL,
     DT_PLTRELSZ, DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ, DT_RELA, DT_RELACOUNT, DT_RELAENT, DT_RELASZ, DT_RELR,
     DT_RELRENT, DT_RELRSZ, DT_RPATH, DT_RUNPATH, DT_SONAME, DT_STRSZ, DT_STRTAB, DT_SYMBOLIC, DT_SYMENT, DT_SYMTAB,
-    DT_TEXTREL, DT_VERNEED, DT_VERNEEDNUM, DT_VERSYM,
+    DT_TEXTREL, DT_VERDEF, DT_VERDEFNUM, DT_VERNEED, DT_VERNEEDNUM, DT_VERSYM,
 };
 use crate::sections::OutputSectionId;
 
@@ -100,6 +100,14 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             (!matches!(entry.definition, Definition::Undefined | Definition::Shared)).then_some((tag, symbol))
         })
         .collect();
+    let definitions = version_definitions(&context.options);
+    // The indirect functions whose addresses are their PLT entries.
+    let at_plt_entries: FxHashSet<SymbolId> = context
+        .synthesized
+        .iplt
+        .as_ref()
+        .map(|iplt| iplt.entries.keys().copied().collect())
+        .unwrap_or_default();
     let graph = &mut context.graph;
     if let Some(path) = interpreter {
         let mut bytes = path.into_bytes();
@@ -195,7 +203,16 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             flags_1 |= flag;
         }
     }
-    let tables = symbol_tables(graph, &symbols, relr_version, &mut strings);
+    let tables = symbol_tables(
+        graph,
+        &symbols,
+        VersionFacts {
+            relr_version,
+            definitions: &definitions,
+        },
+        &at_plt_entries,
+        &mut strings,
+    );
     let mut late_fills = Vec::new();
     let dynsym = new_atom(graph, None, OutputSectionId::DynSym.name(), 8, tables.symbols, origin);
     for (offset, symbol) in tables.values {
@@ -215,24 +232,36 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             value: LateValue::SectionIndex(atom),
         });
     }
-    let versions = (!tables.needs.is_empty()).then(|| {
-        let versym = new_atom(
+    // `.gnu.version` when the output defines or needs versions, with `.gnu.version_d` and `.gnu.version_r`.
+    let versions = (!tables.needs.is_empty() || !definitions.is_empty()).then(|| {
+        new_atom(
             graph,
             None,
             OutputSectionId::GnuVersion.name(),
             2,
             tables.versions,
             origin,
-        );
-        let verneed = new_atom(
+        )
+    });
+    let verdef = (!definitions.is_empty()).then(|| {
+        new_atom(
+            graph,
+            None,
+            OutputSectionId::GnuVersionD.name(),
+            8,
+            tables.definitions,
+            origin,
+        )
+    });
+    let verneed = (!tables.needs.is_empty()).then(|| {
+        new_atom(
             graph,
             None,
             OutputSectionId::GnuVersionR.name(),
             8,
             tables.needs,
             origin,
-        );
-        (versym, verneed, tables.need_count)
+        )
     });
     let string_size = strings.bytes.len() as u64;
     let dynstr = new_atom(graph, None, OutputSectionId::DynStr.name(), 1, strings.bytes, origin);
@@ -412,12 +441,20 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     if flags_1 != 0 {
         entries.push((DT_FLAGS_1, Value::Number(flags_1)));
     }
-    if let Some((versym, verneed, need_count)) = versions {
+    if let Some(verdef) = verdef {
+        entries.extend([
+            (DT_VERDEF, Value::Address(verdef)),
+            (DT_VERDEFNUM, Value::Number(definitions.len() as u64)),
+        ]);
+    }
+    if let Some(verneed) = verneed {
         entries.extend([
             (DT_VERNEED, Value::Address(verneed)),
-            (DT_VERNEEDNUM, Value::Number(need_count)),
-            (DT_VERSYM, Value::Address(versym)),
+            (DT_VERNEEDNUM, Value::Number(tables.need_count)),
         ]);
+    }
+    if let Some(versym) = versions {
+        entries.push((DT_VERSYM, Value::Address(versym)));
     }
     if relatives > 0 {
         entries.push((DT_RELACOUNT, Value::Number(relatives)));
@@ -519,6 +556,7 @@ struct SymbolTables {
     /// (offset of an entry, the atom whose output section is its `st_shndx`).
     section_indices: Vec<(u64, AtomId)>,
     versions: Vec<u8>,
+    definitions: Vec<u8>,
     needs: Vec<u8>,
     need_count: u64,
     sysv_hash: Vec<u8>,
@@ -534,36 +572,69 @@ const STV_PROTECTED: u8 = 3;
 /// The version of glibc an output with packed relative relocations needs.
 const RELR_VERSION: &str = "GLIBC_ABI_DT_RELR";
 
-/// `.dynsym`, its versions, hash tables and `.gnu.version_r`, with the version [`RELR_VERSION`] needed of
-/// the library `relr_version` names.
+/// The versions a dynamically linked output defines (`.gnu.version_d`), each with the versions it inherits
+/// from, numbered from 1: the base version (its `-soname`, else its file name), then the named nodes of its
+/// version script; none without such nodes.
+fn version_definitions(options: &crate::context::LinkOptions) -> Vec<(String, Vec<String>)> {
+    let Some(script) = &options.symbols.version_script else {
+        return Vec::new();
+    };
+    let nodes: Vec<(String, Vec<String>)> = script
+        .named_nodes()
+        .filter_map(|node| Some((node.name.clone()?, node.parents.clone())))
+        .collect();
+    if nodes.is_empty() {
+        return nodes;
+    }
+    let base = options.soname.clone().unwrap_or_else(|| {
+        options
+            .output
+            .file_name()
+            .map_or_else(String::new, |name| name.to_string_lossy().into_owned())
+    });
+    std::iter::once((base, Vec::new())).chain(nodes).collect()
+}
+
+/// What the version tables are made of: the library whose `GLIBC_ABI_DT_RELR` version the output needs, if
+/// any, and the versions it defines.
+struct VersionFacts<'a> {
+    relr_version: Option<String>,
+    definitions: &'a [(String, Vec<String>)],
+}
+
+/// `VER_FLG_BASE`: the version definition of the output itself. `VERSYM_HIDDEN`: a symbol's version is not
+/// its default one.
+const VER_FLG_BASE: u16 = 1;
+const VERSYM_HIDDEN: u16 = 0x8000;
+
+/// `.dynsym`, its versions, hash tables, `.gnu.version_d` of the versions `definitions` and `.gnu.version_r`,
+/// with the version [`RELR_VERSION`] needed of the library `relr_version` names.
 fn symbol_tables(
     graph: &LinkGraph,
     symbols: &DynamicSymbols,
-    relr_version: Option<String>,
+    versions: VersionFacts<'_>,
+    at_plt_entries: &FxHashSet<SymbolId>,
     strings: &mut Strings,
 ) -> SymbolTables {
+    let VersionFacts {
+        relr_version,
+        definitions,
+    } = versions;
     let count = symbols.entries.len() + 1;
     let mut table = vec![0u8; SYMBOL_SIZE as usize];
     let mut values = Vec::new();
     let mut section_indices = Vec::new();
     let mut versions: Vec<u16> = vec![0];
-    // The versions needed, numbered from 2 in order of first use, grouped by library.
+    // The versions needed, numbered after those defined in order of first use, grouped by library.
     let mut needs: Vec<(String, Vec<(String, u16)>)> = Vec::new();
-    let mut next_version = 2u16;
+    let mut next_version = (definitions.len() as u16 + 1).max(2);
     let mut names: Vec<Vec<u8>> = Vec::with_capacity(count);
     names.push(Vec::new());
     for (position, symbol) in symbols.entries.iter().enumerate() {
         let entry = &graph.symbols[symbol.index()];
-        // A definition of a hidden version is named `name@VERSION` in the link; `.dynsym` has the name, and
-        // `.gnu.version` the version.
-        let plain = match (&entry.definition, &entry.version) {
-            (Definition::Shared, Some(version)) => entry
-                .name
-                .strip_suffix(version.as_str())
-                .and_then(|name| name.strip_suffix('@'))
-                .unwrap_or(&entry.name),
-            _ => &entry.name,
-        };
+        // A definition of a hidden version is named `name@VERSION` in the link (and an object's default one
+        // `name@@VERSION`); `.dynsym` has the name, and `.gnu.version` the version.
+        let (plain, hidden) = super::imports::unversioned_name(entry);
         let name = crate::symbol_name::to_bytes(plain).into_owned();
         let at = (position as u64 + 1) * SYMBOL_SIZE;
         let defined = position as u32 + 1 >= symbols.defined_from;
@@ -572,9 +643,14 @@ fn symbol_tables(
         } else {
             STB_GLOBAL
         };
+        let unbound = symbols.unbound.contains(symbol);
         let kind = match entry.symbol_type {
+            _ if unbound => 0,
             // An imported indirect function is a function to the output: the library runs its resolver.
             SymbolType::Ifunc if !defined => 2,
+            // An indirect function the output calls through its own PLT entry is that entry, a function, to
+            // everyone.
+            SymbolType::Ifunc if at_plt_entries.contains(symbol) => 2,
             SymbolType::Function => 2,
             SymbolType::Object => 1,
             SymbolType::Tls => 6,
@@ -608,12 +684,20 @@ fn symbol_tables(
         let library = entry
             .origin
             .input
-            .filter(|_| entry.definition == Definition::Shared)
+            .filter(|_| entry.definition == Definition::Shared && !unbound)
             .and_then(|input| graph.shared_libraries.iter().find(|library| library.input == input));
         let version = match (library, &entry.version) {
             (Some(library), Some(version)) => {
                 needed_version(&mut needs, &library.install_name, version, &mut next_version)
             }
+            // A definition of the output's own in one of its versions.
+            (None, Some(version)) if defined => definitions
+                .iter()
+                .skip(1)
+                .position(|(name, _)| name == version)
+                .map_or(1, |position| {
+                    (position as u16 + 2) | if hidden { VERSYM_HIDDEN } else { 0 }
+                }),
             _ => 1,
         };
         versions.push(version);
@@ -621,6 +705,30 @@ fn symbol_tables(
     }
     if let Some(library) = relr_version {
         needed_version(&mut needs, &library, RELR_VERSION, &mut next_version);
+    }
+    // `.gnu.version_d`: an `Elf64_Verdef` (20 bytes) per version, each followed by its `Elf64_Verdaux`
+    // entries (8 bytes): its name, then the versions it inherits from.
+    let mut definition_bytes = Vec::new();
+    for (position, (name, parents)) in definitions.iter().enumerate() {
+        let names = 1 + parents.len() as u32;
+        let next = if position + 1 == definitions.len() {
+            0
+        } else {
+            20 + 8 * names
+        };
+        let flags = if position == 0 { VER_FLG_BASE } else { 0 };
+        definition_bytes.extend_from_slice(&1u16.to_le_bytes());
+        definition_bytes.extend_from_slice(&flags.to_le_bytes());
+        definition_bytes.extend_from_slice(&(position as u16 + 1).to_le_bytes());
+        definition_bytes.extend_from_slice(&(names as u16).to_le_bytes());
+        definition_bytes.extend_from_slice(&sysv_hash(name.as_bytes()).to_le_bytes());
+        definition_bytes.extend_from_slice(&20u32.to_le_bytes());
+        definition_bytes.extend_from_slice(&next.to_le_bytes());
+        for (at, aux) in std::iter::once(name).chain(parents).enumerate() {
+            definition_bytes.extend_from_slice(&strings.add(aux.as_bytes()).to_le_bytes());
+            let next: u32 = if at as u32 + 1 == names { 0 } else { 8 };
+            definition_bytes.extend_from_slice(&next.to_le_bytes());
+        }
     }
     let mut need_bytes = Vec::new();
     for (index, (file, list)) in needs.iter().enumerate() {
@@ -647,6 +755,7 @@ fn symbol_tables(
         values,
         section_indices,
         versions: versions.iter().flat_map(|version| version.to_le_bytes()).collect(),
+        definitions: definition_bytes,
         need_count: needs.len() as u64,
         needs: need_bytes,
         sysv_hash: sysv_table(&names),

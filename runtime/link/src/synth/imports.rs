@@ -30,7 +30,7 @@ use super::{PHASE, absolute_edge, declared, new_atom};
 use crate::arch::{LazyPlt, Unbound};
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{
-    Atom, AtomId, Binding, Content, Definition, Export, Import, LinkGraph, Origin, SharedLibraryId, SymbolId,
+    Atom, AtomId, Binding, Content, Definition, Export, Import, LinkGraph, Origin, SharedLibraryId, Symbol, SymbolId,
     SymbolType, Visibility, atom_flags, section_flags,
 };
 use crate::sections::OutputSectionId;
@@ -66,6 +66,9 @@ pub(crate) struct DynamicSymbols {
     pub(crate) plt: Option<ImportPlt>,
     /// The libraries the output needs (`DT_NEEDED`), in link order.
     pub(crate) needed: Vec<SharedLibraryId>,
+    /// The imports only weak references of the output reach, defined by libraries given as needed only
+    /// (`--as-needed`) which nothing else makes needed: undefined weak names, in no version.
+    pub(crate) unbound: FxHashSet<SymbolId>,
     /// A shared library's exported definitions that its own references reach through the loader (which may
     /// bind them to another definition): their calls go through PLT entries, their GOT slots and words
     /// hold what the loader binds.
@@ -135,21 +138,6 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     let order = graph.command_line_order();
     let mut uses: Vec<((u32, u32), usize, SymbolId, Need)> = Vec::new();
     let mut refused = Vec::new();
-    // Indirect functions a shared library defines are not made yet (their PLT entries and `IRELATIVE`s are
-    // an executable's): refused, by name.
-    if shared_library {
-        for symbol in &graph.symbols {
-            let live = symbol.atom.is_some_and(|atom| graph.atoms[atom.index()].is_live());
-            if symbol.symbol_type == SymbolType::Ifunc && symbol.definition == Definition::Defined && live {
-                refused.push(format!(
-                    "{}: `{}` is an indirect function (IFUNC): indirect functions in a shared library are not \
-                     supported yet",
-                    graph.input_name(symbol.origin.input),
-                    crate::symbol_name::display(&symbol.name)
-                ));
-            }
-        }
-    }
     for (position, edge) in graph.edges.iter().enumerate() {
         let source = &graph.atoms[edge.source.index()];
         if !source.is_live() || source.flags & atom_flags::FOLDED != 0 {
@@ -388,7 +376,9 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     defined.extend(exports.iter().copied().filter(|symbol| !copied_set.contains(symbol)));
     let gnu_buckets = bucket_count(defined.len());
     defined.sort_by_key(|symbol| {
-        gnu_hash(&crate::symbol_name::to_bytes(&graph.symbols[symbol.index()].name)) % gnu_buckets
+        gnu_hash(&crate::symbol_name::to_bytes(
+            unversioned_name(&graph.symbols[symbol.index()]).0,
+        )) % gnu_buckets
     });
     entries.extend(defined);
     let index: FxHashMap<SymbolId, u32> = entries
@@ -459,14 +449,56 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     }
 
     // The libraries the output needs: every one not given as needed only, and those whose definitions it
-    // imports.
-    let used: FxHashSet<SharedLibraryId> = imports.iter().filter_map(|symbol| library_of(graph, *symbol)).collect();
-    let needed: Vec<SharedLibraryId> = (0..graph.shared_libraries.len())
+    // imports by a reference that is not weak (a weak one does not make a library needed, as in GNU ld).
+    let used: FxHashSet<SharedLibraryId> = imports
+        .iter()
+        .filter(|symbol| !weak.contains(symbol))
+        .filter_map(|symbol| library_of(graph, *symbol))
+        .collect();
+    let mut needed_set: FxHashSet<SharedLibraryId> = (0..graph.shared_libraries.len())
         .map(|position| SharedLibraryId(position as u32))
         .filter(|library| {
             let input = graph.shared_libraries[library.index()].input.index();
             used.contains(library) || !context.options.as_needed.contains(&input)
         })
+        .collect();
+    // A library given as needed only is needed too when it defines what a needed library leaves undefined
+    // (not weakly), unless that library names it among its own needed libraries, as GNU ld decides it.
+    loop {
+        let mut more = Vec::new();
+        for library in &needed_set {
+            let entry = &graph.shared_libraries[library.index()];
+            for name in &entry.references {
+                let Some(definition) = context.global_symbols.get(name) else {
+                    continue;
+                };
+                if graph.symbols[definition.index()].definition != Definition::Shared {
+                    continue;
+                }
+                if let Some(defining) = library_of(graph, *definition)
+                    && !needed_set.contains(&defining)
+                    && !entry
+                        .needed
+                        .contains(&graph.shared_libraries[defining.index()].install_name)
+                {
+                    more.push(defining);
+                }
+            }
+        }
+        if more.is_empty() {
+            break;
+        }
+        needed_set.extend(more);
+    }
+    let needed: Vec<SharedLibraryId> = (0..graph.shared_libraries.len())
+        .map(|position| SharedLibraryId(position as u32))
+        .filter(|library| needed_set.contains(library))
+        .collect();
+    // The imports of the libraries left out are bound to nothing the output names: weak undefined names.
+    let unbound: FxHashSet<SymbolId> = imports
+        .iter()
+        .filter(|symbol| library_of(graph, **symbol).is_some_and(|library| !needed.contains(&library)))
+        .copied()
         .collect();
     let mut seen = FxHashSet::default();
     let needed = needed
@@ -485,9 +517,29 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         copied: copied_set,
         plt,
         needed,
+        unbound,
         preemptible,
     });
     Ok(())
+}
+
+/// The name of `symbol` in `.dynsym`, without the version a definition of a hidden version (`name@VERSION`)
+/// or an object's default one (`name@@VERSION`) is named with in the link, and whether its version is a
+/// hidden one.
+pub(crate) fn unversioned_name(symbol: &Symbol) -> (&str, bool) {
+    let without = symbol.version.as_ref().and_then(|version| {
+        symbol
+            .name
+            .strip_suffix(version.as_str())
+            .and_then(|name| name.strip_suffix('@'))
+    });
+    match without {
+        Some(name) => match name.strip_suffix('@') {
+            Some(name) => (name, false),
+            None => (name, true),
+        },
+        None => (symbol.name.as_str(), false),
+    }
 }
 
 /// Whether input `index` is a shared library.
@@ -634,12 +686,31 @@ pub(crate) fn exports(context: &LinkContext) -> Vec<SymbolId> {
             .chain(defined_there)
             .filter_map(|name| table.get(name).copied())
             .chain(listed(context))
+            .chain(version_symbols(context))
             .filter(|symbol| exportable(*symbol))
             .collect()
     };
     exports.sort_by(|a, b| graph.symbols[a.index()].name.cmp(&graph.symbols[b.index()].name));
     exports.dedup();
     exports
+}
+
+/// The symbols naming the versions a version script defines, which ld.bfd exports from every dynamically
+/// linked output (an executable's too).
+fn version_symbols(context: &LinkContext) -> impl Iterator<Item = SymbolId> + '_ {
+    let graph = &context.graph;
+    context
+        .options
+        .symbols
+        .version_script
+        .iter()
+        .flat_map(|script| script.named_nodes())
+        .filter_map(|node| node.name.as_ref())
+        .filter_map(|name| context.global_symbols.get(name).copied())
+        .filter(move |symbol| {
+            let entry = &graph.symbols[symbol.index()];
+            entry.definition == Definition::Absolute && entry.version.as_ref() == Some(&entry.name)
+        })
 }
 
 /// The global symbols `--dynamic-list`, `--export-dynamic-symbol-list` and `--export-dynamic-symbol` name:

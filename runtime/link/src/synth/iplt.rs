@@ -3,7 +3,8 @@
 //! *slot(%rip)`; AArch64 `adrp x16, slot; ldr x17, [x16, :lo12:slot]; add x16, x16, :lo12:slot; br x17`), a
 //! slot in `.got.plt`, and an `IRELATIVE` relocation in `.rela.plt` (slot, resolver) that the C library
 //! applies at start-up between `__rela_iplt_start` and `__rela_iplt_end`. Every reference to the function then
-//! means its PLT entry, so all of them agree on its address.
+//! means its PLT entry, so all of them agree on its address. A shared library's indirect functions that
+//! other modules may interpose are not here: the loader binds them (and runs their resolvers).
 
 use neverc_tables::{RelocationBase, RelocationKind};
 use rustc_hash::FxHashMap;
@@ -34,7 +35,9 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             continue;
         };
         let entry = &graph.symbols[symbol.index()];
-        if entry.symbol_type != SymbolType::Ifunc || entry.atom.is_none() {
+        // A shared library's interposable indirect function is reached as every interposable function is
+        // (its PLT entry and GOT slot bound by the loader, which runs its resolver).
+        if entry.symbol_type != SymbolType::Ifunc || entry.atom.is_none() || graph.is_preemptible(symbol) {
             continue;
         }
         let place = source.origin.input.map_or((u32::MAX, 0), |input| order[input.index()]);
