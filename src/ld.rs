@@ -476,7 +476,8 @@ Symbols (as GNU ld defines them):
   -shared, -Bshareable            a shared library (ET_DYN without an interpreter): every global definition
                                   of default or protected visibility exported, undefined references left
                                   to the loader; its own references to what it exports go through the
-                                  loader (PLT, GOT), so that another definition may interpose
+                                  loader (PLT, GOT), so that another definition may interpose; its TLS
+                                  accesses keep their models (local-exec ones are refused)
   -soname NAME, -h NAME           the shared library's DT_SONAME
   -z defs, --no-undefined         a shared library's undefined references are errors (-z undefs: not)
   -z nodelete, -z nodlopen, -z initfirst, -z interpose

@@ -233,6 +233,21 @@ const NOT_IN_FIXTURE_OBJECTS: &[(&str, &str)] = &[
         "dynamic: only the linker's own .rela.plt holds it (tests/dynamic.rs)",
     ),
     (
+        "R_AARCH64_TLS_DTPMOD64",
+        "dynamic: only the linker's own .rela.dyn holds it, for a shared library's general-dynamic entries, \
+         which gcc's traditional TLS dialect reads (its default, descriptors, does not)",
+    ),
+    (
+        "R_AARCH64_TLS_DTPREL64",
+        "dynamic: only the linker's own .rela.dyn holds it, for a shared library's general-dynamic entries, \
+         which gcc's traditional TLS dialect reads (its default, descriptors, does not)",
+    ),
+    (
+        "R_AARCH64_TLSDESC",
+        "dynamic: only the linker's own .rela.dyn holds it, for a shared library's TLS descriptors \
+         (tests/shared_libraries.rs: thread_local_variables_of_a_library_...)",
+    ),
+    (
         "R_AARCH64_TLS_TPREL64",
         "dynamic: only the linker's own .rela.dyn holds it, for an imported thread-local variable \
          (tests/dynamic.rs: std::call_once)",

@@ -5,7 +5,9 @@
 //! references), `dlopen`/`dlsym` find what ld.bfd's library exports, a C++ exception and RTTI cross the
 //! boundary, and the exported symbols, `DT_SONAME` and `DT_NEEDED` are ld.bfd's; a version script's
 //! versions (inheritance, `local:`, `extern "C++"` patterns) and `.symver` definitions version the exports
-//! as ld.bfd versions them, and programs built against an older release keep binding to its versions.
+//! as ld.bfd versions them, and programs built against an older release keep binding to its versions;
+//! thread-local variables (every model a library keeps, on x86-64 and AArch64) and indirect functions work as
+//! in ld.bfd's libraries.
 
 use std::path::{Path, PathBuf};
 
@@ -309,11 +311,13 @@ fn a_cxx_exception_and_rtti_cross_the_boundary_of_a_library_we_link() {
 }
 
 #[test]
-fn what_a_library_cannot_have_yet_or_without_fpic_is_refused_naming_it() {
-    let (dir, with_ours) = workspace(&scratch!("shared-tls"));
+fn what_a_library_cannot_have_or_without_fpic_is_refused_naming_it() {
+    let (dir, with_ours) = workspace(&scratch!("shared-refused"));
+    // A local-exec access (an offset from the thread pointer fixed at link time), which a library cannot
+    // have: the loader places its TLS block.
     std::fs::write(
         dir.join("tls.c"),
-        "__thread int counter = 5;\nint next(void) { return ++counter; }\n",
+        "__attribute__((tls_model(\"local-exec\"))) __thread int counter = 5;\nint next(void) { return ++counter; }\n",
     )
     .unwrap();
     succeeded(
@@ -324,13 +328,14 @@ fn what_a_library_cannot_have_yet_or_without_fpic_is_refused_naming_it() {
     assert!(!refused.status.success());
     assert!(
         text(&refused.stderr).contains(
-            "tls.o(.text+0x8): relocation R_X86_64_TLSGD against `counter`: thread-local variables in a shared \
-             library are not supported yet"
+            "tls.o(.text+0x4): relocation R_X86_64_TPOFF32 against `counter`: a local-exec access to a \
+             thread-local variable cannot be used when making a shared library; recompile with -fPIC"
         ),
         "{}",
         text(&refused.stderr)
     );
     assert!(!dir.join("libtls.so").exists());
+
     // Code built without -fPIC: refused as a shared library's, naming the option; an address in a read-only
     // section only with -z notext, which then writes the text relocation as ld.bfd does.
     std::fs::write(
@@ -631,4 +636,107 @@ fn indirect_functions_of_a_library_resolve_and_keep_one_address_as_ld_bfds_do() 
     assert_eq!(exported(&ours), exported(&dir.join("bfd/libifunc.so")));
     assert!(exported(&ours).contains(&"IFUNC GLOBAL DEFAULT add".to_string()));
     assert!(readelf(&["-h"], &ours).contains("UNIX - GNU"));
+}
+
+#[test]
+fn thread_local_variables_of_a_library_keep_their_models_and_run_like_ld_bfds() {
+    use neverc_test_support::cross::{AARCH64, Arch, X86_64};
+    let (dir, with_ours) = workspace(&scratch!("shared-tls-models"));
+    // x86-64 with GNU's dialect (general- and local-dynamic through __tls_get_addr) and with descriptors
+    // (-mtls-dialect=gnu2); AArch64 with its default, descriptors.
+    let cases: [(&Arch, &str, &[&str]); 3] = [
+        (&X86_64, "x86_64", &[]),
+        (&X86_64, "x86_64-gnu2", &["-mtls-dialect=gnu2"]),
+        (&AARCH64, "aarch64", &[]),
+    ];
+    for (arch, name, flags) in cases {
+        let case = dir.join(name);
+        std::fs::create_dir_all(&case).unwrap();
+        let source = fixture("tls.c");
+        let library_object = [&["-O2", "-fPIC", "-c", &source, "-o", "tls.o"][..], flags].concat();
+        succeeded(&run_in(arch.gcc, &case, &library_object), "tls.c");
+        succeeded(
+            &run_in(arch.gcc, &case, &["-O2", "-c", &fixture("tls_main.c"), "-o", "main.o"]),
+            "tls_main.c",
+        );
+        let mut printed = Vec::new();
+        for (linker, flag) in [("ours", Some(with_ours.as_str())), ("bfd", None)] {
+            let lib_dir = case.join(linker);
+            std::fs::create_dir_all(&lib_dir).unwrap();
+            let library = lib_dir.join("libtls.so").display().to_string();
+            let mut arguments: Vec<&str> = flag.into_iter().collect();
+            arguments.extend(["-shared", "tls.o", "-o", &library]);
+            succeeded(
+                &run_in(arch.gcc, &case, &arguments),
+                &format!("{name}: gcc -shared ({linker})"),
+            );
+            let program = lib_dir.join("program").display().to_string();
+            let rpath = format!("-Wl,-rpath,{}", lib_dir.display());
+            let mut arguments: Vec<&str> = flag.into_iter().collect();
+            arguments.extend(["main.o", &library, &rpath, "-lpthread", "-o", &program]);
+            succeeded(
+                &run_in(arch.gcc, &case, &arguments),
+                &format!("{name}: the program ({linker})"),
+            );
+            for bind_now in [false, true] {
+                let environment: &[(&str, &str)] = if bind_now { &[("LD_BIND_NOW", "1")] } else { &[] };
+                // The runner (qemu-aarch64) passes the environment on to the program.
+                let ran = match arch.runner.split_first() {
+                    Some((runner, rest)) => {
+                        let arguments: Vec<&str> = rest.iter().copied().chain([program.as_str()]).collect();
+                        run_program(Path::new(runner), &arguments, environment)
+                    }
+                    None => run_program(Path::new(&program), &[], environment),
+                };
+                printed.push((linker, bind_now, ran));
+            }
+        }
+        let (_, _, expected) = &printed[printed.len() - 1];
+        assert!(
+            expected.0.contains("main again: 7 11"),
+            "{name}: ld.bfd's build printed {expected:?}"
+        );
+        for (linker, bind_now, ran) in &printed {
+            assert_eq!(ran, expected, "{name}: {linker}'s, LD_BIND_NOW={bind_now}");
+        }
+        // The initial-exec access makes the library need static TLS (ld.bfd marks it so on x86-64 only, as
+        // ld.lld does on both); the libraries export the same variables.
+        let library = |linker: &str| case.join(linker).join("libtls.so");
+        let readelf = format!("{}readelf", arch.binutils);
+        let flags = |linker: &str| {
+            text(&run_in(&readelf, &case, &["-dW", &library(linker).display().to_string()]).stdout)
+                .lines()
+                .filter(|line| line.contains("(FLAGS)"))
+                .map(|line| line.split_whitespace().skip(1).collect::<Vec<_>>().join(" "))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(flags("ours"), ["(FLAGS) STATIC_TLS"], "{name}");
+        if arch.name == "x86_64" {
+            assert_eq!(flags("ours"), flags("bfd"), "{name}");
+            assert_eq!(exported(&library("ours")), exported(&library("bfd")), "{name}");
+        }
+    }
+    // A program that loads the library with dlopen (its TLS block allocated then) runs as with ld.bfd's.
+    let loader = dir.join("dlopen.c");
+    std::fs::write(
+        &loader,
+        "#include <dlfcn.h>\n#include <stdio.h>\n__thread int program_tls = 21;\nint main(int argc, char **argv) {\n\
+         void *library = dlopen(argv[1], RTLD_NOW);\n  if (!library) { puts(dlerror()); return 1; }\n\
+         int (*next)(void) = (int (*)(void))dlsym(library, \"next\");\n\
+         int (*locals)(void) = (int (*)(void))dlsym(library, \"locals\");\n\
+         printf(\"%d %d %d\\n\", next(), next(), locals());\n  return argc - 2;\n}\n",
+    )
+    .unwrap();
+    succeeded(
+        &run_in("gcc", &dir, &["dlopen.c", "-rdynamic", "-o", "loader"]),
+        "dlopen.c",
+    );
+    for case in ["x86_64", "x86_64-gnu2"] {
+        let library = dir.join(case).join("ours/libtls.so").display().to_string();
+        assert_eq!(
+            run_program(&dir.join("loader"), &[&library], &[]),
+            ("7 6 112\n".to_string(), String::new(), Some(0)),
+            "{case}"
+        );
+    }
 }

@@ -39,8 +39,14 @@ const TOOLS: [Tools; 2] = [
 ];
 
 /// Declared names glibc's `elf.h` does not define; GNU as and readelf still know them (checked below).
-/// `R_AARCH64_TLS_TPREL64` is GNU's name (as and readelf) of what `elf.h` calls `R_AARCH64_TLS_TPREL`.
-const NOT_IN_ELF_H: &[&str] = &["R_AARCH64_NULL", "R_AARCH64_TLS_TPREL64"];
+/// `R_AARCH64_TLS_DTPMOD64`, `_DTPREL64` and `_TPREL64` are GNU's names (as and readelf) of what `elf.h` calls
+/// `R_AARCH64_TLS_DTPMOD`, `_DTPREL` and `_TPREL`.
+const NOT_IN_ELF_H: &[&str] = &[
+    "R_AARCH64_NULL",
+    "R_AARCH64_TLS_DTPMOD64",
+    "R_AARCH64_TLS_DTPREL64",
+    "R_AARCH64_TLS_TPREL64",
+];
 
 fn target(name: &str) -> &'static TargetRecord {
     target_by_name(name).unwrap_or_else(|| panic!("no bundled target {name}"))

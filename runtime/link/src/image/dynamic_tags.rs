@@ -44,6 +44,7 @@ pub const DT_VERNEEDNUM: u64 = 0x6fff_ffff;
 pub const DF_ORIGIN: u64 = 0x1;
 pub const DF_SYMBOLIC: u64 = 0x2;
 pub const DF_TEXTREL: u64 = 0x4;
+pub const DF_STATIC_TLS: u64 = 0x10;
 pub const DF_BIND_NOW: u64 = 0x8;
 pub const DF_1_NOW: u64 = 0x1;
 pub const DF_1_NODELETE: u64 = 0x8;

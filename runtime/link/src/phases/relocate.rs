@@ -15,6 +15,7 @@ use crate::graph::{AtomId, Binding, Definition, Edge, LinkGraph, SymbolId};
 use crate::image::{HOLE, SparseBytes};
 use crate::phases::LinkPhase;
 use crate::sections::OutputSectionId;
+use crate::synth::tls::TlsEntry;
 use crate::synth::{LateValue, Synthesized, eh_frame, got};
 use neverc_tables::{RelocationBase, RelocationKind, RelocationRecord};
 
@@ -370,6 +371,14 @@ fn fill_late_values(context: &LinkContext, layout: &Layout, buffers: &mut [Spars
                     .to_le_bytes()
                     .to_vec()
             }
+            LateValue::TlsOffset(symbol) => {
+                let start = layout.tls.map_or(0, |tls| tls.address);
+                crate::address::symbol_address(context, symbol)
+                    .unwrap_or(start)
+                    .wrapping_sub(start)
+                    .to_le_bytes()
+                    .to_vec()
+            }
         };
         buffers[index]
             .write_at(at, &bytes)
@@ -421,11 +430,16 @@ fn patch_atom(context: &Relocator<'_>, atom: AtomId, stored: &mut [u8]) -> Resul
             .relocation_kind(edge)
             .and_then(|kind| (arch.rewritten_sequence)(kind, edge.offset))
     };
-    let rewritten: Vec<std::ops::Range<u64>> = context
-        .graph
-        .edges_of(atom)
-        .filter_map(|(_, edge)| sequence_of(edge))
-        .collect();
+    // A shared library keeps its TLS sequences as they are (`synth::tls`).
+    let rewritten: Vec<std::ops::Range<u64>> = if context.options.output_kind.is_shared_library() {
+        Vec::new()
+    } else {
+        context
+            .graph
+            .edges_of(atom)
+            .filter_map(|(_, edge)| sequence_of(edge))
+            .collect()
+    };
     for (_, edge) in context.graph.edges_of(atom) {
         let sequence = sequence_of(edge).is_some();
         if !sequence && rewritten.iter().any(|range| range.contains(&edge.offset)) {
@@ -593,8 +607,33 @@ fn apply(
                 .is_some_and(|imports| imports.is_run_time(graph.resolved(symbol)))
         })
     };
+    // The offset of S + A in its module's TLS block.
+    let dtp_offset = || -> Result<i128, String> {
+        let tls = context
+            .layout
+            .tls
+            .ok_or_else(|| format!("{}: the output has no TLS segment", what()))?;
+        Ok(value()? - i128::from(tls.address))
+    };
+    let library = context.options.output_kind.is_shared_library();
     let total = match record.kind {
         RelocationKind::None => return Ok(()),
+        // A shared library's TLS accesses read the entries `synth::tls` made.
+        RelocationKind::TlsGd | RelocationKind::TlsLd | RelocationKind::TlsIe | RelocationKind::TlsDesc if library => {
+            let entry = TlsEntry::of(record.kind).ok_or_else(|| format!("{}: not a TLS access", what()))?;
+            let tls = context
+                .synthesized
+                .tls_got
+                .as_ref()
+                .ok_or_else(|| format!("{}: no TLS GOT entries were made", what()))?;
+            let offset = tls
+                .offset(edge.target_symbol.map(|symbol| graph.resolved(symbol)), entry)
+                .ok_or_else(|| format!("{}: no TLS GOT entry", what()))?;
+            i128::from(graph.atoms[tls.atom.index()].address) + i128::from(offset) + i128::from(edge.addend)
+        }
+        // The call a descriptor access makes is left as it is.
+        RelocationKind::TlsDescCall if library => return Ok(()),
+        RelocationKind::TlsDtpOffset if library => dtp_offset()?,
         // A shared library calls its own interposable functions through their PLT entries.
         RelocationKind::Branch
             if let Some(entry) = edge

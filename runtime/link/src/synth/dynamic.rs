@@ -14,6 +14,7 @@ use neverc_tables::{RelocationBase, RelocationKind};
 use rustc_hash::FxHashSet;
 
 use super::imports::{DynamicSymbols, bucket_count, gnu_hash, sysv_hash};
+use super::tls::TlsEntry;
 use super::{LateFill, LateValue, PHASE, absolute_edge, declared, new_atom};
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{
@@ -21,11 +22,11 @@ use crate::graph::{
 };
 use crate::image::dynamic_tags::{
     DF_1_INITFIRST, DF_1_INTERPOSE, DF_1_NODELETE, DF_1_NOOPEN, DF_1_NOW, DF_1_ORIGIN, DF_1_PIE, DF_BIND_NOW,
-    DF_ORIGIN, DF_SYMBOLIC, DF_TEXTREL, DT_DEBUG, DT_FINI, DT_FINI_ARRAY, DT_FINI_ARRAYSZ, DT_FLAGS, DT_FLAGS_1,
-    DT_GNU_HASH, DT_HASH, DT_INIT, DT_INIT_ARRAY, DT_INIT_ARRAYSZ, DT_JMPREL, DT_NEEDED, DT_NULL, DT_PLTGOT, DT_PLTREL,
-    DT_PLTRELSZ, DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ, DT_RELA, DT_RELACOUNT, DT_RELAENT, DT_RELASZ, DT_RELR,
-    DT_RELRENT, DT_RELRSZ, DT_RPATH, DT_RUNPATH, DT_SONAME, DT_STRSZ, DT_STRTAB, DT_SYMBOLIC, DT_SYMENT, DT_SYMTAB,
-    DT_TEXTREL, DT_VERDEF, DT_VERDEFNUM, DT_VERNEED, DT_VERNEEDNUM, DT_VERSYM,
+    DF_ORIGIN, DF_STATIC_TLS, DF_SYMBOLIC, DF_TEXTREL, DT_DEBUG, DT_FINI, DT_FINI_ARRAY, DT_FINI_ARRAYSZ, DT_FLAGS,
+    DT_FLAGS_1, DT_GNU_HASH, DT_HASH, DT_INIT, DT_INIT_ARRAY, DT_INIT_ARRAYSZ, DT_JMPREL, DT_NEEDED, DT_NULL,
+    DT_PLTGOT, DT_PLTREL, DT_PLTRELSZ, DT_PREINIT_ARRAY, DT_PREINIT_ARRAYSZ, DT_RELA, DT_RELACOUNT, DT_RELAENT,
+    DT_RELASZ, DT_RELR, DT_RELRENT, DT_RELRSZ, DT_RPATH, DT_RUNPATH, DT_SONAME, DT_STRSZ, DT_STRTAB, DT_SYMBOLIC,
+    DT_SYMENT, DT_SYMTAB, DT_TEXTREL, DT_VERDEF, DT_VERDEFNUM, DT_VERNEED, DT_VERNEEDNUM, DT_VERSYM,
 };
 use crate::sections::OutputSectionId;
 
@@ -101,6 +102,8 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         })
         .collect();
     let definitions = version_definitions(&context.options);
+    // A shared library's TLS entries, which the loader fills.
+    let tls = context.synthesized.tls_got.clone();
     // The indirect functions whose addresses are their PLT entries.
     let at_plt_entries: FxHashSet<SymbolId> = context
         .synthesized
@@ -187,7 +190,8 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     let flags = (u64::from(options.origin) * DF_ORIGIN)
         | (u64::from(symbolic) * DF_SYMBOLIC)
         | (u64::from(options.bind_now) * DF_BIND_NOW)
-        | (u64::from(!in_text.is_empty()) * DF_TEXTREL);
+        | (u64::from(!in_text.is_empty()) * DF_TEXTREL)
+        | (u64::from(tls.as_ref().is_some_and(|tls| tls.needs_static_tls())) * DF_STATIC_TLS);
     let mut flags_1 = (u64::from(options.origin) * DF_1_ORIGIN) | (u64::from(options.bind_now) * DF_1_NOW);
     if output_kind.is_position_independent() && output_kind.is_executable() {
         flags_1 |= DF_1_PIE;
@@ -216,6 +220,15 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     let mut late_fills = Vec::new();
     let dynsym = new_atom(graph, None, OutputSectionId::DynSym.name(), 8, tables.symbols, origin);
     for (offset, symbol) in tables.values {
+        // A thread-local variable's value is its offset in the module's TLS block.
+        if graph.symbols[symbol.index()].symbol_type == SymbolType::Tls {
+            late_fills.push(LateFill {
+                atom: dynsym,
+                offset: offset + 8,
+                value: LateValue::TlsOffset(symbol),
+            });
+            continue;
+        }
         graph.edges.push(absolute_edge(
             absolute,
             dynsym,
@@ -352,6 +365,57 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             }
         }
     }
+    // The TLS entries: module ids (`DTPMOD64`), the offsets of interposable or imported variables in their
+    // modules' blocks (`DTPOFF64`), offsets from the thread pointer (`TPOFF64`) and descriptors, naming the
+    // variable's `.dynsym` entry, or for the library's own variables the module (symbol 0) with the
+    // variable's offset in its block as the addend.
+    let mut tls_relocations = 0u64;
+    if let Some(tls) = &tls {
+        let kind = |graph: &LinkGraph, kind: RelocationKind| declared(graph, kind, RelocationBase::Nothing, 64);
+        let dtp_offset = kind(graph, RelocationKind::TlsDtpOffset)?;
+        for (symbol, entry, offset) in &tls.entries {
+            let run_time = symbol.filter(|symbol| symbols.is_run_time(*symbol));
+            let index = run_time.map_or(0, |symbol| symbols.index.get(&symbol).copied().unwrap_or(0));
+            let mut words: Vec<(u64, u32, Option<SymbolId>)> = Vec::new();
+            match entry {
+                TlsEntry::Pair => {
+                    words.push((0, kind(graph, RelocationKind::TlsModule)?, None));
+                    if run_time.is_some() {
+                        words.push((8, dtp_offset, None));
+                    }
+                }
+                TlsEntry::Module => words.push((0, kind(graph, RelocationKind::TlsModule)?, None)),
+                TlsEntry::Offset => words.push((0, kind(graph, RelocationKind::TlsLe)?, *symbol)),
+                TlsEntry::Descriptor => words.push((0, kind(graph, RelocationKind::TlsDescriptor)?, *symbol)),
+            }
+            for (word, relocation, addend_of) in words {
+                let at = rela.len() as u64;
+                rela.extend_from_slice(&[0; 8]);
+                rela.extend_from_slice(&(u64::from(index) << 32 | u64::from(relocation)).to_le_bytes());
+                rela.extend_from_slice(&[0; 8]);
+                let place = i64::try_from(offset + word).unwrap_or(i64::MAX);
+                rela_edges.push(absolute_edge(
+                    absolute,
+                    AtomId(0),
+                    at,
+                    (None, Some(tls.atom)),
+                    place,
+                    origin,
+                ));
+                if let Some(variable) = addend_of.filter(|_| run_time.is_none()) {
+                    rela_edges.push(absolute_edge(
+                        dtp_offset,
+                        AtomId(0),
+                        at + 16,
+                        (Some(variable), None),
+                        0,
+                        origin,
+                    ));
+                }
+                tls_relocations += 1;
+            }
+        }
+    }
     for (symbol, atom) in &symbols.copies {
         let at = rela.len() as u64;
         let index = u64::from(symbols.index.get(symbol).copied().unwrap_or(0));
@@ -360,6 +424,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         rela.extend_from_slice(&[0; 8]);
         rela_edges.push(absolute_edge(absolute, AtomId(0), at, (None, Some(*atom)), 0, origin));
     }
+    let count = count + tls_relocations;
     // With every relative relocation packed and no other, there is no `.rela.dyn`.
     let rela_dyn = (count > 0 || relr.is_none()).then(|| {
         let atom = new_atom(graph, None, OutputSectionId::RelaDyn.name(), 8, rela, origin);

@@ -20,6 +20,8 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     }
     let options = &context.options;
     let imports = context.synthesized.dynamic_symbols.as_ref();
+    // A shared library's TLS accesses read entries of their own (`tls.rs`).
+    let executable = !options.output_kind.is_shared_library();
     let graph = &mut context.graph;
     // `index` holds the slot of each symbol already given one.
     let mut slots: Vec<SymbolId> = Vec::new();
@@ -28,12 +30,14 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     let mut uses: Vec<((u32, u32), usize, SymbolId)> = Vec::new();
     for (position, edge) in graph.edges.iter().enumerate() {
         let source = &graph.atoms[edge.source.index()];
-        let imported_tls = matches!(
-            graph.relocation_kind(edge),
-            Some(RelocationKind::TlsIe | RelocationKind::TlsGd | RelocationKind::TlsDesc)
-        ) && edge
-            .target_symbol
-            .is_some_and(|symbol| imports.is_some_and(|imports| imports.is_run_time(graph.resolved(symbol))));
+        let imported_tls = executable
+            && matches!(
+                graph.relocation_kind(edge),
+                Some(RelocationKind::TlsIe | RelocationKind::TlsGd | RelocationKind::TlsDesc)
+            )
+            && edge
+                .target_symbol
+                .is_some_and(|symbol| imports.is_some_and(|imports| imports.is_run_time(graph.resolved(symbol))));
         if !(uses_got(graph, edge) || imported_tls) || !source.is_live() || relaxation(options, graph, edge).is_some() {
             continue;
         }

@@ -150,24 +150,13 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             continue;
         };
         let entry = &graph.symbols[symbol.index()];
-        // Thread-local storage of a shared library (its module's block, the dynamic TLS models) is not made
-        // yet: refused, never relaxed to an executable's models.
-        if shared_library
-            && matches!(
-                record.kind,
-                RelocationKind::TlsGd
-                    | RelocationKind::TlsLd
-                    | RelocationKind::TlsDtpOffset
-                    | RelocationKind::TlsIe
-                    | RelocationKind::TlsLe
-                    | RelocationKind::TlsDesc
-                    | RelocationKind::TlsDescCall
-            )
-        {
+        // A shared library's TLS accesses keep their models (`tls.rs`); a local-exec one (an offset from the
+        // thread pointer fixed at link time) cannot be made in a library, which the loader places.
+        if shared_library && record.kind == RelocationKind::TlsLe {
             let input = graph.input_name(source.origin.input);
             refused.push(format!(
-                "{input}({}+{:#x}): relocation {} against `{}`: thread-local variables in a shared library are \
-                 not supported yet",
+                "{input}({}+{:#x}): relocation {} against `{}`: a local-exec access to a thread-local variable \
+                 cannot be used when making a shared library; recompile with -fPIC",
                 source.name,
                 edge.offset,
                 record.name,
@@ -195,6 +184,11 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
                 | RelocationKind::Size
                 | RelocationKind::None => Some(Need::Loader),
                 RelocationKind::Branch => Some(Need::Plt),
+                // The TLS entries of an interposable or imported variable name its `.dynsym` entry.
+                RelocationKind::TlsGd
+                | RelocationKind::TlsIe
+                | RelocationKind::TlsDesc
+                | RelocationKind::TlsDescCall => Some(Need::Loader),
                 // In a read-only section only with `-z notext` (a text relocation).
                 RelocationKind::Symbol
                     if record.relative_to == RelocationBase::Nothing

@@ -4,7 +4,7 @@
 //!
 //! In this order (so the atoms come in the order they always have, and the output is the same whoever asks):
 //! the PLT of indirect functions and its slots and `IRELATIVE` relocations (`iplt.rs`), the global offset
-//! table (`got.rs`), merged strings (`strings.rs`), the unwind tables without the records of dropped
+//! table (`got.rs`) and a shared library's TLS entries in it (`tls.rs`), merged strings (`strings.rs`), the unwind tables without the records of dropped
 //! functions and their search table (`eh_frame.rs`), the merged program properties (`gnu_property.rs`) and
 //! the build ID note (`build_id.rs`), and, for a position-independent output, its dynamic relocations and
 //! `.dynamic` (`dynamic.rs`). Before all of them, a dynamically linked output's imports and exports
@@ -22,6 +22,7 @@ pub(crate) mod imports;
 mod iplt;
 pub(crate) mod relr;
 mod strings;
+pub(crate) mod tls;
 
 use neverc_tables::{RelocationBase, RelocationKind};
 use rustc_hash::FxHashMap;
@@ -63,6 +64,8 @@ pub struct Synthesized {
     pub(crate) late_fills: Vec<LateFill>,
     /// The packed relative relocations (`-z pack-relative-relocs`), which layout encodes.
     pub(crate) relr: Option<relr::Relr>,
+    /// The GOT entries of a shared library's thread-local variables.
+    pub(crate) tls_got: Option<tls::TlsGot>,
 }
 
 /// A value of a linker-made atom that only the final layout gives: at `offset` of `atom`, 64 bits (or the
@@ -83,6 +86,8 @@ pub(crate) enum LateValue {
     Size(crate::sections::OutputSectionId),
     /// The ELF section index (16 bits, `st_shndx`) of the output section that holds an atom.
     SectionIndex(AtomId),
+    /// The offset of a thread-local variable in its module's TLS block (its `st_value` in `.dynsym`).
+    TlsOffset(SymbolId),
 }
 
 /// The PLT of indirect functions: its atom, the size of one entry, and each function's entry.
@@ -117,6 +122,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     imports::make(context, origin)?;
     iplt::make(context, origin)?;
     got::make(context, origin)?;
+    tls::make(context, origin)?;
     strings::merge(context, origin);
     eh_frame::compact_tables(&mut context.graph);
     if context.options.eh_frame_hdr {
@@ -166,8 +172,8 @@ fn declared(graph: &LinkGraph, kind: RelocationKind, base: RelocationBase, size:
     })
 }
 
-/// A 64-bit absolute relocation (relocation number `raw`) at `offset` of `source`, of the address of `target`
-/// (a symbol or an atom) plus `addend`.
+/// A 64-bit relocation (relocation number `raw`, an absolute address, or another 64-bit value such as a TLS
+/// offset) at `offset` of `source`, of the address of `target` (a symbol or an atom) plus `addend`.
 fn absolute_edge(
     raw: u32,
     source: AtomId,
