@@ -5,7 +5,9 @@
 #   (a) against musl, (b) against glibc, (c) -ffunction-sections objects with --gc-sections, against glibc and musl,
 #   (g) built with -g -O2 (debugging information: every .debug_* section relocated, .debug_str merged), glibc;
 # and dynamically linked, as gcc links by default (a PIE importing from the shared C library):
-#   (d) against glibc's libc.so.6, (e) against musl's libc.so.
+#   (d) against glibc's libc.so.6, (e) against musl's libc.so;
+# and (s) sqlite3 as a shared library (`gcc -shared` of its -fPIC amalgamation, tests/fixtures/realworld's
+# shared-sqlite case), each linker's library run by the ld.bfd-linked program in place of ld.bfd's.
 # The linkers are run directly, not through the compiler driver: each case's command line is what `gcc -static`
 # (`musl-gcc -static`) passes to ld, recorded once by an `ld` wrapper found through `-B`, then replayed with every
 # linker with only the output path changed. Two kinds of option are dropped for every linker alike: gcc's
@@ -15,6 +17,7 @@
 # what the ld.bfd build does, so no linker is timed on a link it gets wrong.
 #
 # Usage (from anywhere): bash bench/link.sh [RUNS]     (default RUNS=20)
+# With BENCH_CASES="LABEL ..." (for example "s-sqlite-shared"), only those cases are measured.
 # With NEVERC_BASELINE=PATH, the neverc-spec binary at PATH (an earlier build) is timed too, as
 # `neverc-spec-before`, in the same run: a change is measured against the code before it under the same
 # conditions.
@@ -39,11 +42,19 @@ exec ld.bfd "$@"
 EOF
 chmod +x "$out/record/ld"
 
-# LABEL:CASE, or LABEL:CASE:dynamic for the driver's default (dynamic) link of the case's objects, or
-# LABEL:rust-demo:rust for the Rust program prepared below.
+# LABEL:CASE, or LABEL:CASE:dynamic for the driver's default (dynamic) link of the case's objects,
+# LABEL:CASE:shared for a shared-library case's library, or LABEL:rust-demo:rust for the Rust program prepared
+# below.
 cases=(a-musl:all-musl-plain b-glibc:all-glibc-plain c-glibc-gc:all-glibc-sections-gc c-musl-gc:all-musl-sections-gc
     g-glibc-debug:all-glibc-debug d-glibc-pie:all-glibc-plain:dynamic e-musl-pie:all-musl-plain:dynamic
-    r-rust-pie:rust-demo:rust)
+    r-rust-pie:rust-demo:rust s-sqlite-shared:shared-sqlite:shared)
+if [[ -n ${BENCH_CASES:-} ]]; then
+    chosen=()
+    for entry in "${cases[@]}"; do
+        [[ " $BENCH_CASES " == *" ${entry%%:*} "* ]] && chosen+=("$entry")
+    done
+    cases=("${chosen[@]}")
+fi
 
 # The Rust case: tests/fixtures/rust/demo (regex and serde_json from crates.io) built by `cargo build --release`,
 # rustc linking through gcc with a recording `ld` (with `-C linker-features=-lld`; otherwise rustc links with its
@@ -101,6 +112,8 @@ for entry in "${cases[@]}"; do
     else
         if [[ $mode == dynamic ]]; then
             mapfile -t driver_args < <(grep -vx -- -static "$case_dir/link.args")
+        elif [[ $mode == shared ]]; then
+            mapfile -t driver_args <"$case_dir/lib.args"
         else
             mapfile -t driver_args <"$case_dir/link.args"
         fi
@@ -111,7 +124,8 @@ for entry in "${cases[@]}"; do
     python3 - "$work/recorded.args" "$mode" >"$work/ld.args" <<'PY'
 import sys
 args = open(sys.argv[1], "rb").read().decode().split("\0")[:-1]
-dropped = ("-plugin", "-o") if sys.argv[2] in ("dynamic", "rust") else ("-plugin", "-dynamic-linker", "-o")
+dynamic = sys.argv[2] in ("dynamic", "rust", "shared")
+dropped = ("-plugin", "-o") if dynamic else ("-plugin", "-dynamic-linker", "-o")
 kept, skip = [], False
 for arg in args:
     if skip:
@@ -120,7 +134,7 @@ for arg in args:
     if arg in dropped:
         skip = True
         continue
-    if arg.startswith("-plugin-opt=") or (sys.argv[2] not in ("dynamic", "rust") and arg.startswith("--dynamic-linker=")):
+    if arg.startswith("-plugin-opt=") or (not dynamic and arg.startswith("--dynamic-linker=")):
         continue
     kept.append(arg)
 for arg in kept:
@@ -143,7 +157,16 @@ PY
             exit 1
         }
         status=0
-        (cd "$case_dir" && "$output" "${run_args[@]}" >"$work/$linker.stdout" 2>/dev/null) || status=$?
+        if [[ $mode == shared ]]; then
+            # The ld.bfd-linked program finds the library beside it (its RUNPATH is $ORIGIN).
+            mkdir -p "$work/run-$linker"
+            cp "$case_dir/ref/program" "$work/run-$linker/program"
+            cp "$output" "$work/run-$linker/$(cat "$case_dir/soname")"
+            (cd "$case_dir" && "$work/run-$linker/program" "${run_args[@]}" >"$work/$linker.stdout" 2>/dev/null) ||
+                status=$?
+        else
+            (cd "$case_dir" && "$output" "${run_args[@]}" >"$work/$linker.stdout" 2>/dev/null) || status=$?
+        fi
         if [[ $status != "$(cat "$case_dir/expected.status")" ]] || ! cmp -s "$work/$linker.stdout" "$case_dir/expected.stdout"; then
             echo "$linker's output on $label does not run as the ld.bfd build does (exit $status)" >&2
             exit 1
@@ -169,10 +192,12 @@ done
 
 # Where neverc-spec's time goes on the biggest link: --trace-phases, 11 runs, the median of each phase.
 biggest="$out/b-glibc"
-mapfile -t ld_args <"$biggest/ld.args"
-for run in $(seq 1 11); do
-    "$neverc" ld --trace-phases "${ld_args[@]}" -o "$biggest/traced.elf" >"$out/trace-phases-$run.txt" 2>&1
-done
+if [[ -f $biggest/ld.args ]]; then
+    mapfile -t ld_args <"$biggest/ld.args"
+    for run in $(seq 1 11); do
+        "$neverc" ld --trace-phases "${ld_args[@]}" -o "$biggest/traced.elf" >"$out/trace-phases-$run.txt" 2>&1
+    done
+fi
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 python3 - "$out" "${cases[@]}" <<'PY' | tee "$out/summary.md"
@@ -180,7 +205,7 @@ import json, pathlib, sys
 
 out = pathlib.Path(sys.argv[1])
 linkers = ["ld.bfd", "ld.lld", "mold", "wild", "neverc-spec"]
-before = (out / "a-musl" / "neverc-spec-before.rss").exists()
+before = (out / sys.argv[2].split(":")[0] / "neverc-spec-before.rss").exists()
 if before:
     linkers.append("neverc-spec-before")
 print("| case | output | " + " | ".join(f"{l} median (RSS)" for l in linkers)

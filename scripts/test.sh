@@ -13,9 +13,11 @@ cd "$(dirname "$0")/.."
 # qemu-aarch64), g++-aarch64-linux-gnu (AArch64 C++ and its libstdc++.a), musl-dev:arm64 (musl's AArch64
 # libc.a and start files, from Debian's arm64 archive through multiarch; its aarch64-linux-musl-gcc specs drive
 # gcc-aarch64-linux-gnu), redis-server (the LTO cache of scope REMOTE_SHARED: tests/lto.rs starts its own
-# server on a loopback port and stops it), gdb (debugs the programs of tests/debug_info.rs by file and line).
+# server on a loopback port and stops it), gdb (debugs the programs of tests/debug_info.rs by file and line),
+# python3-dev, python3-setuptools and python3-pip (tests/shared_libraries.rs builds a CPython extension module
+# from a PyPI package's C source with our linker; for a python3 without its headers).
 PACKAGES=(clang-14 llvm-14 g++ binutils gcc-aarch64-linux-gnu musl-tools lld chromium graphviz qemu-user redis-server gdb
-    g++-aarch64-linux-gnu musl-dev:arm64)
+    g++-aarch64-linux-gnu musl-dev:arm64 python3-dev python3-setuptools python3-pip)
 if ((${#PACKAGES[@]})); then
     missing=()
     for package in "${PACKAGES[@]}"; do

@@ -397,7 +397,9 @@ Output:
                                   link refers to or defines too, as GNU ld exports them)
   --dynamic-list FILE, --export-dynamic-symbol-list FILE, --export-dynamic-symbol GLOB
                                   also export the global definitions the list (`{ NAME; GLOB*; };`) or the
-                                  pattern names
+                                  pattern names; in a shared library, a dynamic list binds every
+                                  definition it does not name to the library (those it names stay
+                                  interposable), as --export-dynamic-symbol does with -Bsymbolic
   -z now, -z lazy                 bind every imported function at start-up (DF_BIND_NOW, DF_1_NOW) or at
                                   its first call (the default)
   -z origin                       DF_ORIGIN and DF_1_ORIGIN: the paths may name $ORIGIN
@@ -471,6 +473,9 @@ Symbols (as GNU ld defines them):
                                   definitions (name@VER hidden, name@@VER default) need their version in
                                   the script; in a static executable, `local:` makes symbols local in the
                                   symbol table. Several scripts are read as one
+  --no-undefined-version, --undefined-version
+                                  a name a version script's `global:` part gives exactly that the output
+                                  does not define is an error (or, the default as in GNU ld, ignored)
   --cref                          print GNU ld's cross reference table (appended to the -Map file if any)
   --trace-phases                  print every link phase: policy, actor, states, duration
   -shared, -Bshareable            a shared library (ET_DYN without an interpreter): every global definition

@@ -6,7 +6,9 @@
 //! neverc-spec in `.comment` (which ld.bfd and rust-lld never write). The crate (`tests/fixtures/rust/demo`:
 //! `regex` and `serde_json` from crates.io, pinned by its Cargo.lock) is built dynamically (gcc's and
 //! rustc's default: a PIE against libc.so.6 and libgcc_s.so.1) and as a static PIE (`+crt-static`); each
-//! binary runs and prints what it should, and `cargo test` passes with the same flags.
+//! binary runs and prints what it should, and `cargo test` passes with the same flags. A workspace with
+//! procedural macros and a `cdylib` (`tests/fixtures/rust/macros`) is built the same way: the macros' shared
+//! libraries are linked by neverc-spec too, and C calls the cdylib.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -127,4 +129,85 @@ fn the_readmes_rust_recipe_links_a_crate_with_dependencies_through_neverc_spec()
             );
         }
     }
+}
+
+/// Whether `file`'s `.comment` names neverc-spec as its linker.
+fn linked_by_us(file: &Path) -> bool {
+    readelf(&["-p", ".comment"], file).contains("Linker: neverc-spec")
+}
+
+/// A workspace with procedural macros (serde's and clap's derives: shared libraries that rustc loads while
+/// it compiles) and a `cdylib`, built and tested by cargo with the README's dynamic recipe: every link goes
+/// through neverc-spec, proc-macro libraries included, the program runs, its tests pass, and a C program
+/// calls the cdylib, loaded with `dlopen` and linked in.
+#[test]
+fn a_workspace_with_procedural_macros_and_a_cdylib_links_every_library_through_neverc_spec() {
+    let recipe = readme_recipes()
+        .into_iter()
+        .next()
+        .expect("the README's dynamic recipe");
+    let dir = scratch!("rust-macros");
+    let bin = dir.join("neverc-bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(BIN, bin.join("ld")).unwrap();
+    let workspace = dir.join("macros");
+    let fixture = repo().join("tests/fixtures/rust/macros");
+    for file in [
+        "Cargo.toml",
+        "Cargo.lock",
+        "app/Cargo.toml",
+        "app/src/main.rs",
+        "greet/Cargo.toml",
+        "greet/src/lib.rs",
+        "greet/main.c",
+    ] {
+        let to = workspace.join(file);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(fixture.join(file), to).unwrap();
+    }
+    let flags = recipe.replace("$HOME/neverc-bin", &bin.display().to_string());
+    let target = dir.join("target");
+    cargo(&workspace, &target, "build", &flags);
+    // The procedural macros cargo built are shared libraries, linked by neverc-spec.
+    let macros: Vec<PathBuf> = std::fs::read_dir(target.join("debug/deps"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            (name.starts_with("libserde_derive-") || name.starts_with("libclap_derive-")) && name.ends_with(".so")
+        })
+        .collect();
+    assert_eq!(macros.len(), 2, "{macros:?}");
+    for library in &macros {
+        assert!(linked_by_us(library), "{}", library.display());
+        assert!(readelf(&["-hW"], library).contains("DYN (Shared object file)"));
+    }
+    let program = target.join("debug/neverc-macros-app");
+    assert!(linked_by_us(&program));
+    let ran = Command::new(&program).args(["--factor", "3", "pt"]).output().unwrap();
+    assert_eq!(
+        (text(&ran.stdout), ran.status.code()),
+        ("{\"name\":\"pt\",\"x\":9,\"y\":-12}\ntrue\n".to_string(), Some(0))
+    );
+    let (stdout, _) = cargo(&workspace, &target, "test", &flags);
+    assert!(stdout.contains("test result: ok. 2 passed"), "{stdout}");
+    // The cdylib, from C.
+    let cdylib = target.join("debug/libneverc_greet.so");
+    assert!(linked_by_us(&cdylib));
+    let caller = dir.join("greet");
+    let linked = Command::new("gcc")
+        .arg(format!("-B{}", bin.display()))
+        .arg(workspace.join("greet/main.c"))
+        .arg(format!("-L{}", target.join("debug").display()))
+        .args(["-lneverc_greet", "-o"])
+        .arg(&caller)
+        .arg(format!("-Wl,-rpath,{}", target.join("debug").display()))
+        .output()
+        .unwrap();
+    assert!(linked.status.success(), "{}", text(&linked.stderr));
+    let ran = Command::new(&caller).arg(&cdylib).output().unwrap();
+    assert_eq!(
+        (text(&ran.stdout), ran.status.code()),
+        ("dlopen: 42 3\nlinked: 3 2\n".to_string(), Some(0))
+    );
 }

@@ -97,10 +97,18 @@ fn c_shared_libraries_export_interpose_and_run_like_ld_bfds() {
     succeeded(&preload, "libpreload.so");
     let preload = dir.join("libpreload.so").display().to_string();
 
-    // The library, by each linker (and, -Bsymbolic, by each again), each in a directory of its own under
-    // the same name; the programs are linked against them by ld.bfd (and once by neverc-spec too).
+    // The library, by each linker (and, -Bsymbolic, and with a dynamic list naming only `greeting`, which
+    // binds every other definition to the library as -Bsymbolic does, by each again), each in a directory of
+    // its own under the same name; the programs are linked against them by ld.bfd (and once by neverc-spec
+    // too).
+    std::fs::write(dir.join("greeting.list"), "{ greeting; };\n").unwrap();
+    let listed = format!("-Wl,--dynamic-list={}", dir.join("greeting.list").display());
     let mut outputs = Vec::new();
-    for (name, symbolic) in [("plain", false), ("symbolic", true)] {
+    for (name, binding) in [
+        ("plain", None),
+        ("symbolic", Some("-Wl,-Bsymbolic")),
+        ("listed", Some(listed.as_str())),
+    ] {
         let mut runs = Vec::new();
         for (linker, driver_flag) in [("ours", Some(with_ours.as_str())), ("bfd", None)] {
             let lib_dir = dir.join(format!("{name}-{linker}"));
@@ -108,9 +116,7 @@ fn c_shared_libraries_export_interpose_and_run_like_ld_bfds() {
             let library = lib_dir.join("libdemo.so").display().to_string();
             let mut arguments: Vec<&str> = driver_flag.into_iter().collect();
             arguments.extend(["-shared", "-Wl,-soname,libdemo.so.1", "lib.o", "-o", &library]);
-            if symbolic {
-                arguments.push("-Wl,-Bsymbolic");
-            }
+            arguments.extend(binding);
             succeeded(&run_in("gcc", &dir, &arguments), &format!("gcc -shared ({linker})"));
             std::fs::copy(&library, lib_dir.join("libdemo.so.1")).unwrap();
             let search = format!("-L{}", lib_dir.display());
@@ -145,13 +151,14 @@ fn c_shared_libraries_export_interpose_and_run_like_ld_bfds() {
     // Interposition: the preloaded functions replace the library's for the program, and (without -Bsymbolic)
     // `twice` for the library's own call and table too; the library's own reference to its protected
     // function (the table's last entry) is never replaced.
-    let (plain, symbolic) = (&outputs[0], &outputs[1]);
+    let (plain, symbolic, listed) = (&outputs[0], &outputs[1], &outputs[2]);
     assert!(plain.1.0.contains("bump 41, counter 40"), "{:?}", plain.1);
     assert!(plain.2.0.contains("bump 82, counter 40"), "{:?}", plain.2);
     assert!(plain.2.0.contains("twice 63, protected 63"), "{:?}", plain.2);
     assert!(plain.2.0.contains("table 15 6 10"), "{:?}", plain.2);
     assert!(symbolic.2.0.contains("bump 41, counter 40"), "{:?}", symbolic.2);
     assert!(symbolic.2.0.contains("table 10 6 10"), "{:?}", symbolic.2);
+    assert!(listed.2.0.contains("table 10 6 10"), "{:?}", listed.2);
 
     // A program linked by neverc-spec against neverc-spec's library runs alike.
     let lib_dir = &plain.0;
@@ -408,6 +415,45 @@ fn an_aarch64_shared_library_runs_under_qemu_like_ld_bfds() {
     assert_eq!(
         exported(&dir.join("ours/libdemo.so")),
         exported(&dir.join("bfd/libdemo.so"))
+    );
+
+    // C++: an exception thrown in the library and caught in the program, RTTI across the boundary.
+    let include = format!("-I{}", repo().join("tests/fixtures/shared").display());
+    let gxx = "aarch64-linux-gnu-g++";
+    for (source, object, extra) in [
+        ("cxxlib.cc", "cxxlib.o", &["-fPIC"][..]),
+        ("cxxmain.cc", "cxxmain.o", &[][..]),
+    ] {
+        let compiled = run_in(
+            gxx,
+            &dir,
+            &[&["-O2", &include, "-c", &fixture(source), "-o", object][..], extra].concat(),
+        );
+        succeeded(&compiled, source);
+    }
+    let mut printed = Vec::new();
+    for (linker, flag) in [("ours", Some(with_ours.as_str())), ("bfd", None)] {
+        let lib_dir = dir.join(format!("cxx-{linker}"));
+        std::fs::create_dir_all(&lib_dir).unwrap();
+        let library = lib_dir.join("libshapes.so").display().to_string();
+        let mut arguments: Vec<&str> = flag.into_iter().collect();
+        arguments.extend(["-shared", "cxxlib.o", "-o", &library]);
+        succeeded(&run_in(gxx, &dir, &arguments), &format!("g++ -shared ({linker})"));
+        let program = lib_dir.join("program").display().to_string();
+        let rpath = format!("-Wl,-rpath,{}", lib_dir.display());
+        let mut arguments: Vec<&str> = flag.into_iter().collect();
+        arguments.extend(["cxxmain.o", &library, &rpath, "-o", &program]);
+        succeeded(&run_in(gxx, &dir, &arguments), &format!("g++ cxxmain.o ({linker})"));
+        printed.push(run_on(&AARCH64, Path::new(&program)));
+    }
+    assert_eq!(printed[0], printed[1]);
+    assert_eq!(
+        printed[0].0,
+        "derived, a Derived: 1, typeid: 1\ncaught: the library says: thrown across the boundary\n"
+    );
+    assert_eq!(
+        exported(&dir.join("cxx-ours/libshapes.so")),
+        exported(&dir.join("cxx-bfd/libshapes.so"))
     );
 }
 
@@ -739,4 +785,78 @@ fn thread_local_variables_of_a_library_keep_their_models_and_run_like_ld_bfds() 
             "{case}"
         );
     }
+}
+
+/// A CPython extension module from a real package: markupsafe's `_speedups` (its C source, from PyPI),
+/// built by `python3 setup.py build_ext` with neverc-spec as the linker of `LDSHARED`, is imported by python3,
+/// and markupsafe's own tests pass with it (they run each test with the native module and with the
+/// extension).
+#[test]
+fn a_cpython_extension_module_we_link_passes_its_packages_tests() {
+    let (dir, with_ours) = workspace(&scratch!("shared-cpython"));
+    let package = "markupsafe-3.0.2";
+    let fetched = run_in(
+        "python3",
+        &dir,
+        &[
+            "-m",
+            "pip",
+            "download",
+            "--no-binary",
+            ":all:",
+            "--no-deps",
+            "markupsafe==3.0.2",
+            "-d",
+            ".",
+        ],
+    );
+    succeeded(&fetched, "pip download markupsafe (PyPI)");
+    succeeded(&run_in("tar", &dir, &["xzf", &format!("{package}.tar.gz")]), "tar");
+    let installed = run_in(
+        "python3",
+        &dir,
+        &["-m", "pip", "install", "--quiet", "--target", "site", "pytest==8.3.4"],
+    );
+    succeeded(&installed, "pip install pytest (PyPI)");
+    let source = dir.join(package);
+    let built = std::process::Command::new("python3")
+        .args(["setup.py", "build_ext", "--inplace"])
+        .env("LDSHARED", format!("gcc {with_ours} -shared -Wl,-v"))
+        .current_dir(&source)
+        .output()
+        .unwrap();
+    let log = format!("{}{}", text(&built.stdout), text(&built.stderr));
+    assert!(built.status.success(), "{log}");
+    assert!(
+        log.contains("neverc-spec"),
+        "the extension was not linked by neverc-spec:\n{log}"
+    );
+    let python_path = format!("{}:{}", dir.join("site").display(), source.join("src").display());
+    let python = |arguments: &[&str]| {
+        std::process::Command::new("python3")
+            .args(arguments)
+            .env("PYTHONPATH", &python_path)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .current_dir(&source)
+            .output()
+            .unwrap()
+    };
+    let imported = python(&[
+        "-c",
+        "from markupsafe import _speedups, escape; print(_speedups.__file__); print(escape('<a href=\"x\">&</a>'))",
+    ]);
+    assert!(imported.status.success(), "{}", text(&imported.stderr));
+    let printed = text(&imported.stdout);
+    assert!(
+        printed.contains(&source.join("src/markupsafe/_speedups").display().to_string())
+            && printed.contains("&lt;a href=&#34;x&#34;&gt;&amp;&lt;/a&gt;"),
+        "{printed}"
+    );
+    let tests = python(&["-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"]);
+    let report = text(&tests.stdout);
+    assert!(tests.status.success(), "{report}{}", text(&tests.stderr));
+    assert!(
+        report.contains(" passed") && !report.contains("failed") && !report.contains("skipped"),
+        "{report}"
+    );
 }

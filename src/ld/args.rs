@@ -367,6 +367,8 @@ enum Opt {
     ErrorLimit,
     NoinhibitExec,
     VersionScript,
+    /// `--no-undefined-version` (true) / `--undefined-version` (false).
+    UndefinedVersion(bool),
     /// `--dynamic-list FILE`, `--export-dynamic-symbol-list FILE`.
     DynamicList,
     /// `--export-dynamic-symbol GLOB`.
@@ -469,6 +471,8 @@ fn long_option(name: &str) -> Option<(Opt, Arity)> {
         "error-limit" => (Opt::ErrorLimit, Required),
         "noinhibit-exec" => (Opt::NoinhibitExec, Flag),
         "version-script" => (Opt::VersionScript, Required),
+        "no-undefined-version" => (Opt::UndefinedVersion(true), Flag),
+        "undefined-version" => (Opt::UndefinedVersion(false), Flag),
         "dynamic-list" | "export-dynamic-symbol-list" => (Opt::DynamicList, Required),
         "export-dynamic-symbol" => (Opt::ExportDynamicSymbol, Required),
         "retain-symbols-file" => (Opt::RetainSymbolsFile, Required),
@@ -1090,7 +1094,9 @@ impl Parser {
                     None => command.symbols.version_script = Some(script),
                 }
             }
+            Opt::UndefinedVersion(refused) => command.symbols.no_undefined_version = refused,
             Opt::DynamicList => {
+                command.symbols.dynamic_list = true;
                 // A dynamic list is a version script's anonymous node: `{ NAME; GLOB; extern "C" { ... }; };`.
                 let list = version_script(spelled, path(value)?)?;
                 command

@@ -614,6 +614,9 @@ pub struct LinkGraph {
     /// through the loader, so that another definition may interpose (`None` for any other output; set by
     /// symbol resolution).
     pub interposable: Option<crate::context::SymbolicBinding>,
+    /// For a shared library output: the definitions a dynamic list (or `--export-dynamic-symbol` with
+    /// `-Bsymbolic`) names, which stay interposable whatever `interposable` binds here.
+    pub listed_interposable: rustc_hash::FxHashSet<SymbolId>,
 }
 
 impl LinkGraph {
@@ -841,7 +844,7 @@ impl LinkGraph {
 
     /// Whether `symbol` (resolved) is a definition of a shared library output that the loader may bind
     /// elsewhere (preemptible): a global or weak definition of default visibility, unless `-Bsymbolic`
-    /// (or, for a function, `-Bsymbolic-functions`) binds it here.
+    /// (or, for a function, `-Bsymbolic-functions`, or a dynamic list that does not name it) binds it here.
     pub fn is_preemptible(&self, symbol: SymbolId) -> bool {
         use crate::context::SymbolicBinding;
         let (Some(symbolic), Some(entry)) = (self.interposable, self.symbols.get(symbol.index())) else {
@@ -854,11 +857,12 @@ impl LinkGraph {
         ) && matches!(entry.binding, Binding::Global | Binding::Weak)
             && entry.visibility == Visibility::Default
             && !matches!(entry.symbol_type, SymbolType::Section | SymbolType::File)
-            && match symbolic {
-                SymbolicBinding::None => true,
-                SymbolicBinding::Functions => !function,
-                SymbolicBinding::All => false,
-            }
+            && (self.listed_interposable.contains(&symbol)
+                || match symbolic {
+                    SymbolicBinding::None => true,
+                    SymbolicBinding::Functions => !function,
+                    SymbolicBinding::All => false,
+                })
     }
 
     /// The atom an edge points into: its target atom, or the atom defining the symbol its target resolves to.

@@ -33,12 +33,18 @@ pub struct SymbolOptions {
     pub noinhibit_exec: bool,
     /// `--version-script FILE`'s patterns: global symbols matching `local:` (and no `global:`) become local.
     pub version_script: Option<VersionScript>,
+    /// `--no-undefined-version`: a name a version script's `global:` part gives exactly (no wildcard) that
+    /// the output does not define is an error (GNU ld's default, `--undefined-version`, ignores it).
+    pub no_undefined_version: bool,
     /// `--retain-symbols-file FILE`: only these symbols are written to the symbol table.
     pub retain_symbols: Option<Vec<String>>,
     /// The patterns of `--dynamic-list FILE`, `--export-dynamic-symbol-list FILE` and
     /// `--export-dynamic-symbol GLOB`: a dynamically linked executable exports the global definitions they
     /// match (besides those its shared libraries refer to).
     pub dynamic_exports: Vec<String>,
+    /// Whether a `--dynamic-list` was given: a shared library then binds to itself every definition the
+    /// patterns do not name (they stay interposable), as GNU ld does.
+    pub dynamic_list: bool,
 }
 
 impl SymbolOptions {
@@ -438,6 +444,21 @@ impl VersionScript {
             return Some(Versioned::Global(self.nodes[node].name.as_deref()));
         }
         local.or(star_local).map(|_| Versioned::Local)
+    }
+
+    /// The exact names (no wildcard) of its `global:` parts, with their node's name and whether they are
+    /// demangled C++ names.
+    pub fn exact_global_names(&self) -> impl Iterator<Item = (Option<&str>, &str, bool)> {
+        self.patterns
+            .iter()
+            .filter(|pattern| !pattern.local && pattern.literal)
+            .map(|pattern| {
+                (
+                    self.nodes[pattern.node].name.as_deref(),
+                    pattern.text.as_str(),
+                    pattern.demangled,
+                )
+            })
     }
 
     /// Whether the script makes global symbol `name` local.

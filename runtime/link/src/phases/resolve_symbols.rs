@@ -147,12 +147,29 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     let shared_library = context.options.output_kind.is_shared_library();
     let leave_to_loader = shared_library && !context.options.no_undefined;
     graph.interposable = shared_library.then_some(context.options.symbolic);
+    // A dynamic list binds what it does not name to the library (and keeps what it names interposable), as
+    // does `--export-dynamic-symbol` with `-Bsymbolic` or `-Bsymbolic-functions`.
+    let symbolic = context.options.symbolic != crate::context::SymbolicBinding::None;
+    if shared_library && (options.dynamic_list || (symbolic && !options.dynamic_exports.is_empty())) {
+        if options.dynamic_list {
+            graph.interposable = Some(crate::context::SymbolicBinding::All);
+        }
+        graph.listed_interposable = table
+            .iter()
+            .filter(|(name, _)| {
+                options
+                    .dynamic_exports
+                    .iter()
+                    .any(|pattern| crate::symbol_options::glob_matches(pattern, name))
+            })
+            .map(|(_, id)| *id)
+            .collect();
+    }
     if shared_library && !context.options.exclude_libs.is_empty() {
         hide_excluded_libraries(graph, &context.options.exclude_libs);
     }
     if context.options.output_kind.is_dynamic() {
-        assign_versions(graph, &mut table, options.version_script.as_ref(), phase)
-            .map_err(|message| PhaseError::new(PHASE, message))?;
+        assign_versions(graph, &mut table, &options, phase).map_err(|message| PhaseError::new(PHASE, message))?;
     }
     let mut left_undefined: FxHashMap<String, SymbolId> = FxHashMap::default();
     let mut undefined: Vec<(String, SymbolId)> = Vec::new();
@@ -300,10 +317,12 @@ fn hide_excluded_libraries(graph: &mut LinkGraph, excluded: &[String]) {
 fn assign_versions(
     graph: &mut LinkGraph,
     table: &mut FxHashMap<String, SymbolId>,
-    script: Option<&crate::symbol_options::VersionScript>,
+    options: &crate::symbol_options::SymbolOptions,
     phase: u16,
 ) -> Result<(), String> {
     use crate::symbol_options::Versioned;
+    let script = options.version_script.as_ref();
+    let mut defined_names: FxHashSet<String> = FxHashSet::default();
     let mut defined: Vec<(String, SymbolId)> = table
         .iter()
         .filter(|(_, id)| {
@@ -351,10 +370,28 @@ fn assign_versions(
             .then(|| cpp_demangle::Symbol::new(name.as_bytes()).ok())
             .flatten()
             .and_then(|symbol| symbol.demangle().ok());
+        if options.no_undefined_version {
+            defined_names.insert(name.clone());
+            defined_names.extend(demangled.clone());
+        }
         match script.version_of(&name, demangled.as_deref()) {
             Some(Versioned::Local) => graph.symbols[id.index()].visibility = Visibility::Hidden,
             Some(Versioned::Global(Some(version))) => graph.symbols[id.index()].version = Some(version.to_string()),
             Some(Versioned::Global(None)) | None => {}
+        }
+    }
+    // `--no-undefined-version`: every name a `global:` part gives exactly is defined.
+    if options.no_undefined_version
+        && let Some(script) = script
+    {
+        for (version, name, _) in script.exact_global_names() {
+            if !defined_names.contains(name) {
+                missing.push(format!(
+                    "version script assignment of `{}` to symbol `{}` failed: symbol not defined",
+                    version.unwrap_or("global"),
+                    symbol_name::display(name)
+                ));
+            }
         }
     }
     if !missing.is_empty() {
