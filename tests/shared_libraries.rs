@@ -640,6 +640,40 @@ fn version_scripts_and_symver_version_a_library_as_ld_bfd_does() {
         text(&refused.stderr)
     );
     assert!(!dir.join("refused.so").exists());
+    // `--no-undefined-version` (what rustc passes): a name the script gives exactly that nothing defines is an
+    // error, as in GNU ld; without it, the name is ignored.
+    std::fs::write(
+        dir.join("missing.map"),
+        "V1 { global: one; missing_function; local: *; };\n",
+    )
+    .unwrap();
+    let script = format!("-Wl,--version-script={}", dir.join("missing.map").display());
+    let strict = run_in(
+        "gcc",
+        &dir,
+        &[
+            &with_ours,
+            "-shared",
+            "versions_v1.o",
+            &script,
+            "-Wl,--no-undefined-version",
+            "-o",
+            "strict.so",
+        ],
+    );
+    assert!(!strict.status.success());
+    assert!(
+        text(&strict.stderr)
+            .contains("version script assignment of `V1` to symbol `missing_function` failed: symbol not defined"),
+        "{}",
+        text(&strict.stderr)
+    );
+    let lenient = run_in(
+        "gcc",
+        &dir,
+        &[&with_ours, "-shared", "versions_v1.o", &script, "-o", "lenient.so"],
+    );
+    assert!(lenient.status.success(), "{}", text(&lenient.stderr));
 }
 
 #[test]

@@ -180,6 +180,10 @@ impl Defsym {
 pub struct VersionScript {
     nodes: Vec<VersionNode>,
     patterns: Vec<VersionPattern>,
+    /// The literal patterns by text (matched against names, and against demangled names), and the
+    /// wildcards: a name is looked up, not compared with every pattern (a script may list thousands).
+    literals: [rustc_hash::FxHashMap<String, Vec<usize>>; 2],
+    wildcards: Vec<usize>,
 }
 
 /// A version node: its name (none for the anonymous node) and the versions it inherits from.
@@ -327,6 +331,7 @@ impl VersionScript {
             }
             position += 1;
         }
+        script.index();
         // A node inherits from nodes the script defines.
         for node in &script.nodes {
             for parent in &node.parents {
@@ -369,6 +374,23 @@ impl VersionScript {
                 node: pattern.node + base,
                 ..pattern
             }));
+        self.index();
+    }
+
+    /// Makes the lookup tables of its patterns.
+    fn index(&mut self) {
+        self.literals = Default::default();
+        self.wildcards.clear();
+        for (position, pattern) in self.patterns.iter().enumerate() {
+            if pattern.literal {
+                self.literals[usize::from(pattern.demangled)]
+                    .entry(pattern.text.clone())
+                    .or_default()
+                    .push(position);
+            } else {
+                self.wildcards.push(position);
+            }
+        }
     }
 
     /// The patterns of its `global:` parts (all of them in a dynamic list, which has no `local:`).
@@ -399,43 +421,37 @@ impl VersionScript {
     /// the same node's `local:` ones); otherwise the last node a wildcard of which matches, `global:` before
     /// `local:`, and a lone `*` only where nothing more specific matches. `None`: no pattern matches.
     pub fn version_of(&self, name: &str, demangled: Option<&str>) -> Option<Versioned<'_>> {
-        let matches = |pattern: &VersionPattern| {
-            let subject = if pattern.demangled {
-                demangled.unwrap_or(name)
+        // A literal match decides alone: the first node with one, its `global:` part before its `local:` one
+        // (earlier wildcard matches are overridden by it).
+        let subject = demangled.unwrap_or(name);
+        let literal = [name, subject]
+            .into_iter()
+            .zip(&self.literals)
+            .filter_map(|(text, literals)| literals.get(text))
+            .flatten()
+            .map(|position| &self.patterns[*position])
+            .min_by_key(|pattern| (pattern.node, pattern.local));
+        if let Some(pattern) = literal {
+            return Some(if pattern.local {
+                Versioned::Local
             } else {
-                name
-            };
-            if pattern.literal {
-                pattern.text == subject
-            } else {
-                glob_matches(&pattern.text, subject)
-            }
-        };
+                Versioned::Global(self.nodes[pattern.node].name.as_deref())
+            });
+        }
+        // Otherwise the last node a wildcard of which matches, a lone `*` only where nothing else does.
         let (mut global, mut star_global, mut local, mut star_local) = (None, None, None, None);
-        'nodes: for node in 0..self.nodes.len() {
-            for wanted_local in [false, true] {
-                let mut patterns = self
-                    .patterns
-                    .iter()
-                    .filter(|pattern| pattern.node == node && pattern.local == wanted_local);
-                if patterns.clone().any(|pattern| pattern.literal && matches(pattern)) {
-                    if wanted_local {
-                        (local, global, star_global) = (Some(node), None, None);
-                    } else {
-                        global = Some(node);
-                    }
-                    break 'nodes;
-                }
-                for pattern in patterns.by_ref().filter(|pattern| !pattern.literal && matches(pattern)) {
-                    let star = pattern.text == "*";
-                    match (wanted_local, star) {
-                        (false, false) => global = Some(node),
-                        (false, true) => star_global = Some(node),
-                        (true, false) => local = Some(node),
-                        (true, true) => star_local = Some(node),
-                    }
-                }
+        for pattern in self.wildcards.iter().map(|position| &self.patterns[*position]) {
+            let text = if pattern.demangled { subject } else { name };
+            if !glob_matches(&pattern.text, text) {
+                continue;
             }
+            let slot = match (pattern.local, pattern.text == "*") {
+                (false, false) => &mut global,
+                (false, true) => &mut star_global,
+                (true, false) => &mut local,
+                (true, true) => &mut star_local,
+            };
+            *slot = (*slot).max(Some(pattern.node));
         }
         if global.is_none() && local.is_none() {
             global = star_global;

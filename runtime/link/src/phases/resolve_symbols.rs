@@ -323,8 +323,10 @@ fn assign_versions(
     use crate::symbol_options::Versioned;
     let script = options.version_script.as_ref();
     let mut defined_names: FxHashSet<String> = FxHashSet::default();
+    // Without a script only the `.symver` definitions (named with an `@`) need a look.
     let mut defined: Vec<(String, SymbolId)> = table
         .iter()
+        .filter(|(name, _)| script.is_some() || name.contains('@'))
         .filter(|(_, id)| {
             let symbol = &graph.symbols[id.index()];
             !matches!(symbol.definition, Definition::Undefined | Definition::Shared)
