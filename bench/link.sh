@@ -252,14 +252,16 @@ def median(values):
 total = median(phases.pop("neverc.link.full", [0.0])) + sum(
     median(phases[p]) for p in phases if p in ("neverc.link.image_verify", "neverc.link.side_outputs_verify",
                                               "neverc.link.commit", "neverc.link.post_emit", "neverc.link.after_commit"))
-print()
-print(f"phases of b-glibc, median of {len(list(out.glob('trace-phases-*.txt')))} runs with --trace-phases:")
-print()
-print("| phase | median | share |")
-print("| --- | --- | --- |")
-for phase, values in sorted(phases.items(), key=lambda item: -median(item[1])):
-    if median(values) >= 0.05:
-        print(f"| `{phase.removeprefix('neverc.link.')}` | {median(values):.2f} ms | {100 * median(values) / total:.0f} % |")
-print(f"| all phases | {total:.2f} ms | |")
+# (Only when b-glibc was measured: BENCH_CASES may leave it out.)
+if phases:
+    print()
+    print(f"phases of b-glibc, median of {len(list(out.glob('trace-phases-*.txt')))} runs with --trace-phases:")
+    print()
+    print("| phase | median | share |")
+    print("| --- | --- | --- |")
+    for phase, values in sorted(phases.items(), key=lambda item: -median(item[1])):
+        if median(values) >= 0.05:
+            print(f"| `{phase.removeprefix('neverc.link.')}` | {median(values):.2f} ms | {100 * median(values) / total:.0f} % |")
+    print(f"| all phases | {total:.2f} ms | |")
 PY
 echo "(hyperfine output: $out/*/hyperfine.txt; phases: $out/trace-phases-*.txt)"
