@@ -487,7 +487,7 @@ fn item_4_response_files_and_scripts_that_fan_out_are_refused_within_bounds() {
     }
     std::fs::write(dir.join("r31"), "-o prog\n").unwrap();
     let output = run_in(&dir, &["ld", "@r0"]);
-    assert_expansion_refused(&output, "more than 2000 response files expanded, at `r");
+    assert_expansion_refused(&output, "more than 2000 response files named, at `r");
     // Two files, the first naming the second 1,500 times: millions of arguments from 40 KB.
     std::fs::write(dir.join("m0"), "@m1 ".repeat(1500)).unwrap();
     std::fs::write(dir.join("m1"), "start.o ".repeat(3000)).unwrap();

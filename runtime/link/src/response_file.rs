@@ -4,15 +4,16 @@
 //!
 //! [`expand`] replaces every argument `@FILE` by the arguments FILE holds, recursively, as libiberty's
 //! `expandargv` does (an `@FILE` naming no file stays as it is), within bounds: files nest at most
-//! [`MAX_DEPTH`] deep, at most [`MAX_FILES`] files are expanded (libiberty's own limit), and the expansion holds
+//! [`MAX_DEPTH`] deep, at most [`MAX_FILES`] `@name` arguments are looked up (libiberty's own limit, which counts
+//! those naming no file too), and the expansion holds
 //! at most [`MAX_ARGUMENTS`] arguments of [`MAX_BYTES`] bytes in all. Files that name each other twice over
 //! (thirty-two of them make 2^32 expansions) are refused, naming the file where a bound was reached.
 
 /// How deeply response files may name each other. A file that names itself is refused at this depth.
 pub const MAX_DEPTH: usize = 32;
 
-/// How many response files one expansion reads at most, counting a file each time it is named (libiberty's
-/// `expandargv` stops at the same number).
+/// How many `@name` arguments one expansion looks up at most, counting a file each time it is named and a name
+/// that is no file too (libiberty's `expandargv` stops at the same number, counted the same way).
 pub const MAX_FILES: usize = 2000;
 
 /// How many arguments one expansion may hold.
@@ -27,7 +28,7 @@ pub const MAX_BYTES: usize = 256 << 20;
 pub enum ExpandError<E: std::error::Error + 'static> {
     #[error("response files nest deeper than {MAX_DEPTH} levels: {chain}")]
     Depth { chain: String },
-    #[error("more than {MAX_FILES} response files expanded, at `{file}` (do files name each other many times?)")]
+    #[error("more than {MAX_FILES} response files named, at `{file}` (do files name each other many times?)")]
     Files { file: String },
     #[error(
         "response files expand to more than {MAX_ARGUMENTS} arguments or {} MiB, at `{file}`",
@@ -78,6 +79,11 @@ impl Expansion {
                     continue;
                 }
             };
+            // Every lookup counts, of a file or not: otherwise files could name missing ones without bound.
+            self.files += 1;
+            if self.files > MAX_FILES {
+                return Err(ExpandError::Files { file: self.innermost() });
+            }
             let Some(bytes) = read(name).map_err(ExpandError::Read)? else {
                 // As with GNU ld, `@name` that names no file is an argument like any other.
                 self.push(argument)?;
@@ -93,10 +99,6 @@ impl Expansion {
                         .collect::<Vec<_>>()
                         .join(" -> "),
                 });
-            }
-            self.files += 1;
-            if self.files > MAX_FILES {
-                return Err(ExpandError::Files { file: self.innermost() });
             }
             self.expand(split(&bytes), read)?;
             self.chain.pop();
@@ -247,5 +249,23 @@ mod tests {
         })
         .unwrap_err();
         assert!(matches!(&error, ExpandError::Size { file } if file == "f1"), "{error}");
+        // Names of no file count too (as in libiberty): files naming each other and many missing names do
+        // not look up files without bound (found by fuzzing).
+        let mut reads = 0usize;
+        let error = expand(vec![b"@f0".to_vec()], |name| {
+            reads += 1;
+            let index: Option<usize> = std::str::from_utf8(name)
+                .ok()
+                .and_then(|name| name.strip_prefix('f'))
+                .and_then(|number| number.parse().ok());
+            Ok::<_, std::io::Error>(
+                index
+                    .filter(|index| *index < 32)
+                    .map(|index| format!("@f{0} @f{0} {1}", index + 1, "@missing ".repeat(100)).into_bytes()),
+            )
+        })
+        .unwrap_err();
+        assert!(matches!(error, ExpandError::Files { .. }), "{error}");
+        assert!(reads <= MAX_FILES, "{reads} names looked up");
     }
 }
