@@ -101,10 +101,20 @@ fn work_dir(case: &Path, label: &str) -> PathBuf {
     dir
 }
 
-/// What a program in `case` does with the case's arguments, run in its own working directory: (stdout,
-/// stderr, exit status).
+/// What a program in `case` does with the case's arguments, run in its own working directory (by the case's
+/// `runner`, qemu-aarch64 for an AArch64 shared-library case, when it has one): (stdout, stderr, exit status).
 fn run(case: &Path, program: &str) -> (String, String, Option<i32>) {
-    let result = Command::new(case.join(program))
+    let runner = fs::read_to_string(case.join("runner")).unwrap_or_default();
+    let mut words = runner.split_whitespace();
+    let mut command = match words.next() {
+        Some(runner) => {
+            let mut command = Command::new(runner);
+            command.args(words).arg(case.join(program));
+            command
+        }
+        None => Command::new(case.join(program)),
+    };
+    let result = command
         .args(lines(case, "run.args"))
         .current_dir(work_dir(case, program))
         .output()
@@ -475,43 +485,23 @@ fn exports_with_versions(library: &Path) -> Vec<String> {
     exports
 }
 
-/// Runs the case's compiler driver in `case` with `arguments` (neverc-spec as its `ld` when `ours`); the
-/// link's stderr when it fails.
-fn driver(case: &Path, ours: bool, arguments: &[String]) -> Result<(), String> {
-    let mut command = Command::new(read_text(&case.join("driver")).trim());
+/// Links `output` in `case` through its compiler driver with `arguments`: with neverc-spec as [`link_with`]
+/// does when `ours`, else with the driver's own ld (ld.bfd); the link's stderr when it fails.
+fn driver(case: &Path, ours: bool, arguments: Vec<String>, output: &str) -> Result<(), String> {
     if ours {
-        command.arg("-B").arg(ld_dir()).arg("-Wl,-v");
+        return link_with(case, output, arguments);
     }
-    let result = command.args(arguments).current_dir(case).output().unwrap();
-    let stdout = text(&result.stdout);
-    if !result.status.success() {
-        return Err(text(&result.stderr));
-    }
-    if ours && !stdout.contains("neverc-spec") {
-        return Err(format!("neverc-spec did not run as ld:\n{stdout}"));
-    }
-    Ok(())
-}
-
-/// What `program` of `case` does with the case's arguments, run by the case's runner (qemu-aarch64 for an
-/// AArch64 case) in its own working directory: (stdout, stderr, exit status).
-fn run_with_runner(case: &Path, program: &str) -> (String, String, Option<i32>) {
-    let runner = read_text(&case.join("runner"));
-    let mut words = runner.split_whitespace();
-    let mut command = match words.next() {
-        Some(runner) => {
-            let mut command = Command::new(runner);
-            command.args(words).arg(case.join(program));
-            command
-        }
-        None => Command::new(case.join(program)),
-    };
-    let result = command
-        .args(lines(case, "run.args"))
-        .current_dir(work_dir(case, program))
+    let result = Command::new(read_text(&case.join("driver")).trim())
+        .args(arguments)
+        .args(["-o", output])
+        .current_dir(case)
         .output()
-        .unwrap_or_else(|error| panic!("cannot run {program} in {}: {error}", case.display()));
-    (text(&result.stdout), text(&result.stderr), result.status.code())
+        .unwrap();
+    if result.status.success() {
+        Ok(())
+    } else {
+        Err(text(&result.stderr))
+    }
 }
 
 /// sqlite3, Lua and zlib (Debian's source, with its own `zlib.map` version script; zlib also for AArch64, run
@@ -542,9 +532,7 @@ fn sqlite_lua_and_zlib_as_shared_libraries_export_and_run_like_ld_bfds() {
         let _ = fs::remove_dir_all(case.join("ours"));
         fs::create_dir_all(case.join("ours")).unwrap();
         let library = format!("ours/{soname}");
-        let mut arguments = lines(&case, "lib.args");
-        arguments.extend(["-o".to_string(), library.clone()]);
-        if let Err(stderr) = driver(&case, true, &arguments) {
+        if let Err(stderr) = driver(&case, true, lines(&case, "lib.args"), &library) {
             failures.push(format!("{name}: linking the library failed:\n{stderr}"));
             continue;
         }
@@ -579,13 +567,12 @@ fn sqlite_lua_and_zlib_as_shared_libraries_export_and_run_like_ld_bfds() {
                 .cloned()
                 .chain([library.clone()])
                 .chain(program[1..].iter().cloned())
-                .chain(["-o".to_string(), output.to_string()])
                 .collect();
-            if let Err(stderr) = driver(&case, ours, &arguments) {
+            if let Err(stderr) = driver(&case, ours, arguments, output) {
                 failures.push(format!("{name}: linking {output} failed:\n{stderr}"));
                 continue;
             }
-            let ran = run_with_runner(&case, output);
+            let ran = run(&case, output);
             if ran != expected {
                 failures.push(format!(
                     "{name}: {output}: exit {:?} (ld.bfd's: {:?})\n--- stdout\n{}--- ld.bfd's\n{}--- stderr\n{}--- ld.bfd's\n{}",

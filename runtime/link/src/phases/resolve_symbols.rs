@@ -147,24 +147,6 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     let shared_library = context.options.output_kind.is_shared_library();
     let leave_to_loader = shared_library && !context.options.no_undefined;
     graph.interposable = shared_library.then_some(context.options.symbolic);
-    // A dynamic list binds what it does not name to the library (and keeps what it names interposable), as
-    // does `--export-dynamic-symbol` with `-Bsymbolic` or `-Bsymbolic-functions`.
-    let symbolic = context.options.symbolic != crate::context::SymbolicBinding::None;
-    if shared_library && (options.dynamic_list || (symbolic && !options.dynamic_exports.is_empty())) {
-        if options.dynamic_list {
-            graph.interposable = Some(crate::context::SymbolicBinding::All);
-        }
-        graph.listed_interposable = table
-            .iter()
-            .filter(|(name, _)| {
-                options
-                    .dynamic_exports
-                    .iter()
-                    .any(|pattern| crate::symbol_options::glob_matches(pattern, name))
-            })
-            .map(|(_, id)| *id)
-            .collect();
-    }
     if shared_library && !context.options.exclude_libs.is_empty() {
         hide_excluded_libraries(graph, &context.options.exclude_libs);
     }
@@ -266,6 +248,15 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         }
     }
     context.global_symbols = table;
+    // A dynamic list binds what it does not name to the library (and keeps what it names interposable), as
+    // does `--export-dynamic-symbol` with `-Bsymbolic` or `-Bsymbolic-functions`.
+    let symbolic = context.options.symbolic != crate::context::SymbolicBinding::None;
+    if shared_library && (options.dynamic_list || (symbolic && !options.dynamic_exports.is_empty())) {
+        if options.dynamic_list {
+            context.graph.interposable = Some(crate::context::SymbolicBinding::All);
+        }
+        context.graph.listed_interposable = crate::synth::imports::listed(context).into_iter().collect();
+    }
     // `--noinhibit-exec`: the errors are printed, and the link goes on.
     context.warnings.extend(errors_written_anyway);
     let warnings = gnu_warnings(&context.graph);

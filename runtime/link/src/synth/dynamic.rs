@@ -102,15 +102,10 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         })
         .collect();
     let definitions = version_definitions(&context.options);
-    // A shared library's TLS entries, which the loader fills.
-    let tls = context.synthesized.tls_got.clone();
-    // The indirect functions whose addresses are their PLT entries.
-    let at_plt_entries: FxHashSet<SymbolId> = context
-        .synthesized
-        .iplt
-        .as_ref()
-        .map(|iplt| iplt.entries.keys().copied().collect())
-        .unwrap_or_default();
+    // A shared library's TLS entries, which the loader fills, and the indirect functions whose addresses are
+    // their PLT entries.
+    let tls = context.synthesized.tls_got.as_ref();
+    let at_plt_entries = context.synthesized.iplt.as_ref().map(|iplt| &iplt.entries);
     let graph = &mut context.graph;
     if let Some(path) = interpreter {
         let mut bytes = path.into_bytes();
@@ -191,7 +186,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         | (u64::from(symbolic) * DF_SYMBOLIC)
         | (u64::from(options.bind_now) * DF_BIND_NOW)
         | (u64::from(!in_text.is_empty()) * DF_TEXTREL)
-        | (u64::from(tls.as_ref().is_some_and(|tls| tls.needs_static_tls())) * DF_STATIC_TLS);
+        | (u64::from(tls.is_some_and(|tls| tls.needs_static_tls())) * DF_STATIC_TLS);
     let mut flags_1 = (u64::from(options.origin) * DF_1_ORIGIN) | (u64::from(options.bind_now) * DF_1_NOW);
     if output_kind.is_position_independent() && output_kind.is_executable() {
         flags_1 |= DF_1_PIE;
@@ -214,7 +209,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             relr_version,
             definitions: &definitions,
         },
-        &at_plt_entries,
+        at_plt_entries,
         &mut strings,
     );
     let mut late_fills = Vec::new();
@@ -370,7 +365,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     // variable's `.dynsym` entry, or for the library's own variables the module (symbol 0) with the
     // variable's offset in its block as the addend.
     let mut tls_relocations = 0u64;
-    if let Some(tls) = &tls {
+    if let Some(tls) = tls {
         let kind = |graph: &LinkGraph, kind: RelocationKind| declared(graph, kind, RelocationBase::Nothing, 64);
         let dtp_offset = kind(graph, RelocationKind::TlsDtpOffset)?;
         for (symbol, entry, offset) in &tls.entries {
@@ -678,7 +673,7 @@ fn symbol_tables(
     graph: &LinkGraph,
     symbols: &DynamicSymbols,
     versions: VersionFacts<'_>,
-    at_plt_entries: &FxHashSet<SymbolId>,
+    at_plt_entries: Option<&rustc_hash::FxHashMap<SymbolId, u32>>,
     strings: &mut Strings,
 ) -> SymbolTables {
     let VersionFacts {
@@ -715,7 +710,7 @@ fn symbol_tables(
             SymbolType::Ifunc if !defined => 2,
             // An indirect function the output calls through its own PLT entry is that entry, a function, to
             // everyone.
-            SymbolType::Ifunc if at_plt_entries.contains(symbol) => 2,
+            SymbolType::Ifunc if at_plt_entries.is_some_and(|entries| entries.contains_key(symbol)) => 2,
             SymbolType::Function => 2,
             SymbolType::Object => 1,
             SymbolType::Tls => 6,

@@ -457,32 +457,28 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         })
         .collect();
     // A library given as needed only is needed too when it defines what a needed library leaves undefined
-    // (not weakly), unless that library names it among its own needed libraries, as GNU ld decides it.
-    loop {
-        let mut more = Vec::new();
-        for library in &needed_set {
-            let entry = &graph.shared_libraries[library.index()];
-            for name in &entry.references {
-                let Some(definition) = context.global_symbols.get(name) else {
-                    continue;
-                };
-                if graph.symbols[definition.index()].definition != Definition::Shared {
-                    continue;
-                }
-                if let Some(defining) = library_of(graph, *definition)
-                    && !needed_set.contains(&defining)
-                    && !entry
-                        .needed
-                        .contains(&graph.shared_libraries[defining.index()].install_name)
-                {
-                    more.push(defining);
-                }
+    // (not weakly), unless that library names it among its own needed libraries, as GNU ld decides it. Each
+    // needed library's references are looked at once.
+    let mut unscanned: Vec<SharedLibraryId> = needed_set.iter().copied().collect();
+    while let Some(library) = unscanned.pop() {
+        let entry = &graph.shared_libraries[library.index()];
+        for name in &entry.references {
+            let Some(definition) = context.global_symbols.get(name) else {
+                continue;
+            };
+            if graph.symbols[definition.index()].definition != Definition::Shared {
+                continue;
+            }
+            if let Some(defining) = library_of(graph, *definition)
+                && !needed_set.contains(&defining)
+                && !entry
+                    .needed
+                    .contains(&graph.shared_libraries[defining.index()].install_name)
+            {
+                needed_set.insert(defining);
+                unscanned.push(defining);
             }
         }
-        if more.is_empty() {
-            break;
-        }
-        needed_set.extend(more);
     }
     let needed: Vec<SharedLibraryId> = (0..graph.shared_libraries.len())
         .map(|position| SharedLibraryId(position as u32))
@@ -491,7 +487,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     // The imports of the libraries left out are bound to nothing the output names: weak undefined names.
     let unbound: FxHashSet<SymbolId> = imports
         .iter()
-        .filter(|symbol| library_of(graph, **symbol).is_some_and(|library| !needed.contains(&library)))
+        .filter(|symbol| library_of(graph, **symbol).is_some_and(|library| !needed_set.contains(&library)))
         .copied()
         .collect();
     let mut seen = FxHashSet::default();
@@ -709,7 +705,7 @@ fn version_symbols(context: &LinkContext) -> impl Iterator<Item = SymbolId> + '_
 
 /// The global symbols `--dynamic-list`, `--export-dynamic-symbol-list` and `--export-dynamic-symbol` name:
 /// exact names looked up, patterns matched against every global name.
-fn listed(context: &LinkContext) -> Vec<SymbolId> {
+pub(crate) fn listed(context: &LinkContext) -> Vec<SymbolId> {
     let patterns = &context.options.symbols.dynamic_exports;
     let is_glob = |pattern: &String| pattern.contains(['*', '?', '[']);
     let mut listed: Vec<SymbolId> = patterns
