@@ -122,6 +122,12 @@ fn run(case: &Path, program: &str) -> (String, String, Option<i32>) {
     (text(&result.stdout), text(&result.stderr), result.status.code())
 }
 
+/// The size of a program's `.text`.
+fn text_size(program: &Path) -> u64 {
+    let image = fs::read(program).unwrap_or_else(|error| panic!("{}: {error}", program.display()));
+    neverc_test_support::elf_section(&image, ".text").1.len() as u64
+}
+
 /// What the ld.bfd build of `case` did: (stdout, stderr, exit status).
 fn expected(case: &Path) -> (String, String, Option<i32>) {
     (
@@ -582,4 +588,63 @@ fn sqlite_lua_and_zlib_as_shared_libraries_export_and_run_like_ld_bfds() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The RISC-V programs (riscv64-linux-gnu-gcc -O2 -static against glibc, run under qemu-riscv64): sqlite3, Lua,
+/// zstd and zlib each, the program of all four also with `-ffunction-sections` (with and without
+/// `--gc-sections`), and a C++ program throwing exceptions across units. Each runs as its ld.bfd build does,
+/// linked with relaxation (the default: calls shortened to `jal`, addresses near `__global_pointer$` formed
+/// from `gp`, alignment padding trimmed), when its `.text` must be within 1 % of ld.bfd's, and with
+/// `--no-relax`.
+#[test]
+fn riscv64_programs_run_like_their_ld_bfd_builds_with_and_without_relaxation() {
+    let cases: Vec<String> = read_text(&fixtures().join("riscv64-cases.txt"))
+        .lines()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(
+        cases.len(),
+        9,
+        "five programs with plain flags, the program of all four and the C++ one with sections, those with \
+         --gc-sections too: {cases:?}"
+    );
+    let mut failures = Vec::new();
+    let mut sizes = Vec::new();
+    for name in &cases {
+        let case = fixtures().join(name);
+        let expected = expected(&case);
+        assert!(
+            expected.0.lines().count() > 5,
+            "{name}: ld.bfd's build wrote:\n{}",
+            expected.0
+        );
+        for relax in [true, false] {
+            let output = if relax { "neverc.elf" } else { "neverc-no-relax.elf" };
+            let mut arguments = lines(&case, "link.args");
+            if !relax {
+                arguments.push("-Wl,--no-relax".into());
+            }
+            if let Err(stderr) = link_with(&case, output, arguments) {
+                failures.push(format!("{name} (relax {relax}): the link failed:\n{stderr}"));
+                continue;
+            }
+            let ours = run(&case, output);
+            if ours != expected {
+                failures.push(format!(
+                    "{name} (relax {relax}): exit {:?} (ld.bfd's build: {:?})\n--- our stdout\n{}--- ld.bfd's\n{}--- our stderr\n{}",
+                    ours.2, expected.2, ours.0, expected.0, ours.1
+                ));
+            }
+            if relax {
+                let (ours, reference) = (text_size(&case.join(output)), text_size(&case.join("ref.elf")));
+                sizes.push(format!("{name}: .text {ours:#x}, ld.bfd's {reference:#x}"));
+                if ours.abs_diff(reference) * 100 > reference {
+                    failures.push(format!(
+                        "{name}: .text is {ours:#x} bytes, more than 1 % away from ld.bfd's {reference:#x}"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}\n{}", failures.join("\n\n"), sizes.join("\n"));
 }

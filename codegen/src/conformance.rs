@@ -167,7 +167,7 @@ pub enum Check {
         emulations: Vec<String>,
     },
     /// Relocation `number` of `format` on `target` is `name`, and `name` is it: of kind `relocation_kind`,
-    /// relative to `relative_to`, patching `size` bits (the value shifted right by `shift` into `bits`, each
+    /// relative to `relative_to`, patching `size` bits (the value rounded at bit `round` when it is not 0, shifted right by `shift` into `bits`, each
     /// `[lsb, width]`, least significant first; the whole place when empty) under overflow rule `overflow`.
     RelocationResolves {
         target: String,
@@ -179,6 +179,8 @@ pub enum Check {
         size: u32,
         overflow: String,
         shift: u32,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        round: u32,
         bits: Vec<[u32; 2]>,
     },
 }
@@ -518,6 +520,7 @@ pub fn target_cases(model: &TargetRecordIn<'_>, source: &str) -> CaseSet {
                 size: relocation.size,
                 overflow: relocation.overflow.name().to_string(),
                 shift: relocation.shift,
+                round: relocation.round,
                 bits: relocation.bits.iter().map(|bits| [bits.lsb, bits.width]).collect(),
             },
         });
@@ -737,4 +740,8 @@ pub fn plugin_abi_case_sets(parts: &[neverc_schema::LoadedAbiPart], root: &std::
         .iter()
         .filter_map(|part| plugin_abi_cases(&part.declaration, &crate::display_source(root, &part.path)))
         .collect()
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
 }

@@ -166,6 +166,7 @@ fn run_checked(environment: &Environment, check: &Check) -> Result<(), String> {
             size,
             overflow,
             shift,
+            round,
             bits,
         } => {
             let target = target(environment, name)?;
@@ -191,6 +192,7 @@ fn run_checked(environment: &Environment, check: &Check) -> Result<(), String> {
                 by_number.size,
                 by_number.overflow.name(),
                 by_number.shift,
+                by_number.round,
                 by_number
                     .bits
                     .iter()
@@ -203,6 +205,7 @@ fn run_checked(environment: &Environment, check: &Check) -> Result<(), String> {
                 *size,
                 overflow.as_str(),
                 *shift,
+                *round,
                 bits.clone(),
             );
             if found != declared {

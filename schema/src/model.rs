@@ -340,6 +340,7 @@ fn lower_elf<'a>(elf: &ElfFacts, arena: &'a Bump) -> Result<ElfRecordIn<'a>, Str
         class: elf.class,
         common_page_size: elf.common_page_size,
         max_page_size: elf.max_page_size,
+        image_base: elf.image_base.unwrap_or(DEFAULT_IMAGE_BASE),
         tls,
         emulations: strs(arena, &elf.emulations),
         errata: strs(arena, &elf.errata),
@@ -347,6 +348,9 @@ fn lower_elf<'a>(elf: &ElfFacts, arena: &'a Bump) -> Result<ElfRecordIn<'a>, Str
         output_formats: strs(arena, &elf.output_formats),
     })
 }
+
+/// Where an executable starts when a target file does not say: GNU ld's default for most ELF targets.
+const DEFAULT_IMAGE_BASE: u64 = 0x40_0000;
 
 /// The relocations sorted by (format, number), and their indices sorted by name.
 fn lower_relocations<'a>(
@@ -357,9 +361,10 @@ fn lower_relocations<'a>(
         .relocations
         .iter()
         .map(|relocation| {
-            let (shift, bits) = match &relocation.instruction {
+            let (shift, round, bits) = match &relocation.instruction {
                 Some(field) => (
                     field.shift,
+                    field.round,
                     field
                         .bits
                         .iter()
@@ -369,7 +374,7 @@ fn lower_relocations<'a>(
                         })
                         .collect(),
                 ),
-                None => (0, Vec::new()),
+                None => (0, 0, Vec::new()),
             };
             RelocationRecordIn {
                 format: relocation.format,
@@ -380,6 +385,7 @@ fn lower_relocations<'a>(
                 size: relocation.size,
                 overflow: relocation.overflow,
                 shift,
+                round,
                 bits: slice(arena, &bits),
             }
         })

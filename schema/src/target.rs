@@ -53,6 +53,10 @@ pub struct ElfFacts {
     /// The largest page size the target runs with (ld's `MAXPAGESIZE`): segments are aligned to it. A power
     /// of two, at least `common_page_size`.
     pub max_page_size: u64,
+    /// Where a position-dependent executable's image starts when the command line does not say (GNU ld's
+    /// `TEXT_START_ADDR`, `-Ttext-segment`): x86-64 and AArch64 0x400000, RISC-V 0x10000. Absent: 0x400000.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_base: Option<u64>,
     /// Where an executable's thread-local storage lies relative to the thread pointer (the psABI's TLS
     /// variant).
     pub tls: TlsFacts,
@@ -129,6 +133,10 @@ pub struct RelocationDeclaration {
     pub instruction: Option<InstructionField>,
 }
 
+fn is_zero(value: &u32) -> bool {
+    *value == 0
+}
+
 fn is_nothing(base: &RelocationBase) -> bool {
     *base == RelocationBase::Nothing
 }
@@ -140,6 +148,11 @@ pub struct InstructionField {
     /// Right shift applied to the value first (ADRP 12, a branch 2), below 64.
     #[serde(default)]
     pub shift: u32,
+    /// The bit from which the value is rounded to the nearest multiple of `2^round` before its bits are
+    /// taken (`2^(round-1)` added): the high part of a pair whose low part is sign-extended (RISC-V `%hi`,
+    /// `auipc`: 12). Runs that start below it take the value's exact bits. 0 (the default): no rounding.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub round: u32,
     /// The runs of bits the shifted value fills, its least significant bits first (ADRP: `immlo` at 29, 2
     /// bits, then `immhi` at 5, 19 bits). They must not overlap and must lie inside the place.
     #[schemars(length(min = 1))]

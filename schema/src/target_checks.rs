@@ -326,30 +326,32 @@ fn check_relocation_field(relocation: &RelocationDeclaration, pointer: &str, fin
             format!("`{name}` shifts its value by {}; a shift is below 64", field.shift),
         ));
     }
-    if size > 32 {
+    if field.round >= 64 {
         findings.push(Finding::error(
             Rule::RelocationField,
-            format!("{pointer}/size"),
-            format!("`{name}` has an instruction field, so its place is an instruction of at most 32 bits, not {size}"),
+            format!("{at}/round"),
+            format!(
+                "`{name}` rounds its value at bit {}; rounding is at a bit below 64",
+                field.round
+            ),
         ));
     }
     let mut used = 0u64;
     let mut total = 0u64;
     for (index, bits) in field.bits.iter().enumerate() {
         let end = u64::from(bits.lsb) + u64::from(bits.width);
-        if bits.width == 0 || end > u64::from(size.min(32)) {
+        if bits.width == 0 || end > u64::from(size) {
             findings.push(Finding::error(
                 Rule::RelocationField,
                 format!("{at}/bits/{index}"),
                 format!(
-                    "bits {}..{end} of `{name}` are not a non-empty run inside its {}-bit instruction",
-                    bits.lsb,
-                    size.min(32)
+                    "bits {}..{end} of `{name}` are not a non-empty run inside its {size}-bit place",
+                    bits.lsb
                 ),
             ));
             continue;
         }
-        let mask = ((1u64 << bits.width) - 1) << bits.lsb;
+        let mask = (u64::MAX >> (64 - bits.width)) << bits.lsb;
         if used & mask != 0 {
             findings.push(Finding::error(
                 Rule::RelocationField,

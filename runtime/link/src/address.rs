@@ -117,3 +117,21 @@ pub(crate) fn merged_location(context: &impl Addresses, atom: AtomId, offset: u6
     let (start, at) = pieces[index];
     Some((target, at.checked_add(offset - start)?))
 }
+
+/// The atom and offset an edge's target labels (a symbol's definition, or a section and offset).
+pub(crate) fn label_location(
+    graph: &crate::graph::LinkGraph,
+    edge: &crate::graph::Edge,
+) -> Option<(crate::graph::AtomId, u64)> {
+    match edge.target_symbol {
+        Some(symbol) => {
+            let symbol = &graph.symbols[graph.resolved(symbol).index()];
+            let offset = match symbol.symbol_type {
+                crate::graph::SymbolType::Section => symbol.value.checked_add_signed(edge.addend)?,
+                _ => symbol.value,
+            };
+            Some((symbol.atom?, offset))
+        }
+        None => Some((edge.target_atom?, u64::try_from(edge.addend).ok()?)),
+    }
+}

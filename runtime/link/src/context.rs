@@ -44,6 +44,9 @@ impl HashStyle {
     }
 }
 
+/// The image base of options that leave it to the target's declaration (`[elf] image_base`).
+pub const DECLARED_IMAGE_BASE: u64 = u64::MAX;
+
 /// The options of one link (the command line of `neverc-spec link`).
 #[derive(Clone, Debug)]
 pub struct LinkOptions {
@@ -62,7 +65,8 @@ pub struct LinkOptions {
     pub gc_sections: bool,
     pub icf: IcfMode,
     pub map_file: Option<PathBuf>,
-    /// The image base: where the first segment goes.
+    /// The image base: where the first segment goes; [`DECLARED_IMAGE_BASE`] until the target's declared
+    /// one replaces it (`LinkContext::resolve_image_base`).
     pub image_base: u64,
     /// Output sections at fixed addresses (`--section-start`, `-Ttext`, `-Tdata`, `-Tbss`), by name; the
     /// last address given for a name counts. Layout places the sections after one of them after it.
@@ -231,7 +235,7 @@ impl LinkOptions {
             gc_sections: false,
             icf: IcfMode::None,
             map_file: None,
-            image_base: 0x40_0000,
+            image_base: DECLARED_IMAGE_BASE,
             section_starts: Vec::new(),
             separate_code: true,
             keep_text_section_prefix: false,
@@ -478,12 +482,19 @@ impl LinkContext {
     /// Sets `options.page_size` to the target's declared maximum page size unless it was given (it is 0 by
     /// default); 4 KiB when the target declares none. Segments are aligned to it and `p_align` is it.
     pub(crate) fn resolve_page_size(&mut self) {
+        let elf = self.graph.target_record().and_then(|target| target.elf);
         if self.options.page_size == 0 {
-            self.options.page_size = self
-                .graph
-                .target_record()
-                .and_then(|target| target.elf)
-                .map_or(0x1000, |elf| elf.max_page_size.max(1));
+            self.options.page_size = elf.map_or(0x1000, |elf| elf.max_page_size.max(1));
+        }
+        self.resolve_image_base();
+    }
+
+    /// Gives the image base its target's declared value unless the command line set one (or the output
+    /// is position-independent); done as soon as the inputs are read, so that every proof pins the same.
+    pub(crate) fn resolve_image_base(&mut self) {
+        if self.options.image_base == DECLARED_IMAGE_BASE {
+            let elf = self.graph.target_record().and_then(|target| target.elf);
+            self.options.image_base = elf.map_or(0x40_0000, |elf| elf.image_base);
         }
     }
 

@@ -542,6 +542,8 @@ pub struct Constraint {
 pub struct InstructionField {
     pub size: u32,
     pub shift: u32,
+    /// 0, or the bit from which the value is rounded first (RISC-V `%hi`: 12).
+    pub round: u32,
     pub bits: &'static [neverc_tables::BitRange],
 }
 
@@ -747,6 +749,7 @@ impl LinkGraph {
                 && relocation.relative_to == base
                 && relocation.size == field.size
                 && relocation.shift == field.shift
+                && relocation.round == field.round
                 && relocation.bits == field.bits
         };
         let relocations = self.target_record()?.relocations;

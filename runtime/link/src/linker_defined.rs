@@ -25,6 +25,10 @@ pub(crate) enum LinkerDefined<'n> {
     SectionBound { section: &'n str, end: bool },
     /// `_DYNAMIC`: the start of `.dynamic`, in an output that has one.
     Dynamic,
+    /// The architecture's global pointer, which code addresses small data from (RISC-V
+    /// `__global_pointer$`): as GNU ld's script places it, 0x800 past the start of the small data, but no
+    /// further than 0x800 before the end of `.bss` nor closer than 0x800 after the start of `.data`.
+    GlobalPointer,
 }
 
 /// The names with a fixed meaning, and what each means.
@@ -103,12 +107,16 @@ const FIXED: [(&str, LinkerDefined<'static>); 19] = [
 /// exists (only then are `__start_`/`__stop_` names defined), and `dynamic` whether the output has a
 /// `.dynamic` section: only then is `_DYNAMIC` defined (a static C library reads a defined one as its own
 /// dynamic section), and the `IRELATIVE` bounds are not (the loader, or a static PIE's start-up code,
-/// applies those relocations through `.dynamic`, as with GNU ld's PIE script).
+/// applies those relocations through `.dynamic`, as with GNU ld's PIE script); `arch` may name a global pointer.
 pub(crate) fn linker_defined<'n>(
     name: &'n str,
     has_section: impl Fn(&str) -> bool,
     dynamic: bool,
+    arch: &crate::arch::Arch,
 ) -> Option<LinkerDefined<'n>> {
+    if arch.global_pointer == Some(name) {
+        return Some(LinkerDefined::GlobalPointer);
+    }
     if let Some((_, meaning)) = FIXED.iter().find(|(fixed, _)| *fixed == name) {
         let iplt_bound = matches!(
             meaning,

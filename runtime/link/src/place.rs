@@ -872,7 +872,7 @@ fn define_linker_symbol_values(context: &mut LinkContext, layout: &Layout) {
         };
         // Names defined for sections that were all discarded keep the value 0.
         let dynamic = context.options.output_kind.has_dynamic_section();
-        let Some(meaning) = linker_defined(&name, |_| true, dynamic) else {
+        let Some(meaning) = linker_defined(&name, |_| true, dynamic, context.graph.arch()) else {
             continue;
         };
         let value = match meaning {
@@ -886,6 +886,14 @@ fn define_linker_symbol_values(context: &mut LinkContext, layout: &Layout) {
             LinkerDefined::SectionBound { section, end: false } => bounds(section).map_or(0, |(start, _)| start),
             LinkerDefined::SectionBound { section, end: true } => bounds(section).map_or(0, |(_, end)| end),
             LinkerDefined::Dynamic => bounds_of(OutputSectionId::Dynamic).map_or(0, |(start, _)| start),
+            LinkerDefined::GlobalPointer => {
+                // GNU ld: MIN(__SDATA_BEGIN__ + 0x800, MAX(__DATA_BEGIN__ + 0x800, __BSS_END__ - 0x800)), where
+                // the small data begins after `.got` (at the end of the data's file bytes without any).
+                let small_data = bounds(".sdata").map_or(data_file_end, |(start, _)| start);
+                let data = bounds_of(OutputSectionId::Data).map_or(data_start, |(start, _)| start);
+                let bss_end = bounds_of(OutputSectionId::Bss).map_or(memory_end, |(_, end)| end);
+                (small_data + 0x800).min((data + 0x800).max(bss_end.saturating_sub(0x800)))
+            }
         };
         context.graph.symbols[symbol.index()].value = value;
     }

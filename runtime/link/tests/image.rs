@@ -109,6 +109,7 @@ fn program(code: &[u8]) -> ImageLayout {
         entry: 0x401000,
         output_kind: neverc_link::output_kind::OutputKind::StaticExecutable,
         machine: neverc_link::graph::Machine::X86_64.0,
+        flags: 0,
         segments: vec![
             segment("headers", read, 0x400000, 0, headers, headers),
             segment(

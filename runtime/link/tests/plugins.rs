@@ -660,6 +660,7 @@ fn a_linker_provider_replaces_the_whole_link_and_the_sealed_gates_still_run() {
                 output_kind: neverc_link::output_kind::OutputKind::StaticExecutable,
                 entry: 0x401000,
                 machine: neverc_link::graph::Machine::X86_64.0,
+                flags: 0,
                 // One segment maps the headers (the gate insists: `AT_PHDR` must point at them) and the code.
                 segments: vec![SegmentLayout {
                     name: "RX".into(),

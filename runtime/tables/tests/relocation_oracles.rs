@@ -23,7 +23,7 @@ struct Tools {
     word: &'static str,
 }
 
-const TOOLS: [Tools; 2] = [
+const TOOLS: [Tools; 3] = [
     Tools {
         target: "x86_64",
         assembler: "as",
@@ -35,6 +35,12 @@ const TOOLS: [Tools; 2] = [
         assembler: "aarch64-linux-gnu-as",
         linker: "aarch64-linux-gnu-ld",
         word: ".xword 0",
+    },
+    Tools {
+        target: "riscv64",
+        assembler: "riscv64-linux-gnu-as",
+        linker: "riscv64-linux-gnu-ld",
+        word: ".dword 0",
     },
 ];
 
@@ -162,7 +168,7 @@ fn value_of(record: &RelocationRecord, s_plus_a: u64, p: u64) -> Option<i64> {
         RelocationBase::Nothing => s_plus_a,
         RelocationBase::Place => s_plus_a.wrapping_sub(p),
         RelocationBase::Page => (s_plus_a & !0xfff).wrapping_sub(p & !0xfff),
-        RelocationBase::Got | RelocationBase::GotPage => return None,
+        RelocationBase::Got | RelocationBase::GotPage | RelocationBase::GlobalPointer => return None,
     };
     Some(value as i64)
 }
@@ -231,6 +237,99 @@ sized:
                 "R_X86_64_PC8",
                 "R_X86_64_SIZE32",
                 "R_X86_64_SIZE64",
+            ],
+        ),
+        "riscv64" => (
+            ".option norelax
+.option rvc
+.text
+.globl _start
+_start:
+ lui a0, %hi(target)
+ addi a0, a0, %lo(target)
+ sw a0, %lo(target)(a1)
+1: auipc a0, %pcrel_hi(target)
+ addi a0, a0, %pcrel_lo(1b)
+2: auipc a1, %pcrel_hi(target + 8)
+ sd a0, %pcrel_lo(2b)(a1)
+ .reloc ., R_RISCV_BRANCH, near
+ .4byte 0x00b50063 # beq a0, a1, 0: raw, so that GNU as adds no relocation of its own
+ jal far
+ call far
+ tail far
+ .reloc ., R_RISCV_RVC_BRANCH, cnear
+ .2byte 0xc101 # c.beqz a0, 0
+ .reloc ., R_RISCV_RVC_JUMP, cnear
+ .2byte 0xa001 # c.j 0
+.data
+ .dword target
+ .word target
+ .reloc ., R_RISCV_32_PCREL, near16
+ .word 0
+ .reloc ., R_RISCV_SET8, tiny
+ .byte 0
+ .reloc ., R_RISCV_SET16, small
+ .half 0
+ .reloc ., R_RISCV_SET32, target
+ .word 0
+ .reloc ., R_RISCV_SET6, tiny
+ .byte 0xc0
+ .reloc ., R_RISCV_SUB6, tiny
+ .byte 0x45
+ .reloc ., R_RISCV_ADD8, tiny
+ .byte 5
+ .reloc ., R_RISCV_ADD16, small
+ .half 0x100
+ .reloc ., R_RISCV_ADD32, target
+ .word 0x1000
+ .reloc ., R_RISCV_ADD64, target
+ .dword 0x10000
+ .reloc ., R_RISCV_SUB8, tiny
+ .byte 0x90
+ .reloc ., R_RISCV_SUB16, small
+ .half 0x5000
+ .reloc ., R_RISCV_SUB32, target
+ .word 0x20000000
+ .reloc ., R_RISCV_SUB64, target
+ .dword 0x20000000
+",
+            &[
+                ("target", 0x1234_5670),
+                ("far", 0x48_0000),
+                ("near", 0x40_0800),
+                ("cnear", 0x40_0100),
+                ("small", 0x1234),
+                ("tiny", 0x1f),
+                ("near16", 0x60_0100),
+            ],
+            &[
+                "R_RISCV_HI20",
+                "R_RISCV_LO12_I",
+                "R_RISCV_LO12_S",
+                "R_RISCV_PCREL_HI20",
+                "R_RISCV_PCREL_LO12_I",
+                "R_RISCV_PCREL_LO12_S",
+                "R_RISCV_BRANCH",
+                "R_RISCV_JAL",
+                "R_RISCV_CALL_PLT",
+                "R_RISCV_RVC_BRANCH",
+                "R_RISCV_RVC_JUMP",
+                "R_RISCV_64",
+                "R_RISCV_32",
+                "R_RISCV_32_PCREL",
+                "R_RISCV_SET8",
+                "R_RISCV_SET16",
+                "R_RISCV_SET32",
+                "R_RISCV_SET6",
+                "R_RISCV_SUB6",
+                "R_RISCV_ADD8",
+                "R_RISCV_ADD16",
+                "R_RISCV_ADD32",
+                "R_RISCV_ADD64",
+                "R_RISCV_SUB8",
+                "R_RISCV_SUB16",
+                "R_RISCV_SUB32",
+                "R_RISCV_SUB64",
             ],
         ),
         _ => (
@@ -311,6 +410,8 @@ _start:
 /// and what it said.
 fn link(tools: &Tools, object: &Path, output: &Path, symbols: &[(&str, u64)]) -> (bool, String) {
     let mut args: Vec<String> = vec![
+        // RISC-V: the places keep the instructions they were assembled with (no relaxation).
+        "--no-relax".into(),
         "-static".into(),
         "-e".into(),
         "0".into(),
@@ -359,22 +460,42 @@ fn ld_writes_the_bits_the_records_compute() {
                 let RelocationTarget::Symbol(index) = relocation.target() else {
                     panic!("{}: not against a symbol", record.name)
                 };
-                let symbol_name = object.symbol_by_index(index).unwrap().name().unwrap();
-                let symbol = executable
-                    .symbols()
-                    .find(|symbol| symbol.name() == Ok(symbol_name))
-                    .unwrap();
-                let addend = relocation.addend() as u64;
-                let s_plus_a = match record.kind {
-                    RelocationKind::Symbol | RelocationKind::Branch => symbol.address().wrapping_add(addend),
-                    RelocationKind::Size => symbol.size().wrapping_add(addend),
-                    other => panic!("{}: kind {other:?} is not in the listing", record.name),
+                // S + A of a relocation of the object, from the linked executable's symbols.
+                let s_plus_a_of = |relocation: &object::Relocation| {
+                    let RelocationTarget::Symbol(index) = relocation.target() else {
+                        panic!("{}: not against a symbol", record.name)
+                    };
+                    let name = object.symbol_by_index(index).unwrap().name().unwrap();
+                    let symbol = executable.symbols().find(|symbol| symbol.name() == Ok(name)).unwrap();
+                    let address = symbol.address().wrapping_add(relocation.addend() as u64);
+                    (symbol, address)
                 };
+                let offset_in_section = offset;
                 let place = linked.address() + offset;
-                let value = value_of(record, s_plus_a, place).unwrap();
                 let offset = offset as usize;
                 let before = read_place(original, offset, record.size);
                 let after = read_place(patched, offset, record.size);
+                let value = match record.kind {
+                    RelocationKind::Symbol | RelocationKind::Branch => {
+                        value_of(record, s_plus_a_of(&relocation).1, place).unwrap()
+                    }
+                    RelocationKind::Size => s_plus_a_of(&relocation)
+                        .0
+                        .size()
+                        .wrapping_add(relocation.addend() as u64) as i64,
+                    // The high part at the label: its value relative to its own place.
+                    RelocationKind::PairedLow => {
+                        let label = object.symbol_by_index(index).unwrap().address();
+                        let (_, high) = section
+                            .relocations()
+                            .find(|(at, _)| *at == label && *at != offset_in_section)
+                            .unwrap_or_else(|| panic!("{}: no high part at its label", record.name));
+                        s_plus_a_of(&high).1.wrapping_sub(linked.address() + label) as i64
+                    }
+                    RelocationKind::Add => record.extract(before).wrapping_add(s_plus_a_of(&relocation).1) as i64,
+                    RelocationKind::Subtract => record.extract(before).wrapping_sub(s_plus_a_of(&relocation).1) as i64,
+                    other => panic!("{}: kind {other:?} is not in the listing", record.name),
+                };
                 assert!(
                     record.fits(value),
                     "{}: {value:#x} does not fit, and ld wrote it",
@@ -404,6 +525,20 @@ fn edges(record: &RelocationRecord) -> Vec<(i64, bool)> {
         Overflow::None => return Vec::new(),
     };
     let scale = 1i128 << record.shift;
+    if record.round != 0 {
+        // The value is rounded (2^(round-1) added) before it is shifted: the edges are that much lower, and
+        // the largest value that fits is the last of its multiple of the scale.
+        let bias = 1i128 << (record.round - 1);
+        return [
+            (high * scale + scale - 1 - bias, true),
+            (high * scale + scale - bias, false),
+            (low * scale - bias, true),
+            (low * scale - bias - 1, false),
+        ]
+        .into_iter()
+        .map(|(edge, fits)| (edge as i64, fits))
+        .collect();
+    }
     [(high, true), (high + 1, false), (low, true), (low - 1, false)]
         .into_iter()
         .map(|(edge, fits)| ((edge * scale) as i64, fits))
@@ -421,7 +556,14 @@ const LD_BFD_DIFFERS: &[(&str, i64, &str)] = &[
     ("R_AARCH64_ABS16", -0x8000, AARCH64_ABI),
     ("R_AARCH64_PREL32", 0xffff_ffff, AARCH64_ABI),
     ("R_AARCH64_PREL16", 0xffff, AARCH64_ABI),
+    ("R_RISCV_PCREL_HI20", -0x8000_0801, RISCV_PCREL_HI20),
+    ("R_RISCV_32_PCREL", 0x8000_0000, RISCV_32_PCREL),
+    ("R_RISCV_32_PCREL", -0x8000_0001, RISCV_32_PCREL),
 ];
+const RISCV_PCREL_HI20: &str = "`auipc` + a sign-extended 12-bit low part reaches -2^31-2048 at the lowest (lld's checkInt \
+                                of v + 0x800 over 32 bits); ld.bfd 2.40 lets one byte more through";
+const RISCV_32_PCREL: &str = "ld.bfd does not check R_RISCV_32_PCREL (complain_overflow_dont); a 32-bit pc-relative \
+                              difference is signed";
 const BITFIELD: &str = "ld.bfd's `bitfield` check also accepts -2^w <= v < -2^(w-1), which neither a signed nor an \
                         unsigned reading of the field gives back; `either` is lld's checkIntUInt";
 const PC16: &str = "ld.bfd checks PC16 as a `bitfield`; a pc-relative displacement is signed (lld's checkInt)";
@@ -440,7 +582,10 @@ fn ld_refuses_exactly_the_values_the_records_say_do_not_fit() {
             // A branch may go through a thunk (ld.bfd adds AArch64 long-branch stubs), and the other kinds need a
             // GOT or a TLS block: only plain symbol references overflow.
             if record.kind != RelocationKind::Symbol
-                || matches!(record.relative_to, RelocationBase::Got | RelocationBase::GotPage)
+                || matches!(
+                    record.relative_to,
+                    RelocationBase::Got | RelocationBase::GotPage | RelocationBase::GlobalPointer
+                )
                 || record.value_width() >= 64
             {
                 continue;

@@ -19,6 +19,7 @@
 //! with layout run again after them, as it is after thunks).
 
 pub(crate) mod aarch64;
+pub(crate) mod riscv64;
 pub(crate) mod x86_64;
 
 use std::ops::Range;
@@ -54,6 +55,19 @@ pub(crate) struct Arch {
     /// Relaxes a general-dynamic or descriptor access to an imported thread-local variable to initial-exec:
     /// the code reads the variable's offset from the thread pointer from a GOT slot the loader fills.
     pub(crate) relax_tls_to_ie: fn(&mut [u8], TlsToInitialExec) -> Result<TlsRelaxed, String>,
+    /// Whether an executable keeps initial-exec TLS accesses as they are, reading the variable's offset from
+    /// the thread pointer from a GOT slot the link fills (RISC-V, as ld.bfd and ld.lld link it), rather than
+    /// relaxing them to local-exec (`relax_tls`).
+    pub(crate) keeps_initial_exec: bool,
+    /// The name of the global pointer the linker defines, from which code addresses small data (RISC-V
+    /// `__global_pointer$`); `None`: the architecture has none.
+    pub(crate) global_pointer: Option<&'static str>,
+    /// Merges the `e_flags` of one more input into those of the inputs before it, or says why the two
+    /// cannot be linked together (RISC-V: different floating-point ABIs); `None`: the output's are 0.
+    pub(crate) elf_flags: Option<MergeFlags>,
+    /// The edits of one round of linker relaxation over the current layout (`crate::shrink`): code that
+    /// gets shorter once addresses are known; `None`: the architecture's code keeps its size.
+    pub(crate) relax: Option<Relax>,
     /// What a relocation against an undefined weak symbol becomes; `None`: the symbol is 0.
     pub(crate) undefined_weak: fn(RelocationKind, RelocationBase, i128) -> Option<UndefinedWeak>,
     /// The core erratum the linker can work around in this architecture's code when asked to
@@ -94,6 +108,23 @@ pub(crate) struct ErratumSequence {
     pub(crate) moved_place: u64,
     pub(crate) veneer: u64,
 }
+
+/// What a round of linker relaxation does: shorten instruction sequences (unless `--no-relax`), repeated
+/// until nothing more shortens, then trim alignment padding once (always).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RelaxPass {
+    Shorten,
+    Align,
+}
+
+/// Merges one more input's `e_flags` into those before it.
+pub(crate) type MergeFlags = fn(u32, u32) -> Result<u32, String>;
+
+/// The edits of one relaxation round.
+pub(crate) type Relax = fn(&crate::context::LinkContext, RelaxPass) -> Result<Vec<RelaxEdit>, String>;
+
+/// An edit of one atom's code, at its current offsets.
+pub(crate) type RelaxEdit = (crate::graph::AtomId, crate::shrink::AtomEdit);
 
 /// Code the linker writes itself, and the fields in it that address what it reaches.
 pub(crate) struct CodeTemplate {
@@ -219,12 +250,16 @@ pub(crate) static GENERIC: Arch = Arch {
     relax_tls_to_ie: |_, _| {
         Err("reaching thread-local variables of shared libraries is not supported for this target yet".to_string())
     },
+    keeps_initial_exec: false,
+    global_pointer: None,
+    elf_flags: None,
+    relax: None,
     undefined_weak: |_, _, _| None,
     erratum: None,
 };
 
 /// The architectures with code of their own.
-static ARCHES: [&Arch; 2] = [&x86_64::ARCH, &aarch64::ARCH];
+static ARCHES: [&Arch; 3] = [&x86_64::ARCH, &aarch64::ARCH, &riscv64::ARCH];
 
 impl Arch {
     /// The table of the architecture of `target` (its declared ELF machine), or [`GENERIC`].

@@ -451,6 +451,8 @@ pub struct ImageLayout {
     pub output_kind: crate::output_kind::OutputKind,
     /// `e_machine`: the target's declared machine (`crate::graph::Machine`).
     pub machine: u16,
+    /// `e_flags`: what the architecture makes of its inputs' (`Arch::elf_flags`; 0 for most).
+    pub flags: u32,
     /// In ascending address order.
     pub segments: Vec<SegmentLayout>,
     /// The other program headers, in the order they are written.
@@ -1065,7 +1067,7 @@ fn file_header(layout: &ImageLayout, plan: &Plan) -> Vec<u8> {
         .u64(layout.entry)
         .u64(FILE_HEADER_SIZE)
         .u64(plan.section_headers_offset)
-        .u32(0)
+        .u32(layout.flags)
         .u16(FILE_HEADER_SIZE as u16)
         .u16(PROGRAM_HEADER_SIZE as u16)
         .u16(program_header_count)

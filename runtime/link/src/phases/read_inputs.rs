@@ -11,6 +11,7 @@ use crate::read::{extract_whole_archive, read_input};
 
 pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseError> {
     if !context.graph.sections.is_empty() || !context.graph.archives.is_empty() {
+        context.resolve_image_base();
         return Ok(());
     }
     context.graph.skip_debug_relocations = context.options.strip != crate::context::Strip::Nothing;
@@ -34,5 +35,6 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         }
     }
     context.graph.index_edges();
+    context.resolve_image_base();
     Ok(())
 }

@@ -22,7 +22,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use neverc_tables::RelocationKind;
 
 use crate::address::target_value;
-use crate::arch::{ErratumFix, ThunkTemplate};
+use crate::arch::{ErratumFix, Relax, RelaxPass, ThunkTemplate};
 use crate::context::{Destination, ErratumSite, LinkContext, PhaseError, Thunk};
 use crate::graph::{Atom, AtomId, Binding, Edge, EdgeId, Origin, section_flags};
 use crate::phases::LinkPhase;
@@ -55,6 +55,9 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
         }
     };
     context.resolve_page_size();
+    if let Some(relax) = arch.relax {
+        relax_code(context, relax)?;
+    }
     let thunk = arch
         .thunk
         .filter(|_| shortest_reach(context).is_some_and(|reach| span_bound(context) >= reach));
@@ -104,6 +107,34 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
             add_veneers(context, phase, fix, sequences, &mut fixed)?;
         }
     }
+    Ok(())
+}
+
+/// How many provisional layouts shortening code may take before it stops (each round shortens only what
+/// the layout before allowed; what is left is correct, only longer).
+const MAX_RELAX_ROUNDS: usize = 16;
+
+/// Linker relaxation: instruction sequences shortened round by round over provisional layouts until none
+/// shortens more (unless `--no-relax`), then alignment padding trimmed for the final addresses.
+fn relax_code(context: &mut LinkContext, relax: Relax) -> Result<(), PhaseError> {
+    let failed = |message: String| PhaseError::new(PHASE, message);
+    if context.options.relax {
+        for _ in 0..MAX_RELAX_ROUNDS {
+            let layout = crate::place::lay_out(context)?;
+            context.set_layout(layout);
+            let edits = relax(context, RelaxPass::Shorten).map_err(failed)?;
+            if edits.is_empty() {
+                break;
+            }
+            crate::shrink::apply(&mut context.graph, edits).map_err(failed)?;
+            context.invalidate_edge_index();
+        }
+    }
+    let layout = crate::place::lay_out(context)?;
+    context.set_layout(layout);
+    let edits = relax(context, RelaxPass::Align).map_err(failed)?;
+    crate::shrink::apply(&mut context.graph, edits).map_err(failed)?;
+    context.invalidate_edge_index();
     Ok(())
 }
 

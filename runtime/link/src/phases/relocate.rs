@@ -33,6 +33,8 @@ struct Relocator<'a> {
     options: &'a LinkOptions,
     erratum_sites: &'a [ErratumSite],
     layout: &'a Layout,
+    /// The address of the architecture's global pointer, if it has one and the output defines it.
+    global_pointer: Option<u64>,
 }
 
 impl<'a> Relocator<'a> {
@@ -43,6 +45,12 @@ impl<'a> Relocator<'a> {
             synthesized: &context.synthesized,
             options: &context.options,
             erratum_sites: &context.erratum_sites,
+            global_pointer: context
+                .graph
+                .arch()
+                .global_pointer
+                .and_then(|name| context.global_symbols.get(name))
+                .and_then(|symbol| crate::address::symbol_address(context, *symbol)),
         }
     }
 
@@ -515,16 +523,7 @@ fn apply(
     // S + A.
     let value = || target_value(context, edge).ok_or_else(|| format!("{}: no address", what()));
     // GOT + G + A.
-    let got_entry = || -> Result<i128, String> {
-        let symbol = edge
-            .target_symbol
-            .map(|symbol| graph.resolved(symbol))
-            .ok_or_else(|| "GOT load without a symbol".to_string())?;
-        let slot = context
-            .got_slot_of(symbol)
-            .ok_or_else(|| format!("no GOT slot for `{}`", name()))?;
-        Ok(got_address(context)? + slot as i128 * 8 + i128::from(edge.addend))
-    };
+    let got_entry = || got_entry_of(context, edge);
     // The offset of S + A from the thread pointer.
     let tp_offset = || -> Result<i128, String> {
         let tls = context
@@ -551,6 +550,9 @@ fn apply(
             RelocationBase::Page => (total & !0xfff) - (place & !0xfff),
             RelocationBase::Got => total - got_address(context)?,
             RelocationBase::GotPage => total - (got_address(context)? & !0xfff),
+            RelocationBase::GlobalPointer => {
+                total - i128::from(context.global_pointer.ok_or("the output has no global pointer")?)
+            }
         })
     };
     let arch = graph.arch();
@@ -617,7 +619,28 @@ fn apply(
     };
     let library = context.options.output_kind.is_shared_library();
     let total = match record.kind {
-        RelocationKind::None => return Ok(()),
+        RelocationKind::None | RelocationKind::Align | RelocationKind::Relax | RelocationKind::TlsLeAdd => {
+            return Ok(());
+        }
+        // The low part of the high-part relocation it is paired with, at the place that relocation patches.
+        RelocationKind::PairedLow => {
+            paired_high_value(context, edge).map_err(|message| format!("{}: {message}", what()))?
+        }
+        // What the place holds plus or minus S + A (the two ends of a difference of labels).
+        RelocationKind::Add | RelocationKind::Subtract => {
+            let width = (record.size / 8) as usize;
+            let field = at
+                .checked_add(width)
+                .and_then(|end| buffer.get(at..end))
+                .ok_or_else(|| format!("{} patches past the end of its section", what()))?;
+            let mut bytes = [0u8; 8];
+            bytes[..width].copy_from_slice(field);
+            let held = i128::from(record.extract(u64::from_le_bytes(bytes)));
+            match record.kind {
+                RelocationKind::Add => held + value()?,
+                _ => held - value()?,
+            }
+        }
         // A shared library's TLS accesses read the entries `synth::tls` made.
         RelocationKind::TlsGd | RelocationKind::TlsLd | RelocationKind::TlsIe | RelocationKind::TlsDesc if library => {
             let entry = TlsEntry::of(record.kind).ok_or_else(|| format!("{}: not a TLS access", what()))?;
@@ -664,8 +687,9 @@ fn apply(
         // A static executable relaxes every local-dynamic sequence, after which the register holds the
         // thread pointer: offsets within the block are offsets from it.
         RelocationKind::TlsLe | RelocationKind::TlsDtpOffset => tp_offset()?,
-        // An imported variable's offset is in the GOT slot the loader fills.
-        RelocationKind::TlsIe if imported_tls() => got_entry()?,
+        // An imported variable's offset is in the GOT slot the loader fills; where the architecture keeps
+        // initial-exec accesses, a defined one's offset is in a slot the link fills.
+        RelocationKind::TlsIe if imported_tls() || arch.keeps_initial_exec => got_entry()?,
         // General-dynamic and descriptor accesses to an imported variable become initial-exec ones.
         RelocationKind::TlsGd | RelocationKind::TlsDesc | RelocationKind::TlsDescCall if imported_tls() => {
             let slot = if record.kind == RelocationKind::TlsDescCall {
@@ -699,6 +723,46 @@ fn apply(
         }
     };
     patch(buffer, at, record, relative_to_base(total)?, &what)
+}
+
+/// The address of `edge`'s GOT slot plus its addend (GOT + G + A).
+fn got_entry_of(context: &Relocator<'_>, edge: &Edge) -> Result<i128, String> {
+    let graph = context.graph;
+    let symbol = edge
+        .target_symbol
+        .map(|symbol| graph.resolved(symbol))
+        .ok_or_else(|| "GOT load without a symbol".to_string())?;
+    let slot = context
+        .got_slot_of(symbol)
+        .ok_or_else(|| format!("no GOT slot for `{}`", graph.symbols[symbol.index()].name))?;
+    Ok(got_address(context)? + slot as i128 * 8 + i128::from(edge.addend))
+}
+
+/// The value of the high-part relocation a `paired_low` edge is paired with: the relocation relative to the
+/// place that rounds its value (RISC-V `%pcrel_hi`, `%got_pcrel_hi`, `%tls_ie_pcrel_hi`) at the address the
+/// edge's symbol labels, relative to that relocation's own place. The edge's addend is ignored, as ld.bfd and
+/// ld.lld ignore it.
+fn paired_high_value(context: &Relocator<'_>, edge: &Edge) -> Result<i128, String> {
+    let graph = context.graph;
+    let (atom, offset) = crate::address::label_location(graph, edge).ok_or("its label is not defined in a section")?;
+    let atom = crate::address::placed_atom(context, atom).unwrap_or(atom);
+    let (partner, record) = graph
+        .edges_of(atom)
+        .filter(|(_, partner)| partner.offset == offset)
+        .find_map(|(_, partner)| {
+            graph
+                .relocation(partner)
+                .filter(|record| record.round != 0 && record.relative_to == RelocationBase::Place)
+                .map(|record| (partner, record))
+        })
+        .ok_or("no high-part relocation at its label")?;
+    let place = i128::from(graph.atoms[atom.index()].address) + i128::from(offset);
+    let total = match record.kind {
+        RelocationKind::Symbol => target_value(context, partner).ok_or("the high part's symbol has no address")?,
+        RelocationKind::GotEntry | RelocationKind::TlsIe => got_entry_of(context, partner)?,
+        other => return Err(format!("a high part of kind `{}` is not supported yet", other.name())),
+    };
+    Ok(total - place)
 }
 
 /// The address of the global offset table (the start of `.got`, or of `.got.plt` when there is no `.got`).

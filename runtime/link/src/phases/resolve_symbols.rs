@@ -791,6 +791,7 @@ pub(crate) fn is_linker_defined(name: &str, graph: &LinkGraph, dynamic: bool) ->
         name,
         |section| graph.sections.iter().any(|candidate| candidate.name == section),
         dynamic,
+        graph.arch(),
     )
     .is_some()
 }

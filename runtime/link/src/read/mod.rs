@@ -239,3 +239,12 @@ pub fn extract_all_members(graph: &mut LinkGraph) -> Result<(), ReadError> {
     graph.index_edges();
     Ok(())
 }
+
+/// `e_flags` of the 64-bit little-endian ELF object in `range` of `data`, if it is one.
+pub(crate) fn elf_flags(data: &[u8], range: std::ops::Range<usize>) -> Option<u32> {
+    let header = data.get(range)?;
+    if header.get(..6)? != b"\x7fELF\x02\x01" {
+        return None;
+    }
+    header.get(48..52)?.try_into().ok().map(u32::from_le_bytes)
+}

@@ -391,15 +391,19 @@ pub enum RelocationBase {
     /// The page of the global offset table: `value - Page(GOT)`, pages of 4 KiB (AArch64
     /// `LD64_GOTPAGE_LO15`, the offset of a GOT slot from the page an `adrp` of `_GLOBAL_OFFSET_TABLE_` reaches).
     GotPage,
+    /// The architecture's global pointer, from which relaxed code addresses small data (RISC-V
+    /// `__global_pointer$`: ld.bfd's `R_RISCV_GPREL_I`/`_S`).
+    GlobalPointer,
 }
 
 impl RelocationBase {
-    pub const ALL: [RelocationBase; 5] = [
+    pub const ALL: [RelocationBase; 6] = [
         RelocationBase::Nothing,
         RelocationBase::Place,
         RelocationBase::Page,
         RelocationBase::Got,
         RelocationBase::GotPage,
+        RelocationBase::GlobalPointer,
     ];
 
     /// The base as target files spell it.
@@ -410,6 +414,7 @@ impl RelocationBase {
             RelocationBase::Page => "page",
             RelocationBase::Got => "got",
             RelocationBase::GotPage => "got_page",
+            RelocationBase::GlobalPointer => "global_pointer",
         }
     }
 }
@@ -488,6 +493,10 @@ pub struct RelocationRecordIn<'a> {
     pub overflow: Overflow,
     /// Right shift (arithmetic) applied to the value before it is checked and written.
     pub shift: u32,
+    /// 0, or the bit from which the value's bits are those of the value rounded to the nearest multiple of
+    /// `2^round` (`2^(round-1)` added first): the high part of a pair whose low part the instruction
+    /// sign-extends (RISC-V `%hi` and `auipc`: 12). The overflow rule is checked on the rounded value.
+    pub round: u32,
     /// Where the shifted value goes, its least significant bits first (AArch64 ADRP: `immlo` then
     /// `immhi`); empty when the value fills the whole place.
     pub bits: &'a [BitRange],
@@ -517,15 +526,31 @@ impl<'a> RelocationRecordIn<'a> {
         }
     }
 
+    /// `value` rounded at bit `round` (itself when `round` is 0).
+    const fn rounded(&self, value: i64) -> i64 {
+        match self.round {
+            0 => value,
+            round if round < 64 => value.wrapping_add(1 << (round - 1)),
+            _ => value,
+        }
+    }
+
     /// Whether `value` (already relative to the relocation's base) fits under the overflow rule.
     pub const fn fits(&self, value: i64) -> bool {
-        self.overflow.fits(self.shifted(value), self.value_width())
+        // A value that rounding would carry past i64::MAX fits no field narrower than 64 bits.
+        if self.round != 0 && self.round < 64 && value.checked_add(1 << (self.round - 1)).is_none() {
+            return self.value_width() >= 64;
+        }
+        self.overflow
+            .fits(self.shifted(self.rounded(value)), self.value_width())
     }
 
     /// `place` (the `size` bits read from the place, little end first) with `value` written into the
     /// relocation's bits; bits outside them are kept.
     pub const fn insert(&self, place: u64, value: i64) -> u64 {
-        let shifted = self.shifted(value) as u64;
+        let exact = self.shifted(value) as u64;
+        let rounded = self.shifted(self.rounded(value)) as u64;
+        let shifted = if self.round == 0 { exact } else { rounded };
         if self.bits.is_empty() {
             let mask = low_mask(self.size);
             return (place & !mask) | (shifted & mask);
@@ -536,11 +561,13 @@ impl<'a> RelocationRecordIn<'a> {
         while index < self.bits.len() {
             let range = self.bits[index];
             let mask = low_mask(range.width);
-            let part = if consumed >= 64 {
-                0
+            // Bits of the value below `round` are the exact value's, the rest the rounded value's.
+            let source = if consumed.saturating_add(self.shift) < self.round {
+                exact
             } else {
-                (shifted >> consumed) & mask
+                rounded
             };
+            let part = if consumed >= 64 { 0 } else { (source >> consumed) & mask };
             if range.lsb < 64 {
                 out = (out & !(mask << range.lsb)) | (part << range.lsb);
             }
@@ -548,6 +575,34 @@ impl<'a> RelocationRecordIn<'a> {
             index += 1;
         }
         out
+    }
+
+    /// The value the relocation's bits of `place` hold (the inverse of [`Self::insert`] for a value that
+    /// fits, unrounded and shifted back; zero-extended): what a relocation that adds to its place reads.
+    pub const fn extract(&self, place: u64) -> u64 {
+        if self.bits.is_empty() {
+            return place & low_mask(self.size);
+        }
+        let mut value: u64 = 0;
+        let mut consumed: u32 = 0;
+        let mut index = 0;
+        while index < self.bits.len() {
+            let range = self.bits[index];
+            let part = if range.lsb < 64 {
+                (place >> range.lsb) & low_mask(range.width)
+            } else {
+                0
+            };
+            if consumed < 64 {
+                value |= part << consumed;
+            }
+            consumed = consumed.saturating_add(range.width);
+            index += 1;
+        }
+        match value.checked_shl(self.shift) {
+            Some(value) => value,
+            None => 0,
+        }
     }
 }
 
@@ -564,6 +619,8 @@ pub struct ElfRecordIn<'a> {
     pub common_page_size: u64,
     /// The largest page size the target runs with; segments are aligned to it (ld's `MAXPAGESIZE`).
     pub max_page_size: u64,
+    /// Where a position-dependent executable's image starts by default (GNU ld's `TEXT_START_ADDR`).
+    pub image_base: u64,
     /// Where an executable's TLS block lies relative to the thread pointer.
     pub tls: TlsVariant,
     /// GNU ld's emulation names for the target (`-m elf_x86_64`), in declaration order; exact spellings,

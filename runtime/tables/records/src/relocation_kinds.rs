@@ -51,10 +51,22 @@ pub enum RelocationKind {
     JumpSlot,
     /// The bytes of the symbol's definition in a shared library, copied by the dynamic loader at start-up into the space the executable reserved for it; dynamic.
     Copy,
+    /// The low part of the value of the relocation it is paired with: the high-part relocation at the address of S (RISC-V `%pcrel_lo` names the `auipc` whose `%pcrel_hi`, `%got_pcrel_hi` or TLS high part it completes); its own addend is ignored.
+    PairedLow,
+    /// The place's value plus S + A (RISC-V ADD8-64: the end of a difference of two labels, for the linker to compute).
+    Add,
+    /// The place's value minus S + A (RISC-V SUB6-64: the start of a difference of two labels).
+    Subtract,
+    /// Marks A bytes of `nop` padding the linker trims so that the instruction after it is aligned to the power of two above A (RISC-V linker relaxation); patches nothing itself.
+    Align,
+    /// Marks the relocation at the same place as one whose instruction sequence the linker may shorten (RISC-V linker relaxation); patches nothing itself.
+    Relax,
+    /// Marks the instruction that adds the thread pointer in a local-exec sequence, which relaxation may remove; patches nothing itself.
+    TlsLeAdd,
 }
 impl RelocationKind {
     /// Every kind, in the vocabulary's order.
-    pub const ALL: [RelocationKind; 21] = [
+    pub const ALL: [RelocationKind; 27] = [
         RelocationKind::None,
         RelocationKind::Symbol,
         RelocationKind::Branch,
@@ -76,6 +88,12 @@ impl RelocationKind {
         RelocationKind::GlobDat,
         RelocationKind::JumpSlot,
         RelocationKind::Copy,
+        RelocationKind::PairedLow,
+        RelocationKind::Add,
+        RelocationKind::Subtract,
+        RelocationKind::Align,
+        RelocationKind::Relax,
+        RelocationKind::TlsLeAdd,
     ];
     /// The kind as target files spell it.
     pub const fn name(self) -> &'static str {
@@ -101,6 +119,12 @@ impl RelocationKind {
             RelocationKind::GlobDat => "glob_dat",
             RelocationKind::JumpSlot => "jump_slot",
             RelocationKind::Copy => "copy",
+            RelocationKind::PairedLow => "paired_low",
+            RelocationKind::Add => "add",
+            RelocationKind::Subtract => "subtract",
+            RelocationKind::Align => "align",
+            RelocationKind::Relax => "relax",
+            RelocationKind::TlsLeAdd => "tls_le_add",
         }
     }
     /// The kind target files spell `name`.
@@ -176,6 +200,24 @@ impl RelocationKind {
             RelocationKind::Copy => {
                 "The bytes of the symbol's definition in a shared library, copied by the dynamic loader at start-up into the space the executable reserved for it; dynamic."
             }
+            RelocationKind::PairedLow => {
+                "The low part of the value of the relocation it is paired with: the high-part relocation at the address of S (RISC-V `%pcrel_lo` names the `auipc` whose `%pcrel_hi`, `%got_pcrel_hi` or TLS high part it completes); its own addend is ignored."
+            }
+            RelocationKind::Add => {
+                "The place's value plus S + A (RISC-V ADD8-64: the end of a difference of two labels, for the linker to compute)."
+            }
+            RelocationKind::Subtract => {
+                "The place's value minus S + A (RISC-V SUB6-64: the start of a difference of two labels)."
+            }
+            RelocationKind::Align => {
+                "Marks A bytes of `nop` padding the linker trims so that the instruction after it is aligned to the power of two above A (RISC-V linker relaxation); patches nothing itself."
+            }
+            RelocationKind::Relax => {
+                "Marks the relocation at the same place as one whose instruction sequence the linker may shorten (RISC-V linker relaxation); patches nothing itself."
+            }
+            RelocationKind::TlsLeAdd => {
+                "Marks the instruction that adds the thread pointer in a local-exec sequence, which relaxation may remove; patches nothing itself."
+            }
         }
     }
     /// Whether a relocation of this kind patches bits of its place; a marker (size 0) does not.
@@ -202,6 +244,12 @@ impl RelocationKind {
             RelocationKind::GlobDat => true,
             RelocationKind::JumpSlot => true,
             RelocationKind::Copy => true,
+            RelocationKind::PairedLow => true,
+            RelocationKind::Add => true,
+            RelocationKind::Subtract => true,
+            RelocationKind::Align => false,
+            RelocationKind::Relax => false,
+            RelocationKind::TlsLeAdd => false,
         }
     }
     /// Whether a relocation of this kind may be relative to `base`.
@@ -211,7 +259,8 @@ impl RelocationKind {
             RelocationKind::Symbol => {
                 matches!(
                     base, RelocationBase::Nothing | RelocationBase::Place |
-                    RelocationBase::Page | RelocationBase::Got
+                    RelocationBase::Page | RelocationBase::Got |
+                    RelocationBase::GlobalPointer
                 )
             }
             RelocationKind::Branch => matches!(base, RelocationBase::Place),
@@ -258,6 +307,12 @@ impl RelocationKind {
             RelocationKind::GlobDat => matches!(base, RelocationBase::Nothing),
             RelocationKind::JumpSlot => matches!(base, RelocationBase::Nothing),
             RelocationKind::Copy => matches!(base, RelocationBase::Nothing),
+            RelocationKind::PairedLow => matches!(base, RelocationBase::Nothing),
+            RelocationKind::Add => matches!(base, RelocationBase::Nothing),
+            RelocationKind::Subtract => matches!(base, RelocationBase::Nothing),
+            RelocationKind::Align => matches!(base, RelocationBase::Nothing),
+            RelocationKind::Relax => matches!(base, RelocationBase::Nothing),
+            RelocationKind::TlsLeAdd => matches!(base, RelocationBase::Nothing),
         }
     }
 }

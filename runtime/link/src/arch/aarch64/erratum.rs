@@ -45,6 +45,7 @@ const BRANCH_CODE: [u8; 4] = code([B]);
 const BRANCH_26: InstructionField = InstructionField {
     size: 32,
     shift: 2,
+    round: 0,
     bits: &[BitRange { lsb: 0, width: 26 }],
 };
 

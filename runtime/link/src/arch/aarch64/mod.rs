@@ -29,6 +29,10 @@ pub(crate) static ARCH: Arch = Arch {
     rewritten_sequence: |_, _| None,
     relax_tls,
     relax_tls_to_ie,
+    keeps_initial_exec: false,
+    global_pointer: None,
+    elf_flags: None,
+    relax: None,
     undefined_weak,
     erratum: Some(&erratum::CORTEX_A53_843419),
 };
@@ -70,6 +74,7 @@ const NOP: u32 = 0xd503_201f;
 const ADRP_PAGE: InstructionField = InstructionField {
     size: 32,
     shift: 12,
+    round: 0,
     bits: &[BitRange { lsb: 29, width: 2 }, BitRange { lsb: 5, width: 19 }],
 };
 
@@ -77,6 +82,7 @@ const ADRP_PAGE: InstructionField = InstructionField {
 const ADD_LO12: InstructionField = InstructionField {
     size: 32,
     shift: 0,
+    round: 0,
     bits: &[BitRange { lsb: 10, width: 12 }],
 };
 
@@ -84,6 +90,7 @@ const ADD_LO12: InstructionField = InstructionField {
 const LDST64_LO12: InstructionField = InstructionField {
     size: 32,
     shift: 3,
+    round: 0,
     bits: &[BitRange { lsb: 10, width: 9 }],
 };
 

@@ -24,6 +24,10 @@ pub(crate) static ARCH: Arch = Arch {
     rewritten_sequence: tls::relaxed_sequence,
     relax_tls,
     relax_tls_to_ie,
+    keeps_initial_exec: false,
+    global_pointer: None,
+    elf_flags: None,
+    relax: None,
     undefined_weak: |_, _, _| None,
     erratum: None,
 };
@@ -40,6 +44,7 @@ const IPLT_ENTRY: CodeTemplate = CodeTemplate {
         field: InstructionField {
             size: 32,
             shift: 0,
+            round: 0,
             bits: &[],
         },
         bias: -4,
@@ -50,6 +55,7 @@ const IPLT_ENTRY: CodeTemplate = CodeTemplate {
 const DISPLACEMENT: InstructionField = InstructionField {
     size: 32,
     shift: 0,
+    round: 0,
     bits: &[],
 };
 

@@ -1,0 +1,183 @@
+//! Size deltas: code the linker shortens once it knows where things lie (RISC-V linker relaxation: a call
+//! that reaches with one instruction instead of two, alignment padding trimmed to what the final addresses
+//! need). An architecture says what to delete and rewrite in an atom ([`AtomEdit`], at the atom's current
+//! offsets); [`apply`] makes the atom's bytes the shortened ones and moves everything that points into it
+//! consistently: the offsets of its edges (an edge inside deleted bytes goes with them), the values and
+//! sizes of the symbols defined in it, and the addends of edges that reach into it by section and offset.
+//! Everything that is computed from symbols later (`.eh_frame`'s and DWARF's label differences, the
+//! addresses of functions) follows from that.
+
+use std::ops::Range;
+
+use rustc_hash::FxHashMap;
+
+use crate::graph::{AtomId, Content, EdgeId, LinkGraph, SymbolId, SymbolType};
+
+/// What to do to one atom, at its offsets before the edit.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct AtomEdit {
+    /// Byte ranges to delete: sorted, not overlapping.
+    pub(crate) deletions: Vec<Range<u64>>,
+    /// Bytes to write before deleting (an instruction rewritten into a shorter form).
+    pub(crate) writes: Vec<(u64, Vec<u8>)>,
+    /// Edges whose relocation becomes another declared one (its raw number), for the rewritten instruction.
+    pub(crate) retypes: Vec<(EdgeId, u32)>,
+    /// Edges that become another declared relocation reaching another target (symbol, atom, addend).
+    pub(crate) retarget: Vec<(EdgeId, u32, Target)>,
+}
+
+/// What an edge reaches: a symbol, or an atom, plus an addend.
+pub(crate) type Target = (Option<SymbolId>, Option<AtomId>, i64);
+
+impl AtomEdit {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.deletions.is_empty() && self.writes.is_empty() && self.retypes.is_empty() && self.retarget.is_empty()
+    }
+}
+
+/// Where an offset of an atom goes when `deletions` (sorted) are made: offsets inside a deleted range go
+/// to its start.
+pub(crate) fn moved(deletions: &[Range<u64>], offset: u64) -> u64 {
+    let mut removed = 0;
+    for range in deletions {
+        if offset >= range.end {
+            removed += range.end - range.start;
+        } else if offset > range.start {
+            removed += offset - range.start;
+            break;
+        } else {
+            break;
+        }
+    }
+    offset - removed
+}
+
+/// Applies the edits (at most one per atom) to the graph; an error names what could not be applied.
+pub(crate) fn apply(graph: &mut LinkGraph, edits: Vec<(AtomId, AtomEdit)>) -> Result<(), String> {
+    if edits.is_empty() {
+        return Ok(());
+    }
+    let by_atom: FxHashMap<AtomId, &AtomEdit> = edits.iter().map(|(atom, edit)| (*atom, edit)).collect();
+    // The bytes of each edited atom.
+    for (atom, edit) in &edits {
+        let entry = &graph.atoms[atom.index()];
+        let mut bytes = graph.atom_bytes(entry).to_vec();
+        for (offset, written) in &edit.writes {
+            let start = usize::try_from(*offset).map_err(|_| "a rewrite lies outside its atom".to_string())?;
+            bytes
+                .get_mut(start..start + written.len())
+                .ok_or_else(|| format!("`{}`: a rewrite lies outside the atom", entry.name))?
+                .copy_from_slice(written);
+        }
+        let mut kept = Vec::with_capacity(bytes.len());
+        let mut from = 0usize;
+        for range in &edit.deletions {
+            let (start, end) = (range.start as usize, range.end as usize);
+            if start < from || end > bytes.len() {
+                return Err(format!(
+                    "`{}`: deleted bytes lie outside the atom or overlap",
+                    entry.name
+                ));
+            }
+            kept.extend_from_slice(&bytes[from..start]);
+            from = end;
+        }
+        kept.extend_from_slice(&bytes[from..]);
+        graph.atoms[atom.index()].content = Content::Owned(std::sync::Arc::from(kept));
+    }
+    // Edges: those of edited atoms move (and go when their bytes go), and those that reach into an edited
+    // atom by offset follow the bytes they reach.
+    let retyped: FxHashMap<EdgeId, u32> = edits
+        .iter()
+        .flat_map(|(_, edit)| edit.retypes.iter().copied())
+        .collect();
+    let section_symbol = |graph: &LinkGraph, edge: &crate::graph::Edge| {
+        edge.target_symbol.and_then(|symbol| {
+            let symbol = &graph.symbols[graph.resolved(symbol).index()];
+            (symbol.symbol_type == SymbolType::Section)
+                .then_some(symbol.atom)
+                .flatten()
+        })
+    };
+    // Retargeted edges reach their new targets first, so that their addends follow those targets' bytes.
+    for (_, edit) in &edits {
+        for (id, raw, (symbol, atom, addend)) in &edit.retarget {
+            let edge = &mut graph.edges[id.index()];
+            edge.relocation.raw = *raw;
+            edge.target_symbol = *symbol;
+            edge.target_atom = *atom;
+            edge.addend = *addend;
+        }
+    }
+    let mut removed = vec![false; graph.edges.len()];
+    let mut addends = Vec::new();
+    for (index, edge) in graph.edges.iter().enumerate() {
+        if let Some(edit) = by_atom.get(&edge.source)
+            && edit
+                .deletions
+                .iter()
+                .any(|range| range.start <= edge.offset && edge.offset < range.end)
+        {
+            removed[index] = true;
+            continue;
+        }
+        let reached = edge.target_atom.or_else(|| section_symbol(graph, edge));
+        if let Some(edit) = reached.and_then(|atom| by_atom.get(&atom))
+            && let Ok(offset) = u64::try_from(edge.addend)
+        {
+            addends.push((index, moved(&edit.deletions, offset) as i64));
+        }
+    }
+    for (index, addend) in addends {
+        graph.edges[index].addend = addend;
+    }
+    for (index, edge) in graph.edges.iter_mut().enumerate() {
+        if let Some(edit) = by_atom.get(&edge.source) {
+            edge.offset = moved(&edit.deletions, edge.offset);
+        }
+        if let Some(raw) = retyped.get(&EdgeId(index as u32)) {
+            edge.relocation.raw = *raw;
+        }
+    }
+    if removed.iter().any(|removed| *removed) {
+        let mut index = 0;
+        graph.edges.retain(|_| {
+            let keep = !removed[index];
+            index += 1;
+            keep
+        });
+    }
+    // Symbols defined in edited atoms keep pointing at the same bytes, and their sizes lose what was
+    // deleted inside them.
+    for symbol in &mut graph.symbols {
+        let Some(edit) = symbol.atom.and_then(|atom| by_atom.get(&atom)) else {
+            continue;
+        };
+        if symbol.symbol_type == SymbolType::Section {
+            continue;
+        }
+        let start = moved(&edit.deletions, symbol.value);
+        let end = moved(&edit.deletions, symbol.value.saturating_add(symbol.size));
+        symbol.value = start;
+        symbol.size = end - start;
+    }
+    graph.index_edges();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_move_past_deletions_and_into_their_starts() {
+        let deletions = [4..8, 12..14];
+        assert_eq!(moved(&deletions, 0), 0);
+        assert_eq!(moved(&deletions, 4), 4);
+        assert_eq!(moved(&deletions, 6), 4);
+        assert_eq!(moved(&deletions, 8), 4);
+        assert_eq!(moved(&deletions, 12), 8);
+        assert_eq!(moved(&deletions, 13), 8);
+        assert_eq!(moved(&deletions, 20), 14);
+    }
+}
