@@ -604,7 +604,7 @@ fn riscv64_programs_run_like_their_ld_bfd_builds_with_and_without_relaxation() {
         .collect();
     assert_eq!(
         cases.len(),
-        9,
+        10,
         "five programs with plain flags, the program of all four and the C++ one with sections, those with \
          --gc-sections too: {cases:?}"
     );

@@ -342,6 +342,7 @@ fn lower_elf<'a>(elf: &ElfFacts, arena: &'a Bump) -> Result<ElfRecordIn<'a>, Str
         max_page_size: elf.max_page_size,
         image_base: elf.image_base.unwrap_or(DEFAULT_IMAGE_BASE),
         tls,
+        dtv_offset: elf.tls.dtv_offset.unwrap_or(0),
         emulations: strs(arena, &elf.emulations),
         errata: strs(arena, &elf.errata),
         interpreter: elf.interpreter.as_deref().map(|path| &*arena.alloc_str(path)),

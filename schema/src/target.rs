@@ -97,6 +97,12 @@ pub struct TlsFacts {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     pub tcb_size: Option<u64>,
+    /// What the C library's `__tls_get_addr` adds to the offset a general-dynamic access passes it
+    /// (`TLS_DTV_OFFSET`): the link stores a variable's offset in its module's block less this, in a GOT
+    /// pair and in a DTP-relative relocation (RISC-V 0x800, so that a 12-bit signed immediate reaches the
+    /// first 4 KiB of the block). Absent: 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtv_offset: Option<u64>,
 }
 
 /// The TLS variants, spelled as the TLS document numbers them.

@@ -55,10 +55,10 @@ pub(crate) struct Arch {
     /// Relaxes a general-dynamic or descriptor access to an imported thread-local variable to initial-exec:
     /// the code reads the variable's offset from the thread pointer from a GOT slot the loader fills.
     pub(crate) relax_tls_to_ie: fn(&mut [u8], TlsToInitialExec) -> Result<TlsRelaxed, String>,
-    /// Whether an executable keeps initial-exec TLS accesses as they are, reading the variable's offset from
-    /// the thread pointer from a GOT slot the link fills (RISC-V, as ld.bfd and ld.lld link it), rather than
-    /// relaxing them to local-exec (`relax_tls`).
-    pub(crate) keeps_initial_exec: bool,
+    /// Whether an executable keeps its general-dynamic and initial-exec TLS accesses as they are, rather than
+    /// relaxing them to local-exec (`relax_tls`): they read GOT entries the link fills (`synth::tls`), as
+    /// ld.bfd links RISC-V, whose psABI defines no TLS relaxation.
+    pub(crate) keeps_tls_models: bool,
     /// The name of the global pointer the linker defines, from which code addresses small data (RISC-V
     /// `__global_pointer$`); `None`: the architecture has none.
     pub(crate) global_pointer: Option<&'static str>,
@@ -250,7 +250,7 @@ pub(crate) static GENERIC: Arch = Arch {
     relax_tls_to_ie: |_, _| {
         Err("reaching thread-local variables of shared libraries is not supported for this target yet".to_string())
     },
-    keeps_initial_exec: false,
+    keeps_tls_models: false,
     global_pointer: None,
     elf_flags: None,
     relax: None,

@@ -615,7 +615,9 @@ fn apply(
             .layout
             .tls
             .ok_or_else(|| format!("{}: the output has no TLS segment", what()))?;
-        Ok(value()? - i128::from(tls.address))
+        // `__tls_get_addr` adds the target's `dtv_offset` back.
+        let dtv_offset = graph.target_record().and_then(|target| target.elf).map_or(0, |elf| elf.dtv_offset);
+        Ok(value()? - i128::from(tls.address) - i128::from(dtv_offset))
     };
     let library = context.options.output_kind.is_shared_library();
     let total = match record.kind {
@@ -641,22 +643,16 @@ fn apply(
                 _ => held - value()?,
             }
         }
-        // A shared library's TLS accesses read the entries `synth::tls` made.
-        RelocationKind::TlsGd | RelocationKind::TlsLd | RelocationKind::TlsIe | RelocationKind::TlsDesc if library => {
-            let entry = TlsEntry::of(record.kind).ok_or_else(|| format!("{}: not a TLS access", what()))?;
-            let tls = context
-                .synthesized
-                .tls_got
-                .as_ref()
-                .ok_or_else(|| format!("{}: no TLS GOT entries were made", what()))?;
-            let offset = tls
-                .offset(edge.target_symbol.map(|symbol| graph.resolved(symbol)), entry)
-                .ok_or_else(|| format!("{}: no TLS GOT entry", what()))?;
-            i128::from(graph.atoms[tls.atom.index()].address) + i128::from(offset) + i128::from(edge.addend)
+        // A shared library's TLS accesses read the entries `synth::tls` made, and so do an executable's where
+        // the architecture keeps the models.
+        RelocationKind::TlsGd | RelocationKind::TlsLd | RelocationKind::TlsIe | RelocationKind::TlsDesc
+            if library || (arch.keeps_tls_models && !imported_tls()) =>
+        {
+            tls_entry_of(context, edge, record.kind).map_err(|message| format!("{}: {message}", what()))?
         }
         // The call a descriptor access makes is left as it is.
         RelocationKind::TlsDescCall if library => return Ok(()),
-        RelocationKind::TlsDtpOffset if library => dtp_offset()?,
+        RelocationKind::TlsDtpOffset if library || arch.keeps_tls_models => dtp_offset()?,
         // A shared library calls its own interposable functions through their PLT entries.
         RelocationKind::Branch
             if let Some(entry) = edge
@@ -689,7 +685,7 @@ fn apply(
         RelocationKind::TlsLe | RelocationKind::TlsDtpOffset => tp_offset()?,
         // An imported variable's offset is in the GOT slot the loader fills; where the architecture keeps
         // initial-exec accesses, a defined one's offset is in a slot the link fills.
-        RelocationKind::TlsIe if imported_tls() || arch.keeps_initial_exec => got_entry()?,
+        RelocationKind::TlsIe if imported_tls() => got_entry()?,
         // General-dynamic and descriptor accesses to an imported variable become initial-exec ones.
         RelocationKind::TlsGd | RelocationKind::TlsDesc | RelocationKind::TlsDescCall if imported_tls() => {
             let slot = if record.kind == RelocationKind::TlsDescCall {
@@ -738,6 +734,18 @@ fn got_entry_of(context: &Relocator<'_>, edge: &Edge) -> Result<i128, String> {
     Ok(got_address(context)? + slot as i128 * 8 + i128::from(edge.addend))
 }
 
+/// The address of the TLS GOT entry (`synth::tls`) that `edge`, an access of TLS kind `kind`, reads, plus
+/// its addend.
+fn tls_entry_of(context: &Relocator<'_>, edge: &Edge, kind: RelocationKind) -> Result<i128, String> {
+    let graph = context.graph;
+    let entry = TlsEntry::of(kind).ok_or("not a TLS access")?;
+    let tls = context.synthesized.tls_got.as_ref().ok_or("no TLS GOT entries were made")?;
+    let offset = tls
+        .offset(edge.target_symbol.map(|symbol| graph.resolved(symbol)), entry)
+        .ok_or("no TLS GOT entry")?;
+    Ok(i128::from(graph.atoms[tls.atom.index()].address) + i128::from(offset) + i128::from(edge.addend))
+}
+
 /// The value of the high-part relocation a `paired_low` edge is paired with: the relocation relative to the
 /// place that rounds its value (RISC-V `%pcrel_hi`, `%got_pcrel_hi`, `%tls_ie_pcrel_hi`) at the address the
 /// edge's symbol labels, relative to that relocation's own place. The edge's addend is ignored, as ld.bfd and
@@ -759,6 +767,9 @@ fn paired_high_value(context: &Relocator<'_>, edge: &Edge) -> Result<i128, Strin
     let place = i128::from(graph.atoms[atom.index()].address) + i128::from(offset);
     let total = match record.kind {
         RelocationKind::Symbol => target_value(context, partner).ok_or("the high part's symbol has no address")?,
+        RelocationKind::TlsGd | RelocationKind::TlsIe if context.synthesized.tls_got.is_some() => {
+            tls_entry_of(context, partner, record.kind)?
+        }
         RelocationKind::GotEntry | RelocationKind::TlsIe => got_entry_of(context, partner)?,
         other => return Err(format!("a high part of kind `{}` is not supported yet", other.name())),
     };

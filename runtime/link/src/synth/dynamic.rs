@@ -104,7 +104,12 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     let definitions = version_definitions(&context.options);
     // A shared library's TLS entries, which the loader fills, and the indirect functions whose addresses are
     // their PLT entries.
-    let tls = context.synthesized.tls_got.as_ref();
+    // (An executable's entries, where the architecture keeps its TLS models, are the link's: `tls.rs`.)
+    let tls = context
+        .synthesized
+        .tls_got
+        .as_ref()
+        .filter(|_| output_kind.is_shared_library());
     let at_plt_entries = context.synthesized.iplt.as_ref().map(|iplt| &iplt.entries);
     let graph = &mut context.graph;
     if let Some(path) = interpreter {

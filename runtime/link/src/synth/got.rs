@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap;
 use super::{absolute_edge, declared, new_atom};
 use crate::arch::GotRelaxation;
 use crate::context::{LinkContext, LinkOptions, PhaseError};
-use crate::graph::{Edge, LinkGraph, Origin, SymbolId, SymbolType, Synthetic, SyntheticRole};
+use crate::graph::{Edge, LinkGraph, Origin, SymbolId, Synthetic, SyntheticRole};
 use crate::sections::OutputSectionId;
 
 pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), PhaseError> {
@@ -38,14 +38,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             && edge
                 .target_symbol
                 .is_some_and(|symbol| imports.is_some_and(|imports| imports.is_run_time(graph.resolved(symbol))));
-        // Where the architecture keeps initial-exec accesses (RISC-V), a defined variable's offset from the
-        // thread pointer is in a slot too, filled by the link.
-        let kept_tls =
-            executable && graph.arch().keeps_initial_exec && graph.relocation_kind(edge) == Some(RelocationKind::TlsIe);
-        if !(uses_got(graph, edge) || imported_tls || kept_tls)
-            || !source.is_live()
-            || relaxation(options, graph, edge).is_some()
-        {
+        if !(uses_got(graph, edge) || imported_tls) || !source.is_live() || relaxation(options, graph, edge).is_some() {
             continue;
         }
         let Some(symbol) = edge.target_symbol.map(|symbol| graph.resolved(symbol)) else {
@@ -65,16 +58,6 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         return Ok(());
     }
     let absolute = declared(graph, RelocationKind::Symbol, RelocationBase::Nothing, 64)?;
-    let keeps_initial_exec = graph.arch().keeps_initial_exec;
-    let is_tls = |graph: &LinkGraph, symbol: SymbolId| {
-        keeps_initial_exec
-            && graph.symbols[symbol.index()].symbol_type == SymbolType::Tls
-            && !imports.is_some_and(|imports| imports.is_run_time(symbol))
-    };
-    let tp_offset = match slots.iter().any(|symbol| is_tls(graph, *symbol)) {
-        true => Some(declared(graph, RelocationKind::TlsLe, RelocationBase::Nothing, 64)?),
-        false => None,
-    };
     let atom = new_atom(
         graph,
         None,
@@ -84,14 +67,8 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         origin,
     );
     for (slot, symbol) in slots.iter().enumerate() {
-        // A defined thread-local variable's slot holds its offset from the thread pointer (an imported
-        // one's is the loader's to store: `dynamic.rs`).
-        let raw = match tp_offset {
-            Some(raw) if is_tls(graph, *symbol) => raw,
-            _ => absolute,
-        };
         graph.edges.push(absolute_edge(
-            raw,
+            absolute,
             atom,
             slot as u64 * 8,
             (Some(*symbol), None),

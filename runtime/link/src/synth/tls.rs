@@ -8,11 +8,16 @@
 //! relocation. A variable other modules may interpose (or one another module defines) is named by its
 //! `.dynsym` entry; the library's own is found through the module (symbol 0) and its offset in the block.
 //! Local-exec accesses cannot be made in a shared library: they are refused when imports are decided.
+//!
+//! An executable on an architecture that keeps its TLS models (`Arch::keeps_tls_models`: RISC-V, whose
+//! psABI defines no relaxation) reads entries of the same kinds, which the link fills as ld.bfd does: the
+//! executable is module 1, a variable's offset in the block is a constant (less the target's declared
+//! `dtv_offset`), and so is its offset from the thread pointer. They need no dynamic relocation, PIE or not.
 
 use neverc_tables::{RelocationBase, RelocationKind};
 use rustc_hash::FxHashMap;
 
-use super::{absolute_edge, declared, new_atom};
+use super::{PHASE, absolute_edge, declared, new_atom};
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{AtomId, Origin, SymbolId};
 use crate::sections::OutputSectionId;
@@ -77,7 +82,8 @@ impl TlsGot {
 type Place = (u32, u32);
 
 pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), PhaseError> {
-    if context.synthesized.tls_got.is_some() || !context.options.output_kind.is_shared_library() {
+    let library = context.options.output_kind.is_shared_library();
+    if context.synthesized.tls_got.is_some() || !(library || context.graph.arch().keeps_tls_models) {
         return Ok(());
     }
     let graph = &mut context.graph;
@@ -113,32 +119,46 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             size - entry.size()
         });
     }
-    let atom = new_atom(
-        graph,
-        None,
-        OutputSectionId::Got.name(),
-        8,
-        vec![0u8; size as usize],
-        origin,
-    );
+    // In an executable the module's id is 1.
+    let mut bytes = vec![0u8; size as usize];
+    for (_, entry, offset) in &entries {
+        if let (false, TlsEntry::Pair | TlsEntry::Module) = (library, entry) {
+            let word = *offset as usize;
+            bytes[word..word + 8].copy_from_slice(&1u64.to_le_bytes());
+        }
+    }
+    let atom = new_atom(graph, None, OutputSectionId::Got.name(), 8, bytes, origin);
     // The second word of a general-dynamic pair of the library's own variable is a constant: its offset in
-    // the module's block (the loader writes the other variables').
+    // the module's block (the loader writes the other variables'). In an executable every word is the
+    // link's: the module id 1, and a variable's offset from the thread pointer.
     let imports = context.synthesized.dynamic_symbols.as_ref();
     let dtp_offset = declared(graph, RelocationKind::TlsDtpOffset, RelocationBase::Nothing, 64)?;
+    let tp_offset = match library {
+        true => None,
+        false => Some(declared(graph, RelocationKind::TlsLe, RelocationBase::Nothing, 64)?),
+    };
     for (symbol, entry, offset) in &entries {
         let Some(symbol) = symbol else {
             continue;
         };
         let run_time = imports.is_some_and(|imports| imports.is_run_time(*symbol));
-        if *entry == TlsEntry::Pair && !run_time {
-            graph.edges.push(absolute_edge(
-                dtp_offset,
-                atom,
-                offset + 8,
-                (Some(*symbol), None),
-                0,
-                origin,
+        if run_time && !library {
+            return Err(PhaseError::new(
+                PHASE,
+                format!(
+                "`{}` is a thread-local variable of a shared library, which an executable for this target cannot \
+                 reach yet",
+                    graph.symbols[symbol.index()].name
+                ),
             ));
+        }
+        let word = match (entry, tp_offset) {
+            (TlsEntry::Pair, _) if !run_time => Some((dtp_offset, offset + 8)),
+            (TlsEntry::Offset, Some(tp_offset)) => Some((tp_offset, *offset)),
+            _ => None,
+        };
+        if let Some((raw, at)) = word {
+            graph.edges.push(absolute_edge(raw, atom, at, (Some(*symbol), None), 0, origin));
         }
     }
     context.synthesized.tls_got = Some(TlsGot { atom, entries, offsets });

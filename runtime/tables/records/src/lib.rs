@@ -623,6 +623,9 @@ pub struct ElfRecordIn<'a> {
     pub image_base: u64,
     /// Where an executable's TLS block lies relative to the thread pointer.
     pub tls: TlsVariant,
+    /// What the C library's `__tls_get_addr` adds to a DTP-relative offset (`TLS_DTV_OFFSET`; RISC-V 0x800):
+    /// the link stores offsets in a module's TLS block less this.
+    pub dtv_offset: u64,
     /// GNU ld's emulation names for the target (`-m elf_x86_64`), in declaration order; exact spellings,
     /// unique across the targets of a registry.
     pub emulations: &'a [&'a str],

@@ -29,7 +29,7 @@ pub(crate) static ARCH: Arch = Arch {
     rewritten_sequence: |_, _| None,
     relax_tls,
     relax_tls_to_ie,
-    keeps_initial_exec: false,
+    keeps_tls_models: false,
     global_pointer: None,
     elf_flags: None,
     relax: None,

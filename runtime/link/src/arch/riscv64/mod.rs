@@ -25,7 +25,7 @@ pub(crate) static ARCH: Arch = Arch {
     relax_tls_to_ie: |_, _| {
         Err("reaching thread-local variables of shared libraries is not supported for RISC-V yet".to_string())
     },
-    keeps_initial_exec: true,
+    keeps_tls_models: true,
     global_pointer: Some("__global_pointer$"),
     elf_flags: Some(merge_flags),
     relax: Some(relax::edits),

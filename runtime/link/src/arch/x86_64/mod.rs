@@ -24,7 +24,7 @@ pub(crate) static ARCH: Arch = Arch {
     rewritten_sequence: tls::relaxed_sequence,
     relax_tls,
     relax_tls_to_ie,
-    keeps_initial_exec: false,
+    keeps_tls_models: false,
     global_pointer: None,
     elf_flags: None,
     relax: None,
