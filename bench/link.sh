@@ -7,7 +7,10 @@
 # and dynamically linked, as gcc links by default (a PIE importing from the shared C library):
 #   (d) against glibc's libc.so.6, (e) against musl's libc.so;
 # and (s) sqlite3 as a shared library (`gcc -shared` of its -fPIC amalgamation, tests/fixtures/realworld's
-# shared-sqlite case), each linker's library run by the ld.bfd-linked program in place of ld.bfd's.
+# shared-sqlite case), each linker's library run by the ld.bfd-linked program in place of ld.bfd's;
+# and (h) the same program for RISC-V (riscv64-linux-gnu-gcc -O2 -static against glibc, run under qemu-riscv64),
+# linked with relaxation by riscv64-linux-gnu-ld.bfd, mold, wild and neverc-spec. Not ld.lld: Debian's lld 14
+# refuses R_RISCV_ALIGN ("requires unimplemented linker relaxation"), which glibc's libc.a is full of.
 # The linkers are run directly, not through the compiler driver: each case's command line is what `gcc -static`
 # (`musl-gcc -static`) passes to ld, recorded once by an `ld` wrapper found through `-B`, then replayed with every
 # linker with only the output path changed. Two kinds of option are dropped for every linker alike: gcc's
@@ -34,11 +37,11 @@ out="$target/bench/link"
 rm -rf "$out"
 mkdir -p "$out/record"
 
-# An `ld` that records its command line (NUL-separated) and lets ld.bfd do the link.
+# An `ld` that records its command line (NUL-separated) and lets ld.bfd (the target's: LD_BFD) do the link.
 cat >"$out/record/ld" <<'EOF'
 #!/bin/sh
 printf '%s\0' "$@" >"$LD_RECORD"
-exec ld.bfd "$@"
+exec "${LD_BFD:-ld.bfd}" "$@"
 EOF
 chmod +x "$out/record/ld"
 
@@ -47,7 +50,7 @@ chmod +x "$out/record/ld"
 # below.
 cases=(a-musl:all-musl-plain b-glibc:all-glibc-plain c-glibc-gc:all-glibc-sections-gc c-musl-gc:all-musl-sections-gc
     g-glibc-debug:all-glibc-debug d-glibc-pie:all-glibc-plain:dynamic e-musl-pie:all-musl-plain:dynamic
-    r-rust-pie:rust-demo:rust s-sqlite-shared:shared-sqlite:shared)
+    r-rust-pie:rust-demo:rust s-sqlite-shared:shared-sqlite:shared h-riscv64:all-riscv64-plain:riscv)
 if [[ -n ${BENCH_CASES:-} ]]; then
     chosen=()
     for entry in "${cases[@]}"; do
@@ -79,10 +82,10 @@ if [[ -n ${NEVERC_BASELINE:-} ]]; then
     linkers+=(neverc-spec-before)
 fi
 
-# linker_command LINKER: the command that runs LINKER as ld.
+# linker_command LINKER [MODE]: the command that runs LINKER as ld (for a RISC-V case, ld.bfd is the cross one).
 linker_command() {
     case $1 in
-        ld.bfd) echo "ld.bfd" ;;
+        ld.bfd) [[ ${2:-} == riscv ]] && echo "riscv64-linux-gnu-ld.bfd" || echo "ld.bfd" ;;
         ld.lld) echo "ld.lld" ;;
         mold) echo "mold" ;;
         wild) echo "wild" ;;
@@ -103,6 +106,17 @@ for entry in "${cases[@]}"; do
     case_dir="$fixtures/$name"
     work="$out/$label"
     mkdir -p "$work"
+    # The linkers of this case (RISC-V: not ld.lld, see above), and what runs its program (qemu for RISC-V).
+    case_linkers=("${linkers[@]}")
+    runner=()
+    if [[ $mode == riscv ]]; then
+        case_linkers=()
+        for linker in "${linkers[@]}"; do
+            [[ $linker != ld.lld ]] && case_linkers+=("$linker")
+        done
+        read -r -a runner <"$case_dir/runner"
+    fi
+    printf '%s\n' "${case_linkers[@]}" >"$work/linkers"
     # Record the driver's ld command line (without -static for a dynamic case); the Rust case's is recorded
     # already, its temporary directory renamed to the kept copy.
     if [[ $mode == rust ]]; then
@@ -117,8 +131,8 @@ for entry in "${cases[@]}"; do
         else
             mapfile -t driver_args <"$case_dir/link.args"
         fi
-        (cd "$case_dir" && LD_RECORD="$work/recorded.args" "$(cat driver)" -B "$out/record" "${driver_args[@]}" \
-            -o "$work/recorded.elf" 2>/dev/null)
+        (cd "$case_dir" && LD_RECORD="$work/recorded.args" LD_BFD="$(linker_command ld.bfd "$mode")" "$(cat driver)" \
+            -B "$out/record" "${driver_args[@]}" -o "$work/recorded.elf" 2>/dev/null)
     fi
     # The replayed arguments, one a line: without the plugin, -dynamic-linker, and -o with its operand.
     python3 - "$work/recorded.args" "$mode" >"$work/ld.args" <<'PY'
@@ -148,9 +162,9 @@ PY
     # Every linker's output must run the workloads as the ld.bfd build through the driver does.
     mapfile -t run_args <"$case_dir/run.args"
     commands=()
-    for linker in "${linkers[@]}"; do
+    for linker in "${case_linkers[@]}"; do
         output="$work/$linker.elf"
-        read -r -a command <<<"$(linker_command "$linker")"
+        read -r -a command <<<"$(linker_command "$linker" "$mode")"
         "${command[@]}" "${ld_args[@]}" -o "$output" 2>"$work/$linker.stderr" || {
             echo "$linker failed on $label:" >&2
             cat "$work/$linker.stderr" >&2
@@ -165,7 +179,8 @@ PY
             (cd "$case_dir" && "$work/run-$linker/program" "${run_args[@]}" >"$work/$linker.stdout" 2>/dev/null) ||
                 status=$?
         else
-            (cd "$case_dir" && "$output" "${run_args[@]}" >"$work/$linker.stdout" 2>/dev/null) || status=$?
+            (cd "$case_dir" && "${runner[@]}" "$output" "${run_args[@]}" >"$work/$linker.stdout" 2>/dev/null) ||
+                status=$?
         fi
         if [[ $status != "$(cat "$case_dir/expected.status")" ]] || ! cmp -s "$work/$linker.stdout" "$case_dir/expected.stdout"; then
             echo "$linker's output on $label does not run as the ld.bfd build does (exit $status)" >&2
@@ -179,8 +194,8 @@ PY
     echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$work/load.txt"
     # Peak RSS: the median of 5 runs of each linker under GNU time. mold and wild fork and their parent returns
     # when the output is written, so GNU time would measure the parent only: --no-fork here (not for the timings).
-    for linker in "${linkers[@]}"; do
-        read -r -a command <<<"$(linker_command "$linker")"
+    for linker in "${case_linkers[@]}"; do
+        read -r -a command <<<"$(linker_command "$linker" "$mode")"
         [[ $linker == mold || $linker == wild ]] && command+=(--no-fork)
         for _ in 1 2 3 4 5; do
             /usr/bin/time -f '%M' -o "$work/rss.tmp" "${command[@]}" "${ld_args[@]}" -o "$work/$linker.elf" 2>/dev/null
@@ -215,12 +230,13 @@ for entry in sys.argv[2:]:
     label, name = entry.split(":")[:2]
     work = out / label
     results = {r["command"]: r for r in json.loads((work / "hyperfine.json").read_text())["results"]}
-    median = {l: results[l]["median"] * 1000 for l in linkers}
-    rss = {l: int((work / f"{l}.rss").read_text()) / 1024 for l in linkers}
+    # A case may leave a linker out (RISC-V: ld.lld): its cells are dashes.
+    median = {l: results[l]["median"] * 1000 for l in linkers if l in results}
+    rss = {l: int((work / f"{l}.rss").read_text()) / 1024 for l in linkers if l in results}
     size = (work / "neverc-spec.elf").stat().st_size / 1e6
-    cells = [f"{median[l]:.1f} ms ({rss[l]:.0f} MiB)" for l in linkers]
+    cells = [f"{median[l]:.1f} ms ({rss[l]:.0f} MiB)" if l in median else "—" for l in linkers]
     ours = median["neverc-spec"]
-    ratios = [f"{ours / median[l]:.2f}×" for l in ["ld.bfd", "ld.lld", "mold", "wild"]]
+    ratios = [f"{ours / median[l]:.2f}×" if l in median else "—" for l in ["ld.bfd", "ld.lld", "mold", "wild"]]
     if before:
         ratios.append(f"{ours / median['neverc-spec-before']:.3f}×")
     print(f"| {label} `{name}` | {size:.2f} MB | " + " | ".join(cells) + " | " + " | ".join(ratios) + " |")
@@ -235,9 +251,10 @@ print("| --- | " + " | ".join("---" for _ in cpu_linkers) + " | --- | --- |")
 for entry in sys.argv[2:]:
     label, name = entry.split(":")[:2]
     results = {r["command"]: r for r in json.loads((out / label / "hyperfine.json").read_text())["results"]}
-    cpu = {l: (results[l]["user"] + results[l]["system"]) * 1000 for l in cpu_linkers}
-    ratios = [f"{cpu['neverc-spec'] / cpu[l]:.2f}×" for l in ["ld.bfd", "ld.lld"]]
-    print(f"| {label} | " + " | ".join(f"{cpu[l]:.1f} ms" for l in cpu_linkers) + " | " + " | ".join(ratios) + " |")
+    cpu = {l: (results[l]["user"] + results[l]["system"]) * 1000 for l in cpu_linkers if l in results}
+    ratios = [f"{cpu['neverc-spec'] / cpu[l]:.2f}×" if l in cpu else "—" for l in ["ld.bfd", "ld.lld"]]
+    print(f"| {label} | " + " | ".join(f"{cpu[l]:.1f} ms" if l in cpu else "—" for l in cpu_linkers) + " | "
+          + " | ".join(ratios) + " |")
 
 # The phases of the biggest link: the median of each over the traced runs.
 phases = {}

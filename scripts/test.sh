@@ -15,9 +15,12 @@ cd "$(dirname "$0")/.."
 # gcc-aarch64-linux-gnu), redis-server (the LTO cache of scope REMOTE_SHARED: tests/lto.rs starts its own
 # server on a loopback port and stops it), gdb (debugs the programs of tests/debug_info.rs by file and line),
 # python3-dev, python3-setuptools and python3-pip (tests/shared_libraries.rs builds a CPython extension module
-# from a PyPI package's C source with our linker; for a python3 without its headers).
+# from a PyPI package's C source with our linker; for a python3 without its headers), gcc-riscv64-linux-gnu and
+# g++-riscv64-linux-gnu (RISC-V objects, glibc's and libstdc++'s archives; their as and ld are the RISC-V
+# relocation oracles and reference linker; the programs run under qemu-riscv64).
 PACKAGES=(clang-14 llvm-14 g++ binutils gcc-aarch64-linux-gnu musl-tools lld chromium graphviz qemu-user redis-server gdb
-    g++-aarch64-linux-gnu musl-dev:arm64 python3-dev python3-setuptools python3-pip)
+    g++-aarch64-linux-gnu musl-dev:arm64 python3-dev python3-setuptools python3-pip gcc-riscv64-linux-gnu
+    g++-riscv64-linux-gnu)
 if ((${#PACKAGES[@]})); then
     missing=()
     for package in "${PACKAGES[@]}"; do

@@ -566,10 +566,17 @@ fn lower(args: &CcLowerArgs) -> Result<(), CommandError> {
     use neverc_cc::materialize::WriteOutput;
     use neverc_output::WriteError;
     let json = args.format == Format::Json;
-    neverc_output::check_distinct(&[("-o", &args.output)], &[("the input", args.input.as_path())])?;
+    let mut inputs = vec![("the input", args.input.as_path())];
+    if let Some(path) = &args.target_file {
+        inputs.push(("--target-file", path.as_path()));
+    }
+    neverc_output::check_distinct(&[("-o", &args.output)], &inputs)?;
     let text = neverc_userfile::read_user_text(&args.input, neverc_userfile::MODULE_LIMIT)
         .map_err(|error| CommandError::Io(error.to_string()))?;
-    let target = module_target(args.target.as_deref(), &text)?;
+    let target = match &args.target_file {
+        Some(path) => crate::targets::load_runtime_target(path, json)?,
+        None => module_target(args.target.as_deref(), &text)?,
+    };
     let produced = neverc_output::write_with(&args.output, neverc_output::Mode::Data, |file| {
         lower_to(&text, target, &mut WriteOutput(file))
     });

@@ -318,6 +318,10 @@ pub(crate) struct CcLowerArgs {
     /// Target name or alias (default: from the module's `target triple`).
     #[arg(long, value_name = "NAME")]
     pub(crate) target: Option<String>,
+    /// Load the target, and the adapter templates of its `[lowering]`, from this TOML file instead of the
+    /// compiled-in registry.
+    #[arg(long = "target-file", value_name = "PATH", conflicts_with = "target")]
+    pub(crate) target_file: Option<PathBuf>,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
 }

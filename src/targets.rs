@@ -24,7 +24,7 @@ struct TargetRow<'a> {
 }
 
 /// Loads a `--target-file`, printing its problems.
-fn load_runtime_target(path: &std::path::Path, json: bool) -> Result<&'static TargetRecord, CommandError> {
+pub(crate) fn load_runtime_target(path: &std::path::Path, json: bool) -> Result<&'static TargetRecord, CommandError> {
     load_target_file(path).map_err(|error| match error {
         LoadTablesError::Load(error) => load_failure(error, json).0,
         LoadTablesError::Lowering(message) => CommandError::Internal(message),

@@ -124,9 +124,12 @@ pub struct MemoryTemplateDeclaration {
     pub class: String,
     /// Bits moved: one of the class's widths.
     pub width: u32,
-    /// A load. Below 32 bits it must zero-extend into the register's 32-bit view.
+    /// A load. Below 32 bits it must zero-extend into the register's 32-bit view; at 32 bits, when
+    /// `load_signed` is declared, into the whole register.
     pub load: String,
-    /// A sign-extending load into the 32-bit view; required for a general class below 32 bits.
+    /// A sign-extending load into the 32-bit view; required for a general class below 32 bits. A general class
+    /// wider than 32 bits may declare one at 32 bits, sign-extending into the whole register, for a standard
+    /// convention that widens 32-bit values to the register's width (RISC-V's `lw`, with `lwu` as `load`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub load_signed: Option<String>,

@@ -211,6 +211,7 @@ pub fn lower_target<'a>(declaration: &TargetDeclaration, arena: &'a Bump) -> Res
             }),
             float_falls_back_to_integer_registers: rules.float_falls_back_to_integer_registers,
             stack_only_types: strs(arena, &rules.stack_only_types),
+            max_return_registers: rules.max_return_registers,
         },
         default_spec: arena.alloc_str(&declaration.conventions.default_spec),
         shuffle_layouts: strs(arena, &declaration.conventions.shuffle_layouts),

@@ -369,6 +369,12 @@ pub struct AbiRules {
     /// IR types that are always passed on the stack (x86-64 `x86_fp80`).
     #[serde(default)]
     pub stack_only_types: Vec<String>,
+    /// The most registers a returned value takes, whatever their classes: a value that needs more is returned
+    /// through the hidden pointer even where the return registers could hold it (LLVM's RISC-V: two, so that
+    /// `[3 x float]` does not go to `fa0`, `fa1` and `a0`). Without it, as many as the return registers hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u32", range(min = 1))]
+    pub max_return_registers: Option<u32>,
 }
 
 /// Arrays passed as one block (LLVM's `CC_AArch64_Custom_Block`): an IR array argument or return value whose

@@ -1187,7 +1187,11 @@ impl Context<'_> {
                 ));
             }
             let general = class.kind == RegisterClassKind::General;
-            match (&entry.load_signed, general && entry.width < 32) {
+            // Below 32 bits a sign-extending load is required; at 32 bits it may be declared for a wider general
+            // class, whose 32-bit values the standard convention widens to the whole register (RISC-V).
+            let required = general && entry.width < 32;
+            let allowed = required || (general && entry.width == 32 && class.width > 32);
+            match (&entry.load_signed, required) {
                 (None, true) => findings.push(Finding::error(
                     Rule::Lowering,
                     pointer.clone(),
@@ -1196,10 +1200,11 @@ impl Context<'_> {
                         class.name, entry.width
                     ),
                 )),
-                (Some(_), false) => findings.push(Finding::error(
+                (Some(_), false) if !allowed => findings.push(Finding::error(
                     Rule::Lowering,
                     format!("{pointer}/load_signed"),
-                    "`load_signed` is declared only for general classes below 32 bits".to_string(),
+                    "`load_signed` is declared only for general classes below 32 bits, and at 32 bits for wider ones"
+                        .to_string(),
                 )),
                 _ => {}
             }

@@ -495,13 +495,15 @@ enum Access {
 }
 
 /// How a narrow `zeroext`/`signext` value is loaded widened: at its own width (bits), zero- or sign-extending.
+/// A 32-bit value is one too: a target whose standard convention widens it to the whole register declares a
+/// sign-extending 32-bit load (RISC-V's `lw`); elsewhere the plain load is used, as for a copy.
 fn widening(value: &ValueMove) -> Option<(u32, Access)> {
     let access = match value.extension {
         Extension::None => return None,
         Extension::Zero => Access::Load,
         Extension::Sign => Access::LoadSigned,
     };
-    (value.content_size < 4).then(|| ((value.content_size.max(1) * 8).next_power_of_two() as u32, access))
+    (value.content_size <= 4).then(|| ((value.content_size.max(1) * 8).next_power_of_two() as u32, access))
 }
 
 /// A register piece's load, to be ordered among the callee's argument loads.
@@ -724,9 +726,18 @@ pub fn write_adapter(
         for piece in &value.callee {
             let Holder::Stack(offset) = piece.holder else { continue };
             match (piece.role, widening(value)) {
+                // The whole slot gets the widened value: a standard convention may widen narrow values on the
+                // stack to the slot's width (RISC-V: to 64 bits), and the load extended the whole register.
                 (Role::Content, Some((bits, access))) => {
                     writer.memory(access, data, bits, base, slot)?;
-                    writer.store(data, 32, sp, offset)?;
+                    let width = u64::from(writer.full_width(data));
+                    let slot_bits = piece
+                        .size
+                        .saturating_mul(8)
+                        .clamp(32, width)
+                        .next_power_of_two()
+                        .min(width);
+                    writer.store(data, slot_bits as u32, sp, offset)?;
                 }
                 (Role::Content, None) => {
                     let size = piece.size.min(value.content_size.saturating_sub(piece.offset));

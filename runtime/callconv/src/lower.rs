@@ -1005,7 +1005,8 @@ impl<'t> Context<'_, 't> {
             line: function.line as usize,
             error: PlanningError::Layout(error),
         };
-        let narrow = |ty: &IrType| matches!(ty, IrType::Integer(bits) if *bits < 32);
+        // 32-bit integers too: RISC-V's standard convention widens a `signext`/`zeroext` i32 to 64 bits.
+        let narrow = |ty: &IrType| matches!(ty, IrType::Integer(bits) if *bits <= 32);
         let extension_of = |attributes: &crate::signature::ValueAttributes| {
             if attributes.signext {
                 Extension::Sign

@@ -877,7 +877,10 @@ pub fn standard_return(
     returns.target = &return_target;
     let pieces = returns.assign_value(ty, types)?;
     let value = ValueRef::Return;
-    if pieces.iter().any(|piece| matches!(piece.place, Place::Stack { .. })) {
+    let too_many = abi
+        .max_return_registers
+        .is_some_and(|most| pieces.len() > most as usize);
+    if too_many || pieces.iter().any(|piece| matches!(piece.place, Place::Stack { .. })) {
         let register = abi.sret_register;
         let piece = Piece {
             place: Place::Register {

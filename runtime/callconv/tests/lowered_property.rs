@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! Property test of lowering (issue 14, must-show 1): a lowered module's adapters receive and make calls
-//! exactly where the plans say, on x86_64 natively and on aarch64 under `qemu-aarch64`.
+//! Property test of lowering (issue 14, must-show 1; issue 29, must-show 4): a lowered module's adapters receive
+//! and make calls exactly where the plans say, on x86_64 natively, on aarch64 under `qemu-aarch64` and on riscv64
+//! under `qemu-riscv64`.
 //!
 //! Each target's run generates random C signatures and random specs, then checks two directions.
 //!
@@ -8,11 +9,12 @@
 //!   that records every byte it receives into `neverc_record` (a narrow integer widened to `long`, so that a
 //!   missing `signext`/`zeroext` widening shows) and returns a marker. The module is compiled by
 //!   `clang-14 -S -emit-llvm -O1`, materialized and lowered through the library, and compiled by `llc-14 -O2`
-//!   (with opaque pointers on aarch64, typed ones on x86_64, the other way round for the outgoing module).
+//!   (with opaque pointers on aarch64 and riscv64, typed ones on x86_64, the other way round for the outgoing
+//!   module; on riscv64 with `-mattr=+m,+a,+f,+d,+c`, since clang's module-level attributes name rv64i only).
 //!   A caller written here in assembly (`nc_call<k>`, per target, independent of the adapter templates)
 //!   loads a whole register file of distinct markers (the plan's argument registers hold the argument's
 //!   bytes at their low end, the rest of every register is junk), builds the plan's stack arguments above
-//!   the return address (x86-64) or at `sp` (AArch64), calls `f<k>` and dumps every register and the stack
+//!   the return address (x86-64) or at `sp` (AArch64, RISC-V), calls `f<k>` and dumps every register and the stack
 //!   pointer afterwards. `main` checks every recorded byte, the plan's return location(s), that every
 //!   register the plan names callee-saved and every register of the standard callee-saved set (except the
 //!   return registers: the plan callee is held to both) kept its marker, and that the stack pointer came
@@ -52,6 +54,23 @@
 //! materialization wrote, and where each value goes is `assign` of that plan over the signature as clang wrote
 //! it.
 //!
+//! On riscv64 (LP64D; programs built by clang-14 and `riscv64-linux-gnu-gcc -static`) the menus are
+//! aarch64's scalars (`_Bool` to `short` arrive `zeroext`/`signext` and `int` `signext`, which the adapters widen
+//! to 64 bits as the psABI says, also in stack slots) with `_Float16`, the 16-byte vector (which clang passes as
+//! an `i128`: a register pair, or a register and a stack slot), the big structs by reference and `struct p16`
+//! (`[2 x i64]`); returns of all of them, `struct d16`, `struct m16` and `struct v2f` (`{ double, double }`,
+//! `{ i64, double }`, `{ float, float }`) and the big structs through `sret`. Floating-point values that find no
+//! `fa` register left take general registers (`float_falls_back_to_integer_registers`), and then stack slots.
+//! Left out there: `struct d16`, `struct m16` and `struct v2f` as parameters (clang flattens each into two IR
+//! values, which the generator's one-value-per-parameter model does not follow) and `struct f12` (clang passes
+//! and returns its 12 bytes as a 16-byte `[2 x i64]`); IR vectors, scalars and array elements alike, which LLVM
+//! 14 splits into scalars or passes by reference without the V extension where the declared [abi] passes
+//! their bytes in general registers (the target's `standard_deviations`); `fp128` and `bfloat` (deviations too,
+//! and not in the menus of the other targets either); integers wider than 128 bits, which the planner splits
+//! where LLVM 14 passes them by reference (not in any menu). Returns of more than two register pieces are
+//! returned through the hidden pointer, as LLVM does (`max_return_registers`), so the IR cases never
+//! generate them as register returns.
+//!
 //! Left out: `half` on x86_64 (LLVM 14 soft-promotes it to `i16` where the standard convention follows the
 //! psABI's SSE registers, `HalfAsI16` in `docs/standard-abi-deviations.md`, so an adapter and llc-14's body
 //! would disagree), `i128` on x86_64 (LLVM 14 splits it between registers and the stack, `I128AsTwoI64`),
@@ -65,8 +84,8 @@
 //!
 //! Each test runs one seed: a fixed default per test, or `NEVERC_LOWER_SEED=<n>` (decimal or `0x` hex) to
 //! reproduce a failure; `NEVERC_LOWER_CASES=<n>` sets the cases per direction. Every failure prints the seed.
-//! The tools are required: a missing `clang-14`, `llc-14`, `qemu-aarch64` or `aarch64-linux-gnu-gcc` fails
-//! the test (`scripts/test.sh` installs them).
+//! The tools are required: a missing `clang-14`, `llc-14`, `qemu-aarch64`, `aarch64-linux-gnu-gcc`,
+//! `qemu-riscv64` or `riscv64-linux-gnu-gcc` fails the test (`scripts/test.sh` installs them).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -111,6 +130,17 @@ fn lowered_adapters_aarch64() {
     run_target(
         &aarch64::Aarch64,
         "lowered_adapters_aarch64",
+        case_count(DEFAULT_CASES),
+        mixed_case,
+    );
+}
+
+/// Issue 29, must-show 4: the same on riscv64 under qemu-riscv64.
+#[test]
+fn lowered_adapters_riscv64() {
+    run_target(
+        &riscv64::Riscv64,
+        "lowered_adapters_riscv64",
         case_count(DEFAULT_CASES),
         mixed_case,
     );
@@ -201,7 +231,8 @@ fn require(tool: &str) {
         .is_ok_and(|output| output.status.success());
     assert!(
         found,
-        "`{tool}` is missing: run scripts/test.sh, which installs clang-14, llvm-14, gcc-aarch64-linux-gnu and qemu-user"
+        "`{tool}` is missing: run scripts/test.sh, which installs clang-14, llvm-14, gcc-aarch64-linux-gnu, \
+         gcc-riscv64-linux-gnu and qemu-user"
     );
 }
 
@@ -344,6 +375,7 @@ fn compile_lowered(
     if opaque {
         args.push("-opaque-pointers");
     }
+    args.extend_from_slice(isa.llc_target());
     tool(context, "llc-14", &args);
     (clang, plans)
 }
@@ -1947,6 +1979,8 @@ trait Isa {
     fn name(&self) -> &'static str;
     /// Arguments that make clang-14 compile for the target.
     fn clang_target(&self) -> &'static [&'static str];
+    /// Arguments llc-14 needs besides the module's triple (the extensions its module-level attributes omit).
+    fn llc_target(&self) -> &'static [&'static str];
     /// The C types the generator picks parameters and returns from.
     fn menus(&self) -> Menus;
     /// How clang passes a struct of the menus on the target.
@@ -2099,6 +2133,10 @@ mod x86_64 {
         }
 
         fn clang_target(&self) -> &'static [&'static str] {
+            &[]
+        }
+
+        fn llc_target(&self) -> &'static [&'static str] {
             &[]
         }
 
@@ -2433,6 +2471,10 @@ mod aarch64 {
             &["--target=aarch64-linux-gnu"]
         }
 
+        fn llc_target(&self) -> &'static [&'static str] {
+            &[]
+        }
+
         fn menus(&self) -> Menus {
             Menus {
                 parameters: PARAMETERS,
@@ -2704,6 +2746,449 @@ mod aarch64 {
                 ..Bounds::default()
             };
             run_bounded("qemu-aarch64", &context.dir, &[program], bounds)
+        }
+    }
+}
+
+/// The RISC-V harness (the assembly syntax LLVM and GNU as share, LP64D), run under qemu-riscv64.
+mod riscv64 {
+    use super::*;
+    use generator::CType::*;
+
+    pub struct Riscv64;
+
+    /// clang passes `struct d16`, `struct v2f` and `struct m16` as two IR values each (the psABI's flattening
+    /// into floating-point registers), which the generator's one-value-per-parameter model cannot follow, and
+    /// `struct f12` as a `[2 x i64]` of 16 bytes holding its 12: those are left out.
+    const PARAMETERS: &[CType] = &[
+        Bool,
+        SChar,
+        UChar,
+        Short,
+        UShort,
+        Int,
+        Long,
+        Pointer,
+        Half,
+        Float,
+        Double,
+        Vector,
+        Struct(Aggregate::S24),
+        Struct(Aggregate::S33),
+        Struct(Aggregate::P16),
+    ];
+    const RETURNS: &[Option<CType>] = &[
+        None,
+        Some(Bool),
+        Some(SChar),
+        Some(UChar),
+        Some(Short),
+        Some(UShort),
+        Some(Int),
+        Some(Long),
+        Some(Pointer),
+        Some(Half),
+        Some(Float),
+        Some(Double),
+        Some(Vector),
+        Some(Struct(Aggregate::S24)),
+        Some(Struct(Aggregate::S33)),
+        Some(Struct(Aggregate::P16)),
+        Some(Struct(Aggregate::D16)),
+        Some(Struct(Aggregate::M16)),
+        Some(Struct(Aggregate::V2F)),
+    ];
+    /// The scalars of the IR cases (not `<4 x float>`, which LLVM 14 splits into four `float`s where the
+    /// declared [abi] passes its bytes in two general registers: a `standard_deviations` entry).
+    const IR_SCALARS: &[CType] = &[Int, Long, Half, Float, Double];
+    /// The elements of their arrays (not the vectors, as above).
+    const ELEMENTS: &[Element] = &[
+        Element::I8,
+        Element::I16,
+        Element::I32,
+        Element::I64,
+        Element::I128,
+        Element::Half,
+        Element::Float,
+        Element::Double,
+    ];
+    /// The largest offset of a load or store (a signed 12-bit immediate).
+    const MAX_IMMEDIATE: u64 = 2047;
+    /// Bytes of the frame `save` makes: ra, s0-s11 and fs0-fs11.
+    const SAVE_FRAME: u64 = 208;
+
+    /// Whether `register` is a general one (else a floating-point register).
+    fn general(target: &TargetRecord, register: usize) -> bool {
+        target
+            .class_of(register)
+            .is_some_and(|class| class.kind == RegisterClassKind::General)
+    }
+
+    /// The register's name (its ABI name: `t0`, `fa0`).
+    fn name(target: &TargetRecord, register: usize) -> &'static str {
+        target.registers[register].name
+    }
+
+    /// The index of the register `name`.
+    fn index(target: &TargetRecord, name: &str) -> usize {
+        target.resolve_register(name).unwrap().register
+    }
+
+    /// The whole-register load or store of `register`.
+    fn op(target: &TargetRecord, register: usize, store: bool) -> &'static str {
+        match (general(target, register), store) {
+            (true, false) => "ld",
+            (true, true) => "sd",
+            (false, false) => "fld",
+            (false, true) => "fsd",
+        }
+    }
+
+    /// `op register, offset(base)`; an offset beyond the immediate's reach goes through `temp`.
+    fn access(op: &str, register: &str, base: &str, offset: u64, temp: &str, out: &mut String) {
+        if offset <= MAX_IMMEDIATE {
+            writeln!(out, "\t{op} {register}, {offset}({base})").unwrap();
+        } else {
+            assert!(temp != register && temp != base, "{temp} is the register or the base");
+            writeln!(
+                out,
+                "\tli {temp}, {offset}\n\tadd {temp}, {temp}, {base}\n\t{op} {register}, 0({temp})"
+            )
+            .unwrap();
+        }
+    }
+
+    /// Starts the global function `symbol`.
+    fn function(symbol: &str, out: &mut String) {
+        writeln!(
+            out,
+            "\t.text\n\t.globl {symbol}\n\t.type {symbol},@function\n\t.p2align 2\n{symbol}:"
+        )
+        .unwrap();
+    }
+
+    /// Saves ra and the LP64D callee-saved registers (`SAVE_FRAME` bytes).
+    fn save(out: &mut String) {
+        writeln!(out, "\taddi sp, sp, -{SAVE_FRAME}\n\tsd ra, 0(sp)").unwrap();
+        for n in 0..12 {
+            writeln!(out, "\tsd s{n}, {}(sp)\n\tfsd fs{n}, {}(sp)", 8 + 8 * n, 104 + 8 * n).unwrap();
+        }
+    }
+
+    /// Restores what `save` saved and returns.
+    fn restore(out: &mut String) {
+        for n in 0..12 {
+            writeln!(out, "\tld s{n}, {}(sp)\n\tfld fs{n}, {}(sp)", 8 + 8 * n, 104 + 8 * n).unwrap();
+        }
+        writeln!(out, "\tld ra, 0(sp)\n\taddi sp, sp, {SAVE_FRAME}\n\tret").unwrap();
+    }
+
+    impl Isa for Riscv64 {
+        fn name(&self) -> &'static str {
+            "riscv64"
+        }
+
+        fn clang_target(&self) -> &'static [&'static str] {
+            &["--target=riscv64-linux-gnu"]
+        }
+
+        fn llc_target(&self) -> &'static [&'static str] {
+            // The module-level attributes clang writes name rv64i only: without the F and D extensions llc-14
+            // would tell the assembler so, which then refuses the LP64D adapters' `fld` and `fsd`.
+            &["-mattr=+m,+a,+f,+d,+c"]
+        }
+
+        fn menus(&self) -> Menus {
+            Menus {
+                parameters: PARAMETERS,
+                returns: RETURNS,
+                ir_scalars: IR_SCALARS,
+                elements: ELEMENTS,
+            }
+        }
+
+        fn passing(&self, aggregate: Aggregate) -> Passing {
+            if aggregate.in_memory() {
+                Passing::ByReference
+            } else {
+                Passing::Value
+            }
+        }
+
+        fn opaque_incoming(&self) -> bool {
+            true
+        }
+
+        fn tools(&self) -> &'static [&'static str] {
+            &["riscv64-linux-gnu-gcc", "qemu-riscv64"]
+        }
+
+        fn entry_bias(&self) -> u64 {
+            0
+        }
+
+        /// Every register but zero, ra (which the harness's own calls overwrite), sp, gp (which relaxed code
+        /// addresses globals from) and tp (the thread pointer).
+        fn loaded(&self, target: &TargetRecord) -> Vec<usize> {
+            (0..target.registers.len())
+                .filter(|register| !["zero", "ra", "sp", "gp", "tp"].contains(&name(target, *register)))
+                .collect()
+        }
+
+        fn incoming_caller(&self, context: &Context, planned: &Planned<'_>, rng: &mut Rng, out: &mut String) {
+            let target = context.target;
+            let k = planned.case.index;
+            let (registers, stack, objects) = incoming_images(context, planned, rng);
+            let area = stack.bytes.len();
+            let loaded = self.loaded(target);
+            let t0 = index(target, "t0");
+            function(&format!("nc_call{k}"), out);
+            save(out);
+            // The stack arguments start at the stack pointer of the call, which `neverc_saved_sp` keeps.
+            writeln!(out, "\tli t0, {area}\n\tsub sp, sp, t0").unwrap();
+            out.push_str("\tlla t0, neverc_saved_sp\n\tsd sp, 0(t0)\n");
+            writeln!(out, "\tlla t0, nc_stack{k}").unwrap();
+            for word in (0..area as u64).step_by(8) {
+                access("ld", "t1", "t0", word, "t2", out);
+                access("sd", "t1", "sp", word, "t2", out);
+            }
+            // Every register gets its marker from the block t0 points at, t0 itself last.
+            writeln!(out, "\tlla t0, nc_in{k}").unwrap();
+            for register in loaded.iter().filter(|register| **register != t0) {
+                writeln!(
+                    out,
+                    "\t{} {}, {}(t0)",
+                    op(target, *register, false),
+                    name(target, *register),
+                    register * 16
+                )
+                .unwrap();
+            }
+            writeln!(out, "\tld t0, {}(t0)\n\tcall f{k}", t0 * 16).unwrap();
+            // The dump's base is a register whose value after the call nobody checks.
+            let checked: Vec<usize> = planned
+                .kept(target)
+                .iter()
+                .map(|(register, _)| *register)
+                .chain(planned.return_registers())
+                .collect();
+            let base = loaded
+                .iter()
+                .copied()
+                .find(|register| general(target, *register) && !checked.contains(register))
+                .unwrap_or_else(|| context.fail(format!("nc_call{k}: every general register is checked")));
+            let base_name = name(target, base);
+            writeln!(out, "\tlla {base_name}, neverc_out").unwrap();
+            for register in loaded.iter().filter(|register| **register != base) {
+                writeln!(
+                    out,
+                    "\t{} {}, {}({base_name})",
+                    op(target, *register, true),
+                    name(target, *register),
+                    register * 16
+                )
+                .unwrap();
+            }
+            writeln!(out, "\tsd sp, {}({base_name})", target.registers.len() * 16).unwrap();
+            writeln!(
+                out,
+                "\tlla t0, neverc_saved_sp\n\tld t0, 0(t0)\n\tli t1, {area}\n\tadd sp, t0, t1"
+            )
+            .unwrap();
+            restore(out);
+            out.push_str("\t.data\n");
+            registers.emit(&format!("nc_in{k}"), out);
+            stack.emit(&format!("nc_stack{k}"), out);
+            let mut objects = objects.into_iter();
+            for (index, argument) in planned.arguments.iter().enumerate() {
+                if argument.role == Role::Address {
+                    objects.next().unwrap().emit(&format!("nc_obj{k}_{index}"), out);
+                }
+            }
+            let sret = Image {
+                bytes: vec![0xee; planned.case.return_content.len().max(8).next_multiple_of(8)],
+                addresses: Vec::new(),
+            };
+            sret.emit(&format!("nc_sret{k}"), out);
+        }
+
+        fn plan_callee(&self, context: &Context, planned: &Planned<'_>, rng: &mut Rng, out: &mut String) {
+            let target = context.target;
+            let k = planned.case.index;
+            let layout = SeenLayout::of(planned, target.registers.len());
+            let loaded = self.loaded(target);
+            let set_aside: Vec<usize> = ["t0", "t1", "t2", "t3"]
+                .iter()
+                .map(|register| index(target, register))
+                .collect();
+            let kept: Vec<usize> = planned.kept(target).iter().map(|(register, _)| *register).collect();
+            function(&format!("g{k}"), out);
+            // t0-t3 are set aside so that they can be the dump's base and carry data; t1 points at
+            // `neverc_seen`.
+            out.push_str("\taddi sp, sp, -48\n\tsd t0, 0(sp)\n\tsd t1, 8(sp)\n\tsd t2, 16(sp)\n\tsd t3, 24(sp)\n");
+            out.push_str("\tlla t1, neverc_seen\n");
+            for register in loaded.iter().filter(|register| !set_aside.contains(register)) {
+                writeln!(
+                    out,
+                    "\t{} {}, {}(t1)",
+                    op(target, *register, true),
+                    name(target, *register),
+                    register * 16
+                )
+                .unwrap();
+            }
+            for (at, register) in set_aside.iter().enumerate() {
+                writeln!(out, "\tld t2, {}(sp)\n\tsd t2, {}(t1)", 8 * at, register * 16).unwrap();
+            }
+            writeln!(out, "\taddi t2, sp, 48\n\tsd t2, {}(t1)", layout.stack_pointer).unwrap();
+            for word in (0..planned.stack_bytes.next_multiple_of(8)).step_by(8) {
+                access("ld", "t2", "sp", 48 + word, "t3", out);
+                access("sd", "t2", "t1", layout.stack as u64 + word, "t3", out);
+            }
+            // The pointer an `Address` or `sret` argument arrives in, into t2.
+            let fetch = |argument: &Argument, out: &mut String| match argument.pieces[0].place {
+                Place::Register { register, .. } => writeln!(out, "\tld t2, {}(t1)", register * 16).unwrap(),
+                Place::Stack { offset, .. } => access("ld", "t2", "sp", 48 + offset, "t3", out),
+            };
+            for (index, argument) in planned.arguments.iter().enumerate() {
+                if argument.role == Role::Address {
+                    fetch(argument, out);
+                    let at = layout.objects[index].unwrap();
+                    writeln!(out, "\tlla t0, neverc_seen+{at}").unwrap();
+                    for offset in 0..argument.content.len() {
+                        writeln!(out, "\tlbu t3, {offset}(t2)\n\tsb t3, {offset}(t0)").unwrap();
+                    }
+                }
+            }
+            if let Some(argument) = planned.arguments.iter().find(|argument| argument.role == Role::Sret) {
+                fetch(argument, out);
+                writeln!(out, "\tlla t0, nc_sretv{k}").unwrap();
+                for offset in 0..argument.content.len() {
+                    writeln!(out, "\tlbu t3, {offset}(t0)\n\tsb t3, {offset}(t2)").unwrap();
+                }
+            }
+            out.push_str("\tld t0, 0(sp)\n\tld t1, 8(sp)\n\tld t2, 16(sp)\n\tld t3, 24(sp)\n\taddi sp, sp, 48\n");
+            // Then every register the plan callee need not keep is clobbered through a base register that is
+            // one of them, and the return registers get the return value's bytes (and junk above them).
+            let returns = planned.return_registers();
+            let Some(base) = loaded
+                .iter()
+                .copied()
+                .find(|register| general(target, *register) && !kept.contains(register))
+            else {
+                context.fail(format!("g{k}: no register to work with"))
+            };
+            let base_name = name(target, base);
+            writeln!(out, "\tlla {base_name}, nc_junk").unwrap();
+            for register in loaded
+                .iter()
+                .filter(|register| !kept.contains(register) && **register != base)
+            {
+                writeln!(
+                    out,
+                    "\t{} {}, {}({base_name})",
+                    op(target, *register, false),
+                    name(target, *register),
+                    register * 16
+                )
+                .unwrap();
+            }
+            let mut returned = Image::junk(rng, target.registers.len() * 16);
+            writeln!(out, "\tlla {base_name}, nc_retv{k}").unwrap();
+            for piece in &planned.returned {
+                let Place::Register { register, .. } = piece.place else {
+                    unreachable!("plan_case refuses returns on the stack")
+                };
+                let start = piece.offset as usize;
+                returned.put(
+                    register * 16,
+                    &planned.case.return_content[start..start + piece.size as usize],
+                );
+            }
+            for register in returns.iter().filter(|register| **register != base) {
+                writeln!(
+                    out,
+                    "\t{} {}, {}({base_name})",
+                    op(target, *register, false),
+                    name(target, *register),
+                    register * 16
+                )
+                .unwrap();
+            }
+            // The base last: its return value, or junk when it returns nothing.
+            writeln!(out, "\tld {base_name}, {}({base_name})\n\tret", base * 16).unwrap();
+
+            // The wrapper: markers in the C side's callee-saved registers around the C caller.
+            function(&format!("nc_wrap{k}"), out);
+            save(out);
+            let standard: Vec<usize> = target.callee_saved.iter().map(|view| view.register).collect();
+            out.push_str("\tlla t0, nc_csr\n");
+            for register in &standard {
+                writeln!(
+                    out,
+                    "\t{} {}, {}(t0)",
+                    op(target, *register, false),
+                    name(target, *register),
+                    register * 16
+                )
+                .unwrap();
+            }
+            writeln!(
+                out,
+                "\tlla t0, neverc_out\n\tsd sp, {}(t0)\n\tcall t_g{k}",
+                target.registers.len() * 16 + 8
+            )
+            .unwrap();
+            out.push_str("\tlla t0, neverc_out\n");
+            for register in &standard {
+                writeln!(
+                    out,
+                    "\t{} {}, {}(t0)",
+                    op(target, *register, true),
+                    name(target, *register),
+                    register * 16
+                )
+                .unwrap();
+            }
+            writeln!(out, "\tsd sp, {}(t0)", target.registers.len() * 16).unwrap();
+            restore(out);
+            out.push_str("\t.data\n");
+            returned.emit(&format!("nc_retv{k}"), out);
+            if planned.sret {
+                let mut value = Image::junk(rng, planned.case.return_content.len());
+                value.put(0, &planned.case.return_content);
+                value.emit(&format!("nc_sretv{k}"), out);
+            }
+        }
+
+        fn build(&self, context: &Context, inputs: &[&str], program: &str) {
+            // clang-14 compiles the large `main.c` in less than half gcc's time; gcc links against glibc.
+            let mut objects = Vec::new();
+            for input in inputs {
+                match input.strip_suffix(".c") {
+                    Some(stem) => {
+                        let object = format!("{stem}.o");
+                        tool(
+                            context,
+                            "clang-14",
+                            &["--target=riscv64-linux-gnu", "-O0", "-w", "-c", input, "-o", &object],
+                        );
+                        objects.push(object);
+                    }
+                    None => objects.push(input.to_string()),
+                }
+            }
+            let mut args = vec!["-static", "-o", program];
+            args.extend(objects.iter().map(String::as_str));
+            tool(context, "riscv64-linux-gnu-gcc", &args);
+        }
+
+        fn run(&self, context: &Context, program: &str) -> Output {
+            let bounds = Bounds {
+                timeout: std::time::Duration::from_secs(120),
+                ..Bounds::default()
+            };
+            run_bounded("qemu-riscv64", &context.dir, &[program], bounds)
         }
     }
 }

@@ -6,7 +6,8 @@
 //! and compiled by stock llc-14; then a caller written by hand in assembly puts the test's values exactly where
 //! the test says they go (`%ecx`, the first stack slot, `s5`, ...) and calls the lowered function, and the
 //! program prints what it got back. The function bodies weigh their arguments differently (`a + 2b + 4c`), so a
-//! value that arrives in the wrong place changes the result. AArch64 programs run under qemu-aarch64.
+//! value that arrives in the wrong place changes the result. AArch64 programs run under qemu-aarch64, RISC-V
+//! ones (tests 6, 8-14 with RISC-V registers) under qemu-riscv64.
 //!
 //! Not here: the front-end tests (15, 16), which are about clang's attributes, and the hardening tests that
 //! expect a diagnostic (19, 20, 22–24, 26), which fail or warn before anything is lowered
@@ -39,6 +40,13 @@ __attribute__((noinline)) int f(int a) { return a + 1; }
 const MIXED: &str = r#"
 __attribute__((noinline, annotate("neverc-callconv=gpr:x11;ret:x0"))) int callee(int a) { return a * 3; }
 __attribute__((noinline, annotate("neverc-callconv=gpr:x12,x13;ret:x0"))) int caller(int x, int y) { return callee(x) + y; }
+"#;
+
+/// Test 14 on RISC-V, whose `x11`-`x13` are aliases of `a1`-`a3` and `x0` the zero register: the registers
+/// are temporaries instead.
+const RISCV_MIXED: &str = r#"
+__attribute__((noinline, annotate("neverc-callconv=gpr:t3;ret:a0"))) int callee(int a) { return a * 3; }
+__attribute__((noinline, annotate("neverc-callconv=gpr:t4,t5;ret:a0"))) int caller(int x, int y) { return callee(x) + y; }
 "#;
 
 /// Test 17: a spec written on the function.
@@ -274,6 +282,128 @@ fn aarch64_cases() -> Vec<Case> {
     ]
 }
 
+/// The AArch64 cases on RISC-V (LP64D), with tests 6, 8 and 9 besides: a 64-bit value, a struct returned
+/// through the hidden pointer, and one passed by reference (a pointer to the caller's copy, as the psABI passes
+/// structs over 16 bytes). The callers save ra around their call; `call` itself clobbers nothing else.
+fn riscv64_cases() -> Vec<Case> {
+    const ENTER: &str = "addi sp, sp, -16\n sd ra, 8(sp)\n";
+    const LEAVE: &str = "\n ld ra, 8(sp)\n addi sp, sp, 16\n ret";
+    vec![
+        Case {
+            test: "10 RiscvPoolGPR",
+            target: "riscv64",
+            source: CASES,
+            spec: Some("gpr:t3,t4,t5;ret:a0"),
+            prefix: "add3",
+            caller: wrapped(ENTER, "li t3, 10\n li t4, 20\n li t5, 30\n call add3", LEAVE),
+            declaration: "int call_case(void);",
+            main: PRINT_INT,
+            expected: "170",
+        },
+        Case {
+            test: "11 RiscvFPR",
+            target: "riscv64",
+            source: CASES,
+            spec: Some("gpr:t3;fpr:ft5,ft6;ret:a0;ret_fpr:fa0"),
+            prefix: "fmix",
+            caller: wrapped(
+                ENTER,
+                "li t0, 0x40a00000\n fmv.w.x ft5, t0\n li t0, 0x3fc00000\n fmv.w.x ft6, t0\n \
+                 fmv.w.x fa0, zero\n fmv.w.x fa1, zero\n call fmix",
+                LEAVE,
+            ),
+            declaration: "float call_case(void);",
+            main: r#"printf("%g\n", (double)call_case()); return 0;"#,
+            expected: "2",
+        },
+        Case {
+            test: "12 RiscvPositionalStack",
+            target: "riscv64",
+            source: CASES,
+            spec: Some("args:t3,stack,t5;ret:a0"),
+            prefix: "add3",
+            // The stack slot's upper half is all ones: the adapter sign-extends the `int` from its low half.
+            caller: "addi sp, sp, -32\n sd ra, 16(sp)\n li t0, -1\n sd t0, 0(sp)\n li t0, 20\n sw t0, 0(sp)\n \
+                     li t3, 10\n li t5, 30\n call add3\n ld ra, 16(sp)\n addi sp, sp, 32\n ret",
+            declaration: "int call_case(void);",
+            main: PRINT_INT,
+            expected: "170",
+        },
+        Case {
+            test: "13 RiscvCalleeSavedCsr",
+            target: "riscv64",
+            source: CASES,
+            spec: Some("gpr:t3;ret:a0;csr:t6"),
+            prefix: "work",
+            // t6 must survive the call: the result is -1 if it does not.
+            caller: wrapped(
+                ENTER,
+                "li t6, 0x5eed\n li t3, 9\n call work\n li t0, 0x5eed\n beq t6, t0, 1f\n li a0, -1\n1:",
+                LEAVE,
+            ),
+            declaration: "int call_case(void);",
+            main: PRINT_INT,
+            expected: "81",
+        },
+        Case {
+            test: "14 RiscvMixedSpecCrossCall",
+            target: "riscv64",
+            source: RISCV_MIXED,
+            spec: None,
+            prefix: "",
+            caller: wrapped(ENTER, "li t4, 5\n li t5, 100\n call caller", LEAVE),
+            declaration: "int call_case(void);",
+            main: PRINT_INT,
+            expected: "115",
+        },
+        Case {
+            test: "06 RiscvI64UsesWideRegister",
+            target: "riscv64",
+            source: CASES,
+            spec: Some("gpr:t3,t4,t5;ret:a0"),
+            prefix: "add3l",
+            caller: wrapped(
+                ENTER,
+                "li t3, 0x100000000\n li t4, 0x200000000\n li t5, 0x300000000\n call add3l",
+                LEAVE,
+            ),
+            declaration: "long call_case(void);",
+            main: PRINT_INT,
+            // (1 + 4 + 12) << 32
+            expected: "73014444032",
+        },
+        Case {
+            test: "08 RiscvStructReturnSret",
+            target: "riscv64",
+            source: CASES,
+            spec: Some("gpr:t3,t4,t5;ret:a0"),
+            prefix: "mk",
+            // The hidden pointer goes in t3 (the first register of the pool), x in t4.
+            caller: wrapped(ENTER, "mv t3, a0\n li t4, 7\n call mk", LEAVE),
+            declaration: "struct P { long a, b, c; }; void call_case(struct P *);",
+            main: r#"struct P p = { 0, 0, 0 }; call_case(&p); printf("%ld %ld %ld\n", p.a, p.b, p.c); return 0;"#,
+            expected: "7 14 21",
+        },
+        Case {
+            test: "09 RiscvAggregateByReference",
+            target: "riscv64",
+            source: CASES,
+            spec: Some("gpr:t3,t4,t5;ret:a0"),
+            prefix: "use",
+            // The address of the caller's copy goes in t3.
+            caller: wrapped(ENTER, "mv t3, a0\n call use", LEAVE),
+            declaration: "struct Q { long a, b, c; }; long call_case(struct Q *);",
+            main: r#"struct Q q = { 1, 10, 100 }; printf("%ld\n", call_case(&q)); return 0;"#,
+            expected: "421",
+        },
+    ]
+}
+
+/// A caller's body: its prologue, instructions and epilogue (leaked: the cases live as long as the test).
+fn wrapped(enter: &str, body: &str, leave: &str) -> &'static str {
+    String::leak(format!("{enter} {body}{leave}"))
+}
+
 /// A tool's path, failing with the reason when it is missing (CI installs it through scripts/test.sh).
 fn tool(name: &str) -> &str {
     let found = Command::new("sh")
@@ -294,6 +424,7 @@ fn run_case(case: &Case, dir: &Path) -> String {
     let target = target_by_name(case.target).unwrap();
     let triple = match case.target {
         "x86_64" => "x86_64-unknown-linux-gnu",
+        "riscv64" => "riscv64-unknown-linux-gnu",
         _ => "aarch64-unknown-linux-gnu",
     };
     std::fs::write(dir.join("cases.c"), case.source).unwrap();
@@ -335,10 +466,12 @@ fn run_case(case: &Case, dir: &Path) -> String {
         run_in(tool("llvm-as-14"), dir, &["lowered.ll", "-o", "lowered.bc"]),
         "llvm-as-14",
     );
-    check(
-        run_in(tool("llc-14"), dir, &["-O2", "lowered.ll", "-o", "lowered.s"]),
-        "llc-14",
-    );
+    let mut llc = vec!["-O2", "lowered.ll", "-o", "lowered.s"];
+    if case.target == "riscv64" {
+        // clang's module-level attributes name rv64i only; the adapters' `fld`/`fsd` need F and D.
+        llc.push("-mattr=+m,+a,+f,+d,+c");
+    }
+    check(run_in(tool("llc-14"), dir, &llc), "llc-14");
     let caller = format!(
         ".text\n.globl call_case\n.type call_case,%function\ncall_case:\n {}\n",
         case.caller
@@ -354,6 +487,7 @@ fn run_case(case: &Case, dir: &Path) -> String {
     .unwrap();
     let (compiler, runner): (&str, Option<&str>) = match case.target {
         "x86_64" => (tool("gcc"), None),
+        "riscv64" => (tool("riscv64-linux-gnu-gcc"), Some(tool("qemu-riscv64"))),
         _ => (tool("aarch64-linux-gnu-gcc"), Some(tool("qemu-aarch64"))),
     };
     check(
@@ -399,6 +533,11 @@ fn neverc_x86_64_tests_lowered_receive_their_arguments_where_the_tests_say() {
 #[test]
 fn neverc_aarch64_tests_lowered_receive_their_arguments_where_the_tests_say() {
     run_all(aarch64_cases(), "aarch64");
+}
+
+#[test]
+fn neverc_riscv64_tests_lowered_receive_their_arguments_where_the_tests_say() {
+    run_all(riscv64_cases(), "riscv64");
 }
 
 #[test]

@@ -183,3 +183,48 @@ fn a_spec_that_gives_the_hidden_pointer_register_to_an_argument_is_warned_about(
     assert!(warned("gpr:rdi,rsi;ret:rax"));
     assert!(!warned("gpr:rcx,rdx;ret:rax"));
 }
+
+/// LLVM returns at most two register pieces on RISC-V (`[abi.rules] max_return_registers`): a return that the
+/// return registers could hold in more (`fa0`, `fa1` and then `a0`, since floating-point values fall back to
+/// general registers) goes through the hidden pointer in `a0`, as llc-14 returns it; two pieces stay in registers.
+#[test]
+fn riscv64_returns_more_than_two_register_pieces_through_the_hidden_pointer() {
+    let target = neverc_tables::target_by_name("riscv64").unwrap();
+    let register = |name: &str| target.resolve_register(name).unwrap().register;
+    let returned = |text: &str| {
+        let signature = Signature::parse(&format!("{text} ()")).unwrap();
+        neverc_cc::standard_abi::standard_return(target, &signature.return_type, &TypeTable::new())
+            .unwrap()
+            .unwrap()
+    };
+    for text in [
+        "[3 x float]",
+        "[4 x double]",
+        "{ double, i64, i64 }",
+        "{ i64, i64, double }",
+    ] {
+        let value = returned(text);
+        assert!(value.indirect, "{text}: {value:?}");
+        assert!(
+            matches!(value.pieces[..], [piece] if piece.place == Place::Register { register: register("a0"), width: 64 }),
+            "{text}: {value:?}"
+        );
+    }
+    for (text, expected) in [
+        ("[2 x double]", ["fa0", "fa1"]),
+        ("{ i64, double }", ["a0", "fa0"]),
+        ("i128", ["a0", "a1"]),
+    ] {
+        let value = returned(text);
+        assert!(!value.indirect, "{text}: {value:?}");
+        let registers: Vec<usize> = value
+            .pieces
+            .iter()
+            .map(|piece| match piece.place {
+                Place::Register { register, .. } => register,
+                Place::Stack { .. } => panic!("{text}: a piece on the stack"),
+            })
+            .collect();
+        assert_eq!(registers, expected.map(register), "{text}");
+    }
+}

@@ -616,7 +616,10 @@ fn apply(
             .tls
             .ok_or_else(|| format!("{}: the output has no TLS segment", what()))?;
         // `__tls_get_addr` adds the target's `dtv_offset` back.
-        let dtv_offset = graph.target_record().and_then(|target| target.elf).map_or(0, |elf| elf.dtv_offset);
+        let dtv_offset = graph
+            .target_record()
+            .and_then(|target| target.elf)
+            .map_or(0, |elf| elf.dtv_offset);
         Ok(value()? - i128::from(tls.address) - i128::from(dtv_offset))
     };
     let library = context.options.output_kind.is_shared_library();
@@ -739,7 +742,11 @@ fn got_entry_of(context: &Relocator<'_>, edge: &Edge) -> Result<i128, String> {
 fn tls_entry_of(context: &Relocator<'_>, edge: &Edge, kind: RelocationKind) -> Result<i128, String> {
     let graph = context.graph;
     let entry = TlsEntry::of(kind).ok_or("not a TLS access")?;
-    let tls = context.synthesized.tls_got.as_ref().ok_or("no TLS GOT entries were made")?;
+    let tls = context
+        .synthesized
+        .tls_got
+        .as_ref()
+        .ok_or("no TLS GOT entries were made")?;
     let offset = tls
         .offset(edge.target_symbol.map(|symbol| graph.resolved(symbol)), entry)
         .ok_or("no TLS GOT entry")?;

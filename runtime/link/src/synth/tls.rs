@@ -146,7 +146,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             return Err(PhaseError::new(
                 PHASE,
                 format!(
-                "`{}` is a thread-local variable of a shared library, which an executable for this target cannot \
+                    "`{}` is a thread-local variable of a shared library, which an executable for this target cannot \
                  reach yet",
                     graph.symbols[symbol.index()].name
                 ),
@@ -158,7 +158,9 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             _ => None,
         };
         if let Some((raw, at)) = word {
-            graph.edges.push(absolute_edge(raw, atom, at, (Some(*symbol), None), 0, origin));
+            graph
+                .edges
+                .push(absolute_edge(raw, atom, at, (Some(*symbol), None), 0, origin));
         }
     }
     context.synthesized.tls_got = Some(TlsGot { atom, entries, offsets });

@@ -335,6 +335,9 @@ pub struct AbiRecordIn<'a> {
     pub array_blocks: Option<ArrayBlocksIn<'a>>,
     pub float_falls_back_to_integer_registers: bool,
     pub stack_only_types: &'a [&'a str],
+    /// The most registers a returned value takes (`[abi.rules] max_return_registers`); a value needing more is
+    /// returned through the hidden pointer. `None`: as many as the return registers hold.
+    pub max_return_registers: Option<u32>,
 }
 
 /// The register pieces whose arrays are passed as one block (`[abi.rules.array_blocks]`,

@@ -35,9 +35,11 @@ pub struct MemoryTemplatesIn<'a> {
     pub class: usize,
     /// The width of the data moved, in bits.
     pub width: u32,
-    /// A load; below 32 bits it zero-extends into the register's 32-bit view.
+    /// A load; below 32 bits it zero-extends into the register's 32-bit view (at 32 bits, when `load_signed` is
+    /// declared, into the whole register).
     pub load: Template<'a>,
-    /// A sign-extending load (declared for general classes below 32 bits).
+    /// A sign-extending load (declared for general classes below 32 bits, and optionally at 32 bits for wider
+    /// ones).
     pub load_signed: Option<Template<'a>>,
     pub store: Template<'a>,
 }

@@ -9,6 +9,8 @@
 //!   `%lo` pairs whose target lies within ±2 KiB of `__global_pointer$` lose the `auipc`/`lui`, and the
 //!   loads, stores and `addi`s that completed them address from `gp` (`R_RISCV_GPREL_I`/`_S`, ld.bfd's own
 //!   relocations for this).
+//! - A local-exec access (`lui %tprel_hi; add tp, %tprel_add; ld %tprel_lo`) to a variable within ±2 KiB of
+//!   the thread pointer loses the `lui` and the `add`, and the low part addresses from `tp`.
 //! - `R_RISCV_ALIGN`'s padding, always (ld.bfd trims it with `--no-relax` too).
 //!
 //! Distances are checked with a margin of the largest alignment of the output's code and data, since later
@@ -80,6 +82,8 @@ const NOP: u32 = 0x13;
 const C_NOP: u16 = 0x1;
 /// The global pointer, `x3`.
 const GP: u32 = 3;
+/// The thread pointer, `x4`.
+const TP: u32 = 4;
 
 /// The declared relocations the rewritten instructions need, found by what they do.
 struct Declared {
@@ -205,6 +209,18 @@ fn shorten(
         }
     }
     let margin = i128::from(margin);
+    // A local-exec offset from the thread pointer that a 12-bit immediate holds (offsets within the TLS
+    // block do not move as code shrinks).
+    let tls = context.layout().and_then(|layout| layout.tls);
+    let small_tp_offset = |edge: &Edge| -> bool {
+        let (Some(tls), Some(value)) = (tls, target_value(context, edge)) else {
+            return false;
+        };
+        let Ok(address) = u64::try_from(value - i128::from(edge.addend)) else {
+            return false;
+        };
+        (-2048..2048).contains(&(tls.tp_offset(address) + i128::from(edge.addend)))
+    };
     let mut deletions = Vec::new();
     for (id, edge) in graph.edges_of(atom) {
         if !marked.contains(&edge.offset) || undefined(edge) {
@@ -288,6 +304,20 @@ fn shorten(
                     .push((edge.offset, with_gp_base(word).to_le_bytes().to_vec()));
                 edit.retypes.push((id, raw));
             }
+            // `lui` of a `%tprel_hi` and the `add` of the thread pointer: go when the offset is small.
+            RelocationKind::TlsLe | RelocationKind::TlsLeAdd
+                if (kind == RelocationKind::TlsLeAdd || record.round != 0) && small_tp_offset(edge) =>
+            {
+                deletions.push(edge.offset..edge.offset + 4);
+            }
+            // A `%tprel_lo`: addresses from `tp` instead of the register the deleted sequence formed.
+            RelocationKind::TlsLe if record.round == 0 && !record.bits.is_empty() && small_tp_offset(edge) => {
+                let Some(word) = instruction(bytes, edge.offset) else {
+                    continue;
+                };
+                edit.writes
+                    .push((edge.offset, with_base(word, TP).to_le_bytes().to_vec()));
+            }
             _ => {}
         }
     }
@@ -299,7 +329,12 @@ fn shorten(
 
 /// An I- or S-type instruction with `gp` as its base register.
 const fn with_gp_base(word: u32) -> u32 {
-    (word & !(0x1f << 15)) | (GP << 15)
+    with_base(word, GP)
+}
+
+/// An I- or S-type instruction with `register` as its base register (`rs1`).
+const fn with_base(word: u32, register: u32) -> u32 {
+    (word & !(0x1f << 15)) | (register << 15)
 }
 
 /// The alignment padding of `atom` trimmed for its current address: each `R_RISCV_ALIGN` of `A` bytes of
