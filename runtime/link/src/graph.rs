@@ -700,6 +700,18 @@ impl LinkGraph {
             .map(|id| (*id, &self.edges[id.index()]))
     }
 
+    /// The edges of `atom` at `offset`, found by binary search in the atom's edges (which `index_edges`
+    /// sorts by offset).
+    pub fn edges_at(&self, atom: AtomId, offset: u64) -> impl Iterator<Item = (EdgeId, &Edge)> {
+        let range = self.edges_by_atom.get(atom.index()).cloned().unwrap_or(0..0);
+        let ids = &self.edge_order[range.start as usize..range.end as usize];
+        let first = ids.partition_point(|id| self.edges[id.index()].offset < offset);
+        ids[first..]
+            .iter()
+            .map(|id| (*id, &self.edges[id.index()]))
+            .take_while(move |(_, edge)| edge.offset == offset)
+    }
+
     /// The target the link is for, once an object (or the caller) fixed it.
     pub fn target_record(&self) -> Option<&'static neverc_tables::TargetRecord> {
         match &self.target {

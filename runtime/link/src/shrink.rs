@@ -52,12 +52,66 @@ pub(crate) fn moved(deletions: &[Range<u64>], offset: u64) -> u64 {
     offset - removed
 }
 
+/// One atom's deletions with the bytes removed before each, so that an offset moves in logarithmic time
+/// (a large atom has tens of thousands of deletions and more edges).
+struct Deletions<'a> {
+    /// Sorted, not overlapping.
+    ranges: &'a [Range<u64>],
+    /// `before[i]`: the bytes `ranges[..i]` delete.
+    before: Vec<u64>,
+}
+
+impl<'a> Deletions<'a> {
+    fn new(ranges: &'a [Range<u64>]) -> Self {
+        let mut before = Vec::with_capacity(ranges.len() + 1);
+        let mut total = 0;
+        before.push(0);
+        for range in ranges {
+            total += range.end - range.start;
+            before.push(total);
+        }
+        Deletions { ranges, before }
+    }
+
+    /// The index of the first range that does not end at or before `offset`.
+    fn first_after(&self, offset: u64) -> usize {
+        self.ranges.partition_point(|range| range.end <= offset)
+    }
+
+    /// Whether the byte at `offset` is deleted.
+    fn deletes(&self, offset: u64) -> bool {
+        let index = self.first_after(offset);
+        self.ranges.get(index).is_some_and(|range| range.start <= offset)
+    }
+
+    /// [`moved`], by binary search.
+    fn moved(&self, offset: u64) -> u64 {
+        let index = self.first_after(offset);
+        let mut removed = self.before[index];
+        if let Some(range) = self.ranges.get(index)
+            && offset > range.start
+        {
+            removed += offset - range.start;
+        }
+        offset - removed
+    }
+}
+
 /// Applies the edits (at most one per atom) to the graph; an error names what could not be applied.
 pub(crate) fn apply(graph: &mut LinkGraph, edits: Vec<(AtomId, AtomEdit)>) -> Result<(), String> {
     if edits.is_empty() {
         return Ok(());
     }
-    let by_atom: FxHashMap<AtomId, &AtomEdit> = edits.iter().map(|(atom, edit)| (*atom, edit)).collect();
+    // The deletions of each edited atom, indexed by atom (every edge is looked up, so no hashing).
+    let mut deletions_of: Vec<Option<Deletions<'_>>> = Vec::new();
+    deletions_of.resize_with(graph.atoms.len(), || None);
+    for (atom, edit) in &edits {
+        let slot = deletions_of
+            .get_mut(atom.index())
+            .ok_or("an edit names an atom the graph does not have")?;
+        *slot = Some(Deletions::new(&edit.deletions));
+    }
+    let by_atom = |atom: &AtomId| deletions_of.get(atom.index()).and_then(Option::as_ref);
     // The bytes of each edited atom.
     for (atom, edit) in &edits {
         let entry = &graph.atoms[atom.index()];
@@ -112,28 +166,25 @@ pub(crate) fn apply(graph: &mut LinkGraph, edits: Vec<(AtomId, AtomEdit)>) -> Re
     let mut removed = vec![false; graph.edges.len()];
     let mut addends = Vec::new();
     for (index, edge) in graph.edges.iter().enumerate() {
-        if let Some(edit) = by_atom.get(&edge.source)
-            && edit
-                .deletions
-                .iter()
-                .any(|range| range.start <= edge.offset && edge.offset < range.end)
+        if let Some(deletions) = by_atom(&edge.source)
+            && deletions.deletes(edge.offset)
         {
             removed[index] = true;
             continue;
         }
         let reached = edge.target_atom.or_else(|| section_symbol(graph, edge));
-        if let Some(edit) = reached.and_then(|atom| by_atom.get(&atom))
+        if let Some(deletions) = reached.and_then(|atom| by_atom(&atom))
             && let Ok(offset) = u64::try_from(edge.addend)
         {
-            addends.push((index, moved(&edit.deletions, offset) as i64));
+            addends.push((index, deletions.moved(offset) as i64));
         }
     }
     for (index, addend) in addends {
         graph.edges[index].addend = addend;
     }
     for (index, edge) in graph.edges.iter_mut().enumerate() {
-        if let Some(edit) = by_atom.get(&edge.source) {
-            edge.offset = moved(&edit.deletions, edge.offset);
+        if let Some(deletions) = by_atom(&edge.source) {
+            edge.offset = deletions.moved(edge.offset);
         }
         if let Some(raw) = retyped.get(&EdgeId(index as u32)) {
             edge.relocation.raw = *raw;
@@ -150,14 +201,14 @@ pub(crate) fn apply(graph: &mut LinkGraph, edits: Vec<(AtomId, AtomEdit)>) -> Re
     // Symbols defined in edited atoms keep pointing at the same bytes, and their sizes lose what was
     // deleted inside them.
     for symbol in &mut graph.symbols {
-        let Some(edit) = symbol.atom.and_then(|atom| by_atom.get(&atom)) else {
+        let Some(deletions) = symbol.atom.and_then(|atom| by_atom(&atom)) else {
             continue;
         };
         if symbol.symbol_type == SymbolType::Section {
             continue;
         }
-        let start = moved(&edit.deletions, symbol.value);
-        let end = moved(&edit.deletions, symbol.value.saturating_add(symbol.size));
+        let start = deletions.moved(symbol.value);
+        let end = deletions.moved(symbol.value.saturating_add(symbol.size));
         symbol.value = start;
         symbol.size = end - start;
     }
@@ -179,5 +230,16 @@ mod tests {
         assert_eq!(moved(&deletions, 12), 8);
         assert_eq!(moved(&deletions, 13), 8);
         assert_eq!(moved(&deletions, 20), 14);
+    }
+
+    #[test]
+    fn the_binary_search_moves_offsets_as_the_linear_walk_does() {
+        let ranges = [0..2, 4..8, 12..14, 14..15, 30..40];
+        let deletions = Deletions::new(&ranges);
+        for offset in 0..50 {
+            assert_eq!(deletions.moved(offset), moved(&ranges, offset), "offset {offset}");
+            let deleted = ranges.iter().any(|range| range.contains(&offset));
+            assert_eq!(deletions.deletes(offset), deleted, "offset {offset}");
+        }
     }
 }

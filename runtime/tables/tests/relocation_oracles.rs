@@ -257,6 +257,9 @@ _start:
  jal far
  call far
  tail far
+ .reloc ., R_RISCV_CALL, far
+ .4byte 0x00000097 # auipc ra, 0
+ .4byte 0x000080e7 # jalr ra, 0(ra): raw, the pair the deprecated R_RISCV_CALL patches
  .reloc ., R_RISCV_RVC_BRANCH, cnear
  .2byte 0xc101 # c.beqz a0, 0
  .reloc ., R_RISCV_RVC_JUMP, cnear
@@ -312,6 +315,7 @@ _start:
                 "R_RISCV_BRANCH",
                 "R_RISCV_JAL",
                 "R_RISCV_CALL_PLT",
+                "R_RISCV_CALL",
                 "R_RISCV_RVC_BRANCH",
                 "R_RISCV_RVC_JUMP",
                 "R_RISCV_64",

@@ -762,8 +762,7 @@ fn paired_high_value(context: &Relocator<'_>, edge: &Edge) -> Result<i128, Strin
     let (atom, offset) = crate::address::label_location(graph, edge).ok_or("its label is not defined in a section")?;
     let atom = crate::address::placed_atom(context, atom).unwrap_or(atom);
     let (partner, record) = graph
-        .edges_of(atom)
-        .filter(|(_, partner)| partner.offset == offset)
+        .edges_at(atom, offset)
         .find_map(|(_, partner)| {
             graph
                 .relocation(partner)
