@@ -264,6 +264,8 @@ _start:
  .2byte 0xc101 # c.beqz a0, 0
  .reloc ., R_RISCV_RVC_JUMP, cnear
  .2byte 0xa001 # c.j 0
+ .reloc ., R_RISCV_RVC_LUI, small
+ .2byte 0x6505 # c.lui a0, 1
 .data
  .dword target
  .word target
@@ -318,6 +320,7 @@ _start:
                 "R_RISCV_CALL",
                 "R_RISCV_RVC_BRANCH",
                 "R_RISCV_RVC_JUMP",
+                "R_RISCV_RVC_LUI",
                 "R_RISCV_64",
                 "R_RISCV_32",
                 "R_RISCV_32_PCREL",

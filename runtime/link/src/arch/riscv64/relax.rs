@@ -9,6 +9,7 @@
 //!   `%lo` pairs whose target lies within ±2 KiB of `__global_pointer$` lose the `auipc`/`lui`, and the
 //!   loads, stores and `addi`s that completed them address from `gp` (`R_RISCV_GPREL_I`/`_S`, ld.bfd's own
 //!   relocations for this).
+//! - A `lui` of a `%hi` whose high part is 1 to 31 wherever the address may still move becomes `c.lui` (2).
 //! - A local-exec access (`lui %tprel_hi; add tp, %tprel_add; ld %tprel_lo`) to a variable within ±2 KiB of
 //!   the thread pointer loses the `lui` and the `add`, and the low part addresses from `tp`.
 //! - `R_RISCV_ALIGN`'s padding, always (ld.bfd trims it with `--no-relax` too).
@@ -72,6 +73,14 @@ const S_FIELD: InstructionField = InstructionField {
     bits: &[BitRange { lsb: 7, width: 5 }, BitRange { lsb: 25, width: 7 }],
 };
 
+/// The CI-type immediate of `c.lui` (the high part of an address, rounded as `%hi` rounds it).
+const CI_LUI_FIELD: InstructionField = InstructionField {
+    size: 16,
+    shift: 12,
+    round: 12,
+    bits: &[BitRange { lsb: 2, width: 5 }, BitRange { lsb: 12, width: 1 }],
+};
+
 /// `jal x0, 0`: its `rd` is set from the `jalr` it replaces.
 const JAL: u32 = 0x6f;
 /// `c.j 0`.
@@ -80,6 +89,8 @@ const C_J: u16 = 0xa001;
 const NOP: u32 = 0x13;
 /// `c.nop`.
 const C_NOP: u16 = 0x1;
+/// `c.lui x0, 0`: its `rd` is set from the `lui` it replaces.
+const C_LUI: u16 = 0x6001;
 /// The global pointer, `x3`.
 const GP: u32 = 3;
 /// The thread pointer, `x4`.
@@ -91,6 +102,7 @@ struct Declared {
     c_j: Option<u32>,
     gprel_i: Option<u32>,
     gprel_s: Option<u32>,
+    c_lui: Option<u32>,
 }
 
 /// The edits of one round of `pass` over the current layout.
@@ -107,7 +119,16 @@ pub(crate) fn edits(context: &LinkContext, pass: RelaxPass) -> Result<Vec<(AtomI
         c_j: graph.declared_field(RelocationKind::Branch, RelocationBase::Place, &CJ_FIELD),
         gprel_i: graph.declared_field(RelocationKind::Symbol, RelocationBase::GlobalPointer, &I_FIELD),
         gprel_s: graph.declared_field(RelocationKind::Symbol, RelocationBase::GlobalPointer, &S_FIELD),
+        c_lui: graph.declared_field(RelocationKind::Symbol, RelocationBase::Nothing, &CI_LUI_FIELD),
     };
+    // The most the code can still shrink: every address moves down by at most this (and up by at most the
+    // margin, where alignment padding grows).
+    let code_size: u64 = layout
+        .sections
+        .iter()
+        .filter(|section| section.flags & section_flags::EXECUTABLE != 0)
+        .map(|section| section.size)
+        .sum();
     let margin = layout
         .sections
         .iter()
@@ -144,7 +165,10 @@ pub(crate) fn edits(context: &LinkContext, pass: RelaxPass) -> Result<Vec<(AtomI
     {
         for atom in &section.atoms {
             let edit = match pass {
-                RelaxPass::Shorten => shorten(context, *atom, &declared, rvc, margin, &near_gp)?,
+                RelaxPass::Shorten => {
+                    let bounds = Bounds { margin, code_size, rvc };
+                    shorten(context, *atom, &declared, bounds, &near_gp)?
+                }
                 RelaxPass::Align => align(context, *atom)?,
             };
             if !edit.is_empty() {
@@ -165,15 +189,35 @@ fn instruction(bytes: &[u8], offset: u64) -> Option<u32> {
         .map(u32::from_le_bytes)
 }
 
+/// What a round knows of how far addresses may still move, and whether compressed code may be written.
+#[derive(Clone, Copy)]
+struct Bounds {
+    /// The largest alignment of the output's sections: what alignment padding may add.
+    margin: u64,
+    /// The size of the output's code: what deletions may still take away.
+    code_size: u64,
+    /// Whether the inputs hold compressed instructions (`EF_RISCV_RVC`), so that the output may too.
+    rvc: bool,
+}
+
+/// Whether `lui rd, %hi(target)` may become `c.lui` for good: the high part lies in `c.lui`'s 1..=31 wherever
+/// the address moves (0 is no `c.lui`, and negative high parts are left alone).
+fn fits_c_lui(target: i128, bounds: Bounds) -> bool {
+    let high = |value: i128| (value + 0x800) >> 12;
+    let lowest = target - i128::from(bounds.code_size) - i128::from(bounds.margin);
+    let highest = target + i128::from(bounds.margin);
+    high(lowest) >= 1 && high(highest) <= 31
+}
+
 /// Calls and global-pointer addressing in `atom` that the current layout lets shorten.
 fn shorten(
     context: &LinkContext,
     atom: AtomId,
     declared: &Declared,
-    rvc: bool,
-    margin: u64,
+    bounds: Bounds,
     near_gp: &dyn Fn(i128) -> bool,
 ) -> Result<AtomEdit, String> {
+    let Bounds { margin, rvc, .. } = bounds;
     let graph = &context.graph;
     let entry = &graph.atoms[atom.index()];
     let kind = |edge: &Edge| graph.relocation(edge).map(|record| (record.kind, record));
@@ -277,13 +321,28 @@ fn shorten(
                 }
                 deletions.push(edge.offset..edge.offset + 4);
             }
-            // `lui` of a `%hi`: goes when its target is near the global pointer.
+            // `lui` of a `%hi`: goes when its target is near the global pointer, else becomes `c.lui` when
+            // its high part is small (and its register is neither x0 nor sp, which `c.lui` cannot name).
             RelocationKind::Symbol
-                if record.relative_to == RelocationBase::Nothing
-                    && record.round != 0
-                    && target_value(context, edge).is_some_and(near_gp) =>
+                if record.relative_to == RelocationBase::Nothing && record.round != 0 && record.size == 32 =>
             {
-                deletions.push(edge.offset..edge.offset + 4);
+                let Some(target) = target_value(context, edge) else {
+                    continue;
+                };
+                if near_gp(target) {
+                    deletions.push(edge.offset..edge.offset + 4);
+                    continue;
+                }
+                let (Some(raw), Some(lui)) = (declared.c_lui, instruction(bytes, edge.offset)) else {
+                    continue;
+                };
+                let rd = (lui >> 7) & 0x1f;
+                if rvc && rd != 0 && rd != 2 && fits_c_lui(target, bounds) {
+                    let c_lui = C_LUI | (rd as u16) << 7;
+                    edit.writes.push((edge.offset, c_lui.to_le_bytes().to_vec()));
+                    edit.retypes.push((id, raw));
+                    deletions.push(edge.offset + 2..edge.offset + 4);
+                }
             }
             // A `%lo` in a load, store or `addi`: addresses from `gp` instead.
             RelocationKind::Symbol
