@@ -11,13 +11,17 @@
 //! back what the link made of each call site; the TLS programs use the local-exec, initial-exec and
 //! general-dynamic models.
 //!
+//! A shared library (`shlib.c`) and a program importing its functions, data and thread-local variables
+//! (`shmain.c`) are linked through `riscv64-linux-gnu-gcc -B` and run with glibc's dynamic loader under qemu.
+//!
 //! The fixtures (`tests/fixtures/riscv64/build.sh`) are built once per run of this test binary.
 
+use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use neverc_test_support::{LinkCases, read_text, repo, run_script, text};
+use neverc_test_support::{LinkCases, read_text, repo, run_script, scratch, text};
 
 const BIN: &str = env!("CARGO_BIN_EXE_neverc-spec");
 
@@ -159,4 +163,120 @@ fn calls_beyond_1_mib_keep_auipc_and_jalr_and_near_ones_become_jal_unless_told_n
 fn thread_local_variables_in_the_local_exec_initial_exec_and_general_dynamic_models_run_like_ld_bfds() {
     assert_eq!(cases().names("free-tls-").len(), 3);
     check_cases("free-tls-", 16);
+}
+
+/// Where glibc's RISC-V shared libraries and dynamic loader are (Debian: libc6-riscv64-cross).
+const SYSROOT: &str = "/usr/riscv64-linux-gnu";
+
+/// Runs `riscv64-linux-gnu-gcc -O2 ARGS`, with neverc-spec as its `ld` when `ours` (a symbolic link in
+/// `DIR/bin`, which `-B` names), else with ld.bfd; panics naming the link when it fails.
+fn gcc(dir: &Path, ours: bool, args: &[&str]) {
+    let mut command = Command::new("riscv64-linux-gnu-gcc");
+    command.arg("-O2").args(args).current_dir(dir);
+    if ours {
+        let bin = dir.join("bin");
+        if !bin.exists() {
+            std::fs::create_dir_all(&bin).unwrap();
+            symlink(BIN, bin.join("ld")).unwrap();
+        }
+        command.arg("-B").arg(&bin);
+    }
+    let result = command.output().unwrap();
+    assert!(
+        result.status.success(),
+        "riscv64-linux-gnu-gcc {args:?} (ours: {ours}): {}",
+        text(&result.stderr)
+    );
+}
+
+/// Runs a dynamically linked RISC-V `program` under qemu-riscv64 with glibc's loader, finding its shared
+/// libraries in `libraries` (bound lazily, or all at start-up with `bind_now`): (stdout, exit status).
+fn run_dynamic(program: &Path, libraries: &Path, bind_now: bool) -> (String, i32) {
+    let result = Command::new("qemu-riscv64")
+        .args(["-L", SYSROOT, "-E"])
+        .arg(format!("LD_LIBRARY_PATH={}", libraries.display()))
+        .args(["-E", if bind_now { "LD_BIND_NOW=1" } else { "LD_BIND_NOW=" }])
+        .arg(program)
+        .output()
+        .expect("qemu-riscv64 runs (Debian: qemu-user)");
+    (
+        format!("{}{}", text(&result.stdout), text(&result.stderr)),
+        result.status.code().unwrap_or(-1),
+    )
+}
+
+/// The defined global symbols a shared library exports (`binding type name`, sorted).
+fn exports(library: &Path) -> Vec<String> {
+    let listing = Command::new("readelf")
+        .args(["--dyn-syms", "-W"])
+        .arg(library)
+        .output()
+        .unwrap();
+    let mut exports: Vec<String> = text(&listing.stdout)
+        .lines()
+        .map(|line| line.split_whitespace().collect::<Vec<_>>())
+        .filter(|fields| fields.len() >= 8 && fields[0].ends_with(':') && fields[6] != "UND" && fields[4] != "LOCAL")
+        .map(|fields| format!("{} {} {}", fields[4], fields[3], fields[7]))
+        .collect();
+    exports.sort();
+    exports
+}
+
+/// `shlib.c` as a shared library by `gcc -shared` through neverc-spec exports what ld.bfd's build does, and
+/// `shmain.c` using it — as gcc's default PIE compiled with `-fPIC` (general-dynamic accesses to the library's
+/// thread-local variables) and with `-no-pie` (initial-exec accesses, a copy relocation of its data) — linked
+/// by neverc-spec and by ld.bfd, runs with either library as ld.bfd's program with ld.bfd's library does,
+/// bound lazily and at start-up.
+#[test]
+fn a_shared_library_and_programs_importing_its_functions_data_and_thread_locals_run_like_ld_bfds() {
+    let dir = scratch!("riscv64-shared");
+    let fixtures = repo().join("tests/fixtures/riscv64");
+    let (library, main) = (fixtures.join("shlib.c"), fixtures.join("shmain.c"));
+    let (library, main) = (library.to_str().unwrap(), main.to_str().unwrap());
+    for (label, ours) in [("ours", true), ("bfd", false)] {
+        std::fs::create_dir_all(dir.join(label)).unwrap();
+        let output = format!("{label}/libshared.so");
+        gcc(&dir, ours, &["-fPIC", "-shared", library, "-o", &output]);
+    }
+    assert_eq!(
+        exports(&dir.join("ours/libshared.so")),
+        exports(&dir.join("bfd/libshared.so"))
+    );
+    assert!(
+        exports(&dir.join("ours/libshared.so"))
+            .iter()
+            .any(|export| export.ends_with(" TLS tls_counter"))
+    );
+    let libraries = |label: &str| dir.join(label);
+    let mut failures = Vec::new();
+    for (variant, flags) in [("pie", &["-fPIC"][..]), ("no-pie", &["-no-pie"][..])] {
+        for (label, ours) in [("ours", true), ("bfd", false)] {
+            let output = format!("{label}/main-{variant}");
+            let mut args = flags.to_vec();
+            args.extend([main, "-Lbfd", "-lshared", "-o", &output]);
+            gcc(&dir, ours, &args);
+        }
+        let expected = run_dynamic(&dir.join(format!("bfd/main-{variant}")), &libraries("bfd"), false);
+        assert!(
+            expected.1 == 0 && expected.0.contains("tls_counter: 114, bump: 123"),
+            "ld.bfd's build: {expected:?}"
+        );
+        for (program, library) in [("ours", "bfd"), ("ours", "ours"), ("bfd", "ours")] {
+            for bind_now in [false, true] {
+                let ran = run_dynamic(
+                    &dir.join(format!("{program}/main-{variant}")),
+                    &libraries(library),
+                    bind_now,
+                );
+                if ran != expected {
+                    failures.push(format!(
+                        "{variant}: the program by {program} with the library by {library} (bind now: {bind_now}): \
+                         exit {}\n{}",
+                        ran.1, ran.0
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

@@ -151,9 +151,10 @@ pub(crate) struct CodeField {
 }
 
 /// The PLT of imported functions, bound lazily as the System V psABIs describe it: `.got.plt` starts with
-/// [`LazyPlt::RESERVED_SLOTS`] words (the address of `.dynamic`, then two the dynamic loader fills with its
-/// own link map and resolver); each function has a slot after them, which initially sends its entry's jump
-/// to code that asks the resolver for the function (and, once bound, holds the function's address).
+/// [`LazyPlt::reserved_slots`] words (on x86-64 and AArch64 the address of `.dynamic`, then two the dynamic
+/// loader fills with its own link map and resolver; on RISC-V only the loader's two); each function has a
+/// slot after them, which initially sends its entry's jump to code that asks the resolver for the function
+/// (and, once bound, holds the function's address).
 pub(crate) struct LazyPlt {
     /// The first entry, which enters the loader's resolver: its fields reach the start of `.got.plt` (their
     /// biases hold the offsets of the reserved words they read).
@@ -166,11 +167,10 @@ pub(crate) struct LazyPlt {
     pub(crate) index_at: Option<u64>,
     /// What a function's slot holds until the function is bound.
     pub(crate) unbound: Unbound,
-}
-
-impl LazyPlt {
-    /// The words at the start of `.got.plt` that belong to the dynamic loader.
-    pub(crate) const RESERVED_SLOTS: u64 = 3;
+    /// The words at the start of `.got.plt` before the functions' slots.
+    pub(crate) reserved_slots: u64,
+    /// Whether the first of them holds the address of `.dynamic` (else the loader fills them all).
+    pub(crate) dynamic_in_first_slot: bool,
 }
 
 /// Where an unbound slot of a lazily bound PLT sends its entry's jump.

@@ -649,7 +649,7 @@ fn apply(
         // A shared library's TLS accesses read the entries `synth::tls` made, and so do an executable's where
         // the architecture keeps the models.
         RelocationKind::TlsGd | RelocationKind::TlsLd | RelocationKind::TlsIe | RelocationKind::TlsDesc
-            if library || (arch.keeps_tls_models && !imported_tls()) =>
+            if library || arch.keeps_tls_models =>
         {
             tls_entry_of(context, edge, record.kind).map_err(|message| format!("{}: {message}", what()))?
         }

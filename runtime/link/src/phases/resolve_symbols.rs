@@ -50,19 +50,31 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
             wrap_reference(&mut graph.symbols[id], &options.wrap);
             add_definition(graph, &mut table, SymbolId(id as u32), &mut duplicates);
         }
-        // Extract the members that define a strongly referenced, still undefined name.
+        // Extract the members that define a strongly referenced, still undefined name; or one a shared library
+        // defines, when the member's archive comes before that library on the command line (GNU ld and lld
+        // take the archive's member there: `-lgcc` before `-lgcc_s`).
+        let wants_member = |name: &str, member: MemberId| match table.get(name) {
+            None => true,
+            Some(prevailing) => {
+                let prevailing = &graph.symbols[prevailing.index()];
+                let archive = graph.archive_members[member.index()].archive;
+                prevailing.definition == Definition::Shared
+                    && prevailing
+                        .origin
+                        .input
+                        .is_some_and(|library| graph.archives[archive.index()].input < library)
+            }
+        };
         let wanted: Vec<(String, MemberId)> = graph.symbols[first_new_reference..]
             .iter()
             .filter(|symbol| {
-                symbol.definition == Definition::Undefined
-                    && symbol.binding != Binding::Weak
-                    && !symbol.name.is_empty()
-                    && !table.contains_key(&symbol.name)
+                symbol.definition == Definition::Undefined && symbol.binding != Binding::Weak && !symbol.name.is_empty()
             })
             .filter_map(|symbol| {
                 providers
                     .get(&symbol.name)
                     .filter(|member| graph.archive_members[member.index()].materialized.is_none())
+                    .filter(|member| wants_member(&symbol.name, **member))
                     .map(|member| (symbol.name.clone(), *member))
             })
             .collect();

@@ -103,13 +103,10 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         .collect();
     let definitions = version_definitions(&context.options);
     // A shared library's TLS entries, which the loader fills, and the indirect functions whose addresses are
-    // their PLT entries.
-    // (An executable's entries, where the architecture keeps its TLS models, are the link's: `tls.rs`.)
-    let tls = context
-        .synthesized
-        .tls_got
-        .as_ref()
-        .filter(|_| output_kind.is_shared_library());
+    // their PLT entries. (An executable's entries, where the architecture keeps its TLS models, are the
+    // link's, `tls.rs`, but for the variables of shared libraries.)
+    let library = output_kind.is_shared_library();
+    let tls = context.synthesized.tls_got.as_ref();
     let at_plt_entries = context.synthesized.iplt.as_ref().map(|iplt| &iplt.entries);
     let graph = &mut context.graph;
     if let Some(path) = interpreter {
@@ -299,9 +296,10 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             .iter()
             .any(|site| matches!(site, Site::Symbolic { kind, .. } if *kind == wanted))
     };
+    // A psABI without `GLOB_DAT` (RISC-V) fills GOT slots with its absolute 64-bit relocation.
     let glob_dat = needs(Symbolic::GotSlot)
-        .then(|| declared(graph, RelocationKind::GlobDat, RelocationBase::Nothing, 64))
-        .transpose()?;
+        .then(|| graph.declared_relocation(RelocationKind::GlobDat, RelocationBase::Nothing, 64))
+        .flatten();
     let tp_offset = needs(Symbolic::ThreadPointerOffset)
         .then(|| declared(graph, RelocationKind::TlsLe, RelocationBase::Nothing, 64))
         .transpose()?;
@@ -375,6 +373,9 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         let dtp_offset = kind(graph, RelocationKind::TlsDtpOffset)?;
         for (symbol, entry, offset) in &tls.entries {
             let run_time = symbol.filter(|symbol| symbols.is_run_time(*symbol));
+            if !library && run_time.is_none() {
+                continue;
+            }
             let index = run_time.map_or(0, |symbol| symbols.index.get(&symbol).copied().unwrap_or(0));
             let mut words: Vec<(u64, u32, Option<SymbolId>)> = Vec::new();
             match entry {
@@ -561,8 +562,9 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             .edges
             .push(absolute_edge(absolute, dynamic, offset, target, 0, origin));
     }
-    // The first word of `.got.plt` is the address of `.dynamic`, as the psABIs reserve it.
-    if let Some((slots, _, _)) = import_plt {
+    // The first word of `.got.plt` is the address of `.dynamic`, where the psABI reserves it so.
+    let dynamic_in_first_slot = graph.arch().lazy_plt.is_some_and(|plt| plt.dynamic_in_first_slot);
+    if let Some((slots, _, _)) = import_plt.filter(|_| dynamic_in_first_slot) {
         graph
             .edges
             .push(absolute_edge(absolute, slots, 0, (None, Some(dynamic)), 0, origin));
@@ -972,6 +974,14 @@ fn relative_sites(
     let mut sites = Vec::new();
     let mut in_text = FxHashSet::default();
     let mut refused = Vec::new();
+    // Places where a value is subtracted: an address written there is one side of a difference of two
+    // addresses (RISC-V's `SET` and `SUB` pairs in `.eh_frame` and DWARF), which does not move with the output.
+    let differences: FxHashSet<(AtomId, u64)> = graph
+        .edges
+        .iter()
+        .filter(|edge| graph.relocation_kind(edge) == Some(RelocationKind::Subtract))
+        .map(|edge| (edge.source, edge.offset))
+        .collect();
     for edge in &graph.edges {
         let source = &graph.atoms[edge.source.index()];
         if !source.is_live() || source.flags & atom_flags::FOLDED != 0 || excluded.contains(&edge.source) {
@@ -990,6 +1000,9 @@ fn relative_sites(
             continue;
         };
         if record.kind != RelocationKind::Symbol || record.relative_to != RelocationBase::Nothing {
+            continue;
+        }
+        if differences.contains(&(edge.source, edge.offset)) {
             continue;
         }
         let offset = i64::try_from(edge.offset).unwrap_or(i64::MAX);

@@ -20,8 +20,9 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     }
     let options = &context.options;
     let imports = context.synthesized.dynamic_symbols.as_ref();
-    // A shared library's TLS accesses read entries of their own (`tls.rs`).
-    let executable = !options.output_kind.is_shared_library();
+    // A shared library's TLS accesses read entries of their own (`tls.rs`), and so do an executable's where the
+    // architecture keeps the TLS models.
+    let executable = !options.output_kind.is_shared_library() && !context.graph.arch().keeps_tls_models;
     let graph = &mut context.graph;
     // `index` holds the slot of each symbol already given one.
     let mut slots: Vec<SymbolId> = Vec::new();

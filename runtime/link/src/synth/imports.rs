@@ -7,7 +7,7 @@
 //! - a GOT load gets a slot (`got.rs`) that a `GLOB_DAT` relocation fills, and an initial-exec access to a
 //!   thread-local variable one that the variable's offset from the thread pointer fills (`TPOFF64`);
 //! - a call or jump goes through the function's entry in the lazily bound PLT (the architecture's
-//!   [`LazyPlt`]), whose `.got.plt` slot a `JUMP_SLOT` relocation in `.rela.plt` fills;
+//!   [`crate::arch::LazyPlt`]), whose `.got.plt` slot a `JUMP_SLOT` relocation in `.rela.plt` fills;
 //! - a 64-bit absolute address in writable data gets a symbolic dynamic relocation (`dynamic.rs`);
 //! - any other reference to a function means its PLT entry, which is then the function's address for the
 //!   whole program (the *canonical* PLT entry, named by its `.dynsym` entry's value), and to data a *copy*:
@@ -27,7 +27,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::code::DeclaredFields;
 use super::{PHASE, absolute_edge, declared, new_atom};
-use crate::arch::{LazyPlt, Unbound};
+use crate::arch::Unbound;
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{
     Atom, AtomId, Binding, Content, Definition, Export, Import, LinkGraph, Origin, SharedLibraryId, Symbol, SymbolId,
@@ -100,6 +100,8 @@ pub(crate) struct ImportPlt {
     pub(crate) relocations: AtomId,
     pub(crate) header_size: u64,
     pub(crate) entry_size: u64,
+    /// The words at the start of `.got.plt` before the functions' slots (`LazyPlt::reserved_slots`).
+    pub(crate) reserved_slots: u64,
     /// The entry of each function.
     pub(crate) entries: FxHashMap<SymbolId, u32>,
     /// The functions, in entry order (for their `JUMP_SLOT` relocations).
@@ -399,7 +401,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             rela.extend_from_slice(&[0; 8]);
             rela.extend_from_slice(&(symbol << 32 | jump_slot).to_le_bytes());
             rela.extend_from_slice(&[0; 8]);
-            let slot = (LazyPlt::RESERVED_SLOTS + entry as u64) * 8;
+            let slot = (plt.reserved_slots + entry as u64) * 8;
             graph.edges.push(absolute_edge(
                 absolute,
                 plt.relocations,
@@ -765,7 +767,7 @@ fn make_plt(graph: &mut LinkGraph, functions: &[SymbolId], origin: Origin) -> Re
             }
         }
     }
-    let reserved = LazyPlt::RESERVED_SLOTS;
+    let reserved = templates.reserved_slots;
     let plt = new_atom(graph, None, OutputSectionId::Iplt.name(), 16, code, origin);
     let slots = new_atom(
         graph,
@@ -808,6 +810,7 @@ fn make_plt(graph: &mut LinkGraph, functions: &[SymbolId], origin: Origin) -> Re
         relocations,
         header_size,
         entry_size,
+        reserved_slots: reserved,
         entries,
         functions: functions.to_vec(),
     })

@@ -17,7 +17,7 @@
 use neverc_tables::{RelocationBase, RelocationKind};
 use rustc_hash::FxHashMap;
 
-use super::{PHASE, absolute_edge, declared, new_atom};
+use super::{absolute_edge, declared, new_atom};
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{AtomId, Origin, SymbolId};
 use crate::sections::OutputSectionId;
@@ -119,10 +119,15 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             size - entry.size()
         });
     }
-    // In an executable the module's id is 1.
+    // In an executable the module's id is 1, but for a variable of a shared library (`synth::dynamic` has the
+    // loader fill its entries).
+    let imports = context.synthesized.dynamic_symbols.as_ref();
+    let run_time = |symbol: &Option<SymbolId>| {
+        symbol.is_some_and(|symbol| imports.is_some_and(|imports| imports.is_run_time(symbol)))
+    };
     let mut bytes = vec![0u8; size as usize];
-    for (_, entry, offset) in &entries {
-        if let (false, TlsEntry::Pair | TlsEntry::Module) = (library, entry) {
+    for (symbol, entry, offset) in &entries {
+        if let (false, TlsEntry::Pair | TlsEntry::Module, false) = (library, entry, run_time(symbol)) {
             let word = *offset as usize;
             bytes[word..word + 8].copy_from_slice(&1u64.to_le_bytes());
         }
@@ -131,7 +136,6 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     // The second word of a general-dynamic pair of the library's own variable is a constant: its offset in
     // the module's block (the loader writes the other variables'). In an executable every word is the
     // link's: the module id 1, and a variable's offset from the thread pointer.
-    let imports = context.synthesized.dynamic_symbols.as_ref();
     let dtp_offset = declared(graph, RelocationKind::TlsDtpOffset, RelocationBase::Nothing, 64)?;
     let tp_offset = match library {
         true => None,
@@ -142,19 +146,9 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             continue;
         };
         let run_time = imports.is_some_and(|imports| imports.is_run_time(*symbol));
-        if run_time && !library {
-            return Err(PhaseError::new(
-                PHASE,
-                format!(
-                    "`{}` is a thread-local variable of a shared library, which an executable for this target cannot \
-                 reach yet",
-                    graph.symbols[symbol.index()].name
-                ),
-            ));
-        }
         let word = match (entry, tp_offset) {
             (TlsEntry::Pair, _) if !run_time => Some((dtp_offset, offset + 8)),
-            (TlsEntry::Offset, Some(tp_offset)) => Some((tp_offset, *offset)),
+            (TlsEntry::Offset, Some(tp_offset)) if !run_time => Some((tp_offset, *offset)),
             _ => None,
         };
         if let Some((raw, at)) = word {

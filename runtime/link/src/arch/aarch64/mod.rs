@@ -150,6 +150,8 @@ const LAZY_PLT: LazyPlt = LazyPlt {
     entry_to_header: CodeTemplate { code: &[], fields: &[] },
     index_at: None,
     unbound: Unbound::Header,
+    reserved_slots: 3,
+    dynamic_in_first_slot: true,
 };
 
 /// `field`, reaching `bias` bytes past its target.

@@ -2,19 +2,23 @@
 //! `%pcrel_lo` completes the `%pcrel_hi` at its label: the declared kind `paired_low`, resolved by relocation
 //! for every architecture), and its code is shortened by the linker (`relax.rs`): the padding of `R_RISCV_ALIGN`
 //! trimmed to what alignment needs, with or without `--no-relax`. Initial-exec TLS accesses keep their GOT
-//! slot, as ld.bfd and ld.lld link them: RISC-V has no rewrite of them to local-exec.
+//! slot, as ld.bfd and ld.lld link them: RISC-V has no rewrite of them to local-exec. Imported functions are
+//! called through the psABI's lazily bound PLT.
 
 mod relax;
 
 use neverc_tables::generated::targets::riscv64::TARGET;
 
-use crate::arch::{Arch, declared_machine};
+use neverc_tables::{BitRange, RelocationBase, RelocationKind};
+
+use crate::arch::{Arch, CodeField, CodeTemplate, LazyPlt, Unbound, declared_machine};
+use crate::graph::InstructionField;
 
 /// The table of RISC-V, bound to `targets/riscv64.toml` by its declared machine.
 pub(crate) static ARCH: Arch = Arch {
     machine: declared_machine(&TARGET),
     iplt_entry: None,
-    lazy_plt: None,
+    lazy_plt: Some(&LAZY_PLT),
     // `auipc` + `jalr` reaches ±2 GiB, the whole 4 GiB output limit: a branch that does not reach is
     // relocation's error.
     thunk: None,
@@ -63,3 +67,74 @@ fn merge_flags(merged: u32, input: u32) -> Result<u32, String> {
     }
     Ok(merged | (input & (RVC | TSO)))
 }
+
+/// Little-endian bytes of 32-bit instructions.
+const fn code<const N: usize, const B: usize>(instructions: [u32; N]) -> [u8; B] {
+    let mut bytes = [0u8; B];
+    let mut index = 0;
+    while index < N {
+        let word = instructions[index].to_le_bytes();
+        bytes[4 * index] = word[0];
+        bytes[4 * index + 1] = word[1];
+        bytes[4 * index + 2] = word[2];
+        bytes[4 * index + 3] = word[3];
+        index += 1;
+    }
+    bytes
+}
+
+/// An `auipc` and the I-type instruction after it (`ld`, `addi`, `jalr`) at `offset`, reaching their target
+/// plus `bias` from the `auipc`: the 64-bit field of `R_RISCV_CALL`, whose low part is the second word's
+/// immediate.
+const fn pc_pair(offset: u64, bias: i64) -> CodeField {
+    CodeField {
+        offset,
+        kind: RelocationKind::Branch,
+        base: RelocationBase::Place,
+        field: InstructionField {
+            size: 64,
+            shift: 0,
+            round: 12,
+            bits: &[BitRange { lsb: 52, width: 12 }, BitRange { lsb: 12, width: 20 }],
+        },
+        bias,
+    }
+}
+
+/// The first PLT entry: `sub t1, t1, t3` (t1 holds the calling entry's address + 12, t3 this entry's),
+/// `auipc t3; ld t3` of `.got.plt[0]` (the loader's resolver), `addi t1, t1, -44`, `auipc t0; ld t0` of
+/// `.got.plt[1]` (the loader's link map), `srli t1, t1, 1` (the byte offset of the function's slot after the
+/// reserved ones, which the resolver expects in t1) and `jr t3`. The psABI's first entry computes the same
+/// registers; here each `auipc` is followed by the instruction completing it, so that one declared
+/// relocation writes both.
+const LAZY_PLT_HEADER: [u8; 32] = code([
+    0x41c3_0333,
+    0x0000_0e17,
+    0x000e_3e03,
+    0xfd43_0313,
+    0x0000_0297,
+    0x0002_b283,
+    0x0013_5313,
+    0x000e_0067,
+]);
+
+/// A function's PLT entry, the psABI's: `auipc t3; ld t3` of the function's slot, `jalr t1, t3`, `nop`.
+const LAZY_PLT_ENTRY: [u8; 16] = code([0x0000_0e17, 0x000e_3e03, 0x000e_0367, 0x0000_0013]);
+
+/// The lazily bound PLT of the RISC-V psABI: `.got.plt` starts with the loader's two words (its resolver
+/// and link map), and a function's slot first holds the first entry's address.
+const LAZY_PLT: LazyPlt = LazyPlt {
+    header: CodeTemplate {
+        code: &LAZY_PLT_HEADER,
+        fields: &[pc_pair(4, 0), pc_pair(16, 8)],
+    },
+    entry: CodeTemplate {
+        code: &LAZY_PLT_ENTRY,
+        fields: &[pc_pair(0, 0)],
+    },
+    entry_to_header: CodeTemplate { code: &[], fields: &[] },
+    index_at: None,
+    unbound: Unbound::Header,
+    reserved_slots: 2,
+    dynamic_in_first_slot: false,
+};

@@ -135,8 +135,10 @@ pub(crate) fn edits(context: &LinkContext, pass: RelaxPass) -> Result<Vec<(AtomI
         .map(|section| section.alignment)
         .max()
         .unwrap_or(1);
+    // A shared library addresses nothing from gp, which is the executable's.
     let global_pointer = super::ARCH
         .global_pointer
+        .filter(|_| !context.options.output_kind.is_shared_library())
         .and_then(|name| context.global_symbols.get(name))
         .and_then(|symbol| crate::address::symbol_address(context, *symbol));
     // Only data lies near the global pointer for good: the code and read-only data before it move as the

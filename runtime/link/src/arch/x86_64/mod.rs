@@ -88,6 +88,8 @@ const LAZY_PLT: LazyPlt = LazyPlt {
     },
     index_at: Some(7),
     unbound: Unbound::IntoEntry(6),
+    reserved_slots: 3,
+    dynamic_in_first_slot: true,
 };
 
 /// How a relaxable GOT load is rewritten (the meanings of this architecture's [`GotRelaxation`]s):
