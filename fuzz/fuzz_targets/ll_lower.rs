@@ -2,7 +2,7 @@
 //! byte-identical; every adapter written names a symbol that a `module asm` line defines.
 //!
 //! Each input is lowered as it is (it may carry plans and `cc 1000` of its own, well-formed or not) and after
-//! `--cc-all` materialization with the input's first byte choosing the spec layout, on x86_64 and aarch64.
+//! `--cc-all` materialization with the input's first byte choosing the spec layout, on x86_64, aarch64 and riscv64.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -30,7 +30,7 @@ fn check(text: &str, target: &'static neverc_tables::TargetRecord) {
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    for name in ["x86_64", "aarch64"] {
+    for name in ["x86_64", "aarch64", "riscv64"] {
         let Some(target) = neverc_tables::target_by_name(name) else {
             return;
         };

@@ -79,10 +79,12 @@ fn no_architecture_is_named_outside_arch() {
     let forbidden = [
         "arch::x86_64",
         "arch::aarch64",
+        "arch::riscv64",
         "Machine::X86_64",
         "Machine::AARCH64",
         "Machine(62)",
         "Machine(183)",
+        "Machine(243)",
         "EM_X86_64",
         "EM_AARCH64",
         "EM_RISCV",

@@ -13,10 +13,12 @@
 //! [`GENERIC`]: every relocation by its declared kind, and an error naming what it cannot do (indirect
 //! functions, TLS sequences of other models than local-exec); it never gets another architecture's rewrites.
 //!
-//! The interface is where riscv64 will add what it needs, as further entries of the table read by the phases
-//! that need them: relocations that come in pairs (a `LO12` whose value is its `HI20` partner's, which
-//! relocation asks the table to find), and relaxations that change section sizes (run where thunks are made,
-//! with layout run again after them, as it is after thunks).
+//! RISC-V added what it needs as entries of the table read by the phases that need them: relaxations that
+//! change section sizes ([`Arch::relax`], run where thunks are made, with layout run again after each round
+//! and `crate::shrink` moving everything that points into shortened code), the global pointer, `e_flags`
+//! merging, and TLS models kept in executables. Its paired relocations (a `%pcrel_lo` whose value is its
+//! `%pcrel_hi` partner's) need no table entry: the declared kind `paired_low` says so, and relocation finds
+//! the partner for any architecture.
 
 pub(crate) mod aarch64;
 pub(crate) mod riscv64;
@@ -235,6 +237,28 @@ pub(crate) enum UndefinedWeak {
     Instruction(u32),
     /// `S + A` is this value.
     Value(i128),
+}
+
+/// The architecture's merge of the `e_flags` of the graph's relocatable objects; an error names the input
+/// that does not go with the ones before it.
+pub(crate) fn merged_elf_flags(graph: &crate::graph::LinkGraph) -> Result<u32, (String, String)> {
+    let Some(merge) = graph.arch().elf_flags else {
+        return Ok(0);
+    };
+    let mut merged = None;
+    for input in &graph.inputs {
+        if input.kind != crate::graph::InputKind::Object {
+            continue;
+        }
+        let Some(flags) = crate::read::elf_flags(&input.data, input.object_range.clone()) else {
+            continue;
+        };
+        merged = Some(match merged {
+            None => flags,
+            Some(merged) => merge(merged, flags).map_err(|message| (input.logical_name.clone(), message))?,
+        });
+    }
+    Ok(merged.unwrap_or(0))
 }
 
 /// The table of an architecture without code of its own: every relocation by its declared kind.

@@ -159,29 +159,8 @@ fn image_layout(context: &mut LinkContext) -> Result<ImageLayout, PhaseError> {
 /// The output's `e_flags`: the architecture's merge of the `e_flags` of the relocatable objects that went
 /// into the link (0 for an architecture that has none to merge).
 fn elf_flags(context: &LinkContext) -> Result<u32, PhaseError> {
-    merged_elf_flags(&context.graph).map_err(|(input, message)| PhaseError::new(PHASE, format!("{input}: {message}")))
-}
-
-/// The architecture's merge of the `e_flags` of the graph's relocatable objects; an error names the input
-/// that does not go with the ones before it.
-pub(crate) fn merged_elf_flags(graph: &crate::graph::LinkGraph) -> Result<u32, (String, String)> {
-    let Some(merge) = graph.arch().elf_flags else {
-        return Ok(0);
-    };
-    let mut merged = None;
-    for input in &graph.inputs {
-        if input.kind != crate::graph::InputKind::Object {
-            continue;
-        }
-        let Some(flags) = crate::read::elf_flags(&input.data, input.object_range.clone()) else {
-            continue;
-        };
-        merged = Some(match merged {
-            None => flags,
-            Some(merged) => merge(merged, flags).map_err(|message| (input.logical_name.clone(), message))?,
-        });
-    }
-    Ok(merged.unwrap_or(0))
+    crate::arch::merged_elf_flags(&context.graph)
+        .map_err(|(input, message)| PhaseError::new(PHASE, format!("{input}: {message}")))
 }
 
 /// Compresses the debugging sections that get smaller (as GNU ld does), then places the unallocated

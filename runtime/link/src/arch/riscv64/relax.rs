@@ -111,7 +111,7 @@ pub(crate) fn edits(context: &LinkContext, pass: RelaxPass) -> Result<Vec<(AtomI
     let Some(layout) = context.layout() else {
         return Ok(Vec::new());
     };
-    let rvc = crate::phases::emit_image::merged_elf_flags(graph).map_err(|(_, message)| message)? & super::RVC != 0;
+    let rvc = crate::arch::merged_elf_flags(graph).map_err(|(_, message)| message)? & super::RVC != 0;
     let declared = Declared {
         jal: graph
             .declared_field(RelocationKind::Branch, RelocationBase::Place, &JAL_FIELD)
