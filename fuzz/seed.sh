@@ -51,12 +51,13 @@ if command -v clang-14 >/dev/null; then
         clang-14 -S -emit-llvm -O2 --target=x86_64-unknown-linux-gnu "$source" -o "$fuzz_dir/corpus/ll_module/$(basename "$source" .c).ll"
     done
 fi
-# Lowering reads the same modules, for both targets, and the tests' modules with plans of their own.
+# Lowering reads the same modules, for every target, and the tests' modules with plans of their own.
 mkdir -p "$fuzz_dir/corpus/ll_lower"
 cp "$fuzz_dir"/corpus/ll_module/*.ll "$fuzz_dir/corpus/ll_lower/" 2>/dev/null || true
 if command -v clang-14 >/dev/null; then
     for source in "$root"/runtime/callconv/tests/fixtures/cc/*.c; do
         clang-14 -S -emit-llvm -O2 --target=aarch64-unknown-linux-gnu "$source" -o "$fuzz_dir/corpus/ll_lower/$(basename "$source" .c)-aarch64.ll"
+        clang-14 -S -emit-llvm -O2 --target=riscv64-unknown-linux-gnu "$source" -o "$fuzz_dir/corpus/ll_lower/$(basename "$source" .c)-riscv64.ll"
     done
 fi
 
@@ -90,6 +91,22 @@ obj, lib = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
 open(sys.argv[3], "wb").write(struct.pack("<I", len(obj)) + obj + lib)
 PY
     done
+    rm -rf "$out"
+fi
+# RISC-V objects (paired relocations, relaxation, compressed code) and a pair importing from a RISC-V shared
+# library, from tests/fixtures/riscv64.
+if command -v riscv64-linux-gnu-gcc >/dev/null && command -v python3 >/dev/null; then
+    out="$(mktemp -d)"
+    for source in "$root"/tests/fixtures/riscv64/*.c; do
+        riscv64-linux-gnu-gcc -O2 -ffreestanding -c "$source" -o "$fuzz_dir/corpus/link_inputs/riscv64-$(basename "$source" .c).o"
+    done
+    riscv64-linux-gnu-gcc -O2 -fPIC -shared "$root/tests/fixtures/riscv64/shlib.c" -o "$out/libshared.so"
+    riscv64-linux-gnu-gcc -O2 -fPIC -c "$root/tests/fixtures/riscv64/shmain.c" -o "$out/main.o"
+    python3 - "$out/main.o" "$out/libshared.so" "$fuzz_dir/corpus/link_inputs/pair-riscv64" <<'PY'
+import struct, sys
+obj, lib = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
+open(sys.argv[3], "wb").write(struct.pack("<I", len(obj)) + obj + lib)
+PY
     rm -rf "$out"
 fi
 # Relocatable output merges the same objects (archives are not its input: the link's readers extract them).
