@@ -239,6 +239,21 @@ pub(crate) enum UndefinedWeak {
     Value(i128),
 }
 
+/// Little-endian bytes of 32-bit instructions, for an architecture's templates.
+pub(crate) const fn code<const N: usize, const B: usize>(instructions: [u32; N]) -> [u8; B] {
+    let mut bytes = [0u8; B];
+    let mut index = 0;
+    while index < N {
+        let word = instructions[index].to_le_bytes();
+        bytes[index * 4] = word[0];
+        bytes[index * 4 + 1] = word[1];
+        bytes[index * 4 + 2] = word[2];
+        bytes[index * 4 + 3] = word[3];
+        index += 1;
+    }
+    bytes
+}
+
 /// The architecture's merge of the `e_flags` of the graph's relocatable objects; an error names the input
 /// that does not go with the ones before it.
 pub(crate) fn merged_elf_flags(graph: &crate::graph::LinkGraph) -> Result<u32, (String, String)> {

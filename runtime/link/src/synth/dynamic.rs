@@ -976,12 +976,22 @@ fn relative_sites(
     let mut refused = Vec::new();
     // Places where a value is subtracted: an address written there is one side of a difference of two
     // addresses (RISC-V's `SET` and `SUB` pairs in `.eh_frame` and DWARF), which does not move with the output.
-    let differences: FxHashSet<(AtomId, u64)> = graph
-        .edges
-        .iter()
-        .filter(|edge| graph.relocation_kind(edge) == Some(RelocationKind::Subtract))
-        .map(|edge| (edge.source, edge.offset))
-        .collect();
+    // (A target that declares no subtracting relocation has none: its edges are not scanned.)
+    let subtracts = graph.target_record().is_some_and(|target| {
+        target
+            .relocations
+            .iter()
+            .any(|record| record.kind == RelocationKind::Subtract)
+    });
+    let differences: FxHashSet<(AtomId, u64)> = match subtracts {
+        true => graph
+            .edges
+            .iter()
+            .filter(|edge| graph.relocation_kind(edge) == Some(RelocationKind::Subtract))
+            .map(|edge| (edge.source, edge.offset))
+            .collect(),
+        false => FxHashSet::default(),
+    };
     for edge in &graph.edges {
         let source = &graph.atoms[edge.source.index()];
         if !source.is_live() || source.flags & atom_flags::FOLDED != 0 || excluded.contains(&edge.source) {

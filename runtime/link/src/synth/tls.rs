@@ -122,12 +122,10 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     // In an executable the module's id is 1, but for a variable of a shared library (`synth::dynamic` has the
     // loader fill its entries).
     let imports = context.synthesized.dynamic_symbols.as_ref();
-    let run_time = |symbol: &Option<SymbolId>| {
-        symbol.is_some_and(|symbol| imports.is_some_and(|imports| imports.is_run_time(symbol)))
-    };
+    let run_time = |symbol: SymbolId| imports.is_some_and(|imports| imports.is_run_time(symbol));
     let mut bytes = vec![0u8; size as usize];
     for (symbol, entry, offset) in &entries {
-        if let (false, TlsEntry::Pair | TlsEntry::Module, false) = (library, entry, run_time(symbol)) {
+        if let (false, TlsEntry::Pair | TlsEntry::Module, false) = (library, entry, symbol.is_some_and(run_time)) {
             let word = *offset as usize;
             bytes[word..word + 8].copy_from_slice(&1u64.to_le_bytes());
         }
@@ -145,7 +143,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         let Some(symbol) = symbol else {
             continue;
         };
-        let run_time = imports.is_some_and(|imports| imports.is_run_time(*symbol));
+        let run_time = run_time(*symbol);
         let word = match (entry, tp_offset) {
             (TlsEntry::Pair, _) if !run_time => Some((dtp_offset, offset + 8)),
             (TlsEntry::Offset, Some(tp_offset)) if !run_time => Some((tp_offset, *offset)),

@@ -11,7 +11,7 @@ mod tls;
 use neverc_tables::{BitRange, RelocationBase, RelocationKind};
 
 use crate::arch::{
-    Arch, CodeField, CodeTemplate, LazyPlt, TlsAccess, TlsRelaxed, TlsToInitialExec, Unbound, UndefinedWeak,
+    Arch, CodeField, CodeTemplate, LazyPlt, TlsAccess, TlsRelaxed, TlsToInitialExec, Unbound, UndefinedWeak, code,
     declared_machine,
 };
 use crate::graph::InstructionField;
@@ -93,21 +93,6 @@ const LDST64_LO12: InstructionField = InstructionField {
     round: 0,
     bits: &[BitRange { lsb: 10, width: 9 }],
 };
-
-/// Little-endian bytes of instructions, for templates.
-const fn code<const N: usize, const B: usize>(instructions: [u32; N]) -> [u8; B] {
-    let mut bytes = [0u8; B];
-    let mut index = 0;
-    while index < N {
-        let word = instructions[index].to_le_bytes();
-        bytes[index * 4] = word[0];
-        bytes[index * 4 + 1] = word[1];
-        bytes[index * 4 + 2] = word[2];
-        bytes[index * 4 + 3] = word[3];
-        index += 1;
-    }
-    bytes
-}
 
 /// The PLT entry of an indirect function, as ld.bfd writes them in a static executable:
 /// `adrp x16, slot; ldr x17, [x16, :lo12:slot]; add x16, x16, :lo12:slot; br x17`.

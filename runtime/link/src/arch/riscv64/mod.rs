@@ -11,7 +11,7 @@ use neverc_tables::generated::targets::riscv64::TARGET;
 
 use neverc_tables::{BitRange, RelocationBase, RelocationKind};
 
-use crate::arch::{Arch, CodeField, CodeTemplate, LazyPlt, Unbound, declared_machine};
+use crate::arch::{Arch, CodeField, CodeTemplate, LazyPlt, Unbound, code, declared_machine};
 use crate::graph::InstructionField;
 
 /// The table of RISC-V, bound to `targets/riscv64.toml` by its declared machine.
@@ -66,21 +66,6 @@ fn merge_flags(merged: u32, input: u32) -> Result<u32, String> {
         return Err("cannot link RVE modules with modules of the full register file".to_string());
     }
     Ok(merged | (input & (RVC | TSO)))
-}
-
-/// Little-endian bytes of 32-bit instructions.
-const fn code<const N: usize, const B: usize>(instructions: [u32; N]) -> [u8; B] {
-    let mut bytes = [0u8; B];
-    let mut index = 0;
-    while index < N {
-        let word = instructions[index].to_le_bytes();
-        bytes[4 * index] = word[0];
-        bytes[4 * index + 1] = word[1];
-        bytes[4 * index + 2] = word[2];
-        bytes[4 * index + 3] = word[3];
-        index += 1;
-    }
-    bytes
 }
 
 /// An `auipc` and the I-type instruction after it (`ld`, `addi`, `jalr`) at `offset`, reaching their target

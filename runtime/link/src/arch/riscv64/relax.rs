@@ -317,7 +317,7 @@ fn shorten(
                     let raw = if *store { declared.gprel_s } else { declared.gprel_i };
                     let Some(raw) = raw else { continue };
                     edit.writes
-                        .push((low_edge.offset, with_gp_base(word).to_le_bytes().to_vec()));
+                        .push((low_edge.offset, with_base(word, GP).to_le_bytes().to_vec()));
                     edit.retarget
                         .push((*low, raw, (edge.target_symbol, edge.target_atom, edge.addend)));
                 }
@@ -362,7 +362,7 @@ fn shorten(
                     continue;
                 };
                 edit.writes
-                    .push((edge.offset, with_gp_base(word).to_le_bytes().to_vec()));
+                    .push((edge.offset, with_base(word, GP).to_le_bytes().to_vec()));
                 edit.retypes.push((id, raw));
             }
             // `lui` of a `%tprel_hi` and the `add` of the thread pointer: go when the offset is small.
@@ -386,11 +386,6 @@ fn shorten(
     deletions.dedup();
     edit.deletions = deletions;
     Ok(edit)
-}
-
-/// An I- or S-type instruction with `gp` as its base register.
-const fn with_gp_base(word: u32) -> u32 {
-    with_base(word, GP)
 }
 
 /// An I- or S-type instruction with `register` as its base register (`rs1`).
