@@ -343,7 +343,8 @@ Output:
   --gc-sections, --no-gc-sections drop sections nothing live refers to
   --icf=all|none                  fold identical code whose address is not significant
   -Map FILE, -Map=FILE            write a link map
-  --build-id[=sha1|none]          a .note.gnu.build-id (sha1 only)
+  --build-id[=sha1|none]          a .note.gnu.build-id: the SHA-1 of the image (of its 1 MiB pieces' SHA-1s
+                                  when larger, hashed in parallel, as ld.lld does)
   --eh-frame-hdr, --no-eh-frame-hdr
   -z relro, -z norelro            PT_GNU_RELRO (relro is the default)
   -z max-page-size=N              the segment alignment (a power of two, 4 KiB to 1 GiB; default the

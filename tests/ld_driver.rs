@@ -260,7 +260,7 @@ fn section_range(program: &Path, section: &str) -> Option<(usize, usize)> {
 }
 
 #[test]
-fn the_build_id_gcc_asks_for_is_the_sha1_of_the_image_and_links_are_deterministic() {
+fn the_build_id_gcc_asks_for_is_a_sha1_of_the_image_and_links_are_deterministic() {
     let dir = ld_dir("build-id");
     let out = dir.parent().unwrap();
     let dash_b = dir.display().to_string();
@@ -311,6 +311,42 @@ fn the_build_id_gcc_asks_for_is_the_sha1_of_the_image_and_links_are_deterministi
     let other = fs::read(out.join("other")).unwrap();
     let (other_offset, _) = section_range(&out.join("other"), ".note.gnu.build-id").unwrap();
     assert_ne!(&other[other_offset + 16..other_offset + 36], id);
+
+    // An image larger than 1 MiB is hashed in 1 MiB pieces by the link's threads: its ID is the SHA-1 of the
+    // pieces' SHA-1s (Python's hashlib is the oracle), the same with one thread and with five.
+    let big = out.join("big.c");
+    fs::write(
+        &big,
+        "#include <stdio.h>\nchar table[3 << 20] = {1};\nint main(void) { printf(\"%d\\n\", table[0]); return 0; }\n",
+    )
+    .unwrap();
+    let big = big.display().to_string();
+    for (name, threads) in [("big-1", "-Wl,--threads=1"), ("big-5", "-Wl,--threads=5")] {
+        let linked = run(
+            "gcc",
+            out,
+            &["-static", "-O2", threads, "-B", &dash_b, "-o", name, &big],
+        );
+        succeeded(&linked, name);
+    }
+    let image = fs::read(out.join("big-1")).unwrap();
+    assert!(image.len() > 3 << 20, "{} bytes", image.len());
+    assert!(
+        image == fs::read(out.join("big-5")).unwrap(),
+        "one thread and five give different images"
+    );
+    let (offset, _) = section_range(&out.join("big-1"), ".note.gnu.build-id").expect("a build-id note");
+    let mut zeroed = image.clone();
+    zeroed[offset + 16..offset + 36].fill(0);
+    fs::write(out.join("big-zeroed"), &zeroed).unwrap();
+    let oracle = "import hashlib, sys\ndata = open(sys.argv[1], 'rb').read()\nprint(hashlib.sha1(b''.join(\
+                  hashlib.sha1(data[i:i + (1 << 20)]).digest() for i in range(0, len(data), 1 << 20))).hexdigest())";
+    let sum = text(&run("python3", out, &["-c", oracle, "big-zeroed"]).stdout);
+    let hex: String = image[offset + 16..offset + 36]
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    assert_eq!(sum.trim(), hex);
 }
 
 #[test]

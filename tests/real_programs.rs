@@ -302,6 +302,47 @@ fn linking_twice_gives_byte_identical_programs() {
     }
 }
 
+/// The links of `bench/link.sh` give the same bytes with one thread as with more threads than the machine
+/// has cores (`--threads=1`, `--threads=5`): static against musl and glibc, `--gc-sections` against both,
+/// with `-g`, gcc's default PIE against glibc and musl, sqlite3 as a shared library, and the RISC-V program
+/// (relaxed). Every phase that works in parallel (relocation, the build ID) writes what it would alone.
+#[test]
+fn every_bench_link_gives_the_same_bytes_with_one_thread_and_with_five() {
+    // (case, which of its argument files, whether to drop `-static`)
+    let links = [
+        ("all-musl-plain", "link.args", false),
+        ("all-glibc-plain", "link.args", false),
+        ("all-glibc-sections-gc", "link.args", false),
+        ("all-musl-sections-gc", "link.args", false),
+        ("all-glibc-debug", "link.args", false),
+        ("all-glibc-plain", "link.args", true),
+        ("all-musl-plain", "link.args", true),
+        ("shared-sqlite", "lib.args", false),
+        ("all-riscv64-plain", "link.args", false),
+    ];
+    for (name, arguments, dynamic) in links {
+        let case = fixtures().join(name);
+        let label = format!("{name}{}", if dynamic { "-dynamic" } else { "" });
+        let mut outputs = Vec::new();
+        for threads in [1, 5] {
+            let mut arguments: Vec<String> = lines(&case, arguments)
+                .into_iter()
+                .filter(|argument| !(dynamic && argument == "-static"))
+                .collect();
+            arguments.push("-Wl,--build-id".to_string());
+            arguments.push(format!("-Wl,--threads={threads}"));
+            let output = format!("threads-{label}-{threads}.elf");
+            link_with(&case, &output, arguments).unwrap_or_else(|stderr| panic!("{label}: the link failed:\n{stderr}"));
+            outputs.push(fs::read(case.join(&output)).unwrap());
+        }
+        assert!(outputs[0].len() > 100_000, "{label}: {} bytes", outputs[0].len());
+        if let Some(at) = outputs[0].iter().zip(&outputs[1]).position(|(a, b)| a != b) {
+            panic!("{label}: the links with one thread and with five differ from byte {at} on");
+        }
+        assert_eq!(outputs[0].len(), outputs[1].len(), "{label}: the links differ in size");
+    }
+}
+
 /// The named dynamic symbols (`binding name@version`, sorted) and the `NEEDED` and `FLAGS` entries of a
 /// program; with `imports_only`, only the names it imports that are not weak, and not `FLAGS` (see below).
 fn dynamic_facts(program: &Path, imports_only: bool) -> (Vec<String>, Vec<String>) {

@@ -268,12 +268,36 @@ impl Output {
         };
         // Renamed under the lock, so that a signal either finds the temporary (and removes it) or finds it gone.
         let mut live = live();
-        fs::rename(temporary, &self.destination).map_err(failed)?;
+        if !exchanged_with_regular_file(temporary, &self.destination) {
+            fs::rename(temporary, &self.destination).map_err(failed)?;
+        }
         live.temporaries.retain(|path| path != temporary);
         drop(live);
         self.temporary = None;
         Ok(())
     }
+}
+
+/// Puts `temporary` in place of the regular file at `destination` by exchanging the two atomically
+/// (`renameat2(RENAME_EXCHANGE)`), then removes the old file (now under the temporary's name); false, with
+/// nothing changed, where the destination is not a regular file or the file system cannot exchange. A reader
+/// sees the old file or the new one, as with a rename over it. The point is speed: ext4 writes back a file
+/// renamed over another at once (its `auto_da_alloc` safeguard), which cost 2 ms of a 40 ms link, and it does
+/// not for an exchange.
+fn exchanged_with_regular_file(temporary: &Path, destination: &Path) -> bool {
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    if !fs::symlink_metadata(destination).is_ok_and(|metadata| metadata.file_type().is_file()) {
+        return false;
+    }
+    if renameat_with(CWD, temporary, CWD, destination, RenameFlags::EXCHANGE).is_err() {
+        return false;
+    }
+    // Something other than a regular file replaced the destination after the check (it cannot be removed as
+    // a file): exchanged back, the rename then fails or succeeds as it would have.
+    if fs::remove_file(temporary).is_err() {
+        return renameat_with(CWD, temporary, CWD, destination, RenameFlags::EXCHANGE).is_err();
+    }
+    true
 }
 
 impl Write for Output {

@@ -33,7 +33,8 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
             .position(|section| section.id == Some(OutputSectionId::NoteGnuBuildId))
     });
     if let Some(note) = build_id.and_then(|index| image_layout.sections.get(index)) {
-        crate::synth::build_id::fill(&mut bytes, note.file_offset).map_err(|error| PhaseError::new(PHASE, error))?;
+        crate::synth::build_id::fill(&mut bytes, note.file_offset, context.options.threads)
+            .map_err(|error| PhaseError::new(PHASE, error))?;
     }
     context.set_image(bytes, Some(image_layout));
     Ok(())

@@ -1,6 +1,8 @@
-//! `--build-id`: a `.note.gnu.build-id` whose description is the SHA-1 of the whole image (ld.bfd's
-//! default `sha1` style), computed with the description still zero and then written into it. The same
-//! inputs give the same ID, and any change in the output gives another.
+//! `--build-id`: a `.note.gnu.build-id` whose description is a SHA-1 of the image, computed with the
+//! description still zero and then written into it: of the whole image when it is at most [`CHUNK`] bytes
+//! (ld.bfd's default `sha1` style); of a larger one, the SHA-1 of the SHA-1s of its [`CHUNK`]-byte pieces in
+//! order, which the link's threads hash side by side (as lld computes its `sha1` ID). The same inputs give the
+//! same ID whatever the number of threads, and any change in the output gives another.
 
 use sha1::{Digest, Sha1};
 
@@ -42,21 +44,61 @@ fn empty_note() -> Vec<u8> {
     note
 }
 
-/// Hashes `image` (holes as the zeros they read as) and writes the digest into the note at `note_offset`.
-pub(crate) fn fill(image: &mut SparseBytes, note_offset: u64) -> Result<(), String> {
-    let mut hasher = Sha1::new();
-    let zeros = [0u8; 64 * 1024];
-    let mut position = 0u64;
-    for extent in image.extents() {
-        feed_zeros(&mut hasher, &zeros, extent.offset() - position);
-        hasher.update(extent.bytes());
-        position = extent.end();
-    }
-    feed_zeros(&mut hasher, &zeros, image.len() - position);
-    let digest = hasher.finalize();
+/// The size of the pieces a large image is hashed in.
+pub(crate) const CHUNK: u64 = 1 << 20;
+
+/// Hashes `image` (holes as the zeros they read as) on up to `threads` threads and writes the digest into the
+/// note at `note_offset`.
+pub(crate) fn fill(image: &mut SparseBytes, note_offset: u64, threads: usize) -> Result<(), String> {
+    let digest: [u8; DIGEST_SIZE] = if image.len() <= CHUNK {
+        hash_range(image, 0, image.len())
+    } else {
+        let count = image.len().div_ceil(CHUNK) as usize;
+        let mut digests = vec![[0u8; DIGEST_SIZE]; count];
+        let per_thread = count.div_ceil(threads.clamp(1, count));
+        let shared: &SparseBytes = image;
+        let mut groups = digests.chunks_mut(per_thread).enumerate();
+        let first = groups.next();
+        std::thread::scope(|scope| {
+            for (group, slots) in groups {
+                scope.spawn(move || hash_chunks(shared, group * per_thread, slots));
+            }
+            // The calling thread hashes the first group.
+            if let Some((_, slots)) = first {
+                hash_chunks(shared, 0, slots);
+            }
+        });
+        Sha1::digest(digests.concat()).into()
+    };
     image
         .write_at(note_offset + DESCRIPTION, &digest)
         .map_err(|error| format!("{}: {error}", OutputSectionId::NoteGnuBuildId.name()))
+}
+
+/// Hashes the chunks from `first` on into `slots`, one digest each.
+fn hash_chunks(image: &SparseBytes, first: usize, slots: &mut [[u8; DIGEST_SIZE]]) {
+    for (index, slot) in slots.iter_mut().enumerate() {
+        let start = (first + index) as u64 * CHUNK;
+        *slot = hash_range(image, start, (start + CHUNK).min(image.len()));
+    }
+}
+
+/// The SHA-1 of bytes `start..end` of `image`, holes as zeros.
+fn hash_range(image: &SparseBytes, start: u64, end: u64) -> [u8; DIGEST_SIZE] {
+    let mut hasher = Sha1::new();
+    let zeros = [0u8; 64 * 1024];
+    let mut position = start;
+    let extents = image.extents();
+    let first = extents.partition_point(|extent| extent.end() <= start);
+    for extent in extents[first..].iter().take_while(|extent| extent.offset() < end) {
+        let from = extent.offset().max(start);
+        let to = extent.end().min(end);
+        feed_zeros(&mut hasher, &zeros, from - position);
+        hasher.update(&extent.bytes()[(from - extent.offset()) as usize..(to - extent.offset()) as usize]);
+        position = to;
+    }
+    feed_zeros(&mut hasher, &zeros, end - position);
+    hasher.finalize().into()
 }
 
 fn feed_zeros(hasher: &mut Sha1, zeros: &[u8], mut count: u64) {
@@ -72,14 +114,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_id_is_the_sha1_of_the_image_with_a_zero_description() {
+    fn a_small_image_has_the_sha1_of_the_image_with_a_zero_description() {
         let mut image = SparseBytes::from(empty_note());
-        image.write_at(1 << 20, b"tail").unwrap();
+        image.write_at(1000, b"tail").unwrap();
         let mut dense = image.to_vec().unwrap();
-        fill(&mut image, 0).unwrap();
+        fill(&mut image, 0, 4).unwrap();
         let expected = Sha1::digest(&dense);
         assert_eq!(image.stored(16, 20).unwrap(), expected.as_slice());
         dense[16..36].copy_from_slice(&expected);
         assert_eq!(image.to_vec().unwrap(), dense);
+    }
+
+    #[test]
+    fn a_large_image_has_the_sha1_of_its_chunks_sha1s_whatever_the_threads() {
+        let mut ids = Vec::new();
+        for threads in [1, 2, 3, 8] {
+            let mut image = SparseBytes::from(empty_note());
+            // Bytes across the first chunk boundary, a hole of two chunks, and a short last chunk.
+            image.write_at(CHUNK - 3, b"across").unwrap();
+            image.write_at(3 * CHUNK + 5, b"tail").unwrap();
+            let dense = image.to_vec().unwrap();
+            fill(&mut image, 0, threads).unwrap();
+            let digests: Vec<u8> = dense.chunks(CHUNK as usize).flat_map(Sha1::digest).collect();
+            assert_eq!(digests.len(), 4 * DIGEST_SIZE);
+            assert_eq!(image.stored(16, 20).unwrap(), Sha1::digest(&digests).as_slice());
+            ids.push(image.stored(16, 20).unwrap().to_vec());
+        }
+        assert!(ids.windows(2).all(|pair| pair[0] == pair[1]));
     }
 }
