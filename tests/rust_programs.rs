@@ -26,6 +26,25 @@ fn readme_recipes() -> Vec<String> {
         .collect()
 }
 
+/// The README's first recipe: the dynamic one.
+fn dynamic_recipe() -> String {
+    readme_recipes()
+        .into_iter()
+        .next()
+        .expect("the README's dynamic recipe")
+}
+
+/// A copy of the demo crate (`tests/fixtures/rust/demo`) in `dir`/demo, where cargo may write.
+fn demo_crate(dir: &Path) -> PathBuf {
+    let crate_dir = dir.join("demo");
+    std::fs::create_dir_all(crate_dir.join("src")).unwrap();
+    let fixture = repo().join("tests/fixtures/rust/demo");
+    for file in ["Cargo.toml", "Cargo.lock", "src/main.rs"] {
+        std::fs::copy(fixture.join(file), crate_dir.join(file)).unwrap();
+    }
+    crate_dir
+}
+
 /// Runs cargo `subcommand` on the demo crate in `dir` with `rustflags`, its products in `target`.
 fn cargo(dir: &Path, target: &Path, subcommand: &str, rustflags: &str) -> (String, String) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
@@ -76,12 +95,7 @@ fn the_readmes_rust_recipe_links_a_crate_with_dependencies_through_neverc_spec()
     let bin = dir.join("neverc-bin");
     std::fs::create_dir_all(&bin).unwrap();
     std::os::unix::fs::symlink(BIN, bin.join("ld")).unwrap();
-    let crate_dir = dir.join("demo");
-    std::fs::create_dir_all(crate_dir.join("src")).unwrap();
-    let fixture = repo().join("tests/fixtures/rust/demo");
-    for file in ["Cargo.toml", "Cargo.lock", "src/main.rs"] {
-        std::fs::copy(fixture.join(file), crate_dir.join(file)).unwrap();
-    }
+    let crate_dir = demo_crate(&dir);
     for (index, recipe) in recipes.iter().enumerate() {
         assert!(recipe.contains("$HOME/neverc-bin"), "{recipe}");
         let flags = recipe.replace("$HOME/neverc-bin", &bin.display().to_string());
@@ -142,10 +156,7 @@ fn linked_by_us(file: &Path) -> bool {
 /// calls the cdylib, loaded with `dlopen` and linked in.
 #[test]
 fn a_workspace_with_procedural_macros_and_a_cdylib_links_every_library_through_neverc_spec() {
-    let recipe = readme_recipes()
-        .into_iter()
-        .next()
-        .expect("the README's dynamic recipe");
+    let recipe = dynamic_recipe();
     let dir = scratch!("rust-macros");
     let bin = dir.join("neverc-bin");
     std::fs::create_dir_all(&bin).unwrap();
@@ -210,4 +221,65 @@ fn a_workspace_with_procedural_macros_and_a_cdylib_links_every_library_through_n
         (text(&ran.stdout), ran.status.code()),
         ("dlopen: 42 3\nlinked: 3 2\n".to_string(), Some(0))
     );
+}
+
+/// The Rust program's links (the demo's build scripts and the program: a PIE against glibc, as
+/// `bench/link.sh`'s Rust case) give the same bytes with one thread and with five: the `ld` the README's
+/// recipe finds links each command line with `--threads=1` and with `--threads=5` beside the link cargo asked
+/// for, whose output the build goes on with.
+#[test]
+fn the_rust_programs_links_give_the_same_bytes_with_one_thread_and_with_five() {
+    let recipe = dynamic_recipe();
+    let dir = scratch!("rust-threads");
+    let bin = dir.join("neverc-bin");
+    let copies = dir.join("copies");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::create_dir_all(&copies).unwrap();
+    let script = format!(
+        r#"#!/bin/bash
+# Links the command line with one thread and with five into {copies}, then as asked.
+args=("$@")
+for threads in 1 5; do
+    out=()
+    next_is_output=0
+    for arg in "${{args[@]}}"; do
+        if ((next_is_output)); then
+            out+=("{copies}/$(basename "$arg").$$.threads-$threads")
+            next_is_output=0
+            continue
+        fi
+        [[ $arg == -o ]] && next_is_output=1
+        out+=("$arg")
+    done
+    {bin} ld "${{out[@]}}" --threads=$threads || exit 1
+done
+exec {bin} ld "$@"
+"#,
+        copies = copies.display(),
+        bin = BIN
+    );
+    std::fs::write(bin.join("ld"), script).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(bin.join("ld"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let crate_dir = demo_crate(&dir);
+    let flags = recipe.replace("$HOME/neverc-bin", &bin.display().to_string());
+    cargo(&crate_dir, &dir.join("target"), "build", &flags);
+    let mut pairs = 0;
+    let mut program = false;
+    for entry in std::fs::read_dir(&copies).unwrap() {
+        let one = entry.unwrap().path();
+        let Some(name) = one.to_str().and_then(|name| name.strip_suffix(".threads-1")) else {
+            continue;
+        };
+        let five = PathBuf::from(format!("{name}.threads-5"));
+        let (one_bytes, five_bytes) = (std::fs::read(&one).unwrap(), std::fs::read(&five).unwrap());
+        assert!(
+            one_bytes == five_bytes,
+            "{name}: one thread and five give different bytes"
+        );
+        assert!(linked_by_us(&one), "{}", one.display());
+        program |= name.contains("neverc_rust_demo-") && one_bytes.len() > 1_000_000;
+        pairs += 1;
+    }
+    assert!(program, "the program's link was not among the {pairs} compared");
 }

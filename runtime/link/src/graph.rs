@@ -663,16 +663,42 @@ impl LinkGraph {
     /// so the edges of one atom are sorted by offset only when they are not in order already.
     pub fn index_edges(&mut self) {
         let mut ranges = vec![0u32..0u32; self.atoms.len()];
+        // Reading makes the edges in source order (atoms in input order, each section's relocations after the
+        // section's atom), and so do most phases that add some: then the counting sort would leave them where
+        // they are, and counting is all it does.
+        let mut grouped = true;
+        let mut previous = (0u32, 0u64);
+        // The atoms whose edges are grouped but not by offset (some assemblers write relocations out of
+        // order), when `grouped`.
+        let mut unsorted = Vec::new();
         for edge in &self.edges {
-            if let Some(range) = ranges.get_mut(edge.source.index()) {
-                range.end += 1;
+            match ranges.get_mut(edge.source.index()) {
+                Some(range) => range.end += 1,
+                None => grouped = false,
             }
+            let place = (edge.source.0, edge.offset);
+            if place < previous {
+                if place.0 == previous.0 {
+                    unsorted.push(place.0);
+                } else {
+                    grouped = false;
+                }
+            }
+            previous = place;
         }
         let mut next = 0u32;
         for range in &mut ranges {
             let count = range.end;
-            *range = next..next;
+            *range = if grouped { next..next + count } else { next..next };
             next += count;
+        }
+        if grouped {
+            self.edge_order = (0..next).map(EdgeId).collect();
+            unsorted.dedup();
+            let unsorted: Vec<Range<u32>> = unsorted.iter().map(|atom| ranges[*atom as usize].clone()).collect();
+            self.sort_atom_edges_by_offset(&unsorted);
+            self.edges_by_atom = ranges;
+            return;
         }
         let mut order = vec![EdgeId(0); next as usize];
         for (index, edge) in self.edges.iter().enumerate() {
@@ -681,15 +707,21 @@ impl LinkGraph {
                 range.end += 1;
             }
         }
-        for range in &ranges {
-            let edges = &mut order[range.start as usize..range.end as usize];
+        self.edge_order = order;
+        self.sort_atom_edges_by_offset(&ranges);
+        self.edges_by_atom = ranges;
+    }
+
+    /// Sorts each atom's part of `edge_order` (its edges in the order added) by offset, keeping edges at the
+    /// same offset in that order.
+    fn sort_atom_edges_by_offset(&mut self, ranges: &[Range<u32>]) {
+        for range in ranges {
+            let edges = &mut self.edge_order[range.start as usize..range.end as usize];
             let offset = |id: &EdgeId| self.edges[id.index()].offset;
             if !edges.is_sorted_by_key(offset) {
                 edges.sort_by_key(offset);
             }
         }
-        self.edge_order = order;
-        self.edges_by_atom = ranges;
     }
 
     /// The edges whose source is `atom`, by offset.

@@ -613,10 +613,13 @@ where
         if !is_relocations(section.sh_type(endian)) {
             continue;
         }
-        let section_name = sections
-            .section_name(endian, section)
-            .map_or_else(|_| "?".into(), String::from_utf8_lossy);
-        let what = format!("relocation section `{section_name}` (index {index})");
+        // Named only in an error (most objects have many relocation sections and none is wrong).
+        let what = || {
+            let section_name = sections
+                .section_name(endian, section)
+                .map_or_else(|_| "?".into(), String::from_utf8_lossy);
+            format!("relocation section `{section_name}` (index {index})")
+        };
         let link = section.sh_link(endian) as usize;
         if Some(link) != symbol_table {
             let table = symbol_table.map_or_else(
@@ -625,18 +628,21 @@ where
             );
             return Err(ReadError::new(
                 name,
-                format!("{what} has invalid sh_link ({link}): {table}"),
+                format!("{} has invalid sh_link ({link}): {table}", what()),
             ));
         }
         let info = section.sh_info(endian) as usize;
         let target = sections.section(object::SectionIndex(info)).ok().filter(|_| info != 0);
         let Some(target) = target else {
-            return Err(ReadError::new(name, format!("{what} has invalid sh_info ({info})")));
+            return Err(ReadError::new(name, format!("{} has invalid sh_info ({info})", what())));
         };
         if is_relocations(target.sh_type(endian)) {
             return Err(ReadError::new(
                 name,
-                format!("{what} has invalid sh_info ({info}): section {info} is itself a relocation section"),
+                format!(
+                    "{} has invalid sh_info ({info}): section {info} is itself a relocation section",
+                    what()
+                ),
             ));
         }
     }

@@ -20,6 +20,15 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         return Ok(());
     }
     let graph = &mut context.graph;
+    // Only a defined indirect function gets an entry: without one, no reference needs looking at (the symbols
+    // are fewer than the edges, many fewer with debugging information).
+    if !graph
+        .symbols
+        .iter()
+        .any(|symbol| symbol.symbol_type == SymbolType::Ifunc && symbol.atom.is_some())
+    {
+        return Ok(());
+    }
     let mut functions: Vec<SymbolId> = Vec::new();
     let mut index: FxHashMap<SymbolId, u32> = FxHashMap::default();
     // The entries are made in link (command-line) order of their first references, as layout orders the
