@@ -494,8 +494,9 @@ Symbols (as GNU ld defines them):
   -Bsymbolic, -Bsymbolic-functions, -Bno-symbolic
                                   a shared library's references bind to its own definitions (all, or its
                                   functions), or may be interposed (the default); no effect on a program
-  --threads[=N], --no-threads     how many threads the link may use: N, every core (the default), or one;
-                                  the output is the same whatever the number
+  --threads[=N], --no-threads     how many threads the link may use: N, every core (the default; the LTO
+                                  plugin's -plugin-opt=jobs=N when only that is given), or one; the output
+                                  is the same whatever the number
   -v, -V, --verbose               print the version first (--verbose also the SEARCH_DIRs); without
                                   inputs, only that
 

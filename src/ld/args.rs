@@ -144,8 +144,12 @@ pub(crate) struct LdCommand {
     /// `--relax` (the default) / `--no-relax`, the last one.
     pub(crate) relax: bool,
     /// `--threads[=N]` / `--no-threads`, the last one: how many threads the link may use (every core by
-    /// default).
+    /// default, or the LTO plugin's `jobs` when only that is given).
     pub(crate) threads: usize,
+    /// Whether `--threads` or `--no-threads` was given.
+    pub(crate) threads_given: bool,
+    /// `-plugin-opt=jobs=N` (`thinlto-jobs`), the last one.
+    pub(crate) jobs: Option<usize>,
     /// `-z notext` / `-z text`, the last one.
     pub(crate) text_relocations: bool,
     /// `--emit-relocs` / `-q` (ignored by `-r`, as by ld.bfd).
@@ -199,7 +203,10 @@ fn llvm_plugin_option(command: &mut LdCommand, option: &str) -> Result<(), Strin
         Some((key, value)) => match key {
             "mcpu" => lto.cpu = value.to_string(),
             "mattr" => lto.features = value.to_string(),
-            "jobs" | "thinlto-jobs" => lto.thread_budget = number(value, "threads")?.max(1),
+            "jobs" | "thinlto-jobs" => {
+                lto.thread_budget = number(value, "threads")?.max(1);
+                command.jobs = Some(lto.thread_budget as usize);
+            }
             "cache-dir" => {
                 lto.cache_scope = CacheScope::LocalShared;
                 command.lto_cache_dir = Some(PathBuf::from(value));
@@ -674,6 +681,8 @@ pub(crate) fn parse(arguments: Vec<OsString>) -> Result<Request, LdError> {
             unclosed_group: false,
             relax: true,
             threads: std::thread::available_parallelism().map_or(1, usize::from),
+            threads_given: false,
+            jobs: None,
             text_relocations: false,
             emit_relocs: false,
             emulation: None,
@@ -1121,6 +1130,7 @@ impl Parser {
             }
             Opt::Cref => command.cref = true,
             Opt::Threads => {
+                command.threads_given = true;
                 command.threads = match value.as_deref().map(|count| count.to_str()) {
                     None => std::thread::available_parallelism().map_or(1, usize::from),
                     Some(Some(count)) => count
@@ -1131,7 +1141,10 @@ impl Parser {
                     Some(None) => return Err(bad(spelled, "the number of threads is not UTF-8")),
                 };
             }
-            Opt::NoThreads => command.threads = 1,
+            Opt::NoThreads => {
+                command.threads_given = true;
+                command.threads = 1;
+            }
             Opt::ExcludeLibs => command.exclude_libs.extend(
                 text(&value)?
                     .split([',', ':'])
@@ -1270,6 +1283,12 @@ impl Parser {
                     format!("{common:#x} is larger than the maximum page size {page:#x}"),
                 ));
             }
+        }
+        // The LTO plugin's job count is the link's thread count too, unless `--threads` says otherwise.
+        if !self.command.threads_given
+            && let Some(jobs) = self.command.jobs
+        {
+            self.command.threads = jobs;
         }
         Ok(Request::Link(Box::new(self.command)))
     }
@@ -1571,6 +1590,21 @@ mod tests {
                 .to_string()
                 .contains("page-aligned")
         );
+    }
+
+    #[test]
+    fn the_thread_count_is_threads_else_the_plugins_jobs_else_every_core() {
+        let threads = |arguments: &[&str]| parse_link(arguments).unwrap().threads;
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        // clang -flto names LLVM's plugin, then its options.
+        let gold = ["-plugin", "/usr/lib/llvm-14/lib/LLVMgold.so"];
+        let with_gold = |more: &[&str]| threads(&[&gold[..], more, &["x.o"]].concat());
+        assert_eq!(threads(&["x.o"]), cores);
+        assert_eq!(with_gold(&["-plugin-opt=jobs=3"]), 3);
+        assert_eq!(with_gold(&["--plugin-opt=thinlto-jobs=5"]), 5);
+        assert_eq!(with_gold(&["--threads=2", "-plugin-opt=jobs=3"]), 2);
+        assert_eq!(with_gold(&["-plugin-opt=jobs=3", "--no-threads"]), 1);
+        assert_eq!(with_gold(&["--threads", "-plugin-opt=jobs=3"]), cores);
     }
 
     #[test]
