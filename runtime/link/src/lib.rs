@@ -19,6 +19,7 @@ pub mod ordering;
 pub mod output_kind;
 mod phases;
 mod place;
+mod scan;
 mod shrink;
 pub use phases::{LinkPhase, lay_out_and_relocate, lay_out_as, lay_out_within, merge_relocatable};
 pub mod plugin;

@@ -126,6 +126,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             loaded: output_kind.is_dynamic(),
             library: output_kind.is_shared_library(),
         },
+        context.options.threads,
     )?;
     let absolute = declared(graph, RelocationKind::Symbol, RelocationBase::Nothing, 64)?;
     let relative = u64::from(declared(graph, RelocationKind::Relative, RelocationBase::Nothing, 64)?);
@@ -941,6 +942,15 @@ enum Site {
     },
 }
 
+impl Site {
+    /// The atom the relocated place is in.
+    fn source(&self) -> AtomId {
+        match self {
+            Site::Relative { source, .. } | Site::Symbolic { source, .. } => *source,
+        }
+    }
+}
+
 /// What a dynamic relocation naming a symbol stores.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Symbolic {
@@ -964,6 +974,7 @@ fn relative_sites(
     symbols: &DynamicSymbols,
     got: Option<AtomId>,
     output: SiteOutput,
+    threads: usize,
 ) -> Result<Sites, PhaseError> {
     let SiteOutput {
         position_independent,
@@ -971,9 +982,6 @@ fn relative_sites(
         loaded,
         library,
     } = output;
-    let mut sites = Vec::new();
-    let mut in_text = FxHashSet::default();
-    let mut refused = Vec::new();
     // Places where a value is subtracted: an address written there is one side of a difference of two
     // addresses (RISC-V's `SET` and `SUB` pairs in `.eh_frame` and DWARF), which does not move with the output.
     // (A target that declares no subtracting relocation has none: its edges are not scanned.)
@@ -992,10 +1000,12 @@ fn relative_sites(
             .collect(),
         false => FxHashSet::default(),
     };
-    for edge in &graph.edges {
+    // What each edge asks for, looked at on the link's threads: (the site, whether its source is read-only)
+    // or why it cannot be had.
+    let answers = crate::scan::edges_where(graph, threads, |_, edge| {
         let source = &graph.atoms[edge.source.index()];
         if !source.is_live() || source.flags & atom_flags::FOLDED != 0 || excluded.contains(&edge.source) {
-            continue;
+            return None;
         }
         let flags = match source.section {
             Some(section) => graph.sections[section.index()].flags,
@@ -1004,16 +1014,14 @@ fn relative_sites(
             }
         };
         if flags & section_flags::ALLOCATED == 0 {
-            continue;
+            return None;
         }
-        let Some(record) = graph.relocation(edge) else {
-            continue;
-        };
+        let record = graph.relocation(edge)?;
         if record.kind != RelocationKind::Symbol || record.relative_to != RelocationBase::Nothing {
-            continue;
+            return None;
         }
         if differences.contains(&(edge.source, edge.offset)) {
-            continue;
+            return None;
         }
         let offset = i64::try_from(edge.offset).unwrap_or(i64::MAX);
         // An address of an import that only the loader knows: a relocation naming its `.dynsym` entry.
@@ -1028,11 +1036,8 @@ fn relative_sites(
         if let Some(symbol) = imported
             && relocatable
         {
-            if !writable {
-                in_text.insert(edge.source);
-            }
             let thread_local = graph.symbols[symbol.index()].symbol_type == SymbolType::Tls;
-            sites.push(Site::Symbolic {
+            let site = Site::Symbolic {
                 source: edge.source,
                 offset,
                 index: symbols.index.get(&symbol).copied().unwrap_or(0),
@@ -1042,8 +1047,8 @@ fn relative_sites(
                     (false, true) => Symbolic::GotSlot,
                     (false, false) => Symbolic::Address,
                 },
-            });
-            continue;
+            };
+            return Some(Ok((site, !writable)));
         }
         // At a fixed address, every other address is final.
         if imported.is_none()
@@ -1051,19 +1056,16 @@ fn relative_sites(
                 || holds_fixed_value(graph, edge)
                 || record.shift + record.value_width() <= page_bits)
         {
-            continue;
+            return None;
         }
         if relocatable {
-            if !writable {
-                in_text.insert(edge.source);
-            }
-            sites.push(Site::Relative {
+            let site = Site::Relative {
                 source: edge.source,
                 offset,
                 target: (edge.target_symbol, edge.target_atom),
                 addend: edge.addend,
-            });
-            continue;
+            };
+            return Some(Ok((site, !writable)));
         }
         let input = graph.input_name(source.origin.input);
         let section = source.section.map_or(source.name.as_str(), |section| {
@@ -1087,11 +1089,25 @@ fn relative_sites(
         } else {
             ("a position-independent executable", "-fPIE")
         };
-        refused.push(format!(
+        Some(Err(format!(
             "{input}({section}+{:#x}): relocation {} against `{target}` cannot be used in {making}: {why}; \
              recompile with {flag}",
             edge.offset, record.name
-        ));
+        )))
+    });
+    let mut sites = Vec::with_capacity(answers.len());
+    let mut in_text = FxHashSet::default();
+    let mut refused = Vec::new();
+    for answer in answers {
+        match answer {
+            Ok((site, read_only)) => {
+                if read_only {
+                    in_text.insert(site.source());
+                }
+                sites.push(site);
+            }
+            Err(message) => refused.push(message),
+        }
     }
     if refused.is_empty() {
         Ok(Sites { sites, in_text })

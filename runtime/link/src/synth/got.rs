@@ -28,26 +28,29 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     let mut slots: Vec<SymbolId> = Vec::new();
     let mut index: FxHashMap<SymbolId, usize> = FxHashMap::default();
     let order = graph.command_line_order();
-    let mut uses: Vec<((u32, u32), usize, SymbolId)> = Vec::new();
-    for (position, edge) in graph.edges.iter().enumerate() {
-        let source = &graph.atoms[edge.source.index()];
-        let imported_tls = executable
-            && matches!(
-                graph.relocation_kind(edge),
-                Some(RelocationKind::TlsIe | RelocationKind::TlsGd | RelocationKind::TlsDesc)
-            )
-            && edge
-                .target_symbol
-                .is_some_and(|symbol| imports.is_some_and(|imports| imports.is_run_time(graph.resolved(symbol))));
-        if !(uses_got(graph, edge) || imported_tls) || !source.is_live() || relaxation(options, graph, edge).is_some() {
-            continue;
-        }
-        let Some(symbol) = edge.target_symbol.map(|symbol| graph.resolved(symbol)) else {
-            continue;
-        };
-        let place = source.origin.input.map_or((u32::MAX, 0), |input| order[input.index()]);
-        uses.push((place, position, symbol));
-    }
+    let shared: &LinkGraph = graph;
+    let mut uses: Vec<((u32, u32), usize, SymbolId)> =
+        crate::scan::edges_where(shared, options.threads, |position, edge| {
+            let graph = shared;
+            let source = &graph.atoms[edge.source.index()];
+            let imported_tls = executable
+                && matches!(
+                    graph.relocation_kind(edge),
+                    Some(RelocationKind::TlsIe | RelocationKind::TlsGd | RelocationKind::TlsDesc)
+                )
+                && edge
+                    .target_symbol
+                    .is_some_and(|symbol| imports.is_some_and(|imports| imports.is_run_time(graph.resolved(symbol))));
+            if !(uses_got(graph, edge) || imported_tls)
+                || !source.is_live()
+                || relaxation(options, graph, edge).is_some()
+            {
+                return None;
+            }
+            let symbol = graph.resolved(edge.target_symbol?);
+            let place = source.origin.input.map_or((u32::MAX, 0), |input| order[input.index()]);
+            Some((place, position, symbol))
+        });
     uses.sort_unstable();
     for (_, _, symbol) in uses {
         index.entry(symbol).or_insert_with(|| {

@@ -138,33 +138,32 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     // definitions as it reaches imports; it holds no copies and no canonical PLT entries.
     let shared_library = context.options.output_kind.is_shared_library();
     let order = graph.command_line_order();
-    let mut uses: Vec<((u32, u32), usize, SymbolId, Need)> = Vec::new();
-    let mut refused = Vec::new();
-    for (position, edge) in graph.edges.iter().enumerate() {
+    let text_relocations = context.options.text_relocations;
+    // What each edge needs of an import, or why it cannot have it, looked at on the link's threads.
+    let answers = crate::scan::edges_where(graph, context.options.threads, |position, edge| {
         let source = &graph.atoms[edge.source.index()];
         if !source.is_live() || source.flags & atom_flags::FOLDED != 0 {
-            continue;
+            return None;
         }
         let (Some(symbol), Some(record)) = (
             edge.target_symbol.map(|symbol| graph.resolved(symbol)),
             graph.relocation(edge),
         ) else {
-            continue;
+            return None;
         };
         let entry = &graph.symbols[symbol.index()];
         // A shared library's TLS accesses keep their models (`tls.rs`); a local-exec one (an offset from the
         // thread pointer fixed at link time) cannot be made in a library, which the loader places.
         if shared_library && record.kind == RelocationKind::TlsLe {
             let input = graph.input_name(source.origin.input);
-            refused.push(format!(
+            return Some(Err(format!(
                 "{input}({}+{:#x}): relocation {} against `{}`: a local-exec access to a thread-local variable \
                  cannot be used when making a shared library; recompile with -fPIC",
                 source.name,
                 edge.offset,
                 record.name,
                 crate::symbol_name::display(&entry.name),
-            ));
-            continue;
+            )));
         }
         let through_got = matches!(
             record.kind,
@@ -176,7 +175,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             _ => graph.is_preemptible(symbol),
         };
         if !imported {
-            continue;
+            return None;
         }
         let function = matches!(entry.symbol_type, SymbolType::Function | SymbolType::Ifunc);
         if shared_library {
@@ -195,7 +194,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
                 RelocationKind::Symbol
                     if record.relative_to == RelocationBase::Nothing
                         && record.size == 64
-                        && (writable(graph, edge.source) || context.options.text_relocations) =>
+                        && (writable(graph, edge.source) || text_relocations) =>
                 {
                     Some(Need::Loader)
                 }
@@ -208,19 +207,17 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
                 } else {
                     "which the library exports (another definition may interpose)"
                 };
-                refused.push(format!(
+                return Some(Err(format!(
                     "{input}({}+{:#x}): relocation {} against `{}`, {what}, cannot be used when making a shared \
                      library; recompile with -fPIC",
                     source.name,
                     edge.offset,
                     record.name,
                     crate::symbol_name::display(&entry.name),
-                ));
-                continue;
+                )));
             };
             let place = source.origin.input.map_or((u32::MAX, 0), |input| order[input.index()]);
-            uses.push((place, position, symbol, need));
-            continue;
+            return Some(Ok((place, position, symbol, need)));
         }
         let need = match record.kind {
             // An initial-exec access to an imported thread-local variable reads its offset from the thread
@@ -245,7 +242,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             RelocationKind::Symbol => Need::Copy,
             _ => {
                 let input = graph.input_name(source.origin.input);
-                refused.push(format!(
+                return Some(Err(format!(
                     "{input}({}+{:#x}): relocation {} against `{}`, which the shared library {} defines: a \
                      variable of a shared library is reached by the initial-exec, general-dynamic or descriptor \
                      model, not this relocation's (compile with -fPIE or -fPIC)",
@@ -254,12 +251,19 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
                     record.name,
                     crate::symbol_name::display(&entry.name),
                     graph.input_name(entry.origin.input)
-                ));
-                continue;
+                )));
             }
         };
         let place = source.origin.input.map_or((u32::MAX, 0), |input| order[input.index()]);
-        uses.push((place, position, symbol, need));
+        Some(Ok((place, position, symbol, need)))
+    });
+    let mut uses: Vec<((u32, u32), usize, SymbolId, Need)> = Vec::with_capacity(answers.len());
+    let mut refused = Vec::new();
+    for answer in answers {
+        match answer {
+            Ok(used) => uses.push(used),
+            Err(message) => refused.push(message),
+        }
     }
     if !refused.is_empty() {
         refused.sort();

@@ -34,24 +34,25 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     // The entries are made in link (command-line) order of their first references, as layout orders the
     // code (so the table does not depend on when an input was read: an object LTO generated is read last).
     let order = graph.command_line_order();
-    let mut references: Vec<((u32, u32), usize, SymbolId)> = Vec::new();
-    for (position, edge) in graph.edges.iter().enumerate() {
-        let source = &graph.atoms[edge.source.index()];
-        if !source.is_live() {
-            continue;
-        }
-        let Some(symbol) = edge.target_symbol.map(|symbol| graph.resolved(symbol)) else {
-            continue;
-        };
-        let entry = &graph.symbols[symbol.index()];
-        // A shared library's interposable indirect function is reached as every interposable function is
-        // (its PLT entry and GOT slot bound by the loader, which runs its resolver).
-        if entry.symbol_type != SymbolType::Ifunc || entry.atom.is_none() || graph.is_preemptible(symbol) {
-            continue;
-        }
-        let place = source.origin.input.map_or((u32::MAX, 0), |input| order[input.index()]);
-        references.push((place, position, symbol));
-    }
+    let shared: &crate::graph::LinkGraph = graph;
+    let threads = context.options.threads;
+    let mut references: Vec<((u32, u32), usize, SymbolId)> =
+        crate::scan::edges_where(shared, threads, |position, edge| {
+            let graph = shared;
+            let source = &graph.atoms[edge.source.index()];
+            if !source.is_live() {
+                return None;
+            }
+            let symbol = graph.resolved(edge.target_symbol?);
+            let entry = &graph.symbols[symbol.index()];
+            // A shared library's interposable indirect function is reached as every interposable function is
+            // (its PLT entry and GOT slot bound by the loader, which runs its resolver).
+            if entry.symbol_type != SymbolType::Ifunc || entry.atom.is_none() || graph.is_preemptible(symbol) {
+                return None;
+            }
+            let place = source.origin.input.map_or((u32::MAX, 0), |input| order[input.index()]);
+            Some((place, position, symbol))
+        });
     references.sort_unstable();
     for (_, _, symbol) in references {
         index.entry(symbol).or_insert_with(|| {
