@@ -15,25 +15,29 @@ where
     F: Fn(usize, &Edge) -> Option<T> + Sync,
 {
     let edges = &graph.edges;
-    let threads = threads.clamp(1, (edges.len() / MIN_EDGES_PER_THREAD).max(1));
-    let run = edges.len().div_ceil(threads).max(1);
-    let answers = |first: usize, run: &[Edge]| -> Vec<T> {
-        run.iter()
-            .enumerate()
-            .filter_map(|(index, edge)| answer(first + index, edge))
-            .collect()
-    };
-    let mut runs = edges.chunks(run).enumerate();
-    let Some((_, first_run)) = runs.next() else {
-        return Vec::new();
-    };
+    in_order(edges.len(), threads, MIN_EDGES_PER_THREAD, |index| {
+        answer(index, &edges[index])
+    })
+}
+
+/// `answer` for every index below `count`, on up to `threads` threads (each with at least `min_per_thread`
+/// indices, but one), each taking a contiguous run of the indices, the calling thread the first; the `Some`
+/// answers in index order, whatever the number of threads.
+pub(crate) fn in_order<T, F>(count: usize, threads: usize, min_per_thread: usize, answer: F) -> Vec<T>
+where
+    T: Send,
+    F: Fn(usize) -> Option<T> + Sync,
+{
+    let threads = threads.clamp(1, (count / min_per_thread.max(1)).max(1));
+    let run = count.div_ceil(threads).max(1);
+    let answers = |start: usize| -> Vec<T> { (start..(start + run).min(count)).filter_map(&answer).collect() };
     std::thread::scope(|scope| {
         let answers = &answers;
-        let others: Vec<_> = runs
-            .map(|(index, edges)| scope.spawn(move || answers(index * run, edges)))
+        let others: Vec<_> = (run..count)
+            .step_by(run)
+            .map(|start| scope.spawn(move || answers(start)))
             .collect();
-        // The calling thread takes the first run.
-        let mut all = answers(0, first_run);
+        let mut all = answers(0);
         for other in others {
             match other.join() {
                 Ok(part) => all.extend(part),

@@ -54,33 +54,16 @@ pub(crate) fn fill(image: &mut SparseBytes, note_offset: u64, threads: usize) ->
         hash_range(image, 0, image.len())
     } else {
         let count = image.len().div_ceil(CHUNK) as usize;
-        let mut digests = vec![[0u8; DIGEST_SIZE]; count];
-        let per_thread = count.div_ceil(threads.clamp(1, count));
         let shared: &SparseBytes = image;
-        let mut groups = digests.chunks_mut(per_thread).enumerate();
-        let first = groups.next();
-        std::thread::scope(|scope| {
-            for (group, slots) in groups {
-                scope.spawn(move || hash_chunks(shared, group * per_thread, slots));
-            }
-            // The calling thread hashes the first group.
-            if let Some((_, slots)) = first {
-                hash_chunks(shared, 0, slots);
-            }
+        let digests = crate::scan::in_order(count, threads, 1, |index| {
+            let start = index as u64 * CHUNK;
+            Some(hash_range(shared, start, (start + CHUNK).min(shared.len())))
         });
         Sha1::digest(digests.concat()).into()
     };
     image
         .write_at(note_offset + DESCRIPTION, &digest)
         .map_err(|error| format!("{}: {error}", OutputSectionId::NoteGnuBuildId.name()))
-}
-
-/// Hashes the chunks from `first` on into `slots`, one digest each.
-fn hash_chunks(image: &SparseBytes, first: usize, slots: &mut [[u8; DIGEST_SIZE]]) {
-    for (index, slot) in slots.iter_mut().enumerate() {
-        let start = (first + index) as u64 * CHUNK;
-        *slot = hash_range(image, start, (start + CHUNK).min(image.len()));
-    }
 }
 
 /// The SHA-1 of bytes `start..end` of `image`, holes as zeros.

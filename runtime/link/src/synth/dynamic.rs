@@ -991,14 +991,14 @@ fn relative_sites(
             .iter()
             .any(|record| record.kind == RelocationKind::Subtract)
     });
-    let differences: FxHashSet<(AtomId, u64)> = match subtracts {
-        true => graph
-            .edges
-            .iter()
-            .filter(|edge| graph.relocation_kind(edge) == Some(RelocationKind::Subtract))
-            .map(|edge| (edge.source, edge.offset))
-            .collect(),
-        false => FxHashSet::default(),
+    let differences: FxHashSet<(AtomId, u64)> = if subtracts {
+        crate::scan::edges_where(graph, threads, |_, edge| {
+            (graph.relocation_kind(edge) == Some(RelocationKind::Subtract)).then_some((edge.source, edge.offset))
+        })
+        .into_iter()
+        .collect()
+    } else {
+        FxHashSet::default()
     };
     // What each edge asks for, looked at on the link's threads: (the site, whether its source is read-only)
     // or why it cannot be had.

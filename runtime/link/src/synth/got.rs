@@ -23,15 +23,13 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     // A shared library's TLS accesses read entries of their own (`tls.rs`), and so do an executable's where the
     // architecture keeps the TLS models.
     let executable = !options.output_kind.is_shared_library() && !context.graph.arch().keeps_tls_models;
-    let graph = &mut context.graph;
+    let graph = &context.graph;
     // `index` holds the slot of each symbol already given one.
     let mut slots: Vec<SymbolId> = Vec::new();
     let mut index: FxHashMap<SymbolId, usize> = FxHashMap::default();
     let order = graph.command_line_order();
-    let shared: &LinkGraph = graph;
     let mut uses: Vec<((u32, u32), usize, SymbolId)> =
-        crate::scan::edges_where(shared, options.threads, |position, edge| {
-            let graph = shared;
+        crate::scan::edges_where(graph, options.threads, |position, edge| {
             let source = &graph.atoms[edge.source.index()];
             let imported_tls = executable
                 && matches!(
@@ -61,6 +59,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     if slots.is_empty() {
         return Ok(());
     }
+    let graph = &mut context.graph;
     let absolute = declared(graph, RelocationKind::Symbol, RelocationBase::Nothing, 64)?;
     let atom = new_atom(
         graph,

@@ -19,7 +19,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     if context.synthesized.iplt.is_some() {
         return Ok(());
     }
-    let graph = &mut context.graph;
+    let graph = &context.graph;
     // Only a defined indirect function gets an entry: without one, no reference needs looking at (the symbols
     // are fewer than the edges, many fewer with debugging information).
     if !graph
@@ -34,11 +34,8 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     // The entries are made in link (command-line) order of their first references, as layout orders the
     // code (so the table does not depend on when an input was read: an object LTO generated is read last).
     let order = graph.command_line_order();
-    let shared: &crate::graph::LinkGraph = graph;
-    let threads = context.options.threads;
     let mut references: Vec<((u32, u32), usize, SymbolId)> =
-        crate::scan::edges_where(shared, threads, |position, edge| {
-            let graph = shared;
+        crate::scan::edges_where(graph, context.options.threads, |position, edge| {
             let source = &graph.atoms[edge.source.index()];
             if !source.is_live() {
                 return None;
@@ -63,6 +60,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
     if functions.is_empty() {
         return Ok(());
     }
+    let graph = &mut context.graph;
     // The entry the target's instruction set jumps through, its relocated fields, the slot's 64-bit address
     // and the start-up relocation that fills the slot.
     let Some(template) = graph.arch().iplt_entry else {
