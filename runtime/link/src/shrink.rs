@@ -11,7 +11,8 @@ use std::ops::Range;
 
 use rustc_hash::FxHashMap;
 
-use crate::graph::{AtomId, Content, EdgeId, LinkGraph, SymbolId, SymbolType};
+use crate::graph::{AtomId, Content, EdgeId, LinkGraph, Origin, SymbolId, SymbolType};
+use crate::synth::WordFill;
 
 /// What to do to one atom, at its offsets before the edit.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -98,7 +99,13 @@ impl<'a> Deletions<'a> {
 }
 
 /// Applies the edits (at most one per atom) to the graph; an error names what could not be applied.
-pub(crate) fn apply(graph: &mut LinkGraph, edits: Vec<(AtomId, AtomEdit)>) -> Result<(), String> {
+/// `fills` are the words of linker-made tables that relocation fills as edges (`.rela.dyn`'s): those that
+/// reach into an edited atom follow its bytes as edges do.
+pub(crate) fn apply(
+    graph: &mut LinkGraph,
+    fills: &mut [WordFill],
+    edits: Vec<(AtomId, AtomEdit)>,
+) -> Result<(), String> {
     if edits.is_empty() {
         return Ok(());
     }
@@ -181,6 +188,15 @@ pub(crate) fn apply(graph: &mut LinkGraph, edits: Vec<(AtomId, AtomEdit)>) -> Re
     }
     for (index, addend) in addends {
         graph.edges[index].addend = addend;
+    }
+    for fill in fills.iter_mut() {
+        let edge = fill.edge(AtomId(0), Origin::default());
+        let reached = edge.target_atom.or_else(|| section_symbol(graph, &edge));
+        if let Some(deletions) = reached.and_then(|atom| by_atom(&atom))
+            && let Ok(offset) = u64::try_from(edge.addend)
+        {
+            fill.addend = deletions.moved(offset) as i64;
+        }
     }
     for (index, edge) in graph.edges.iter_mut().enumerate() {
         if let Some(deletions) = by_atom(&edge.source) {

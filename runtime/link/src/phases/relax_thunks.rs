@@ -126,7 +126,12 @@ fn relax_code(context: &mut LinkContext, relax: Relax) -> Result<(), PhaseError>
             // A round that deletes nothing moves no address, so the next would find what this one did
             // (rewrites that only change a base register are made again, to the same bytes).
             let shrinks = edits.iter().any(|(_, edit)| !edit.deletions.is_empty());
-            crate::shrink::apply(&mut context.graph, edits).map_err(failed)?;
+            let fills = context
+                .synthesized
+                .rela_dyn
+                .as_mut()
+                .map_or(&mut [][..], |rela| &mut rela.fills[..]);
+            crate::shrink::apply(&mut context.graph, fills, edits).map_err(failed)?;
             context.invalidate_edge_index();
             if !shrinks {
                 break;
@@ -136,7 +141,12 @@ fn relax_code(context: &mut LinkContext, relax: Relax) -> Result<(), PhaseError>
     let layout = crate::place::lay_out(context)?;
     context.set_layout(layout);
     let edits = relax(context, RelaxPass::Align).map_err(failed)?;
-    crate::shrink::apply(&mut context.graph, edits).map_err(failed)?;
+    let fills = context
+        .synthesized
+        .rela_dyn
+        .as_mut()
+        .map_or(&mut [][..], |rela| &mut rela.fills[..]);
+    crate::shrink::apply(&mut context.graph, fills, edits).map_err(failed)?;
     context.invalidate_edge_index();
     Ok(())
 }

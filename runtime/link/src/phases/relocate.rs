@@ -162,7 +162,13 @@ fn atom_weight(context: &Relocator<'_>, atom: AtomId) -> u64 {
         .edges_by_atom
         .get(atom.index())
         .map_or(0, |range| u64::from(range.end - range.start));
-    context.graph.atom_bytes(entry).len() as u64 + 64 * edges
+    let fills = context
+        .synthesized
+        .rela_dyn
+        .as_ref()
+        .filter(|rela| rela.atom == atom)
+        .map_or(0, |rela| rela.fills.len() as u64);
+    context.graph.atom_bytes(entry).len() as u64 + 64 * (edges + fills)
 }
 
 /// The weight of a piece: the link's whole weight shared out as four pieces a thread (one piece a section
@@ -456,6 +462,15 @@ fn patch_atom(context: &Relocator<'_>, atom: AtomId, stored: &mut [u8]) -> Resul
         if let Err(message) = apply(context, edge, entry.address, stored, at) {
             let input = context.graph.input_name(entry.origin.input);
             messages.push(format!("{input}:{}+{:#x}: {message}", entry.name, edge.offset));
+        }
+    }
+    // The words of `.rela.dyn` are patched as the edges they stand for.
+    if let Some(rela) = context.synthesized.rela_dyn.as_ref().filter(|rela| rela.atom == atom) {
+        for fill in &rela.fills {
+            let edge = fill.edge(atom, rela.origin);
+            if let Err(message) = apply(context, &edge, entry.address, stored, at) {
+                messages.push(format!("{}+{:#x}: {message}", entry.name, edge.offset));
+            }
         }
     }
     // Sequences a core erratum affects are made safe in the relocated code.

@@ -15,7 +15,7 @@ use rustc_hash::FxHashSet;
 
 use super::imports::{DynamicSymbols, bucket_count, gnu_hash, sysv_hash};
 use super::tls::TlsEntry;
-use super::{LateFill, LateValue, PHASE, absolute_edge, declared, new_atom};
+use super::{LateFill, LateValue, PHASE, RelaDyn, WordFill, absolute_edge, declared, new_atom};
 use crate::context::{LinkContext, PhaseError};
 use crate::graph::{
     AtomId, Binding, Definition, Edge, LinkGraph, Origin, SymbolId, SymbolType, Visibility, atom_flags, section_flags,
@@ -310,7 +310,13 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         .count() as u64;
     let count = sites.len() as u64 + symbols.copies.len() as u64;
     let mut rela = Vec::with_capacity((count * RELA_SIZE) as usize);
-    let mut rela_edges = Vec::new();
+    let mut fills = Vec::with_capacity(sites.len() * 2);
+    let fill = |raw: u32, offset: u64, target: (Option<SymbolId>, Option<AtomId>), addend: i64| WordFill {
+        offset,
+        raw,
+        target,
+        addend,
+    };
     let mut ordered: Vec<&Site> = sites
         .iter()
         .filter(|site| matches!(site, Site::Relative { .. }))
@@ -328,15 +334,8 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
                 rela.extend_from_slice(&[0; 8]);
                 rela.extend_from_slice(&relative.to_le_bytes());
                 rela.extend_from_slice(&[0; 8]);
-                rela_edges.push(absolute_edge(
-                    absolute,
-                    AtomId(0),
-                    at,
-                    (None, Some(source)),
-                    offset,
-                    origin,
-                ));
-                rela_edges.push(absolute_edge(absolute, AtomId(0), at + 16, target, addend, origin));
+                fills.push(fill(absolute, at, (None, Some(source)), offset));
+                fills.push(fill(absolute, at + 16, target, addend));
             }
             Site::Symbolic {
                 source,
@@ -353,14 +352,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
                 rela.extend_from_slice(&[0; 8]);
                 rela.extend_from_slice(&(u64::from(index) << 32 | kind).to_le_bytes());
                 rela.extend_from_slice(&addend.to_le_bytes());
-                rela_edges.push(absolute_edge(
-                    absolute,
-                    AtomId(0),
-                    at,
-                    (None, Some(source)),
-                    offset,
-                    origin,
-                ));
+                fills.push(fill(absolute, at, (None, Some(source)), offset));
             }
         }
     }
@@ -396,23 +388,9 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
                 rela.extend_from_slice(&(u64::from(index) << 32 | u64::from(relocation)).to_le_bytes());
                 rela.extend_from_slice(&[0; 8]);
                 let place = i64::try_from(offset + word).unwrap_or(i64::MAX);
-                rela_edges.push(absolute_edge(
-                    absolute,
-                    AtomId(0),
-                    at,
-                    (None, Some(tls.atom)),
-                    place,
-                    origin,
-                ));
+                fills.push(fill(absolute, at, (None, Some(tls.atom)), place));
                 if let Some(variable) = addend_of.filter(|_| run_time.is_none()) {
-                    rela_edges.push(absolute_edge(
-                        dtp_offset,
-                        AtomId(0),
-                        at + 16,
-                        (Some(variable), None),
-                        0,
-                        origin,
-                    ));
+                    fills.push(fill(dtp_offset, at + 16, (Some(variable), None), 0));
                 }
                 tls_relocations += 1;
             }
@@ -424,15 +402,13 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         rela.extend_from_slice(&[0; 8]);
         rela.extend_from_slice(&(index << 32 | u64::from(copy.unwrap_or(absolute))).to_le_bytes());
         rela.extend_from_slice(&[0; 8]);
-        rela_edges.push(absolute_edge(absolute, AtomId(0), at, (None, Some(*atom)), 0, origin));
+        fills.push(fill(absolute, at, (None, Some(*atom)), 0));
     }
     let count = count + tls_relocations;
     // With every relative relocation packed and no other, there is no `.rela.dyn`.
     let rela_dyn = (count > 0 || relr.is_none()).then(|| {
         let atom = new_atom(graph, None, OutputSectionId::RelaDyn.name(), 8, rela, origin);
-        graph
-            .edges
-            .extend(rela_edges.into_iter().map(|edge| Edge { source: atom, ..edge }));
+        context.synthesized.rela_dyn = Some(RelaDyn { atom, fills, origin });
         atom
     });
 

@@ -66,6 +66,37 @@ pub struct Synthesized {
     pub(crate) relr: Option<relr::Relr>,
     /// The GOT entries of a shared library's thread-local variables.
     pub(crate) tls_got: Option<tls::TlsGot>,
+    /// The words of `.rela.dyn` that relocation fills.
+    pub(crate) rela_dyn: Option<RelaDyn>,
+}
+
+/// The `.rela.dyn` atom and the words of it that relocation fills: each entry's place and, for a `RELATIVE`
+/// one, its addend. They are kept here rather than as edges of the graph: a position-independent program has
+/// an entry for every address its data holds (hundreds of thousands in a large one), and an edge costs more
+/// than twice a fill, in memory and in every whole-edge scan after synthesis.
+#[derive(Clone, Debug)]
+pub(crate) struct RelaDyn {
+    pub(crate) atom: AtomId,
+    /// In offset order.
+    pub(crate) fills: Vec<WordFill>,
+    pub(crate) origin: Origin,
+}
+
+/// A 64-bit word of a linker-made atom that relocation fills as it would patch an edge: at `offset`,
+/// relocation `raw` of the address of `target` (a symbol or an atom) plus `addend`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WordFill {
+    pub(crate) offset: u64,
+    pub(crate) raw: u32,
+    pub(crate) target: (Option<SymbolId>, Option<AtomId>),
+    pub(crate) addend: i64,
+}
+
+impl WordFill {
+    /// The edge of `source` (the atom holding the word) that this fill stands for.
+    pub(crate) fn edge(&self, source: AtomId, origin: Origin) -> Edge {
+        absolute_edge(self.raw, source, self.offset, self.target, self.addend, origin)
+    }
 }
 
 /// A value of a linker-made atom that only the final layout gives: at `offset` of `atom`, 64 bits (or the
