@@ -664,36 +664,53 @@ impl LinkGraph {
     pub fn index_edges(&mut self) {
         let mut ranges = vec![0u32..0u32; self.atoms.len()];
         // Reading makes the edges in source order (atoms in input order, each section's relocations after the
-        // section's atom), and so do most phases that add some: then the counting sort would leave them where
-        // they are, and counting is all it does.
-        let mut grouped = true;
+        // section's atom); synthesis then appends edges of the atoms it made, not always in their order. So
+        // the edges up to the first whose source comes before its predecessor's (`split`) keep their places,
+        // and when every edge after that is of a later atom than all before it, only those are sorted.
+        let mut valid = true;
+        let mut split = None;
         let mut previous = (0u32, 0u64);
-        // The atoms whose edges are grouped but not by offset (some assemblers write relocations out of
-        // order), when `grouped`.
+        // The atoms before `split` whose edges are not by offset (some assemblers write relocations out of
+        // order).
         let mut unsorted = Vec::new();
-        for edge in &self.edges {
+        for (index, edge) in self.edges.iter().enumerate() {
             match ranges.get_mut(edge.source.index()) {
                 Some(range) => range.end += 1,
-                None => grouped = false,
+                None => valid = false,
+            }
+            if split.is_some() {
+                continue;
             }
             let place = (edge.source.0, edge.offset);
             if place < previous {
                 if place.0 == previous.0 {
                     unsorted.push(place.0);
                 } else {
-                    grouped = false;
+                    split = Some(index);
                 }
             }
             previous = place;
         }
+        let split = split.unwrap_or(self.edges.len());
+        // The sources before `split` do not decrease, so the last is the greatest.
+        let before = split.checked_sub(1).map(|last| self.edges[last].source);
+        let tail_after = self.edges[split..]
+            .iter()
+            .all(|edge| before.is_none_or(|before| edge.source > before));
         let mut next = 0u32;
         for range in &mut ranges {
             let count = range.end;
-            *range = if grouped { next..next + count } else { next..next };
+            *range = if valid && tail_after { next..next + count } else { next..next };
             next += count;
         }
-        if grouped {
-            self.edge_order = (0..next).map(EdgeId).collect();
+        if valid && tail_after {
+            let mut tail: Vec<EdgeId> = (split as u32..next).map(EdgeId).collect();
+            // Stable: edges at the same place stay in the order they were added.
+            tail.sort_by_key(|id| {
+                let edge = &self.edges[id.index()];
+                (edge.source, edge.offset)
+            });
+            self.edge_order = (0..split as u32).map(EdgeId).chain(tail).collect();
             unsorted.dedup();
             let unsorted: Vec<Range<u32>> = unsorted.iter().map(|atom| ranges[*atom as usize].clone()).collect();
             self.sort_atom_edges_by_offset(&unsorted);
