@@ -46,15 +46,6 @@ pub(crate) fn read_object(graph: &mut LinkGraph, input: InputId, phase: u16) -> 
     if file.kind() != object::ObjectKind::Relocatable {
         return Err(ReadError::new(&name, "not a relocatable object"));
     }
-    // GCC's slim LTO objects hold only GIMPLE (`.gnu.lto_*` sections) and no code; fat ones hold code too
-    // and link as ordinary objects, their LTO sections being unallocated metadata.
-    if file.symbol_by_name("__gnu_lto_slim").is_some() {
-        return Err(ReadError::new(
-            &name,
-            "a GCC LTO object (GIMPLE only, no machine code): GCC's LTO is not supported; compile it without \
-             -flto, with -ffat-lto-objects, or with clang-14 -flto (LLVM bitcode is linked natively)",
-        ));
-    }
     let declared = relocation_table(graph, &name, format, bytes)?;
     {
         let entry = &mut graph.inputs[input.index()];
@@ -74,7 +65,7 @@ pub(crate) fn read_object(graph: &mut LinkGraph, input: InputId, phase: u16) -> 
         symbol_ids: Vec::new(),
     };
     reader.read_sections(&file)?;
-    reader.read_symbols(&file);
+    reader.read_symbols(&file)?;
     let first_edge = reader.graph.edges.len();
     reader.read_relocations(&file)?;
     reader.read_comdats(&file);
@@ -216,8 +207,10 @@ impl ObjectReader<'_> {
         })
     }
 
-    /// Symbols, indexed by the object's symbol index.
-    fn read_symbols(&mut self, file: &object::File<'_>) {
+    /// Symbols, indexed by the object's symbol index. A GCC slim LTO object (its `__gnu_lto_slim` symbol says
+    /// so) is refused: it holds only GIMPLE (`.gnu.lto_*` sections) and no code; a fat one holds code too and
+    /// links as an ordinary object, its LTO sections being unallocated metadata.
+    fn read_symbols(&mut self, file: &object::File<'_>) -> Result<(), ReadError> {
         let symbol_count = file
             .symbols()
             .map(|symbol| symbol.index().0)
@@ -225,7 +218,15 @@ impl ObjectReader<'_> {
             .map_or(0, |max| max + 1);
         self.symbol_ids = vec![None; symbol_count];
         for symbol in file.symbols() {
-            let symbol_name = crate::symbol_name::from_bytes(symbol.name_bytes().unwrap_or(b"")).into_owned();
+            let name_bytes = symbol.name_bytes().unwrap_or(b"");
+            if name_bytes == b"__gnu_lto_slim" {
+                return Err(ReadError::new(
+                    &self.name,
+                    "a GCC LTO object (GIMPLE only, no machine code): GCC's LTO is not supported; compile it \
+                     without -flto, with -ffat-lto-objects, or with clang-14 -flto (LLVM bitcode is linked natively)",
+                ));
+            }
+            let symbol_name = crate::symbol_name::from_bytes(name_bytes).into_owned();
             // Mach-O symbols hold addresses within the object; ELF and COFF ones offsets within their section,
             // whatever address the section header gives it (a relocatable ELF object's `sh_addr` is normally
             // 0, but `ld -r` with a script or a patched object may set it: ld.bfd and ld.lld ignore it, and so
@@ -291,6 +292,7 @@ impl ObjectReader<'_> {
                 *slot = Some(id);
             }
         }
+        Ok(())
     }
 
     /// Relocations become edges from the atom of the section they patch; a relocation type the target
