@@ -1005,6 +1005,15 @@ impl<'a> StringTable<'a> {
         }
     }
 
+    /// A table holding only the empty string, with room for `names` more strings, `bytes` bytes in all (so
+    /// that a symbol table of a million names is not rehashed twenty times).
+    fn with_capacity(names: usize, bytes: usize) -> StringTable<'a> {
+        let mut table = StringTable::new();
+        table.offsets.reserve(names);
+        table.bytes.reserve(bytes);
+        table
+    }
+
     /// The offset of `name`, adding it first if needed.
     fn add(&mut self, name: &'a str) -> u32 {
         if let Some(&offset) = self.offsets.get(name) {
@@ -1294,8 +1303,12 @@ type EncodedSymbols<'a> = (Vec<u8>, u32, StringTable<'a>);
 /// `.symtab` (null symbol, locals, then the rest, each group in layout order), the index of the first
 /// non-local symbol, and `.strtab`; and the index in `.symtab` of each layout symbol.
 fn encode_symbols(layout: &ImageLayout) -> (EncodedSymbols<'_>, Vec<u32>) {
-    let mut strtab = StringTable::new();
+    let names: usize = layout.symbols.iter().map(|symbol| symbol.name.len() + 1).sum();
+    let mut strtab = StringTable::with_capacity(layout.symbols.len(), names);
     let mut encoder = Encoder::default();
+    encoder
+        .0
+        .reserve((layout.symbols.len() + 1) * SYMBOL_SIZE as usize);
     encoder.0.resize(SYMBOL_SIZE as usize, 0);
     type Numbered<'a> = Vec<(usize, &'a SymbolLayout)>;
     let (locals, others): (Numbered<'_>, Numbered<'_>) = layout

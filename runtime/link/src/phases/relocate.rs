@@ -455,8 +455,10 @@ fn patch_atom(context: &Relocator<'_>, atom: AtomId, stored: &mut [u8]) -> Resul
             .collect()
     };
     for (_, edge) in context.graph.edges_of(atom) {
-        let sequence = sequence_of(edge).is_some();
-        if !sequence && rewritten.iter().any(|range| range.contains(&edge.offset)) {
+        if !rewritten.is_empty()
+            && rewritten.iter().any(|range| range.contains(&edge.offset))
+            && sequence_of(edge).is_none()
+        {
             continue;
         }
         if let Err(message) = apply(context, edge, entry.address, stored, at) {
