@@ -362,9 +362,18 @@ fn symbol_table(context: &LinkContext, referenced: &FxHashSet<SymbolId>, section
             symbol.value,
         )
     };
-    symbols.sort_by(|(a, _), (b, _)| key(a).cmp(&key(b)).then_with(|| a.name.cmp(&b.name)));
+    // The order is found by sorting indices (stable, as sorting the entries themselves would be), which moves
+    // four bytes a step instead of a whole entry.
+    let mut order: Vec<u32> = (0..symbols.len() as u32).collect();
+    order.sort_by(|a, b| {
+        let (a, b) = (&symbols[*a as usize].0, &symbols[*b as usize].0);
+        key(a).cmp(&key(b)).then_with(|| a.name.cmp(&b.name))
+    });
+    let mut entries: Vec<Option<(SymbolLayout, Listed)>> = symbols.into_iter().map(Some).collect();
+    let sorted = order.iter().filter_map(|index| entries.get_mut(*index as usize).and_then(Option::take));
     let mut table = SymbolTable::default();
-    for (index, (symbol, listed)) in symbols.into_iter().enumerate() {
+    table.symbols.reserve(order.len());
+    for (index, (symbol, listed)) in sorted.enumerate() {
         match listed {
             Listed::Symbol(id) if referenced.contains(&id) => {
                 table.of_symbol.insert(id, index);
