@@ -700,7 +700,11 @@ impl LinkGraph {
         let mut next = 0u32;
         for range in &mut ranges {
             let count = range.end;
-            *range = if valid && tail_after { next..next + count } else { next..next };
+            *range = if valid && tail_after {
+                next..next + count
+            } else {
+                next..next
+            };
             next += count;
         }
         if valid && tail_after {

@@ -1306,9 +1306,7 @@ fn encode_symbols(layout: &ImageLayout) -> (EncodedSymbols<'_>, Vec<u32>) {
     let names: usize = layout.symbols.iter().map(|symbol| symbol.name.len() + 1).sum();
     let mut strtab = StringTable::with_capacity(layout.symbols.len(), names);
     let mut encoder = Encoder::default();
-    encoder
-        .0
-        .reserve((layout.symbols.len() + 1) * SYMBOL_SIZE as usize);
+    encoder.0.reserve((layout.symbols.len() + 1) * SYMBOL_SIZE as usize);
     encoder.0.resize(SYMBOL_SIZE as usize, 0);
     type Numbered<'a> = Vec<(usize, &'a SymbolLayout)>;
     let (locals, others): (Numbered<'_>, Numbered<'_>) = layout

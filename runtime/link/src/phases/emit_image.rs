@@ -370,7 +370,9 @@ fn symbol_table(context: &LinkContext, referenced: &FxHashSet<SymbolId>, section
         key(a).cmp(&key(b)).then_with(|| a.name.cmp(&b.name))
     });
     let mut entries: Vec<Option<(SymbolLayout, Listed)>> = symbols.into_iter().map(Some).collect();
-    let sorted = order.iter().filter_map(|index| entries.get_mut(*index as usize).and_then(Option::take));
+    let sorted = order
+        .iter()
+        .filter_map(|index| entries.get_mut(*index as usize).and_then(Option::take));
     let mut table = SymbolTable::default();
     table.symbols.reserve(order.len());
     for (index, (symbol, listed)) in sorted.enumerate() {
