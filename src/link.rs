@@ -243,7 +243,7 @@ fn cross_reference_table(graph: &neverc_link::graph::LinkGraph) -> String {
     // For each name: (definitions, commons, references) as input indexes.
     let mut names: BTreeMap<String, [Vec<u32>; 3]> = BTreeMap::new();
     for symbol in &graph.symbols {
-        let Some(input) = symbol.origin.input else {
+        let Some(input) = symbol.origin.input() else {
             continue;
         };
         if symbol.binding == Binding::Local || symbol.name.is_empty() {
@@ -295,7 +295,7 @@ fn traced_symbols(graph: &neverc_link::graph::LinkGraph, names: &[String]) -> Ve
     graph
         .symbols
         .iter()
-        .filter(|symbol| symbol.binding != Binding::Local && symbol.origin.input.is_some())
+        .filter(|symbol| symbol.binding != Binding::Local && symbol.origin.input().is_some())
         .filter(|symbol| names.contains(&symbol.name))
         .map(|symbol| {
             let what = match symbol.definition {
@@ -303,7 +303,7 @@ fn traced_symbols(graph: &neverc_link::graph::LinkGraph, names: &[String]) -> Ve
                 Definition::Common => "common of",
                 _ => "definition of",
             };
-            format!("{}: {what} {}", graph.input_name(symbol.origin.input), symbol.name)
+            format!("{}: {what} {}", graph.input_name(symbol.origin.input()), symbol.name)
         })
         .collect()
 }

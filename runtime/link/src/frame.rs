@@ -580,7 +580,7 @@ impl<'a> PhaseFrame<'a> {
         let origin_phase = Some(self.phase_index);
         let plugin = self.plugin;
         let touched = |origin: &mut Origin| {
-            origin.last_mutation_phase = origin_phase;
+            origin.set_last_mutation_phase(origin_phase);
             origin.last_mutation_plugin = plugin;
         };
         let graph = &mut self.context.graph;
@@ -637,11 +637,7 @@ impl<'a> PhaseFrame<'a> {
                     touched(&mut entry.origin);
                 }
                 Operation::CreateConstraint(mut constraint) => {
-                    constraint.origin = Origin {
-                        created_by_phase: origin_phase,
-                        created_by_provider: self.plugin,
-                        ..Origin::default()
-                    };
+                    constraint.origin = Origin::made(None, None, 0, origin_phase).with_provider(self.plugin);
                     graph.constraints.push(constraint);
                 }
                 Operation::RetargetEdge(edge, symbol, atom) => {
@@ -655,11 +651,7 @@ impl<'a> PhaseFrame<'a> {
                         role: crate::graph::SyntheticRole::Plugin(role),
                         section,
                         atom,
-                        origin: Origin {
-                            created_by_phase: origin_phase,
-                            created_by_provider: self.plugin,
-                            ..Origin::default()
-                        },
+                        origin: Origin::made(None, None, 0, origin_phase).with_provider(self.plugin),
                     });
                 }
                 Operation::ReplaceSynthetic(index, role, section, atom) => {
@@ -778,9 +770,9 @@ fn verify_change(
                         "{} verifier: the mutation would orphan live atom `{}` ({}), referred to by live atom `{}` ({})",
                         machine.states.get(state as usize).copied().unwrap_or("?"),
                         graph.atoms[atom.index()].name,
-                        graph.input_name(graph.atoms[atom.index()].origin.input),
+                        graph.input_name(graph.atoms[atom.index()].origin.input()),
                         graph.atoms[edge.source.index()].name,
-                        graph.input_name(graph.atoms[edge.source.index()].origin.input),
+                        graph.input_name(graph.atoms[edge.source.index()].origin.input()),
                     ),
                 ));
             }

@@ -116,17 +116,137 @@ impl EntityKind {
 
 /// Who made an entity and who changed it last. Phases are indices into the phase table; providers and
 /// plugins are registration numbers (0 = the builtin).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+///
+/// Every entity carries one, so it is kept to 24 bytes: an absent input, member or phase is stored as the
+/// all-ones value of its field (no link has 2^32 - 1 inputs or 65,535 phases) and read back as `None`.
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Origin {
-    pub input: Option<InputId>,
-    pub member: Option<MemberId>,
+    input: u32,
+    member: u32,
     /// The entity's place in its object file: section or symbol index; for an edge, the offset it patches
     /// within its section; for an unwind record, its offset within the unwind table.
     pub object_entity: u32,
-    pub created_by_phase: Option<u16>,
+    created_by_phase: u16,
+    last_mutation_phase: u16,
     pub created_by_provider: u32,
-    pub last_mutation_phase: Option<u16>,
     pub last_mutation_plugin: u32,
+}
+
+const NO_ID: u32 = u32::MAX;
+const NO_PHASE: u16 = u16::MAX;
+
+impl Default for Origin {
+    fn default() -> Origin {
+        Origin::made(None, None, 0, None)
+    }
+}
+
+impl std::fmt::Debug for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Origin")
+            .field("input", &self.input())
+            .field("member", &self.member())
+            .field("object_entity", &self.object_entity)
+            .field("created_by_phase", &self.created_by_phase())
+            .field("created_by_provider", &self.created_by_provider)
+            .field("last_mutation_phase", &self.last_mutation_phase())
+            .field("last_mutation_plugin", &self.last_mutation_plugin)
+            .finish()
+    }
+}
+
+impl Origin {
+    /// An entity made by the builtin in phase `phase`, from `input` (and archive `member`), where
+    /// `object_entity` says.
+    pub const fn made(
+        input: Option<InputId>,
+        member: Option<MemberId>,
+        object_entity: u32,
+        phase: Option<u16>,
+    ) -> Origin {
+        Origin {
+            input: match input {
+                Some(input) => input.0,
+                None => NO_ID,
+            },
+            member: match member {
+                Some(member) => member.0,
+                None => NO_ID,
+            },
+            object_entity,
+            created_by_phase: match phase {
+                Some(phase) => phase,
+                None => NO_PHASE,
+            },
+            last_mutation_phase: NO_PHASE,
+            created_by_provider: 0,
+            last_mutation_plugin: 0,
+        }
+    }
+
+    /// The input the entity comes from.
+    pub const fn input(&self) -> Option<InputId> {
+        if self.input == NO_ID {
+            None
+        } else {
+            Some(InputId(self.input))
+        }
+    }
+
+    /// The archive member the entity comes from.
+    pub const fn member(&self) -> Option<MemberId> {
+        if self.member == NO_ID {
+            None
+        } else {
+            Some(MemberId(self.member))
+        }
+    }
+
+    /// The phase that made the entity.
+    pub const fn created_by_phase(&self) -> Option<u16> {
+        if self.created_by_phase == NO_PHASE {
+            None
+        } else {
+            Some(self.created_by_phase)
+        }
+    }
+
+    /// The phase that changed the entity last.
+    pub const fn last_mutation_phase(&self) -> Option<u16> {
+        if self.last_mutation_phase == NO_PHASE {
+            None
+        } else {
+            Some(self.last_mutation_phase)
+        }
+    }
+
+    pub fn set_input(&mut self, input: Option<InputId>) {
+        self.input = input.map_or(NO_ID, |input| input.0);
+    }
+
+    pub fn set_member(&mut self, member: Option<MemberId>) {
+        self.member = member.map_or(NO_ID, |member| member.0);
+    }
+
+    pub fn set_created_by_phase(&mut self, phase: Option<u16>) {
+        self.created_by_phase = phase.unwrap_or(NO_PHASE);
+    }
+
+    pub fn set_last_mutation_phase(&mut self, phase: Option<u16>) {
+        self.last_mutation_phase = phase.unwrap_or(NO_PHASE);
+    }
+
+    /// This origin, made by phase `phase` instead.
+    pub fn with_created_by_phase(mut self, phase: Option<u16>) -> Origin {
+        self.set_created_by_phase(phase);
+        self
+    }
+
+    /// This origin, made by provider (plugin registration) `provider`.
+    pub fn with_provider(mut self, provider: u32) -> Origin {
+        self.created_by_provider = provider;
+        self
+    }
 }
 
 /// NeverC's input kinds.

@@ -77,7 +77,7 @@ pub(crate) fn lay_out(context: &mut LinkContext) -> Result<Layout, PhaseError> {
     // `__libc_atexit`) come in the order their first inputs do, as with ld.bfd.
     let order = graph.command_line_order();
     let atom_order = |index: usize| {
-        let input = graph.atoms[index].origin.input;
+        let input = graph.atoms[index].origin.input();
         input.map_or((u32::MAX, 0), |input| order[input.index()])
     };
     let mut atom_indices: Vec<usize> = (0..graph.atoms.len()).collect();
@@ -806,7 +806,7 @@ impl Limit {
 fn describe(graph: &LinkGraph, atom: &Atom) -> String {
     format!(
         "{}: section `{}` (alignment {:#x}, size {:#x})",
-        graph.input_name(atom.origin.input),
+        graph.input_name(atom.origin.input()),
         atom.name,
         atom.alignment,
         atom.size()
@@ -862,7 +862,7 @@ fn define_linker_symbol_values(context: &mut LinkContext, layout: &Layout) {
         .iter()
         .filter(|(_, symbol)| {
             let symbol = &context.graph.symbols[symbol.index()];
-            symbol.definition == Definition::Absolute && symbol.atom.is_none() && symbol.origin.input.is_none()
+            symbol.definition == Definition::Absolute && symbol.atom.is_none() && symbol.origin.input().is_none()
         })
         .map(|(name, symbol)| (name.clone(), *symbol))
         .collect();

@@ -833,7 +833,7 @@ fn origins_name_phases_of_the_tables_the_link_runs_with() {
         .iter()
         .map(|atom| atom.origin)
         .chain(graph.symbols.iter().map(|symbol| symbol.origin))
-        .filter_map(|origin| origin.created_by_phase)
+        .filter_map(|origin| origin.created_by_phase())
         .map(|phase| reversed.phases[usize::from(phase)].name)
         .collect();
     // Read entities name `read_inputs`, linker-defined symbols `resolve_symbols`, and nothing else is named.

@@ -221,7 +221,7 @@ fn check_elf_object(graph: &LinkGraph, input: InputId, path: &Path) -> Counts {
         .symbols
         .iter()
         .enumerate()
-        .filter(|(_, symbol)| symbol.origin.input == Some(input))
+        .filter(|(_, symbol)| symbol.origin.input() == Some(input))
         .map(|(index, _)| index)
         .collect();
     let expected_symbols: Vec<&ElfSymbol> = elf_symbols.iter().filter(|symbol| symbol.index != 0).collect();
@@ -319,7 +319,7 @@ fn check_elf_object(graph: &LinkGraph, input: InputId, path: &Path) -> Counts {
             assert_eq!(edge.relocation.format, ObjectFormat::Elf, "{what}");
             assert_eq!(edge.relocation.raw, relocation.r_type, "{what}: raw type");
             assert_eq!(edge.addend, relocation.addend, "{what}: addend");
-            assert_eq!(edge.origin.input, Some(input), "{what}: origin");
+            assert_eq!(edge.origin.input(), Some(input), "{what}: origin");
             if relocation.symbol == 0 {
                 assert_eq!(edge.target_symbol, None, "{what}: target");
             } else {
@@ -351,7 +351,7 @@ fn check_elf_object(graph: &LinkGraph, input: InputId, path: &Path) -> Counts {
     let input_edges = graph
         .edges
         .iter()
-        .filter(|edge| edge.origin.input == Some(input))
+        .filter(|edge| edge.origin.input() == Some(input))
         .count();
     assert_eq!(input_edges, relocation_count, "{label}: edge count");
 
@@ -373,7 +373,7 @@ fn check_elf_object(graph: &LinkGraph, input: InputId, path: &Path) -> Counts {
         assert_eq!(comdat.name, group.signature, "{what}");
         assert_eq!(comdat.selection, ComdatSelection::Any, "{what}");
         assert_eq!(comdat.selected, None, "{what}");
-        assert_eq!(comdat.origin.input, Some(input), "{what}");
+        assert_eq!(comdat.origin.input(), Some(input), "{what}");
         let placed: Vec<u32> = group
             .members
             .iter()
@@ -413,7 +413,7 @@ fn check_elf_object(graph: &LinkGraph, input: InputId, path: &Path) -> Counts {
         .unwinds
         .iter()
         .enumerate()
-        .filter(|(_, unwind)| unwind.origin.input == Some(input))
+        .filter(|(_, unwind)| unwind.origin.input() == Some(input))
         .map(|(index, _)| index)
         .collect();
     assert_eq!(unwinds.len(), fdes.len(), "{label}: unwind records vs FDEs");
@@ -465,31 +465,35 @@ fn check_origins(graph: &LinkGraph) {
         match input.member {
             None => {
                 assert_eq!(
-                    input.origin.input,
+                    input.origin.input(),
                     Some(InputId(index as u32)),
                     "{}",
                     input.logical_name
                 );
-                assert_eq!(input.origin.member, None, "{}", input.logical_name);
+                assert_eq!(input.origin.member(), None, "{}", input.logical_name);
             }
             Some(member) => {
                 let archive = graph.archive_members[member.index()].archive;
                 let archive_input = graph.archives[archive.index()].input;
                 assert_eq!(input.archive, Some(archive), "{}", input.logical_name);
-                assert_eq!(input.origin.input, Some(archive_input), "{}", input.logical_name);
-                assert_eq!(input.origin.member, Some(member), "{}", input.logical_name);
+                assert_eq!(input.origin.input(), Some(archive_input), "{}", input.logical_name);
+                assert_eq!(input.origin.member(), Some(member), "{}", input.logical_name);
             }
         }
     }
     let member_of = |input: InputId| graph.inputs[input.index()].member;
     for (index, section) in graph.sections.iter().enumerate() {
         assert!(section.input.index() < inputs);
-        assert_eq!(section.origin.input, Some(section.input), "section {index}");
-        assert_eq!(section.origin.member, member_of(section.input), "section {index}");
+        assert_eq!(section.origin.input(), Some(section.input), "section {index}");
+        assert_eq!(section.origin.member(), member_of(section.input), "section {index}");
         let atom = &graph.atoms[section.atom.index()];
         assert_eq!(atom.section, Some(SectionId(index as u32)), "section {index}'s atom");
-        assert_eq!(atom.origin.input, Some(section.input), "atom of section {index}");
-        assert_eq!(atom.origin.member, member_of(section.input), "atom of section {index}");
+        assert_eq!(atom.origin.input(), Some(section.input), "atom of section {index}");
+        assert_eq!(
+            atom.origin.member(),
+            member_of(section.input),
+            "atom of section {index}"
+        );
         if let Content::Input { input, range } = &atom.content {
             assert_eq!(*input, section.input, "atom of section {index}");
             assert!(
@@ -502,9 +506,9 @@ fn check_origins(graph: &LinkGraph) {
     for (index, symbol) in graph.symbols.iter().enumerate() {
         let input = symbol
             .origin
-            .input
+            .input()
             .unwrap_or_else(|| panic!("symbol {index} has no input"));
-        assert_eq!(symbol.origin.member, member_of(input), "symbol {index}");
+        assert_eq!(symbol.origin.member(), member_of(input), "symbol {index}");
         if let Some(atom) = symbol.atom {
             let section = graph.atoms[atom.index()].section.expect("input atoms have a section");
             assert_eq!(
@@ -520,11 +524,11 @@ fn check_origins(graph: &LinkGraph) {
             .section
             .expect("input atoms have a section");
         let input = graph.sections[section.index()].input;
-        assert_eq!(edge.origin.input, Some(input), "edge {index}");
-        assert_eq!(edge.origin.member, member_of(input), "edge {index}");
+        assert_eq!(edge.origin.input(), Some(input), "edge {index}");
+        assert_eq!(edge.origin.member(), member_of(input), "edge {index}");
         if let Some(symbol) = edge.target_symbol {
             assert_eq!(
-                graph.symbols[symbol.index()].origin.input,
+                graph.symbols[symbol.index()].origin.input(),
                 Some(input),
                 "edge {index}'s target"
             );
@@ -534,7 +538,7 @@ fn check_origins(graph: &LinkGraph) {
         }
     }
     for (index, comdat) in graph.comdats.iter().enumerate() {
-        assert_eq!(comdat.origin.input, Some(comdat.input), "COMDAT {index}");
+        assert_eq!(comdat.origin.input(), Some(comdat.input), "COMDAT {index}");
         for section in &comdat.sections {
             assert_eq!(graph.sections[section.index()].input, comdat.input, "COMDAT {index}");
         }
@@ -544,8 +548,8 @@ fn check_origins(graph: &LinkGraph) {
             .section
             .expect("input atoms have a section");
         let input = graph.sections[section.index()].input;
-        assert_eq!(unwind.origin.input, Some(input), "unwind {index}");
-        assert_eq!(unwind.origin.member, member_of(input), "unwind {index}");
+        assert_eq!(unwind.origin.input(), Some(input), "unwind {index}");
+        assert_eq!(unwind.origin.member(), member_of(input), "unwind {index}");
         if let Some(atom) = unwind.atom {
             let section = graph.atoms[atom.index()].section.expect("input atoms have a section");
             assert_eq!(
@@ -556,7 +560,7 @@ fn check_origins(graph: &LinkGraph) {
         }
     }
     for (index, archive) in graph.archives.iter().enumerate() {
-        assert_eq!(archive.origin.input, Some(archive.input), "archive {index}");
+        assert_eq!(archive.origin.input(), Some(archive.input), "archive {index}");
         assert_eq!(
             graph.inputs[archive.input.index()].archive.map(|id| id.index()),
             Some(index)
@@ -564,9 +568,9 @@ fn check_origins(graph: &LinkGraph) {
         for member in archive.members.clone() {
             let entry = &graph.archive_members[member as usize];
             assert_eq!(entry.archive.index(), index);
-            assert_eq!(entry.origin.input, Some(archive.input), "member {}", entry.name);
+            assert_eq!(entry.origin.input(), Some(archive.input), "member {}", entry.name);
             assert_eq!(
-                entry.origin.member.map(|id| id.0),
+                entry.origin.member().map(|id| id.0),
                 Some(member),
                 "member {}",
                 entry.name
@@ -671,7 +675,11 @@ fn comdat_groups_of_the_cxx_units() {
             assert_eq!(strings.comdat, None);
         }
         // STB_GNU_UNIQUE group symbols read as global, the others as weak.
-        for symbol in graph.symbols.iter().filter(|symbol| symbol.origin.input == Some(input)) {
+        for symbol in graph
+            .symbols
+            .iter()
+            .filter(|symbol| symbol.origin.input() == Some(input))
+        {
             match symbol.name.as_str() {
                 "shared_setting" | "_ZZ4bumpvE5count" => assert_eq!(symbol.binding, Binding::Global),
                 "_Z4bumpv" | "_ZTV4Rect" | "_ZNK4Rect4areaEv" => assert_eq!(symbol.binding, Binding::Weak),
@@ -691,7 +699,7 @@ fn common_weak_and_undefined_symbols() {
         graph
             .symbols
             .iter()
-            .find(|symbol| symbol.origin.input == Some(InputId(input)) && symbol.name == name)
+            .find(|symbol| symbol.origin.input() == Some(InputId(input)) && symbol.name == name)
             .unwrap_or_else(|| panic!("no symbol {name} in input {input}"))
     };
     for name in ["tally", "mixed", "history"] {
@@ -967,7 +975,7 @@ fn foreign_objects_read_into_one_graph() {
             graph
                 .symbols
                 .iter()
-                .find(|symbol| symbol.origin.input == Some(input) && symbol.name == full)
+                .find(|symbol| symbol.origin.input() == Some(input) && symbol.name == full)
                 .unwrap_or_else(|| panic!("{label}: no symbol {full}"))
         };
         for name in ["foreign_entry", "foreign_counter", "foreign_table"] {
@@ -994,7 +1002,7 @@ fn foreign_objects_read_into_one_graph() {
         let edges = graph
             .edges
             .iter()
-            .filter(|edge| edge.origin.input == Some(input))
+            .filter(|edge| edge.origin.input() == Some(input))
             .count();
         assert!(edges >= relocations.len(), "{label}: {edges} edges");
         let names = if index == 0 {
@@ -1013,7 +1021,7 @@ fn foreign_objects_read_into_one_graph() {
             graph
                 .edges
                 .iter()
-                .filter(|edge| edge.origin.input == Some(input))
+                .filter(|edge| edge.origin.input() == Some(input))
                 .all(|edge| edge.relocation.format == graph.inputs[index].format.expect("read")),
             "{label}: relocation formats"
         );
@@ -1106,7 +1114,7 @@ fn check_llvm_object(graph: &LinkGraph, input: InputId, path: &Path) {
     let ours: Vec<&neverc_link::graph::Symbol> = graph
         .symbols
         .iter()
-        .filter(|symbol| symbol.origin.input == Some(input) && !symbol.name.is_empty())
+        .filter(|symbol| symbol.origin.input() == Some(input) && !symbol.name.is_empty())
         .collect();
     // llvm-nm names a COFF file symbol `.file`; the graph gives it the file name of its auxiliary record.
     let coff = graph.inputs[input.index()].format == Some(ObjectFormat::Coff);
@@ -1175,7 +1183,7 @@ fn check_llvm_object(graph: &LinkGraph, input: InputId, path: &Path) {
     let edges = graph
         .edges
         .iter()
-        .filter(|edge| edge.origin.input == Some(input))
+        .filter(|edge| edge.origin.input() == Some(input))
         .count();
     assert_eq!(edges, total, "{label}: edge count");
     eprintln!(

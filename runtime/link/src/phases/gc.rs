@@ -110,7 +110,7 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
                 Some(format!(
                     "removing unused section '{}' in file '{}'",
                     section.name,
-                    graph.input_name(atom.origin.input)
+                    graph.input_name(atom.origin.input())
                 ))
             })
             .collect();

@@ -247,16 +247,11 @@ fn add_thunks(
         let Some(section) = caller.section else {
             continue;
         };
-        let (input, member) = (caller.origin.input, caller.origin.member);
+        let (input, member) = (caller.origin.input(), caller.origin.member());
         let thunk = match existing.get(&(anchor, destination)) {
             Some(thunk) => *thunk,
             None => {
-                let origin = Origin {
-                    input,
-                    member,
-                    created_by_phase: Some(phase),
-                    ..Origin::default()
-                };
+                let origin = Origin::made(input, member, 0, Some(phase));
                 let target_name = match destination {
                     (Some(symbol), _, _) => graph.symbols[symbol.index()].name.clone(),
                     (None, Some(atom), addend) => format!("{}+{addend:#x}", graph.atoms[atom.index()].name),
@@ -374,12 +369,7 @@ fn add_veneers(
         let Some(section) = entry.section else {
             continue;
         };
-        let origin = Origin {
-            input: entry.origin.input,
-            member: entry.origin.member,
-            created_by_phase: Some(phase),
-            ..Origin::default()
-        };
+        let origin = Origin::made(entry.origin.input(), entry.origin.member(), 0, Some(phase));
         let name = format!("{}{:x}", fix.veneer_prefix, entry.address + first);
         let mut code = graph
             .atom_bytes(entry)

@@ -462,7 +462,7 @@ fn patch_atom(context: &Relocator<'_>, atom: AtomId, stored: &mut [u8]) -> Resul
             continue;
         }
         if let Err(message) = apply(context, edge, entry.address, stored, at) {
-            let input = context.graph.input_name(entry.origin.input);
+            let input = context.graph.input_name(entry.origin.input());
             messages.push(format!("{input}:{}+{:#x}: {message}", entry.name, edge.offset));
         }
     }
@@ -486,7 +486,7 @@ fn patch_atom(context: &Relocator<'_>, atom: AtomId, stored: &mut [u8]) -> Resul
                 veneer: context.graph.atoms[site.veneer.index()].address,
             };
             if let Err(message) = (fix.apply)(stored, sequence) {
-                let input = context.graph.input_name(entry.origin.input);
+                let input = context.graph.input_name(entry.origin.input());
                 messages.push(format!("{input}:{}+{:#x}: {message}", entry.name, site.first));
             }
         }

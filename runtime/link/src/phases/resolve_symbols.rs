@@ -37,7 +37,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
     let mut first_new_symbol = graph
         .symbols
         .iter()
-        .position(|symbol| symbol.origin.input.is_some())
+        .position(|symbol| symbol.origin.input().is_some())
         .unwrap_or(graph.symbols.len());
     // The symbols the next round looks at for references that want a member: on the first, all of them. A
     // reference that wants no member in a round never will (names only ever become defined and members only
@@ -61,7 +61,7 @@ pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseErro
                 prevailing.definition == Definition::Shared
                     && prevailing
                         .origin
-                        .input
+                        .input()
                         .is_some_and(|library| graph.archives[archive.index()].input < library)
             }
         };
@@ -301,7 +301,7 @@ fn hide_excluded_libraries(graph: &mut LinkGraph, excluded: &[String]) {
         let symbol = &graph.symbols[index];
         let from_hidden = symbol
             .origin
-            .input
+            .input()
             .and_then(|input| graph.inputs[input.index()].archive)
             .is_some_and(|archive| hidden.get(archive.index()).copied().unwrap_or(false));
         if from_hidden && !matches!(symbol.definition, Definition::Undefined | Definition::Shared) {
@@ -461,7 +461,7 @@ fn refuse_imports(graph: &LinkGraph, table: &FxHashMap<String, SymbolId>) -> Res
             format!(
                 "`{}` is defined only by the shared library {}, which a static output cannot import from",
                 symbol_name::display(&symbol.name),
-                graph.input_name(symbol.origin.input)
+                graph.input_name(symbol.origin.input())
             )
         })
         .collect();
@@ -597,7 +597,7 @@ fn undefined_references(graph: &LinkGraph, references: &[SymbolId]) -> Vec<Strin
         .iter()
         .map(|reference| {
             let symbol = &graph.symbols[reference.index()];
-            let file = graph.input_name(symbol.origin.input);
+            let file = graph.input_name(symbol.origin.input());
             let name = symbol_name::display(&symbol.name);
             match first_edge.get(reference).and_then(|site| functions.get(site)) {
                 Some(function) => format!(
@@ -625,7 +625,7 @@ fn gnu_warnings(graph: &LinkGraph) -> Vec<String> {
         if let Some(symbol) = section.name.strip_prefix(".gnu.warning.") {
             by_symbol.insert(symbol, text(section));
         } else if section.name == ".gnu.warning" {
-            let input = graph.input_name(graph.atoms[section.atom.index()].origin.input);
+            let input = graph.input_name(graph.atoms[section.atom.index()].origin.input());
             warnings.push(format!("{input}: {}", text(section)));
         }
     }
@@ -638,10 +638,10 @@ fn gnu_warnings(graph: &LinkGraph) -> Vec<String> {
         let name = graph.symbols[symbol.index()].name.as_str();
         let Some(message) = by_symbol.get(name) else { continue };
         let source = &graph.atoms[edge.source.index()];
-        if warned.insert((source.origin.input, name)) {
+        if warned.insert((source.origin.input(), name)) {
             warnings.push(format!(
                 "{}:{}+{:#x}: {message}",
-                graph.input_name(source.origin.input),
+                graph.input_name(source.origin.input()),
                 source.name,
                 edge.offset
             ));
@@ -718,9 +718,9 @@ fn add_definition(
                     // GNU ld's words, which tools grep for: the later definition, then the first.
                     duplicates.push(format!(
                         "{}: multiple definition of `{}'; {}: first defined here",
-                        graph.input_name(symbol.origin.input),
+                        graph.input_name(symbol.origin.input()),
                         symbol_name::display(&symbol.name),
-                        graph.input_name(current.origin.input),
+                        graph.input_name(current.origin.input()),
                     ));
                 }
             } else if new_rank > old_rank || (new_rank == COMMON && old_rank == COMMON && symbol.size > current.size) {
@@ -760,10 +760,7 @@ fn allocate_commons(graph: &mut LinkGraph, table: &FxHashMap<String, SymbolId>, 
             zero_fill: symbol.size,
             comdat: None,
             fold_leader: None,
-            origin: Origin {
-                created_by_phase: Some(phase),
-                ..symbol.origin
-            },
+            origin: symbol.origin.with_created_by_phase(Some(phase)),
         });
         let symbol = &mut graph.symbols[id.index()];
         symbol.atom = Some(atom);
@@ -790,10 +787,7 @@ fn made_symbol(name: String, phase: u16) -> Symbol {
         imported: false,
         root: false,
         resolution: None,
-        origin: Origin {
-            created_by_phase: Some(phase),
-            ..Origin::default()
-        },
+        origin: Origin::made(None, None, 0, Some(phase)),
     }
 }
 
@@ -828,10 +822,7 @@ fn define_linker_symbols(graph: &mut LinkGraph, table: &mut FxHashMap<String, Sy
             role: SyntheticRole::LinkerDefined(name.clone()),
             section: None,
             atom: None,
-            origin: Origin {
-                created_by_phase: Some(phase),
-                ..Origin::default()
-            },
+            origin: Origin::made(None, None, 0, Some(phase)),
         });
         table.insert(name, id);
     }

@@ -43,7 +43,7 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
                             .collect();
                         symbols.sort_by(|a, b| (a.address, &a.name).cmp(&(b.address, &b.name)));
                         MapInputPiece {
-                            file: graph.input_name(entry.origin.input).to_string(),
+                            file: graph.input_name(entry.origin.input()).to_string(),
                             section: entry.name.clone(),
                             address: entry.address,
                             size: entry.size(),

@@ -76,24 +76,14 @@ pub(crate) fn read_archive(graph: &mut LinkGraph, input: InputId, phase: u16) ->
             range,
             defines,
             materialized: None,
-            origin: Origin {
-                input: Some(input),
-                member: Some(member_id),
-                object_entity: ordinal as u32,
-                created_by_phase: Some(phase),
-                ..Origin::default()
-            },
+            origin: Origin::made(Some(input), Some(member_id), ordinal as u32, Some(phase)),
         });
     }
     graph.archives.push(Archive {
         input,
         thin: archive.is_thin(),
         members: first..graph.archive_members.len() as u32,
-        origin: Origin {
-            input: Some(input),
-            created_by_phase: Some(phase),
-            ..Origin::default()
-        },
+        origin: Origin::made(Some(input), None, 0, Some(phase)),
     });
     graph.inputs[input.index()].archive = Some(archive_id);
     Ok(archive_id)

@@ -48,13 +48,7 @@ pub(crate) fn read_bitcode(graph: &mut LinkGraph, input: InputId, phase: u16) ->
             triple: module_triple,
             symbols,
             generated: Vec::new(),
-            origin: Origin {
-                input: Some(input),
-                member,
-                object_entity: ordinal as u32,
-                created_by_phase: Some(phase),
-                ..Origin::default()
-            },
+            origin: Origin::made(Some(input), member, ordinal as u32, Some(phase)),
         });
     }
     Ok(())

@@ -104,11 +104,7 @@ pub(crate) fn add_input(graph: &mut LinkGraph, name: String, data: SharedBytes, 
         machine: None,
         archive: None,
         member: None,
-        origin: Origin {
-            input: Some(id),
-            created_by_phase: Some(phase),
-            ..Origin::default()
-        },
+        origin: Origin::made(Some(id), None, 0, Some(phase)),
     });
     id
 }
@@ -158,12 +154,7 @@ pub(crate) fn extract_member(
         machine: None,
         archive: Some(archive),
         member: Some(member),
-        origin: Origin {
-            input: Some(archive_input),
-            member: Some(member),
-            created_by_phase: Some(phase),
-            ..Origin::default()
-        },
+        origin: Origin::made(Some(archive_input), Some(member), 0, Some(phase)),
     });
     graph.archive_members[member.index()].materialized = Some((id, reason));
     match kind {

@@ -96,13 +96,7 @@ impl ObjectReader<'_> {
     /// The origin of the object's entity `object_entity` (a section or symbol index, or a relocation's
     /// offset).
     fn origin(&self, object_entity: usize) -> Origin {
-        Origin {
-            input: Some(self.input),
-            member: self.member,
-            object_entity: object_entity as u32,
-            created_by_phase: Some(self.phase),
-            ..Origin::default()
-        }
+        Origin::made(Some(self.input), self.member, object_entity as u32, Some(self.phase))
     }
 
     /// The graph section of the object's section `index`, if it was placed.
@@ -817,13 +811,7 @@ fn read_eh_frame_records(
                     table,
                     range: offset as u64..end as u64,
                     personality: None,
-                    origin: Origin {
-                        input: Some(input),
-                        member,
-                        object_entity: offset as u32,
-                        created_by_phase: Some(phase),
-                        ..Origin::default()
-                    },
+                    origin: Origin::made(Some(input), member, offset as u32, Some(phase)),
                 });
             }
             offset = end;

@@ -85,8 +85,8 @@ fn append_fragment(graph: &mut LinkGraph, fragment: LinkGraph, input: InputId) {
     let comdat = |id: ComdatId| ComdatId(id.0 + comdats);
     let member = |id: MemberId| MemberId(id.0 + members);
     let shift_origin = |origin: &mut crate::graph::Origin| {
-        origin.member = origin.member.map(member);
-        origin.input = origin.input.map(|_| input);
+        origin.set_member(origin.member().map(member));
+        origin.set_input(origin.input().map(|_| input));
     };
 
     if matches!(graph.target, LinkTarget::FromFirstObject) {

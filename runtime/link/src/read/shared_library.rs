@@ -189,12 +189,7 @@ pub(crate) fn read_shared_library(graph: &mut LinkGraph, input: InputId, phase: 
         entry.format = Some(ObjectFormat::Elf);
         entry.machine = Some(crate::graph::Machine(facts.machine));
     }
-    let origin = |index: usize| Origin {
-        input: Some(input),
-        object_entity: index as u32,
-        created_by_phase: Some(phase),
-        ..Origin::default()
-    };
+    let origin = |index: usize| Origin::made(Some(input), None, index as u32, Some(phase));
     let mut hidden_definitions = Vec::new();
     for definition in facts.definitions {
         let name = match (&definition.version, definition.hidden) {

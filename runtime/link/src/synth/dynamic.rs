@@ -162,7 +162,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
                     && symbol.name == RELR_VERSION
                     && symbol.version.as_deref() == Some(RELR_VERSION)
             })
-            .and_then(|symbol| symbol.origin.input)
+            .and_then(|symbol| symbol.origin.input())
             .and_then(|input| graph.shared_libraries.iter().find(|library| library.input == input))
             .map(|library| library.install_name.clone())
     });
@@ -727,7 +727,7 @@ fn symbol_tables(
         // The version: a definition of a shared library's names its version; anything else is global.
         let library = entry
             .origin
-            .input
+            .input()
             .filter(|_| entry.definition == Definition::Shared && !unbound)
             .and_then(|input| graph.shared_libraries.iter().find(|library| library.input == input));
         let version = match (library, &entry.version) {
@@ -1043,7 +1043,7 @@ fn relative_sites(
             };
             return Some(Ok((site, !writable)));
         }
-        let input = graph.input_name(source.origin.input);
+        let input = graph.input_name(source.origin.input());
         let section = source.section.map_or(source.name.as_str(), |section| {
             graph.sections[section.index()].name.as_str()
         });
@@ -1121,7 +1121,7 @@ fn holds_fixed_value(graph: &LinkGraph, edge: &Edge) -> bool {
     let symbol = &graph.symbols[symbol.index()];
     match symbol.definition {
         Definition::Undefined => symbol.binding == Binding::Weak,
-        Definition::Absolute => symbol.origin.input.is_some(),
+        Definition::Absolute => symbol.origin.input().is_some(),
         _ => false,
     }
 }

@@ -134,7 +134,7 @@ pub(super) fn merge_notes(context: &mut LinkContext, origin: Origin) {
     let mut by_input: FxHashMap<u32, BTreeMap<u32, u32>> = FxHashMap::default();
     let mut notes = Vec::new();
     for (index, atom) in graph.atoms.iter().enumerate() {
-        let Some(input) = atom.origin.input.filter(|_| atom.is_live()) else {
+        let Some(input) = atom.origin.input().filter(|_| atom.is_live()) else {
             continue;
         };
         let properties = by_input.entry(input.0).or_default();

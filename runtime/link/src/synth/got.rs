@@ -46,7 +46,10 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
                 return None;
             }
             let symbol = graph.resolved(edge.target_symbol?);
-            let place = source.origin.input.map_or((u32::MAX, 0), |input| order[input.index()]);
+            let place = source
+                .origin
+                .input()
+                .map_or((u32::MAX, 0), |input| order[input.index()]);
             Some((place, position, symbol))
         });
     uses.sort_unstable();

@@ -155,7 +155,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         // A shared library's TLS accesses keep their models (`tls.rs`); a local-exec one (an offset from the
         // thread pointer fixed at link time) cannot be made in a library, which the loader places.
         if shared_library && record.kind == RelocationKind::TlsLe {
-            let input = graph.input_name(source.origin.input);
+            let input = graph.input_name(source.origin.input());
             return Some(Err(format!(
                 "{input}({}+{:#x}): relocation {} against `{}`: a local-exec access to a thread-local variable \
                  cannot be used when making a shared library; recompile with -fPIC",
@@ -201,7 +201,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
                 _ => None,
             };
             let Some(need) = need else {
-                let input = graph.input_name(source.origin.input);
+                let input = graph.input_name(source.origin.input());
                 let what = if entry.definition == Definition::Undefined {
                     "which the library leaves to the loader"
                 } else {
@@ -216,7 +216,10 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
                     crate::symbol_name::display(&entry.name),
                 )));
             };
-            let place = source.origin.input.map_or((u32::MAX, 0), |input| order[input.index()]);
+            let place = source
+                .origin
+                .input()
+                .map_or((u32::MAX, 0), |input| order[input.index()]);
             return Some(Ok((place, position, symbol, need)));
         }
         let need = match record.kind {
@@ -241,7 +244,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             RelocationKind::Symbol if function => Need::Address,
             RelocationKind::Symbol => Need::Copy,
             _ => {
-                let input = graph.input_name(source.origin.input);
+                let input = graph.input_name(source.origin.input());
                 return Some(Err(format!(
                     "{input}({}+{:#x}): relocation {} against `{}`, which the shared library {} defines: a \
                      variable of a shared library is reached by the initial-exec, general-dynamic or descriptor \
@@ -250,11 +253,14 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
                     edge.offset,
                     record.name,
                     crate::symbol_name::display(&entry.name),
-                    graph.input_name(entry.origin.input)
+                    graph.input_name(entry.origin.input())
                 )));
             }
         };
-        let place = source.origin.input.map_or((u32::MAX, 0), |input| order[input.index()]);
+        let place = source
+            .origin
+            .input()
+            .map_or((u32::MAX, 0), |input| order[input.index()]);
         Some(Ok((place, position, symbol, need)))
     });
     let mut uses: Vec<((u32, u32), usize, SymbolId, Need)> = Vec::with_capacity(answers.len());
@@ -316,7 +322,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
                 && symbol.binding == Binding::Global
                 && symbol
                     .origin
-                    .input
+                    .input()
                     .is_some_and(|input| !is_shared_input(graph, input.index()))
         })
         .filter_map(|symbol| symbol.resolution)
@@ -422,7 +428,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
 
     // The plugin-visible entities: what is imported, from which library, and what is exported.
     let library_of = |graph: &LinkGraph, symbol: SymbolId| {
-        let input = graph.symbols[symbol.index()].origin.input?;
+        let input = graph.symbols[symbol.index()].origin.input()?;
         graph
             .shared_libraries
             .iter()
@@ -575,7 +581,7 @@ fn make_copies(
                     "`{}` of the shared library {} is referred to directly, which needs a copy in the \
                      executable, but its size is 0; recompile with -fPIE",
                     crate::symbol_name::display(&entry.name),
-                    graph.input_name(entry.origin.input)
+                    graph.input_name(entry.origin.input())
                 ),
             ));
         }
@@ -619,7 +625,7 @@ fn aliases(context: &LinkContext, imports: &[SymbolId]) -> Vec<(SymbolId, Symbol
         })
         .filter_map(|symbol| {
             let entry = &graph.symbols[symbol.index()];
-            Some(((entry.origin.input?.0, entry.value), *symbol))
+            Some(((entry.origin.input()?.0, entry.value), *symbol))
         })
         .collect();
     if wanted.is_empty() {
@@ -637,7 +643,7 @@ fn aliases(context: &LinkContext, imports: &[SymbolId]) -> Vec<(SymbolId, Symbol
         {
             continue;
         }
-        let Some(input) = symbol.origin.input else {
+        let Some(input) = symbol.origin.input() else {
             continue;
         };
         let Some(of) = wanted.get(&(input.0, symbol.value)) else {

@@ -47,7 +47,10 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             if entry.symbol_type != SymbolType::Ifunc || entry.atom.is_none() || graph.is_preemptible(symbol) {
                 return None;
             }
-            let place = source.origin.input.map_or((u32::MAX, 0), |input| order[input.index()]);
+            let place = source
+                .origin
+                .input()
+                .map_or((u32::MAX, 0), |input| order[input.index()]);
             Some((place, position, symbol))
         });
     references.sort_unstable();

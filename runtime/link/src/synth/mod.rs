@@ -144,10 +144,7 @@ pub struct MergedStrings {
 /// Makes everything the linker makes itself (see the module documentation). `phase` is the synthesize
 /// phase's index, stamped on what is made.
 pub(crate) fn run(context: &mut LinkContext, phase: u16) -> Result<(), PhaseError> {
-    let origin = Origin {
-        created_by_phase: Some(phase),
-        ..Origin::default()
-    };
+    let origin = Origin::made(None, None, 0, Some(phase));
     // The imports' PLT before the indirect functions', so that `.got.plt` starts with the words the dynamic
     // loader owns and `.rela.plt` holds the relocations of both in one run.
     imports::make(context, origin)?;

@@ -44,7 +44,7 @@ pub(super) fn merge(context: &mut LinkContext, origin: Origin) {
     let order = graph.command_line_order();
     for (_, atoms) in &mut groups {
         atoms.sort_by_key(|atom| {
-            let input = graph.atoms[atom.index()].origin.input;
+            let input = graph.atoms[atom.index()].origin.input();
             (input.map_or((u32::MAX, 0), |input| order[input.index()]), *atom)
         });
     }

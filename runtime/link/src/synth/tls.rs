@@ -102,7 +102,10 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             TlsEntry::Module => None,
             _ => edge.target_symbol.map(|symbol| graph.resolved(symbol)),
         };
-        let place = source.origin.input.map_or((u32::MAX, 0), |input| order[input.index()]);
+        let place = source
+            .origin
+            .input()
+            .map_or((u32::MAX, 0), |input| order[input.index()]);
         uses.push((place, position, symbol, entry));
     }
     if uses.is_empty() {

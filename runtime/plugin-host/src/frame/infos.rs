@@ -85,15 +85,15 @@ impl<'g> Describer<'g> {
     fn origin(&self, origin: &Origin) -> ffi::LinkOrigin {
         ffi::LinkOrigin {
             header: header::<ffi::LinkOrigin>(),
-            input: ffi::LinkInputHandle(self.handle(EntityKind::Input, origin.input.map(|input| input.index()))),
+            input: ffi::LinkInputHandle(self.handle(EntityKind::Input, origin.input().map(|input| input.index()))),
             archive_member: ffi::LinkArchiveMemberHandle(
-                self.handle(EntityKind::ArchiveMember, origin.member.map(|member| member.index())),
+                self.handle(EntityKind::ArchiveMember, origin.member().map(|member| member.index())),
             ),
             object_graph: ffi::ObjectGraphHandle::default(),
             object_entity_id: u64::from(origin.object_entity),
-            created_by_phase: self.phase(origin.created_by_phase),
+            created_by_phase: self.phase(origin.created_by_phase()),
             created_by_provider: empty_view(),
-            last_mutation_phase: self.phase(origin.last_mutation_phase),
+            last_mutation_phase: self.phase(origin.last_mutation_phase()),
             last_mutation_plugin: empty_view(),
         }
     }
