@@ -112,7 +112,7 @@ pub(crate) fn stage(
                 .edges
                 .iter()
                 .enumerate()
-                .map(|(index, edge)| (index, edge.target_symbol, edge.target_atom))
+                .map(|(index, edge)| (index, edge.target_symbol.get(), edge.target_atom.get()))
                 .next()
                 .ok_or_else(no_entity)?;
             let edge = frame.handle(EntityKind::Edge, index)?;

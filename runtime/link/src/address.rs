@@ -88,7 +88,7 @@ pub(crate) fn plt_entry(context: &impl Addresses, symbol: SymbolId) -> Option<u6
 /// section symbol finds its string by the addend).
 pub(crate) fn target_value(context: &impl Addresses, edge: &Edge) -> Option<i128> {
     let addend = i128::from(edge.addend);
-    if let Some(symbol) = edge.target_symbol {
+    if let Some(symbol) = edge.target_symbol.get() {
         let resolved = &context.graph().symbols[context.graph().resolved(symbol).index()];
         if resolved.symbol_type == SymbolType::Section
             && let Some(atom) = resolved.atom
@@ -99,7 +99,7 @@ pub(crate) fn target_value(context: &impl Addresses, edge: &Edge) -> Option<i128
         }
         return symbol_address(context, symbol).map(|address| i128::from(address) + addend);
     }
-    let atom = edge.target_atom?;
+    let atom = edge.target_atom.get()?;
     if let Some(offset) = u64::try_from(edge.addend).ok()
         && let Some((merged, at)) = merged_location(context, atom, offset)
     {
@@ -123,7 +123,7 @@ pub(crate) fn label_location(
     graph: &crate::graph::LinkGraph,
     edge: &crate::graph::Edge,
 ) -> Option<(crate::graph::AtomId, u64)> {
-    match edge.target_symbol {
+    match edge.target_symbol.get() {
         Some(symbol) => {
             let symbol = &graph.symbols[graph.resolved(symbol).index()];
             let offset = match symbol.symbol_type {
@@ -132,6 +132,6 @@ pub(crate) fn label_location(
             };
             Some((symbol.atom?, offset))
         }
-        None => Some((edge.target_atom?, u64::try_from(edge.addend).ok()?)),
+        None => Some((edge.target_atom.get()?, u64::try_from(edge.addend).ok()?)),
     }
 }

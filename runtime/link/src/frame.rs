@@ -642,8 +642,8 @@ impl<'a> PhaseFrame<'a> {
                 }
                 Operation::RetargetEdge(edge, symbol, atom) => {
                     let entry = &mut graph.edges[edge];
-                    entry.target_symbol = symbol;
-                    entry.target_atom = atom;
+                    entry.target_symbol = (symbol).into();
+                    entry.target_atom = (atom).into();
                     touched(&mut entry.origin);
                 }
                 Operation::CreateSynthetic(role, section, atom) => {

@@ -24,6 +24,16 @@ macro_rules! entity_ids {
                     self.0 as usize
                 }
             }
+
+            impl DenseId for $name {
+                fn from_raw(raw: u32) -> $name {
+                    $name(raw)
+                }
+
+                fn raw(self) -> u32 {
+                    self.0
+                }
+            }
         )*
     };
 }
@@ -48,6 +58,60 @@ entity_ids!(
     SyntheticId,
     ConstraintId,
 );
+
+/// A typed dense id, as a number.
+pub trait DenseId: Copy {
+    fn from_raw(raw: u32) -> Self;
+    fn raw(self) -> u32;
+}
+
+/// An optional id in four bytes (an `Option` of an id takes eight): none is `u32::MAX`, which no entity's id
+/// reaches. Converted from and to `Option` (`.into()`, [`MaybeId::get`]).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MaybeId<T> {
+    raw: u32,
+    id: std::marker::PhantomData<T>,
+}
+
+impl<T: DenseId> MaybeId<T> {
+    pub const NONE: MaybeId<T> = MaybeId {
+        raw: u32::MAX,
+        id: std::marker::PhantomData,
+    };
+
+    pub fn get(self) -> Option<T> {
+        (self.raw != u32::MAX).then(|| T::from_raw(self.raw))
+    }
+
+    pub fn is_some(self) -> bool {
+        self.raw != u32::MAX
+    }
+
+    pub fn is_none(self) -> bool {
+        self.raw == u32::MAX
+    }
+}
+
+impl<T: DenseId> From<Option<T>> for MaybeId<T> {
+    fn from(id: Option<T>) -> MaybeId<T> {
+        MaybeId {
+            raw: id.map_or(u32::MAX, T::raw),
+            id: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<T: DenseId> Default for MaybeId<T> {
+    fn default() -> MaybeId<T> {
+        MaybeId::NONE
+    }
+}
+
+impl<T: DenseId + std::fmt::Debug> std::fmt::Debug for MaybeId<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.get().fmt(f)
+    }
+}
 
 /// The fifteen entity kinds of NeverC's link API, in its order (the order of the pagers and info calls), and
 /// the LTO resolutions, which NeverC's LTO API pages the same way (`GetResolutionPage`).
@@ -572,8 +636,8 @@ pub struct Edge {
     pub addend: i64,
     pub pc_relative: bool,
     pub signed: bool,
-    pub target_symbol: Option<SymbolId>,
-    pub target_atom: Option<AtomId>,
+    pub target_symbol: MaybeId<SymbolId>,
+    pub target_atom: MaybeId<AtomId>,
     pub origin: Origin,
 }
 
@@ -1055,8 +1119,9 @@ impl LinkGraph {
 
     /// The atom an edge points into: its target atom, or the atom defining the symbol its target resolves to.
     pub fn edge_target_atom(&self, edge: &Edge) -> Option<AtomId> {
-        edge.target_atom.or_else(|| {
+        edge.target_atom.get().or_else(|| {
             edge.target_symbol
+                .get()
                 .and_then(|symbol| self.symbols.get(self.resolved(symbol).index()))
                 .and_then(|symbol| symbol.atom)
         })
@@ -1089,8 +1154,9 @@ impl LinkGraph {
             if !in_atoms(edge.source)
                 || edge
                     .target_symbol
+                    .get()
                     .is_some_and(|symbol| symbol.index() >= self.symbols.len())
-                || edge.target_atom.is_some_and(|atom| !in_atoms(atom))
+                || edge.target_atom.get().is_some_and(|atom| !in_atoms(atom))
             {
                 return Some(format!("edge {index}: source or target out of range"));
             }

@@ -116,7 +116,7 @@ fn kept_relocation(
         let value = i64::try_from(value?).ok()?;
         Some((index, value.wrapping_sub(layout.sections[index].address as i64)))
     };
-    let section_target = match (edge.target_symbol, edge.target_atom) {
+    let section_target = match (edge.target_symbol.get(), edge.target_atom.get()) {
         (Some(symbol), _) => {
             let resolved = graph.resolved(symbol);
             let entry = &graph.symbols[resolved.index()];

@@ -66,8 +66,8 @@ mod tests {
             addend: 0,
             pc_relative: false,
             signed: false,
-            target_symbol: None,
-            target_atom: None,
+            target_symbol: None.into(),
+            target_atom: None.into(),
             origin: Origin::default(),
         };
         LinkGraph {

@@ -153,7 +153,7 @@ pub(crate) fn apply(
         .flat_map(|(_, edit)| edit.retypes.iter().copied())
         .collect();
     let section_symbol = |graph: &LinkGraph, edge: &crate::graph::Edge| {
-        edge.target_symbol.and_then(|symbol| {
+        edge.target_symbol.get().and_then(|symbol| {
             let symbol = &graph.symbols[graph.resolved(symbol).index()];
             (symbol.symbol_type == SymbolType::Section)
                 .then_some(symbol.atom)
@@ -165,8 +165,8 @@ pub(crate) fn apply(
         for (id, raw, (symbol, atom, addend)) in &edit.retarget {
             let edge = &mut graph.edges[id.index()];
             edge.relocation.raw = *raw;
-            edge.target_symbol = *symbol;
-            edge.target_atom = *atom;
+            edge.target_symbol = (*symbol).into();
+            edge.target_atom = (*atom).into();
             edge.addend = *addend;
         }
     }
@@ -179,7 +179,7 @@ pub(crate) fn apply(
             removed[index] = true;
             continue;
         }
-        let reached = edge.target_atom.or_else(|| section_symbol(graph, edge));
+        let reached = edge.target_atom.get().or_else(|| section_symbol(graph, edge));
         if let Some(deletions) = reached.and_then(|atom| by_atom(&atom))
             && let Ok(offset) = u64::try_from(edge.addend)
         {
@@ -191,7 +191,7 @@ pub(crate) fn apply(
     }
     for fill in fills.iter_mut() {
         let edge = fill.edge(AtomId(0), Origin::default());
-        let reached = edge.target_atom.or_else(|| section_symbol(graph, &edge));
+        let reached = edge.target_atom.get().or_else(|| section_symbol(graph, &edge));
         if let Some(deletions) = reached.and_then(|atom| by_atom(&atom))
             && let Ok(offset) = u64::try_from(edge.addend)
         {

@@ -890,7 +890,7 @@ fn liveness_verifier_sees_edges_retargeted_by_a_rebound_symbol() {
                         .iter()
                         .filter(|edge| live(edge.source.index()))
                         .find_map(|edge| {
-                            let symbol = graph.resolved(edge.target_symbol?);
+                            let symbol = graph.resolved(edge.target_symbol.get()?);
                             let target = graph.symbols[symbol.index()].atom?;
                             (target != edge.source && live(target.index())).then_some((
                                 edge.source.index(),

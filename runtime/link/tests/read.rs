@@ -321,9 +321,12 @@ fn check_elf_object(graph: &LinkGraph, input: InputId, path: &Path) -> Counts {
             assert_eq!(edge.addend, relocation.addend, "{what}: addend");
             assert_eq!(edge.origin.input(), Some(input), "{what}: origin");
             if relocation.symbol == 0 {
-                assert_eq!(edge.target_symbol, None, "{what}: target");
+                assert_eq!(edge.target_symbol.get(), None, "{what}: target");
             } else {
-                let target_symbol = edge.target_symbol.unwrap_or_else(|| panic!("{what}: no target symbol"));
+                let target_symbol = edge
+                    .target_symbol
+                    .get()
+                    .unwrap_or_else(|| panic!("{what}: no target symbol"));
                 assert_eq!(
                     Some(&target_symbol.index()),
                     symbol_of_index.get(&relocation.symbol),
@@ -526,14 +529,14 @@ fn check_origins(graph: &LinkGraph) {
         let input = graph.sections[section.index()].input;
         assert_eq!(edge.origin.input(), Some(input), "edge {index}");
         assert_eq!(edge.origin.member(), member_of(input), "edge {index}");
-        if let Some(symbol) = edge.target_symbol {
+        if let Some(symbol) = edge.target_symbol.get() {
             assert_eq!(
                 graph.symbols[symbol.index()].origin.input(),
                 Some(input),
                 "edge {index}'s target"
             );
         }
-        if let Some(atom) = edge.target_atom {
+        if let Some(atom) = edge.target_atom.get() {
             assert!(atom.index() < graph.atoms.len(), "edge {index}'s target");
         }
     }

@@ -85,7 +85,9 @@ fn got_slots_of_20000_symbols_follow_first_use_and_every_load_reads_its_own_slot
         let field = &image[at..at + 4];
         let displacement = i32::from_le_bytes(field.try_into().unwrap());
         let target = (place as i64 + 4 + i64::from(displacement)) as u64;
-        let name = context.graph.symbols[edge.target_symbol.unwrap().index()].name.as_str();
+        let name = context.graph.symbols[edge.target_symbol.get().unwrap().index()]
+            .name
+            .as_str();
         assert_eq!(target, got_address + 8 * slot_of[name], "the GOT load of `{name}`");
         checked += 1;
     }

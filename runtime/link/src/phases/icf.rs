@@ -72,6 +72,7 @@ pub(crate) fn run(context: &mut LinkContext, _phase: u16) -> Result<(), PhaseErr
                         .map_or(u32::MAX, |target| leader[target.index()].0);
                     let value = edge
                         .target_symbol
+                        .get()
                         .map(|symbol| graph.symbols[graph.resolved(symbol).index()].value)
                         .unwrap_or(0);
                     (edge.offset, edge.relocation.raw, edge.addend, target, value)

@@ -199,7 +199,7 @@ fn out_of_range_branches(context: &LinkContext) -> Vec<(EdgeId, AtomId)> {
                     continue;
                 };
                 // Only weak symbols are undefined in a linked output.
-                let undefined = edge.target_symbol.is_some_and(|symbol| {
+                let undefined = edge.target_symbol.get().is_some_and(|symbol| {
                     graph.symbols[graph.resolved(symbol).index()].definition == crate::graph::Definition::Undefined
                 });
                 if undefined {
@@ -238,8 +238,8 @@ fn add_thunks(
     for (id, anchor) in far {
         let edge = &graph.edges[id.index()];
         let destination = (
-            edge.target_symbol.map(|symbol| graph.resolved(symbol)),
-            edge.target_atom,
+            edge.target_symbol.get().map(|symbol| graph.resolved(symbol)),
+            edge.target_atom.get(),
             edge.addend,
         );
         let caller = &graph.atoms[anchor.index()];
@@ -278,8 +278,8 @@ fn add_thunks(
         };
         // The branch now goes to the thunk.
         let edge = &mut graph.edges[id.index()];
-        edge.target_symbol = None;
-        edge.target_atom = Some(thunk);
+        edge.target_symbol = (None).into();
+        edge.target_atom = (Some(thunk)).into();
         edge.addend = 0;
     }
     graph.index_edges();

@@ -82,7 +82,7 @@ impl Addresses for Relocator<'_> {
 
 /// Whether an edge refers to a weak symbol that nothing defines.
 fn is_undefined_weak(context: &Relocator<'_>, edge: &Edge) -> bool {
-    edge.target_symbol.is_some_and(|symbol| {
+    edge.target_symbol.get().is_some_and(|symbol| {
         let symbol = &context.graph.symbols[context.graph.resolved(symbol).index()];
         symbol.definition == Definition::Undefined && symbol.binding == Binding::Weak
     })
@@ -520,6 +520,7 @@ fn apply(
     let place = i128::from(atom_address) + i128::from(edge.offset);
     let name = || {
         edge.target_symbol
+            .get()
             .map(|symbol| graph.symbols[symbol.index()].name.clone())
             .filter(|name| !name.is_empty())
             .unwrap_or_else(|| "<section>".into())
@@ -532,7 +533,7 @@ fn apply(
     if record.kind == RelocationKind::Symbol
         && record.relative_to == RelocationBase::Nothing
         && record.size == 64
-        && let (Some(symbol), Some(imports)) = (edge.target_symbol, &context.synthesized.dynamic_symbols)
+        && let (Some(symbol), Some(imports)) = (edge.target_symbol.get(), &context.synthesized.dynamic_symbols)
         && imports.is_imported(graph.resolved(symbol))
     {
         return Ok(());
@@ -550,6 +551,7 @@ fn apply(
         // A weak undefined TLS symbol (glibc has some) is the start of the block, as lld has it.
         let undefined = edge
             .target_symbol
+            .get()
             .is_some_and(|symbol| graph.symbols[graph.resolved(symbol).index()].definition == Definition::Undefined);
         let address = if undefined {
             i128::from(tls.address)
@@ -618,7 +620,7 @@ fn apply(
     };
     // Whether the edge reaches a thread-local variable a shared library defines (asked of TLS edges only).
     let imported_tls = || {
-        edge.target_symbol.is_some_and(|symbol| {
+        edge.target_symbol.get().is_some_and(|symbol| {
             context
                 .synthesized
                 .dynamic_symbols
@@ -677,6 +679,7 @@ fn apply(
         RelocationKind::Branch
             if let Some(entry) = edge
                 .target_symbol
+                .get()
                 .map(|symbol| graph.resolved(symbol))
                 .filter(|symbol| graph.is_preemptible(*symbol))
                 .and_then(|symbol| plt_entry(context, symbol)) =>
@@ -696,6 +699,7 @@ fn apply(
         RelocationKind::Size => {
             let symbol = edge
                 .target_symbol
+                .get()
                 .map(|symbol| &graph.symbols[graph.resolved(symbol).index()])
                 .ok_or_else(|| format!("{}: no symbol", what()))?;
             i128::from(symbol.size) + i128::from(edge.addend)
@@ -746,6 +750,7 @@ fn got_entry_of(context: &Relocator<'_>, edge: &Edge) -> Result<i128, String> {
     let graph = context.graph;
     let symbol = edge
         .target_symbol
+        .get()
         .map(|symbol| graph.resolved(symbol))
         .ok_or_else(|| "GOT load without a symbol".to_string())?;
     let slot = context
@@ -765,7 +770,7 @@ fn tls_entry_of(context: &Relocator<'_>, edge: &Edge, kind: RelocationKind) -> R
         .as_ref()
         .ok_or("no TLS GOT entries were made")?;
     let offset = tls
-        .offset(edge.target_symbol.map(|symbol| graph.resolved(symbol)), entry)
+        .offset(edge.target_symbol.get().map(|symbol| graph.resolved(symbol)), entry)
         .ok_or("no TLS GOT entry")?;
     Ok(i128::from(graph.atoms[tls.atom.index()].address) + i128::from(offset) + i128::from(edge.addend))
 }

@@ -565,7 +565,7 @@ fn undefined_references(graph: &LinkGraph, references: &[SymbolId]) -> Vec<Strin
         .map(|reference| (*reference, (AtomId(u32::MAX), 0)))
         .collect();
     for edge in &graph.edges {
-        if let Some(slot) = edge.target_symbol.and_then(|target| first_edge.get_mut(&target))
+        if let Some(slot) = edge.target_symbol.get().and_then(|target| first_edge.get_mut(&target))
             && slot.0 == AtomId(u32::MAX)
         {
             *slot = (edge.source, edge.offset);
@@ -634,7 +634,9 @@ fn gnu_warnings(graph: &LinkGraph) -> Vec<String> {
     }
     let mut warned: FxHashSet<(Option<crate::graph::InputId>, &str)> = FxHashSet::default();
     for (_, edge) in graph.edge_order.iter().map(|id| (*id, &graph.edges[id.index()])) {
-        let Some(symbol) = edge.target_symbol else { continue };
+        let Some(symbol) = edge.target_symbol.get() else {
+            continue;
+        };
         let name = graph.symbols[symbol.index()].name.as_str();
         let Some(message) = by_symbol.get(name) else { continue };
         let source = &graph.atoms[edge.source.index()];
@@ -675,7 +677,7 @@ fn names_needed_outside_tls_sequences(graph: &LinkGraph) -> FxHashSet<&str> {
                     .get(&edge.source)
                     .is_some_and(|ranges| ranges.iter().any(|range| range.contains(&edge.offset)))
         })
-        .filter_map(|edge| edge.target_symbol)
+        .filter_map(|edge| edge.target_symbol.get())
         .map(|symbol| graph.symbols[symbol.index()].name.as_str())
         .collect()
 }

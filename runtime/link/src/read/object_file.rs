@@ -350,8 +350,8 @@ impl ObjectReader<'_> {
                         RelocationKind::Relative | RelocationKind::PltRelative | RelocationKind::GotRelative
                     ),
                     signed: matches!(relocation.encoding(), object::RelocationEncoding::X86Signed),
-                    target_symbol,
-                    target_atom,
+                    target_symbol: target_symbol.into(),
+                    target_atom: target_atom.into(),
                     origin,
                 });
             }

@@ -123,8 +123,8 @@ fn append_fragment(graph: &mut LinkGraph, fragment: LinkGraph, input: InputId) {
     }));
     graph.edges.extend(fragment.edges.into_iter().map(|mut entry| {
         entry.source = atom(entry.source);
-        entry.target_symbol = entry.target_symbol.map(symbol);
-        entry.target_atom = entry.target_atom.map(atom);
+        entry.target_symbol = (entry.target_symbol.get().map(symbol)).into();
+        entry.target_atom = (entry.target_atom.get().map(atom)).into();
         shift_origin(&mut entry.origin);
         entry
     }));

@@ -54,8 +54,8 @@ impl DeclaredFields {
             addend: addend.saturating_add(field.bias),
             pc_relative: field.base != RelocationBase::Nothing,
             signed: field.base != RelocationBase::Nothing,
-            target_symbol: destination.0,
-            target_atom: destination.1,
+            target_symbol: destination.0.into(),
+            target_atom: destination.1.into(),
             origin,
         })
     }

@@ -1003,6 +1003,7 @@ fn relative_sites(
         // An address of an import that only the loader knows: a relocation naming its `.dynsym` entry.
         let imported = edge
             .target_symbol
+            .get()
             .map(|symbol| graph.resolved(symbol))
             .filter(|symbol| symbols.is_run_time(*symbol));
         // `-z notext`: a 64-bit word of a read-only section is relocated too, the loader making its pages
@@ -1038,7 +1039,7 @@ fn relative_sites(
             let site = Site::Relative {
                 source: edge.source,
                 offset,
-                target: (edge.target_symbol, edge.target_atom),
+                target: (edge.target_symbol.get(), edge.target_atom.get()),
                 addend: edge.addend,
             };
             return Some(Ok((site, !writable)));
@@ -1049,6 +1050,7 @@ fn relative_sites(
         });
         let target = edge
             .target_symbol
+            .get()
             .map(|symbol| crate::symbol_name::display(&graph.symbols[symbol.index()].name).into_owned())
             .filter(|name| !name.is_empty())
             .unwrap_or_else(|| "a section".to_string());
@@ -1115,7 +1117,7 @@ struct Sites {
 /// Whether the value `edge` writes is the same wherever the image is loaded: an absolute symbol of an input,
 /// or an undefined weak symbol (0).
 fn holds_fixed_value(graph: &LinkGraph, edge: &Edge) -> bool {
-    let Some(symbol) = edge.target_symbol.map(|symbol| graph.resolved(symbol)) else {
+    let Some(symbol) = edge.target_symbol.get().map(|symbol| graph.resolved(symbol)) else {
         return false;
     };
     let symbol = &graph.symbols[symbol.index()];

@@ -38,6 +38,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
                 )
                 && edge
                     .target_symbol
+                    .get()
                     .is_some_and(|symbol| imports.is_some_and(|imports| imports.is_run_time(graph.resolved(symbol))));
             if !(uses_got(graph, edge) || imported_tls)
                 || !source.is_live()
@@ -45,7 +46,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             {
                 return None;
             }
-            let symbol = graph.resolved(edge.target_symbol?);
+            let symbol = graph.resolved(edge.target_symbol.get()?);
             let place = source
                 .origin
                 .input()

@@ -146,7 +146,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             return None;
         }
         let (Some(symbol), Some(record)) = (
-            edge.target_symbol.map(|symbol| graph.resolved(symbol)),
+            edge.target_symbol.get().map(|symbol| graph.resolved(symbol)),
             graph.relocation(edge),
         ) else {
             return None;

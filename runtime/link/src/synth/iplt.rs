@@ -40,7 +40,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
             if !source.is_live() {
                 return None;
             }
-            let symbol = graph.resolved(edge.target_symbol?);
+            let symbol = graph.resolved(edge.target_symbol.get()?);
             let entry = &graph.symbols[symbol.index()];
             // A shared library's interposable indirect function is reached as every interposable function is
             // (its PLT entry and GOT slot bound by the loader, which runs its resolver).

@@ -222,8 +222,8 @@ fn absolute_edge(
         addend,
         pc_relative: false,
         signed: false,
-        target_symbol: target.0,
-        target_atom: target.1,
+        target_symbol: target.0.into(),
+        target_atom: target.1.into(),
         origin,
     }
 }

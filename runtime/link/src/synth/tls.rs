@@ -100,7 +100,7 @@ pub(super) fn make(context: &mut LinkContext, origin: Origin) -> Result<(), Phas
         };
         let symbol = match entry {
             TlsEntry::Module => None,
-            _ => edge.target_symbol.map(|symbol| graph.resolved(symbol)),
+            _ => edge.target_symbol.get().map(|symbol| graph.resolved(symbol)),
         };
         let place = source
             .origin

@@ -283,11 +283,12 @@ impl<'g> Describer<'g> {
                     is_pc_relative: flag(edge.pc_relative),
                     is_signed: flag(edge.signed),
                     reserved2: [0; 2],
-                    target_symbol: ffi::LinkSymbolHandle(
-                        self.handle(EntityKind::Symbol, edge.target_symbol.map(|symbol| symbol.index())),
-                    ),
+                    target_symbol: ffi::LinkSymbolHandle(self.handle(
+                        EntityKind::Symbol,
+                        edge.target_symbol.get().map(|symbol| symbol.index()),
+                    )),
                     target_atom: ffi::LinkAtomHandle(
-                        self.handle(EntityKind::Atom, edge.target_atom.map(|atom| atom.index())),
+                        self.handle(EntityKind::Atom, edge.target_atom.get().map(|atom| atom.index())),
                     ),
                     origin: self.origin(&edge.origin),
                     extensions: NO_EXTENSIONS,

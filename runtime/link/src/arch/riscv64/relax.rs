@@ -235,6 +235,7 @@ fn shorten(
     let bytes = graph.atom_bytes(entry);
     let undefined = |edge: &Edge| {
         edge.target_symbol
+            .get()
             .is_some_and(|symbol| graph.symbols[graph.resolved(symbol).index()].definition == Definition::Undefined)
     };
     // The paired low parts in this atom, by the offset of the high part they complete: (edge, marked).
@@ -318,8 +319,11 @@ fn shorten(
                     let Some(raw) = raw else { continue };
                     edit.writes
                         .push((low_edge.offset, with_base(word, GP).to_le_bytes().to_vec()));
-                    edit.retarget
-                        .push((*low, raw, (edge.target_symbol, edge.target_atom, edge.addend)));
+                    edit.retarget.push((
+                        *low,
+                        raw,
+                        (edge.target_symbol.get(), edge.target_atom.get(), edge.addend),
+                    ));
                 }
                 deletions.push(edge.offset..edge.offset + 4);
             }

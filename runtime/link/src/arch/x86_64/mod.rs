@@ -106,7 +106,7 @@ fn relaxation(graph: &LinkGraph, edge: &Edge) -> Option<GotRelaxation> {
     if graph.relocation_kind(edge) != Some(RelocationKind::GotEntryRelaxable) || edge.addend != -4 {
         return None;
     }
-    let resolved = graph.resolved(edge.target_symbol?);
+    let resolved = graph.resolved(edge.target_symbol.get()?);
     let symbol = &graph.symbols[resolved.index()];
     // A symbol a shared library defines has its address only at run time (unless the output holds a copy), and
     // so does a shared library's own interposable definition.
