@@ -82,14 +82,6 @@ impl<T: DenseId> MaybeId<T> {
     pub fn get(self) -> Option<T> {
         (self.raw != u32::MAX).then(|| T::from_raw(self.raw))
     }
-
-    pub fn is_some(self) -> bool {
-        self.raw != u32::MAX
-    }
-
-    pub fn is_none(self) -> bool {
-        self.raw == u32::MAX
-    }
 }
 
 impl<T: DenseId> From<Option<T>> for MaybeId<T> {

@@ -160,6 +160,12 @@ pub(crate) fn apply(
                 .flatten()
         })
     };
+    // The addend of an edge that reaches into an edited atom by offset, moved with the bytes it reaches.
+    let followed_addend = |graph: &LinkGraph, edge: &crate::graph::Edge| {
+        let reached = edge.target_atom.get().or_else(|| section_symbol(graph, edge))?;
+        let offset = u64::try_from(edge.addend).ok()?;
+        by_atom(&reached).map(|deletions| deletions.moved(offset) as i64)
+    };
     // Retargeted edges reach their new targets first, so that their addends follow those targets' bytes.
     for (_, edit) in &edits {
         for (id, raw, (symbol, atom, addend)) in &edit.retarget {
@@ -179,23 +185,16 @@ pub(crate) fn apply(
             removed[index] = true;
             continue;
         }
-        let reached = edge.target_atom.get().or_else(|| section_symbol(graph, edge));
-        if let Some(deletions) = reached.and_then(|atom| by_atom(&atom))
-            && let Ok(offset) = u64::try_from(edge.addend)
-        {
-            addends.push((index, deletions.moved(offset) as i64));
+        if let Some(addend) = followed_addend(graph, edge) {
+            addends.push((index, addend));
         }
     }
     for (index, addend) in addends {
         graph.edges[index].addend = addend;
     }
     for fill in fills.iter_mut() {
-        let edge = fill.edge(AtomId(0), Origin::default());
-        let reached = edge.target_atom.get().or_else(|| section_symbol(graph, &edge));
-        if let Some(deletions) = reached.and_then(|atom| by_atom(&atom))
-            && let Ok(offset) = u64::try_from(edge.addend)
-        {
-            fill.addend = deletions.moved(offset) as i64;
+        if let Some(addend) = followed_addend(graph, &fill.edge(AtomId(0), Origin::default())) {
+            fill.addend = addend;
         }
     }
     for (index, edge) in graph.edges.iter_mut().enumerate() {

@@ -126,13 +126,7 @@ fn relax_code(context: &mut LinkContext, relax: Relax) -> Result<(), PhaseError>
             // A round that deletes nothing moves no address, so the next would find what this one did
             // (rewrites that only change a base register are made again, to the same bytes).
             let shrinks = edits.iter().any(|(_, edit)| !edit.deletions.is_empty());
-            let fills = context
-                .synthesized
-                .rela_dyn
-                .as_mut()
-                .map_or(&mut [][..], |rela| &mut rela.fills[..]);
-            crate::shrink::apply(&mut context.graph, fills, edits).map_err(failed)?;
-            context.invalidate_edge_index();
+            apply_edits(context, edits).map_err(failed)?;
             if !shrinks {
                 break;
             }
@@ -141,12 +135,17 @@ fn relax_code(context: &mut LinkContext, relax: Relax) -> Result<(), PhaseError>
     let layout = crate::place::lay_out(context)?;
     context.set_layout(layout);
     let edits = relax(context, RelaxPass::Align).map_err(failed)?;
+    apply_edits(context, edits).map_err(failed)
+}
+
+/// Applies one round's edits to the graph and to `.rela.dyn`'s fills, and drops the edge index they outdate.
+fn apply_edits(context: &mut LinkContext, edits: Vec<crate::arch::RelaxEdit>) -> Result<(), String> {
     let fills = context
         .synthesized
         .rela_dyn
         .as_mut()
         .map_or(&mut [][..], |rela| &mut rela.fills[..]);
-    crate::shrink::apply(&mut context.graph, fills, edits).map_err(failed)?;
+    crate::shrink::apply(&mut context.graph, fills, edits)?;
     context.invalidate_edge_index();
     Ok(())
 }
